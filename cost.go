@@ -1,0 +1,90 @@
+package fairsched
+
+// Cost estimates. A job's cost is the slot time it is expected to hold,
+// learned per (type, ID) as an exponential moving average of observed wall
+// time, starting from the type's default cost:
+//
+//	e_0 = DefaultCost,  e_{n+1} = alpha*observed + (1-alpha)*e_n.
+//
+// Estimates not used for IdleTTL are forgotten, oldest first, so memory is
+// bounded by the (type, ID) pairs seen within one TTL.
+
+type costKey struct {
+	typ *typeState
+	id  string
+}
+
+type estimate struct {
+	key        costKey
+	seconds    float64
+	lastUsed   int64 // µs
+	prev, next *estimate
+}
+
+// costTable is the estimates with a least-recently-used list. Guarded by
+// Scheduler.mu.
+type costTable struct {
+	alpha      float64
+	m          map[costKey]*estimate
+	head, tail *estimate // least recently used first
+	forgotten  uint64
+}
+
+func newCostTable(alpha float64) costTable {
+	return costTable{alpha: alpha, m: make(map[costKey]*estimate)}
+}
+
+// get returns the estimate for (t, id) in seconds. O(1).
+func (c *costTable) get(t *typeState, id string) float64 {
+	if e := c.m[costKey{t, id}]; e != nil {
+		return e.seconds
+	}
+	return t.cost
+}
+
+// observe folds an observed duration, in seconds, into the estimate of
+// (t, id). O(1).
+func (c *costTable) observe(t *typeState, id string, seconds float64, now int64) {
+	k := costKey{t, id}
+	e := c.m[k]
+	if e == nil {
+		e = &estimate{key: k, seconds: t.cost}
+		c.m[k] = e
+	} else {
+		c.unlink(e)
+	}
+	e.seconds = c.alpha*seconds + (1-c.alpha)*e.seconds
+	e.lastUsed = now
+	e.prev = c.tail
+	if c.tail != nil {
+		c.tail.next = e
+	} else {
+		c.head = e
+	}
+	c.tail = e
+}
+
+// expire forgets estimates not used for ttl µs. Amortised O(1).
+func (c *costTable) expire(now, ttl int64) {
+	for e := c.head; e != nil && now-e.lastUsed >= ttl; e = c.head {
+		c.unlink(e)
+		delete(c.m, e.key)
+		c.forgotten++
+	}
+}
+
+func (c *costTable) unlink(e *estimate) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		c.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		c.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
+
+func (c *costTable) len() int { return len(c.m) }

@@ -1,0 +1,290 @@
+package fairsched
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	EventSubmitted         EventKind = iota + 1 // a job was queued
+	EventStarted                                // a job got a slot
+	EventFinished                               // a job ended; see Outcome
+	EventRejected                               // a submission was refused
+	EventAged                                   // a job started above its base priority
+	EventAllocationChanged                      // a configured key's fair allocation changed
+)
+
+var kindNames = [...]string{"", "submitted", "started", "finished", "rejected", "aged", "allocation_changed"}
+
+func (k EventKind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Outcome is how a job ended.
+type Outcome uint8
+
+const (
+	OutcomeCompleted Outcome = iota + 1 // ran and returned nil
+	OutcomeFailed                       // ran and returned an error, or panicked
+	OutcomeCancelled                    // did not run to the end: cancelled, caller gone, or closed
+)
+
+var outcomeNames = [...]string{"", "completed", "failed", "cancelled"}
+
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// AllocationReason says why a key's allocation changed.
+type AllocationReason uint8
+
+const (
+	ReasonConfigChange AllocationReason = iota + 1 // weight, reservation or cap changed
+	ReasonRebalance                                // another key arrived or left
+	ReasonKeyDrained                               // the key itself ran out of work
+)
+
+var reasonNames = [...]string{"", "config_change", "rebalance", "key_drained"}
+
+func (r AllocationReason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Event reports something the scheduler did. Fields that do not apply to
+// the Kind are zero.
+type Event struct {
+	Kind EventKind
+	Time time.Time
+
+	// The job, for every kind but EventAllocationChanged.
+	Seq               uint64
+	Type, ID, Key     string
+	Tier              Tier
+	BasePriority      int
+	EffectivePriority int           // at start, for EventStarted and EventAged
+	Urgent            bool          // started as urgent
+	Reserved          bool          // started under the key's MinSlots
+	Wait              time.Duration // submission to start (or to end, if it never started)
+	Duration          time.Duration // start to end, for EventFinished
+	Outcome           Outcome       // for EventFinished
+	Err               error         // the job's error, or why it was rejected
+
+	// For EventAllocationChanged (Key is set too).
+	OldSlots, NewSlots float64
+	Reason             AllocationReason
+}
+
+// eventSink delivers events to the hook on its own goroutine, so that a
+// slow hook never stalls dispatch: past the buffer, events are dropped and
+// counted.
+type eventSink struct {
+	ch      chan Event
+	dropped atomic.Uint64
+	once    sync.Once
+	done    chan struct{}
+	logger  *slog.Logger
+}
+
+func newEventSink(hook func(Event), size int, logger *slog.Logger) *eventSink {
+	if size == 0 {
+		size = defaultEventBuffer
+	}
+	e := &eventSink{ch: make(chan Event, size), done: make(chan struct{}), logger: logger}
+	go func() {
+		defer close(e.done)
+		for ev := range e.ch {
+			e.deliver(hook, ev)
+		}
+	}()
+	return e
+}
+
+func (e *eventSink) deliver(hook func(Event), ev Event) {
+	defer func() {
+		if v := recover(); v != nil && e.logger != nil {
+			e.logger.Error("fairsched: event hook panicked", "event", ev.Kind.String(), "panic", v)
+		}
+	}()
+	hook(ev)
+}
+
+// send queues ev without blocking. Called under Scheduler.mu.
+func (e *eventSink) send(ev Event) {
+	select {
+	case e.ch <- ev:
+	default:
+		if e.dropped.Add(1) == 1 && e.logger != nil {
+			e.logger.Warn("fairsched: event hook is falling behind; dropping events")
+		}
+	}
+}
+
+// close stops delivery after the queued events and waits for the hook.
+func (e *eventSink) close() {
+	if e == nil {
+		return
+	}
+	e.once.Do(func() { close(e.ch) })
+	<-e.done
+}
+
+func (e *eventSink) droppedCount() uint64 {
+	if e == nil {
+		return 0
+	}
+	return e.dropped.Load()
+}
+
+func (s *Scheduler) timeOf(us int64) time.Time {
+	return s.epoch.Add(time.Duration(us) * time.Microsecond)
+}
+
+func (s *Scheduler) jobEvent(kind EventKind, j *job, now int64) Event {
+	return Event{
+		Kind: kind, Time: s.timeOf(now), Seq: j.seq,
+		Type: j.typ.name, ID: j.id, Key: j.key.name, Tier: j.typ.cfg.Tier,
+		BasePriority: j.base, EffectivePriority: j.base,
+	}
+}
+
+func (s *Scheduler) recordSubmitLocked(j *job, now int64) {
+	s.counters.submitted++
+	if s.events != nil {
+		s.events.send(s.jobEvent(EventSubmitted, j, now))
+	}
+}
+
+func (s *Scheduler) rejectLocked(d Job, t *typeState, now int64) {
+	s.counters.rejected++
+	t.stats.rejected++
+	if s.events != nil {
+		s.events.send(Event{Kind: EventRejected, Time: s.timeOf(now), Type: d.Type, ID: d.ID, Key: d.Key,
+			Tier: t.cfg.Tier, Err: ErrQueueFull})
+	}
+}
+
+func (s *Scheduler) recordStartLocked(j *job, now int64) {
+	c := &s.counters
+	t := j.typ
+	t.stats.started++
+	wait := now - j.sub
+	c.wait.observe(float64(wait) / 1e6)
+	eff := s.aging.effective(j.base, j.sub, now)
+	c.effective[eff/10]++
+	aged := eff > j.base || j.kind == startUrgent
+	switch j.kind {
+	case startUrgent:
+		c.urgentStarts++
+	case startReserved:
+		c.reservedStarts++
+	}
+	if aged {
+		c.promotions++
+	}
+	if k := j.key; s.cfg.MaxConcurrency > 0 && k.cfg.MinSlots == 0 {
+		// A start beyond the key's weighted share of the tier, made with
+		// capacity that keys with a claim to it left idle.
+		if share := float64(s.cfg.MaxConcurrency) * k.cfg.Weight / t.tier.activeWeight; float64(j.lane.flow.running) > share+1e-9 {
+			c.excess++
+		}
+	}
+	if s.events == nil {
+		return
+	}
+	ev := s.jobEvent(EventStarted, j, now)
+	ev.EffectivePriority, ev.Wait = eff, time.Duration(wait)*time.Microsecond
+	ev.Urgent, ev.Reserved = j.kind == startUrgent, j.kind == startReserved
+	s.events.send(ev)
+	if aged {
+		ev.Kind = EventAged
+		s.events.send(ev)
+	}
+}
+
+func (s *Scheduler) recordFinishLocked(j *job, err error, ran bool, now int64) {
+	c := &s.counters
+	t := j.typ
+	dur := now - j.start
+	out := OutcomeCompleted
+	switch {
+	case !ran:
+		out = OutcomeCancelled
+		c.cancelled++
+		t.stats.cancelled++
+	case err != nil:
+		out = OutcomeFailed
+		c.failed++
+		t.stats.failed++
+	default:
+		c.completed++
+		t.stats.completed++
+		if j.base >= 75 {
+			c.highCompleted++
+		} else if j.base < 25 {
+			c.lowCompleted++
+		}
+	}
+	if ran {
+		c.duration.observe(float64(dur) / 1e6)
+	}
+	if s.events != nil {
+		ev := s.jobEvent(EventFinished, j, now)
+		ev.Wait = time.Duration(j.start-j.sub) * time.Microsecond
+		ev.Duration = time.Duration(dur) * time.Microsecond
+		ev.Outcome, ev.Err = out, err
+		ev.Urgent, ev.Reserved = j.kind == startUrgent, j.kind == startReserved
+		s.events.send(ev)
+	}
+}
+
+func (s *Scheduler) recordCancelLocked(j *job, err error, now int64) {
+	s.counters.cancelled++
+	j.typ.stats.cancelled++
+	if s.events != nil {
+		ev := s.jobEvent(EventFinished, j, now)
+		ev.Wait = time.Duration(now-j.sub) * time.Microsecond
+		ev.Outcome, ev.Err = OutcomeCancelled, err
+		s.events.send(ev)
+	}
+}
+
+// emitAllocationLocked reports a change of a configured key's allocation.
+// Computing allocations costs O(keys), so it is done only with a hook, and
+// only for configured keys (a bounded set).
+func (s *Scheduler) emitAllocationLocked(k *keyState, reason AllocationReason) {
+	if s.events == nil {
+		return
+	}
+	alloc := s.allocationsLocked()
+	now := s.nowLocked()
+	for _, other := range s.keys {
+		if !other.configured {
+			continue
+		}
+		a := alloc[other]
+		if a == other.alloc {
+			continue
+		}
+		r := reason
+		if other != k {
+			r = ReasonRebalance
+		}
+		s.events.send(Event{Kind: EventAllocationChanged, Time: s.timeOf(now), Key: other.name,
+			OldSlots: other.alloc, NewSlots: a, Reason: r})
+		other.alloc = a
+	}
+}

@@ -1,0 +1,369 @@
+package fairsched
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/fairsched/fairsched/internal/iheap"
+)
+
+// Fair share. Each tier is its own fair queue over flows, one flow per
+// (tier, key). A flow's virtual time V is the cost charged to its key in
+// that tier divided by the key's weight; the ready flow with the lowest V
+// goes next. Ties in V go to the flow whose V was set first (stamp), which
+// serves equals round-robin.
+
+// keyState is one fairness key.
+type keyState struct {
+	name       string
+	cfg        KeyConfig // resolved: Weight > 0
+	configured bool      // named in Config.Keys or set at run time: never forgotten
+
+	running  int // running jobs of the key, all tiers
+	reserved int // running jobs started under the key's MinSlots
+	pending  int // queued and parked jobs
+	capped   bool
+
+	flows []*flow // one per tier the key has used
+	lanes []*lane // one per job type the key has used
+
+	// parked holds the key's urgent jobs found blocked by its cap, in urgent
+	// order; kpIdx is the key's position in Scheduler.keyParked.
+	parked iheap.Heap[*job]
+	kpIdx  int
+
+	idleSince        int64 // µs; valid while idle
+	idlePrev, idleNx *keyState
+	idle             bool // on the idle list
+
+	alloc float64 // last allocation reported in an event
+}
+
+func (k *keyState) atCap() bool {
+	return k.cfg.MaxConcurrency > 0 && k.running >= k.cfg.MaxConcurrency
+}
+
+// flow is a key's share of one tier.
+type flow struct {
+	key     *keyState
+	tier    *tierState
+	v       float64 // virtual time: charged slot-seconds / weight
+	stamp   uint64  // when v was last set, for ties
+	pending int
+	running int
+	lanes   []*lane // the key's lanes of types in this tier
+	actIdx  int     // position in tier.active, -1 when inactive
+	actW    float64 // the key's weight when the flow became active
+}
+
+func flowBefore(a, b *flow) bool {
+	return a.v < b.v || (a.v == b.v && a.stamp < b.stamp)
+}
+
+func laneBefore(a, b *lane) bool { return flowBefore(a.flow, b.flow) }
+
+func flowByV(a, b *flow) bool { return flowBefore(a, b) }
+
+// tierState is one tier: its cap, its types and its active flows.
+type tierState struct {
+	level   Tier
+	limit   int
+	running int
+	types   []*typeState
+
+	// active holds the flows with queued or running jobs, by V, so that a
+	// flow entering the tier starts at the minimum V of those present.
+	active iheap.Heap[*flow]
+	// activeWeight is the sum of the weights of the active flows.
+	activeWeight float64
+	// floor is the highest such minimum seen: the tier's virtual clock. It
+	// never goes back, so a key cannot bank credit while the tier is idle.
+	floor float64
+}
+
+func (t *tierState) atCap() bool { return t.limit > 0 && t.running >= t.limit }
+
+func (t *tierState) raiseFloor() {
+	if f, ok := t.active.Top(); ok && f.v > t.floor {
+		t.floor = f.v
+	}
+}
+
+// keyLocked returns the state of key name, creating it with the defaults.
+func (s *Scheduler) keyLocked(name string) *keyState {
+	if k := s.keys[name]; k != nil {
+		return k
+	}
+	k := &keyState{name: name, cfg: resolveKey(s.cfg.DefaultKey), kpIdx: -1}
+	k.parked = iheap.New(byAgedKey, jobSetIdx)
+	s.keys[name] = k
+	return k
+}
+
+func resolveKey(c KeyConfig) KeyConfig {
+	if c.Weight == 0 {
+		c.Weight = 1
+	}
+	return c
+}
+
+// laneLocked returns the lane of (t, k), creating it and its flow.
+func (s *Scheduler) laneLocked(t *typeState, k *keyState) *lane {
+	for _, l := range k.lanes {
+		if l.typ == t {
+			return l
+		}
+	}
+	var f *flow
+	for _, g := range k.flows {
+		if g.tier == t.tier {
+			f = g
+			break
+		}
+	}
+	if f == nil {
+		f = &flow{key: k, tier: t.tier, actIdx: -1, v: t.tier.floor}
+		k.flows = append(k.flows, f)
+	}
+	l := newLane(s, t, k, f)
+	k.lanes = append(k.lanes, l)
+	f.lanes = append(f.lanes, l)
+	return l
+}
+
+// activateLocked brings an idle flow into its tier: it starts at the
+// tier's current minimum V, or keeps its own if that is higher.
+func (s *Scheduler) activateLocked(f *flow) {
+	t := f.tier
+	t.raiseFloor()
+	if f.v < t.floor {
+		f.v = t.floor
+	}
+	s.stampLocked(f)
+	t.active.Push(f)
+	f.actW = f.key.cfg.Weight
+	t.activeWeight += f.actW
+	if f.key.configured && f.key.running+f.key.pending == 0 {
+		s.emitAllocationLocked(f.key, ReasonRebalance)
+	}
+}
+
+// deactivateLocked takes a flow with nothing queued or running out of its
+// tier, remembering the minimum V the tier had with it.
+func (s *Scheduler) deactivateLocked(f *flow) {
+	t := f.tier
+	t.raiseFloor()
+	t.active.Remove(f.actIdx)
+	t.activeWeight -= f.actW
+	if t.active.Len() == 0 {
+		t.activeWeight = 0 // no rounding drift
+	}
+	if f.key.configured && f.key.running+f.key.pending == 0 {
+		s.emitAllocationLocked(f.key, ReasonKeyDrained)
+	}
+}
+
+func (s *Scheduler) stampLocked(f *flow) {
+	s.stamp++
+	f.stamp = s.stamp
+}
+
+// chargeLocked adds d slot-seconds at weight w to a flow's virtual time and
+// re-sorts it wherever it is ordered by V. O(lanes of the flow * log k).
+func (s *Scheduler) chargeLocked(f *flow, d, w float64) {
+	f.v += d / w
+	s.stampLocked(f)
+	if f.actIdx >= 0 {
+		f.tier.active.Fix(f.actIdx)
+	}
+	for _, l := range f.lanes {
+		if l.tyIdx >= 0 {
+			l.typ.lanes.Fix(l.tyIdx)
+		}
+	}
+}
+
+// readyLocked puts a lane in its type's fair order if it has queued jobs
+// and its key is below its cap.
+func (s *Scheduler) readyLocked(l *lane) {
+	if l.tyIdx < 0 && l.n > 0 && !l.key.capped {
+		l.typ.lanes.Push(l)
+	}
+}
+
+func (s *Scheduler) unreadyLocked(l *lane) {
+	if l.tyIdx >= 0 {
+		l.typ.lanes.Remove(l.tyIdx)
+	}
+}
+
+// capKeyLocked takes a key that reached its cap out of every fair order.
+func (s *Scheduler) capKeyLocked(k *keyState) {
+	k.capped = true
+	for _, l := range k.lanes {
+		s.unreadyLocked(l)
+	}
+	if k.kpIdx >= 0 {
+		s.keyParked.Remove(k.kpIdx)
+	}
+}
+
+// uncapKeyLocked returns a key that fell below its cap to the fair orders.
+func (s *Scheduler) uncapKeyLocked(k *keyState) {
+	k.capped = false
+	for _, l := range k.lanes {
+		s.readyLocked(l)
+	}
+	if k.parked.Len() > 0 && k.kpIdx < 0 {
+		s.keyParked.Push(k)
+	}
+}
+
+// recapLocked brings a key's capped flag in line with its running count
+// and cap, after either changed.
+func (s *Scheduler) recapLocked(k *keyState) {
+	switch at := k.atCap(); {
+	case at && !k.capped:
+		s.capKeyLocked(k)
+	case !at && k.capped:
+		s.uncapKeyLocked(k)
+	}
+}
+
+// keyParkedBefore orders keys by their first parked job, in urgent order.
+func keyParkedBefore(a, b *keyState) bool {
+	x, _ := a.parked.Top()
+	y, _ := b.parked.Top()
+	return byAgedKey(x, y)
+}
+
+// SetKey sets the configuration of fairness key name, which is then never
+// forgotten. The change applies from the next dispatch: a new weight to the
+// cost charged from then on, a cap or reservation to the next start. It
+// fails, changing nothing, if the configuration is invalid or the keys'
+// reservations would add up to more than MaxConcurrency.
+func (s *Scheduler) SetKey(name string, c KeyConfig) error {
+	if err := c.validate(fmt.Sprintf("key %q", name)); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.MaxConcurrency > 0 {
+		total := c.MinSlots
+		for _, k := range s.reserving {
+			if k.name != name {
+				total += k.cfg.MinSlots
+			}
+		}
+		if total > s.cfg.MaxConcurrency {
+			return fmt.Errorf("fairsched: key %q: MinSlots %d would make the reservations add up to %d, more than MaxConcurrency %d",
+				name, c.MinSlots, total, s.cfg.MaxConcurrency)
+		}
+	}
+	k := s.keyLocked(name)
+	s.configureKeyLocked(k, resolveKey(c), true)
+	s.kickLocked()
+	return nil
+}
+
+// SetKeyWeight changes the weight of fairness key name, keeping the rest
+// of its configuration. The weight must be positive.
+func (s *Scheduler) SetKeyWeight(name string, weight float64) error {
+	if !(weight > 0) || math.IsInf(weight, 0) {
+		return fmt.Errorf("fairsched: key %q: weight %v must be positive", name, weight)
+	}
+	s.mu.Lock()
+	c := s.keyLocked(name).cfg
+	s.mu.Unlock()
+	c.Weight = weight
+	return s.SetKey(name, c)
+}
+
+// ResetKeys returns every fairness key to Config.DefaultKey: equal weights,
+// no reservations, the default caps. Virtual times are kept.
+func (s *Scheduler) ResetKeys() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.keys {
+		s.configureKeyLocked(k, resolveKey(s.cfg.DefaultKey), false)
+	}
+	s.kickLocked()
+}
+
+func (s *Scheduler) configureKeyLocked(k *keyState, c KeyConfig, configured bool) {
+	old := k.cfg
+	k.cfg = c
+	k.configured = configured
+	for _, f := range k.flows {
+		if f.actIdx >= 0 {
+			f.tier.activeWeight += c.Weight - f.actW
+			f.actW = c.Weight
+		}
+	}
+	if configured {
+		s.unidleLocked(k)
+	} else if k.running == 0 && k.pending == 0 && !k.idle {
+		s.idleLocked(k, s.nowLocked())
+	}
+	if old.MinSlots != c.MinSlots {
+		s.rebuildReservingLocked()
+	}
+	s.recapLocked(k)
+	if old != c {
+		s.emitAllocationLocked(k, ReasonConfigChange)
+	}
+}
+
+func (s *Scheduler) rebuildReservingLocked() {
+	s.reserving = s.reserving[:0]
+	for _, k := range s.keys {
+		if k.cfg.MinSlots > 0 {
+			s.reserving = append(s.reserving, k)
+		}
+	}
+	sort.Slice(s.reserving, func(i, j int) bool { return s.reserving[i].name < s.reserving[j].name })
+}
+
+// idleLocked puts a key with nothing queued or running on the idle list,
+// to be forgotten after IdleTTL unless it is configured.
+func (s *Scheduler) idleLocked(k *keyState, now int64) {
+	if k.configured || k.idle {
+		return
+	}
+	k.idle, k.idleSince = true, now
+	k.idlePrev, k.idleNx = s.idleTail, nil
+	if s.idleTail != nil {
+		s.idleTail.idleNx = k
+	} else {
+		s.idleHead = k
+	}
+	s.idleTail = k
+}
+
+func (s *Scheduler) unidleLocked(k *keyState) {
+	if !k.idle {
+		return
+	}
+	if k.idlePrev != nil {
+		k.idlePrev.idleNx = k.idleNx
+	} else {
+		s.idleHead = k.idleNx
+	}
+	if k.idleNx != nil {
+		k.idleNx.idlePrev = k.idlePrev
+	} else {
+		s.idleTail = k.idlePrev
+	}
+	k.idle, k.idlePrev, k.idleNx = false, nil, nil
+}
+
+// forgetIdleLocked forgets keys idle for longer than IdleTTL. Amortised
+// O(1) per key.
+func (s *Scheduler) forgetIdleLocked(now int64) {
+	for k := s.idleHead; k != nil && now-k.idleSince >= s.idleTTL; k = s.idleHead {
+		s.unidleLocked(k)
+		delete(s.keys, k.name)
+		s.keysForgotten++
+	}
+}

@@ -1,0 +1,343 @@
+package fairsched
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"time"
+)
+
+// Priorities run from 0 to 100, higher first. Values outside the range are
+// clamped. In Job.Priority and TypeConfig.DefaultPriority the value 0 means
+// "not set" (use the default), so the lowest priority is asked for with
+// PriorityLowest, or any negative value, which clamps to 0.
+const (
+	PriorityCritical = 100
+	PriorityHigh     = 80
+	PriorityNormal   = 50 // the default
+	PriorityLow      = 20
+	PriorityLowest   = -1 // clamps to 0
+)
+
+// Tier is a coarse class of service. Work of a higher tier is always
+// considered before work of a lower one; each tier may have a concurrency
+// cap (Config.TierLimits). Any int is a valid tier.
+type Tier int
+
+// The two tiers most services need.
+const (
+	Background Tier = 0
+	Foreground Tier = 1
+)
+
+// Job describes one unit of work. The zero Job is valid: the default type,
+// no ID, the empty fairness key and the default priority.
+type Job struct {
+	// Type names a registered job type; "" is the default type, which is
+	// always registered with the scheduler's defaults.
+	Type string
+	// ID is the resource the job acts on (a repository, a file, a tenant's
+	// index). Conflict exclusion and cost estimates are keyed by it.
+	ID string
+	// Key is the fairness key: who the work is for (a client address, a
+	// tenant). Capacity is shared fairly between keys.
+	Key string
+	// Priority orders work within one fairness key, 0..100, higher first.
+	// 0 means the type's default (PriorityNormal unless the type says
+	// otherwise); use PriorityLowest for priority 0.
+	Priority int
+}
+
+// TypeConfig configures a job type. The zero value is a type in the
+// Background tier with no cap, no conflict group, the scheduler's default
+// cost and priority.
+type TypeConfig struct {
+	// Tier of every job of this type.
+	Tier Tier
+	// MaxConcurrency caps the running jobs of this type; 0 means no cap.
+	MaxConcurrency int
+	// ConflictGroup, when not empty, makes two jobs of types in the same
+	// group and with the same ID mutually exclusive: they never run at the
+	// same time.
+	ConflictGroup string
+	// DefaultCost is the estimated slot time of a job of this type before
+	// its (type, ID) has been observed; 0 means Config.DefaultCost.
+	DefaultCost time.Duration
+	// DefaultPriority is used for jobs that set no priority; 0 means
+	// PriorityNormal, negative means 0.
+	DefaultPriority int
+}
+
+// KeyConfig configures a fairness key. The zero value means the defaults:
+// weight 1, no reservation, no cap, no pending limit.
+type KeyConfig struct {
+	// Weight is the key's relative share of capacity within a tier; 0 means
+	// 1. Must not be negative.
+	Weight float64
+	// MinSlots is a reservation: up to this many of the key's jobs start
+	// ahead of fair share and are not charged to its fair-share clock.
+	MinSlots int
+	// MaxConcurrency caps the key's running jobs; 0 means no cap.
+	MaxConcurrency int
+	// MaxPending caps the key's queued jobs; a Submit or RunSync past it
+	// fails with ErrQueueFull for this key only. 0 means no limit.
+	MaxPending int
+}
+
+// AgingConfig raises the priority of waiting jobs so that none starves.
+// Aging is off when Step or Interval is zero.
+//
+// A job's score after waiting w is its base priority while w < GracePeriod,
+// then base + Step*(w-GracePeriod)/Interval, continuous in time. Its
+// effective priority, which orders work within a key, is the score capped
+// at MaxEffective (aging never lowers a priority above the ceiling). A job
+// whose uncapped score reaches UrgentThreshold, after its grace period, is
+// urgent: it goes before tiers, weights and reservations, never past a hard
+// limit. Every job therefore starts within
+//
+//	GracePeriod + (UrgentThreshold - base)/Step*Interval
+//
+// plus the time for a slot it can use to free.
+type AgingConfig struct {
+	// GracePeriod is how long a job waits before it starts to age.
+	GracePeriod time.Duration
+	// Interval and Step: the score rises by Step every Interval.
+	Interval time.Duration
+	Step     int
+	// MaxEffective is the ceiling of the effective priority; 0 means 100.
+	MaxEffective int
+	// UrgentThreshold is the score at which a job becomes urgent; 0 means
+	// jobs never become urgent (and the starvation bound does not hold
+	// across keys and tiers). It may exceed 100.
+	UrgentThreshold int
+}
+
+// Enabled reports whether aging is on.
+func (a AgingConfig) Enabled() bool { return a.Step != 0 && a.Interval != 0 }
+
+// MaxWait returns the longest time a job of priority base waits before it
+// is urgent, or false if no job ever becomes urgent under this config.
+func (a AgingConfig) MaxWait(base int) (time.Duration, bool) {
+	if !a.Enabled() || a.UrgentThreshold == 0 {
+		return 0, false
+	}
+	base = clampPriority(base)
+	steps := a.UrgentThreshold - base
+	if steps < 0 {
+		steps = 0
+	}
+	// Ceiling division: the job is urgent once the whole step is reached.
+	d := time.Duration((int64(steps)*int64(a.Interval) + int64(a.Step) - 1) / int64(a.Step))
+	return a.GracePeriod + d, true
+}
+
+// Clock is the scheduler's time source. Durations are measured between its
+// readings, so it must never run backwards.
+type Clock interface {
+	Now() time.Time
+}
+
+// Config configures a Scheduler. Every field is optional; the zero Config is
+// a scheduler with no limits at all, in which every job starts at once.
+type Config struct {
+	// MaxConcurrency is the number of slots: running jobs never exceed it.
+	// 0 means no global limit.
+	MaxConcurrency int
+	// MaxQueue bounds the pending jobs. A submission past it fails with
+	// ErrQueueFull and changes nothing. 0 means unlimited.
+	MaxQueue int
+	// TierLimits caps the running jobs of a tier. Caps are not
+	// reservations: capacity another tier leaves idle is used.
+	TierLimits map[Tier]int
+	// Types registers job types at construction; see also RegisterType.
+	Types map[string]TypeConfig
+	// Keys configures fairness keys by name. Configured keys are never
+	// forgotten and may carry reservations.
+	Keys map[string]KeyConfig
+	// DefaultKey is the configuration of every key not in Keys. It may not
+	// reserve slots.
+	DefaultKey KeyConfig
+	// Aging configures priority aging; off by default.
+	Aging AgingConfig
+	// CostAlpha is the smoothing factor of the cost estimates, in (0, 1];
+	// 0 means 0.3. A new observation o moves an estimate e to
+	// CostAlpha*o + (1-CostAlpha)*e.
+	CostAlpha float64
+	// DefaultCost is the cost of a job whose type sets none and whose
+	// (type, ID) has not been observed; 0 means one second.
+	DefaultCost time.Duration
+	// IdleTTL is how long the scheduler remembers an idle fairness key
+	// (its virtual time) and a cost estimate that has not been used; 0
+	// means ten minutes. Configured keys are never forgotten.
+	IdleTTL time.Duration
+	// Clock is the time source; nil means the system clock.
+	Clock Clock
+	// OnEvent, if set, receives every Event, on a goroutine of the
+	// scheduler's, never under its lock; see Event.
+	OnEvent func(Event)
+	// EventBuffer is how many events may wait for OnEvent before further
+	// ones are dropped (and counted in Stats.EventsDropped); 0 means 4096.
+	EventBuffer int
+	// Logger receives the scheduler's own rare messages; nil means none.
+	Logger *slog.Logger
+}
+
+const (
+	defaultAlpha       = 0.3
+	defaultCost        = time.Second
+	defaultIdleTTL     = 10 * time.Minute
+	defaultEventBuffer = 4096
+)
+
+// validate reports the first problem with c in plain English, or nil.
+func (c *Config) validate() error {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("fairsched: "+format, args...))
+	}
+	if c.MaxConcurrency < 0 {
+		add("MaxConcurrency is %d; it must be 0 (no limit) or positive", c.MaxConcurrency)
+	}
+	if c.MaxQueue < 0 {
+		add("MaxQueue is %d; it must be 0 (unlimited) or positive", c.MaxQueue)
+	}
+	for _, t := range sortedTiers(c.TierLimits) {
+		if n := c.TierLimits[t]; n < 0 {
+			add("TierLimits[%d] is %d; a tier cap must be 0 (no cap) or positive", t, n)
+		}
+	}
+	for _, name := range sortedKeys(c.Types) {
+		if err := c.Types[name].validate(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	reserved := 0
+	for _, name := range sortedKeys(c.Keys) {
+		kc := c.Keys[name]
+		if err := kc.validate(fmt.Sprintf("Keys[%q]", name)); err != nil {
+			errs = append(errs, err)
+		}
+		reserved += kc.MinSlots
+	}
+	if err := c.DefaultKey.validate("DefaultKey"); err != nil {
+		errs = append(errs, err)
+	}
+	if c.DefaultKey.MinSlots != 0 {
+		add("DefaultKey.MinSlots is %d; reservations are only for keys named in Keys", c.DefaultKey.MinSlots)
+	}
+	if c.MaxConcurrency > 0 && reserved > c.MaxConcurrency {
+		add("the keys' MinSlots add up to %d, more than MaxConcurrency %d", reserved, c.MaxConcurrency)
+	}
+	if err := c.Aging.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.CostAlpha < 0 || c.CostAlpha > 1 || math.IsNaN(c.CostAlpha) {
+		add("CostAlpha is %v; it must be in (0, 1], or 0 for the default 0.3", c.CostAlpha)
+	}
+	if c.DefaultCost < 0 {
+		add("DefaultCost is %v; it must not be negative", c.DefaultCost)
+	}
+	if c.IdleTTL < 0 {
+		add("IdleTTL is %v; it must not be negative", c.IdleTTL)
+	}
+	if c.EventBuffer < 0 {
+		add("EventBuffer is %d; it must not be negative", c.EventBuffer)
+	}
+	return errors.Join(errs...)
+}
+
+func (tc TypeConfig) validate(name string) error {
+	var errs []error
+	if tc.MaxConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("fairsched: job type %q: MaxConcurrency is %d; it must be 0 (no cap) or positive", name, tc.MaxConcurrency))
+	}
+	if tc.DefaultCost < 0 {
+		errs = append(errs, fmt.Errorf("fairsched: job type %q: DefaultCost is %v; it must not be negative", name, tc.DefaultCost))
+	}
+	return errors.Join(errs...)
+}
+
+func (kc KeyConfig) validate(what string) error {
+	var errs []error
+	if kc.Weight < 0 || math.IsNaN(kc.Weight) || math.IsInf(kc.Weight, 0) {
+		errs = append(errs, fmt.Errorf("fairsched: %s.Weight is %v; it must be positive (or 0 for the default 1)", what, kc.Weight))
+	}
+	if kc.MinSlots < 0 {
+		errs = append(errs, fmt.Errorf("fairsched: %s.MinSlots is %d; it must not be negative", what, kc.MinSlots))
+	}
+	if kc.MaxConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("fairsched: %s.MaxConcurrency is %d; it must be 0 (no cap) or positive", what, kc.MaxConcurrency))
+	}
+	if kc.MaxConcurrency > 0 && kc.MinSlots > kc.MaxConcurrency {
+		errs = append(errs, fmt.Errorf("fairsched: %s.MinSlots %d is more than its MaxConcurrency %d", what, kc.MinSlots, kc.MaxConcurrency))
+	}
+	if kc.MaxPending < 0 {
+		errs = append(errs, fmt.Errorf("fairsched: %s.MaxPending is %d; it must be 0 (no limit) or positive", what, kc.MaxPending))
+	}
+	return errors.Join(errs...)
+}
+
+func (a AgingConfig) validate() error {
+	if a == (AgingConfig{}) {
+		return nil
+	}
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("fairsched: Aging."+format, args...))
+	}
+	switch {
+	case a.Step == 0 && a.Interval != 0:
+		add("Interval is set but Step is 0; set both to age, or neither")
+	case a.Step != 0 && a.Interval == 0:
+		add("Step is set but Interval is 0; set both to age, or neither")
+	}
+	if a.Step < 0 || a.Step > 100 {
+		add("Step is %d; it must be between 1 and 100", a.Step)
+	}
+	if a.Interval < 0 || (a.Interval > 0 && a.Interval < time.Microsecond) {
+		add("Interval is %v; it must be at least 1µs", a.Interval)
+	}
+	if a.GracePeriod < 0 {
+		add("GracePeriod is %v; it must not be negative", a.GracePeriod)
+	}
+	if a.MaxEffective < 0 || a.MaxEffective > 100 {
+		add("MaxEffective is %d; it must be between 1 and 100 (0 means 100)", a.MaxEffective)
+	}
+	if a.UrgentThreshold < 0 || a.UrgentThreshold > 10000 {
+		add("UrgentThreshold is %d; it must be between 1 and 10000 (0 means never urgent)", a.UrgentThreshold)
+	}
+	if !a.Enabled() && (a.MaxEffective != 0 || a.UrgentThreshold != 0 || a.GracePeriod != 0) && len(errs) == 0 {
+		add("is partly set but Step and Interval are 0, so nothing would age")
+	}
+	return errors.Join(errs...)
+}
+
+func clampPriority(p int) int {
+	switch {
+	case p < 0:
+		return 0
+	case p > 100:
+		return 100
+	}
+	return p
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedTiers(m map[Tier]int) []Tier {
+	out := make([]Tier, 0, len(m))
+	for t := range m {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

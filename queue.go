@@ -1,0 +1,229 @@
+package fairsched
+
+import (
+	"context"
+
+	"github.com/fairsched/fairsched/internal/iheap"
+)
+
+// jobState is where a job is in its life. Every job moves forward through
+// these states and ends exactly once.
+type jobState uint8
+
+const (
+	stateNew     jobState = iota // being submitted
+	stateQueued                  // visible in its lane
+	stateParked                  // waiting on a blocker: a conflict or its key's cap
+	stateRunning                 // holding a slot
+	stateDone                    // ended: err is final
+)
+
+// Which of its lane's heaps a queued job is in.
+const (
+	inFixed  uint8 = iota // effective priority == base (in grace, or base >= ceiling)
+	inRising              // aged, below the ceiling: ordered by the aged key A
+	inCapped              // aged to the ceiling: FIFO among equals
+)
+
+// How a job was started, for charging and events.
+type startKind uint8
+
+const (
+	startFair     startKind = iota // by fair share: charged to the key's clock
+	startReserved                  // under the key's MinSlots: not charged
+	startUrgent                    // aged past the urgent threshold: charged
+)
+
+// job is the scheduler's record of one unit of work, from submission to
+// its end. A Handle is a job seen from outside.
+type job struct {
+	// Fixed at submission.
+	typ  *typeState
+	key  *keyState
+	lane *lane
+	id   string
+	base int    // clamped priority
+	seq  uint64 // submission order, the final tie-break
+	sub  int64  // submission time, µs since the scheduler's epoch
+	aKey int64  // the aged order key A (aging.go)
+	fn   func(context.Context) error
+	sync bool // RunSync: fn runs on the caller's goroutine
+
+	// Guarded by Scheduler.mu.
+	state    jobState
+	heap     uint8 // stateQueued: which lane heap
+	idx      int32 // position in a lane heap, a park list or the running list
+	uidx     int32 // position in typ.aged, -1 when absent
+	start    int64 // start time, µs
+	kind     startKind
+	estimate float64 // cost estimate at start, seconds
+	weight   float64 // key weight at start
+	slot     *conflictSlot
+	err      error
+	ready    chan struct{} // RunSync waiters: closed when started or ended
+	done     chan struct{} // Handle.Done, made on demand
+	ctx      jobContext
+}
+
+func jobSetIdx(j *job, i int)  { j.idx = int32(i) }
+func jobSetUIdx(j *job, i int) { j.uidx = int32(i) }
+func jobGetIdx(j *job) int     { return int(j.idx) }
+func jobGetUIdx(j *job) int    { return int(j.uidx) }
+func bySeq(a, b *job) bool     { return a.seq < b.seq }
+func byBaseThenSeq(a, b *job) bool {
+	return a.base > b.base || (a.base == b.base && a.seq < b.seq)
+}
+
+// byAgedKey orders aged jobs by score, highest first, then oldest: the
+// urgent order, and the order of rising jobs within a lane.
+func byAgedKey(a, b *job) bool {
+	return a.aKey > b.aKey || (a.aKey == b.aKey && a.seq < b.seq)
+}
+
+// lane holds the queued jobs of one job type for one fairness key, in the
+// order "highest effective priority, then earliest submission", with aging
+// applied at the moment of asking (head).
+//
+// A job's effective priority is constant (its base) in its grace period and
+// when its base is at or above the ceiling: those jobs are in fixed, by
+// base. Aged jobs below the ceiling rise at the same rate, so among them the
+// order is by A and never changes: they are in rising. Jobs aged to the
+// ceiling tie and go in submission order: capped. Jobs move fixed -> rising
+// -> capped as time passes, each move O(log n), each at most once.
+type lane struct {
+	s      *Scheduler
+	typ    *typeState
+	key    *keyState
+	flow   *flow
+	fixed  iheap.Heap[*job]
+	rising iheap.Heap[*job]
+	capped iheap.Heap[*job]
+	n      int // queued jobs in the three heaps
+	tyIdx  int // position in typ.lanes, -1 when not ready
+}
+
+func newLane(s *Scheduler, t *typeState, k *keyState, f *flow) *lane {
+	return &lane{
+		s: s, typ: t, key: k, flow: f, tyIdx: -1,
+		fixed:  iheap.New(byBaseThenSeq, jobSetIdx),
+		rising: iheap.New(byAgedKey, jobSetIdx),
+		capped: iheap.New(bySeq, jobSetIdx),
+	}
+}
+
+// insert places a queued job in the heap its phase at now calls for.
+// O(log n).
+func (l *lane) insert(p *agingParams, j *job, now int64) {
+	switch {
+	case !p.pastGrace(j.sub, now) || int64(j.base) >= p.maxEff:
+		j.heap = inFixed
+		l.fixed.Push(j)
+	case p.reached(j.aKey, now, p.maxEff):
+		j.heap = inCapped
+		l.capped.Push(j)
+	default:
+		j.heap = inRising
+		l.rising.Push(j)
+	}
+	l.n++
+}
+
+// remove takes a queued job out of the lane. O(log n).
+func (l *lane) remove(j *job) {
+	switch j.heap {
+	case inFixed:
+		l.fixed.Remove(int(j.idx))
+	case inRising:
+		l.rising.Remove(int(j.idx))
+	case inCapped:
+		l.capped.Remove(int(j.idx))
+	}
+	l.n--
+}
+
+// head returns the lane's first job at now, or nil. It first moves rising
+// jobs that reached the ceiling to capped: amortised O(log n).
+func (l *lane) head(p *agingParams, now int64) *job {
+	if p.on {
+		for {
+			j, ok := l.rising.Top()
+			if !ok || !p.reached(j.aKey, now, p.maxEff) {
+				break
+			}
+			l.rising.Pop()
+			j.heap = inCapped
+			l.capped.Push(j)
+		}
+	}
+	var best *job
+	var bestEff int64
+	consider := func(h *iheap.Heap[*job]) {
+		j, ok := h.Top()
+		if !ok {
+			return
+		}
+		e := l.effective(p, j, now)
+		if best == nil || e > bestEff || (e == bestEff && j.seq < best.seq) {
+			best, bestEff = j, e
+		}
+	}
+	consider(&l.fixed)
+	if p.on {
+		consider(&l.rising)
+		consider(&l.capped)
+	}
+	return best
+}
+
+// effective returns a queued job's scaled effective priority at now,
+// according to the heap it is in.
+func (l *lane) effective(p *agingParams, j *job, now int64) int64 {
+	switch j.heap {
+	case inRising:
+		return j.aKey + p.step*(now-p.grace)
+	case inCapped:
+		return p.maxEff * p.interval
+	}
+	if !p.on {
+		return int64(j.base)
+	}
+	return int64(j.base) * p.interval
+}
+
+// jobBefore reports whether queued job a goes before queued job b within
+// one key: higher effective priority, then earlier submission.
+func jobBefore(p *agingParams, a, b *job, now int64) bool {
+	ea, eb := a.lane.effective(p, a, now), b.lane.effective(p, b, now)
+	return ea > eb || (ea == eb && a.seq < b.seq)
+}
+
+// graceQueue holds jobs in submission order until their grace period ends,
+// so that the end of every job's grace is noticed in order, in O(1) per job.
+// Entries of jobs that left the queue meanwhile are skipped when reached.
+type graceQueue struct {
+	buf  []*job
+	head int
+}
+
+func (q *graceQueue) push(j *job) { q.buf = append(q.buf, j) }
+
+// popDue removes and returns the oldest entry if its grace period is over.
+func (q *graceQueue) popDue(p *agingParams, now int64) *job {
+	if q.head == len(q.buf) {
+		return nil
+	}
+	j := q.buf[q.head]
+	if !p.pastGrace(j.sub, now) {
+		return nil
+	}
+	q.buf[q.head] = nil
+	q.head++
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	} else if q.head > 1024 && q.head*2 > len(q.buf) {
+		n := copy(q.buf, q.buf[q.head:])
+		clear(q.buf[n:])
+		q.buf, q.head = q.buf[:n], 0
+	}
+	return j
+}

@@ -1,0 +1,386 @@
+package fairsched
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/iheap"
+)
+
+// counters are the scheduler's cumulative counts. Guarded by Scheduler.mu.
+type counters struct {
+	submitted, completed, failed, cancelled, rejected uint64
+	highCompleted, lowCompleted                       uint64
+	promotions, urgentStarts, reservedStarts          uint64
+	excess                                            uint64
+	wait, duration                                    histogram
+	effective                                         [11]uint64 // started jobs by effective priority / 10
+}
+
+// typeCounters are one job type's cumulative counts.
+type typeCounters struct {
+	started, completed, failed, cancelled, rejected uint64
+}
+
+// HistogramBuckets are the upper bounds, in seconds, of the queue-wait and
+// job-duration histograms in Stats.
+var HistogramBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800}
+
+// Histogram is a cumulative histogram of durations in seconds: Counts[i]
+// jobs took at most HistogramBuckets[i].
+type Histogram struct {
+	Count  uint64
+	Sum    float64
+	Counts []uint64
+}
+
+type histogram struct {
+	count  uint64
+	sum    float64
+	counts [13]uint64 // not cumulative; len(HistogramBuckets)
+}
+
+func (h *histogram) observe(seconds float64) {
+	h.count++
+	h.sum += seconds
+	for i, b := range HistogramBuckets {
+		if seconds <= b {
+			h.counts[i]++
+			return
+		}
+	}
+}
+
+func (h *histogram) export() Histogram {
+	out := Histogram{Count: h.count, Sum: h.sum, Counts: make([]uint64, len(HistogramBuckets))}
+	var c uint64
+	for i := range HistogramBuckets {
+		c += h.counts[i]
+		out.Counts[i] = c
+	}
+	return out
+}
+
+// Stats is a consistent view of the scheduler at one instant.
+type Stats struct {
+	Active int // running jobs
+	Queued int // pending jobs, including those parked on a conflict or key cap
+	Parked int // of Queued, those waiting on a conflict or their key's cap
+
+	Submitted uint64 // jobs accepted; each ends exactly once
+	Completed uint64 // ran and returned nil
+	Failed    uint64 // ran and returned an error or panicked
+	Cancelled uint64 // ended without running to the end: cancelled, caller gone, or discarded by Close
+	Rejected  uint64 // submissions refused: queue full, closed, unknown type
+
+	HighPriorityCompleted uint64 // completed with base priority >= 75
+	LowPriorityCompleted  uint64 // completed with base priority < 25
+	AgingPromotions       uint64 // jobs that started above their base priority
+	UrgentStarts          uint64 // jobs started as urgent
+	ReservedStarts        uint64 // jobs started under their key's MinSlots
+	ExcessRedistributed   uint64 // starts beyond the key's allocation, from capacity others left idle
+
+	QueueWait   Histogram // submission to start
+	JobDuration Histogram // start to end
+	// EffectiveAtStart counts started jobs by effective priority: [i] is
+	// priorities 10*i .. 10*i+9 (and [10] is 100).
+	EffectiveAtStart [11]uint64
+
+	EventsDropped  uint64 // events not delivered because OnEvent fell behind
+	KeysTracked    int    // fairness keys remembered
+	KeysForgotten  uint64 // idle keys forgotten after IdleTTL
+	CostEstimates  int    // (type, ID) estimates remembered
+	CostsForgotten uint64
+
+	Tiers []TierStats // highest tier first
+	Types []TypeStats // by name
+	// Keys lists the configured keys and up to MaxListedKeys others, the
+	// busiest first; OtherKeys sums up the rest.
+	Keys      []KeyStats
+	OtherKeys KeySummary
+}
+
+// MaxListedKeys bounds how many unconfigured keys Stats lists by name.
+const MaxListedKeys = 32
+
+// TierStats describes one tier.
+type TierStats struct {
+	Tier    Tier
+	Limit   int // 0: no cap
+	Running int
+	Queued  int
+}
+
+// TypeStats describes one job type.
+type TypeStats struct {
+	Name      string
+	Tier      Tier
+	Limit     int
+	Running   int
+	Queued    int
+	Started   uint64
+	Completed uint64
+	Failed    uint64
+	Cancelled uint64
+	Rejected  uint64
+}
+
+// KeyStats describes one fairness key.
+type KeyStats struct {
+	Key        string
+	Configured bool
+	Weight     float64
+	MinSlots   int
+	Limit      int
+	Running    int
+	Queued     int
+	// Allocation is the key's weighted max-min fair share of the slots
+	// among the keys with work, after reservations and caps.
+	Allocation float64
+	// Utilisation is Running / Allocation (0 when nothing is allocated).
+	Utilisation float64
+	// VirtualTime is the key's virtual time in each tier it has used.
+	VirtualTime map[Tier]float64
+}
+
+// KeySummary sums up keys not listed individually.
+type KeySummary struct {
+	Keys    int
+	Running int
+	Queued  int
+}
+
+// Stats returns the scheduler's statistics. It takes the lock for
+// O(types + keys) time.
+func (s *Scheduler) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &s.counters
+	st := Stats{
+		Active: s.nrunning, Queued: s.npending, Parked: s.parkedConflict + s.parkedKey,
+		Submitted: c.submitted, Completed: c.completed, Failed: c.failed,
+		Cancelled: c.cancelled, Rejected: c.rejected,
+		HighPriorityCompleted: c.highCompleted, LowPriorityCompleted: c.lowCompleted,
+		AgingPromotions: c.promotions, UrgentStarts: c.urgentStarts,
+		ReservedStarts: c.reservedStarts, ExcessRedistributed: c.excess,
+		QueueWait: c.wait.export(), JobDuration: c.duration.export(),
+		EffectiveAtStart: c.effective,
+		EventsDropped:    s.events.droppedCount(),
+		KeysTracked:      len(s.keys), KeysForgotten: s.keysForgotten,
+		CostEstimates: s.costs.len(), CostsForgotten: s.costs.forgotten,
+	}
+	for _, t := range s.tiers {
+		ts := TierStats{Tier: t.level, Limit: t.limit, Running: t.running}
+		for _, ty := range t.types {
+			ts.Queued += ty.pending
+		}
+		st.Tiers = append(st.Tiers, ts)
+	}
+	for _, name := range sortedKeys(s.types) {
+		t := s.types[name]
+		st.Types = append(st.Types, TypeStats{
+			Name: name, Tier: t.cfg.Tier, Limit: t.cfg.MaxConcurrency,
+			Running: t.running, Queued: t.pending,
+			Started: t.stats.started, Completed: t.stats.completed, Failed: t.stats.failed,
+			Cancelled: t.stats.cancelled, Rejected: t.stats.rejected,
+		})
+	}
+	alloc := s.allocationsLocked()
+	var others []*keyState
+	for _, k := range s.keys {
+		if k.configured {
+			st.Keys = append(st.Keys, keyStats(k, alloc[k]))
+		} else if k.running+k.pending > 0 {
+			others = append(others, k)
+		}
+	}
+	sort.Slice(others, func(i, j int) bool {
+		a, b := others[i], others[j]
+		if a.running+a.pending != b.running+b.pending {
+			return a.running+a.pending > b.running+b.pending
+		}
+		return a.name < b.name
+	})
+	for i, k := range others {
+		if i < MaxListedKeys {
+			st.Keys = append(st.Keys, keyStats(k, alloc[k]))
+			continue
+		}
+		st.OtherKeys.Keys++
+		st.OtherKeys.Running += k.running
+		st.OtherKeys.Queued += k.pending
+	}
+	sort.Slice(st.Keys, func(i, j int) bool { return st.Keys[i].Key < st.Keys[j].Key })
+	return st
+}
+
+func keyStats(k *keyState, alloc float64) KeyStats {
+	ks := KeyStats{
+		Key: k.name, Configured: k.configured, Weight: k.cfg.Weight, MinSlots: k.cfg.MinSlots,
+		Limit: k.cfg.MaxConcurrency, Running: k.running, Queued: k.pending,
+		Allocation: alloc, VirtualTime: make(map[Tier]float64, len(k.flows)),
+	}
+	if alloc > 0 {
+		ks.Utilisation = float64(k.running) / alloc
+	}
+	for _, f := range k.flows {
+		ks.VirtualTime[f.tier.level] = f.v
+	}
+	return ks
+}
+
+// allocationsLocked returns each busy key's fair allocation of the slots.
+func (s *Scheduler) allocationsLocked() map[*keyState]float64 {
+	var keys []*keyState
+	var demands []AllocationDemand
+	for _, k := range s.keys {
+		if d := k.running + k.pending; d > 0 {
+			keys = append(keys, k)
+			demands = append(demands, AllocationDemand{Weight: k.cfg.Weight, MinSlots: k.cfg.MinSlots, Limit: k.cfg.MaxConcurrency, Demand: d})
+		}
+	}
+	out := make(map[*keyState]float64, len(keys))
+	for i, a := range Allocate(s.cfg.MaxConcurrency, demands) {
+		out[keys[i]] = a
+	}
+	return out
+}
+
+// AllocationDemand is one key's input to Allocate.
+type AllocationDemand struct {
+	Weight   float64
+	MinSlots int
+	Limit    int // 0: no cap
+	Demand   int // jobs running or queued
+}
+
+// Allocate computes weighted max-min fair allocations of capacity slots
+// (0: unlimited, every key gets its demand) between keys, the way the
+// dispatcher shares them in the long run: each key first gets its
+// reservation (up to its demand), the rest is divided by weight, and what a
+// key cannot use (beyond its cap or demand) goes to the others, repeatedly.
+// The result may be fractional: a key alternating between 10 and 11 slots
+// has an allocation of 10.5. O(k^2) in the worst case, for k keys.
+func Allocate(capacity int, keys []AllocationDemand) []float64 {
+	out := make([]float64, len(keys))
+	limit := make([]float64, len(keys))
+	for i, k := range keys {
+		limit[i] = float64(k.Demand)
+		if k.Limit > 0 && float64(k.Limit) < limit[i] {
+			limit[i] = float64(k.Limit)
+		}
+	}
+	if capacity <= 0 {
+		copy(out, limit)
+		return out
+	}
+	left := float64(capacity)
+	for i, k := range keys {
+		out[i] = math.Min(float64(k.MinSlots), limit[i])
+		left -= out[i]
+	}
+	open := make([]bool, len(keys))
+	for i := range keys {
+		open[i] = out[i] < limit[i]
+	}
+	for left > 1e-9 {
+		var w float64
+		for i, k := range keys {
+			if open[i] {
+				w += k.Weight
+			}
+		}
+		if w == 0 {
+			break
+		}
+		saturated := false
+		for i, k := range keys {
+			if open[i] && out[i]+left*k.Weight/w >= limit[i] {
+				left -= limit[i] - out[i]
+				out[i] = limit[i]
+				open[i] = false
+				saturated = true
+			}
+		}
+		if saturated {
+			continue
+		}
+		for i, k := range keys {
+			if open[i] {
+				out[i] += left * k.Weight / w
+			}
+		}
+		left = 0
+	}
+	return out
+}
+
+// JobInfo describes a pending or running job in a Snapshot.
+type JobInfo struct {
+	Seq               uint64 // submission order
+	Type, ID, Key     string
+	Tier              Tier
+	BasePriority      int
+	EffectivePriority int
+	Urgent            bool
+	Running           bool
+	Parked            bool          // waiting on a conflict or its key's cap
+	Wait              time.Duration // submission to start, or to now if pending
+	Submitted         time.Time
+}
+
+// Snapshot lists every pending and running job, running first, then in
+// submission order. It takes the lock for O(n log n) time: for debugging
+// and admin pages, not for hot paths.
+func (s *Scheduler) Snapshot() []JobInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowLocked()
+	var out []JobInfo
+	for _, j := range s.running {
+		out = append(out, s.infoLocked(j, now))
+	}
+	for _, k := range s.keys {
+		for _, l := range k.lanes {
+			for _, h := range []*iheap.Heap[*job]{&l.fixed, &l.rising, &l.capped} {
+				for i := 0; i < h.Len(); i++ {
+					out = append(out, s.infoLocked(h.At(i), now))
+				}
+			}
+		}
+		for i := 0; i < k.parked.Len(); i++ {
+			out = append(out, s.infoLocked(k.parked.At(i), now))
+		}
+	}
+	for _, sl := range s.conflicts {
+		for _, j := range sl.waiters {
+			out = append(out, s.infoLocked(j, now))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Running != out[j].Running {
+			return out[i].Running
+		}
+		return out[i].Seq < out[j].Seq
+	})
+	return out
+}
+
+func (s *Scheduler) infoLocked(j *job, now int64) JobInfo {
+	ji := JobInfo{
+		Seq: j.seq, Type: j.typ.name, ID: j.id, Key: j.key.name, Tier: j.typ.cfg.Tier,
+		BasePriority: j.base, Running: j.state == stateRunning, Parked: j.state == stateParked,
+		Submitted: s.epoch.Add(time.Duration(j.sub) * time.Microsecond),
+	}
+	at := now
+	if ji.Running {
+		at = j.start
+		ji.Urgent = j.kind == startUrgent
+	} else {
+		ji.Urgent = s.aging.isUrgent(j.base, j.sub, now)
+	}
+	ji.EffectivePriority = s.aging.effective(j.base, j.sub, at)
+	ji.Wait = time.Duration(at-j.sub) * time.Microsecond
+	return ji
+}

@@ -1,0 +1,241 @@
+package fairsched
+
+import (
+	"fmt"
+)
+
+// verifyLocked checks every invariant of the scheduler's structures and the
+// hard limits of SPEC section 2, returning the first violation. For tests;
+// O(n). The caller holds s.mu.
+func (s *Scheduler) verifyLocked() error {
+	byIdx := func(j *job) int { return int(j.idx) }
+	byUIdx := func(j *job) int { return int(j.uidx) }
+	laneIdx := func(l *lane) int { return l.tyIdx }
+	actIdx := func(f *flow) int { return f.actIdx }
+	kpIdx := func(k *keyState) int { return k.kpIdx }
+
+	// Hard limits.
+	if s.cfg.MaxConcurrency > 0 && s.nrunning > s.cfg.MaxConcurrency {
+		return fmt.Errorf("running %d > MaxConcurrency %d", s.nrunning, s.cfg.MaxConcurrency)
+	}
+	if len(s.running) != s.nrunning {
+		return fmt.Errorf("running list %d != nrunning %d", len(s.running), s.nrunning)
+	}
+	holders := map[conflictKey]*job{}
+	tierRun := map[*tierState]int{}
+	typeRun := map[*typeState]int{}
+	keyRun := map[*keyState]int{}
+	flowRun := map[*flow]int{}
+	keyReserved := map[*keyState]int{}
+	for i, j := range s.running {
+		if int(j.idx) != i || j.state != stateRunning {
+			return fmt.Errorf("running[%d] has idx %d state %d", i, j.idx, j.state)
+		}
+		tierRun[j.typ.tier]++
+		typeRun[j.typ]++
+		keyRun[j.key]++
+		flowRun[j.lane.flow]++
+		if j.kind == startReserved {
+			keyReserved[j.key]++
+		}
+		if g := j.typ.cfg.ConflictGroup; g != "" {
+			ck := conflictKey{g, j.id}
+			if other := holders[ck]; other != nil {
+				return fmt.Errorf("conflict overlap on %v: jobs %d and %d", ck, other.seq, j.seq)
+			}
+			holders[ck] = j
+			if sl := s.conflicts[ck]; sl == nil || sl.holder != j {
+				return fmt.Errorf("job %d runs in conflict group %v but does not hold its slot", j.seq, ck)
+			}
+		}
+	}
+	for _, t := range s.tiers {
+		if tierRun[t] != t.running {
+			return fmt.Errorf("tier %d: running %d, counted %d", t.level, t.running, tierRun[t])
+		}
+		if t.limit > 0 && t.running > t.limit {
+			return fmt.Errorf("tier %d: running %d > cap %d", t.level, t.running, t.limit)
+		}
+		if !t.active.Verify(actIdx) {
+			return fmt.Errorf("tier %d: active heap broken", t.level)
+		}
+		for i := 0; i < t.active.Len(); i++ {
+			f := t.active.At(i)
+			if f.pending+f.running == 0 {
+				return fmt.Errorf("tier %d: idle flow of key %q is active", t.level, f.key.name)
+			}
+			if f.v < 0 && t.floor >= 0 && f.v < t.floor-1e6 {
+				return fmt.Errorf("tier %d: flow of %q far below floor", t.level, f.key.name)
+			}
+		}
+	}
+	queued := 0
+	for _, t := range s.types {
+		if typeRun[t] != t.running {
+			return fmt.Errorf("type %q: running %d, counted %d", t.name, t.running, typeRun[t])
+		}
+		if t.cfg.MaxConcurrency > 0 && t.running > t.cfg.MaxConcurrency {
+			return fmt.Errorf("type %q: running %d > cap %d", t.name, t.running, t.cfg.MaxConcurrency)
+		}
+		if !t.lanes.Verify(laneIdx) {
+			return fmt.Errorf("type %q: lane heap broken", t.name)
+		}
+		if !t.aged.Verify(byUIdx) {
+			return fmt.Errorf("type %q: aged heap broken", t.name)
+		}
+		for i := 0; i < t.lanes.Len(); i++ {
+			l := t.lanes.At(i)
+			if l.n == 0 || l.key.capped || l.typ != t {
+				return fmt.Errorf("type %q: lane of %q ready with n=%d capped=%v", t.name, l.key.name, l.n, l.key.capped)
+			}
+		}
+	}
+	pendingKey := map[*keyState]int{}
+	pendingFlow := map[*flow]int{}
+	pendingType := map[*typeState]int{}
+	parkedKey := 0
+	for _, k := range s.keys {
+		if keyRun[k] != k.running {
+			return fmt.Errorf("key %q: running %d, counted %d", k.name, k.running, keyRun[k])
+		}
+		if keyReserved[k] != k.reserved {
+			return fmt.Errorf("key %q: reserved %d, counted %d", k.name, k.reserved, keyReserved[k])
+		}
+		if k.cfg.MaxConcurrency > 0 && k.running > k.cfg.MaxConcurrency {
+			return fmt.Errorf("key %q: running %d > cap %d", k.name, k.running, k.cfg.MaxConcurrency)
+		}
+		if k.capped != k.atCap() {
+			return fmt.Errorf("key %q: capped flag %v, at cap %v", k.name, k.capped, k.atCap())
+		}
+		if !k.parked.Verify(byIdx) {
+			return fmt.Errorf("key %q: parked heap broken", k.name)
+		}
+		if (k.kpIdx >= 0) != (!k.capped && k.parked.Len() > 0) {
+			return fmt.Errorf("key %q: in keyParked=%v, capped=%v, parked=%d", k.name, k.kpIdx >= 0, k.capped, k.parked.Len())
+		}
+		for i := 0; i < k.parked.Len(); i++ {
+			j := k.parked.At(i)
+			if j.state != stateParked || j.slot != nil {
+				return fmt.Errorf("key %q: parked job %d in state %d", k.name, j.seq, j.state)
+			}
+			pendingKey[k]++
+			pendingFlow[j.lane.flow]++
+			pendingType[j.typ]++
+			parkedKey++
+		}
+		for _, f := range k.flows {
+			if flowRun[f] != f.running {
+				return fmt.Errorf("key %q tier %d: flow running %d, counted %d", k.name, f.tier.level, f.running, flowRun[f])
+			}
+			if (f.actIdx >= 0) != (f.pending+f.running > 0) {
+				return fmt.Errorf("key %q tier %d: active=%v with pending %d running %d", k.name, f.tier.level, f.actIdx >= 0, f.pending, f.running)
+			}
+		}
+		for _, l := range k.lanes {
+			n := 0
+			for h, hp := range []*laneHeapRef{{&l.fixed, inFixed}, {&l.rising, inRising}, {&l.capped, inCapped}} {
+				_ = h
+				if !hp.h.Verify(byIdx) {
+					return fmt.Errorf("key %q type %q: lane heap %d broken", k.name, l.typ.name, hp.which)
+				}
+				for i := 0; i < hp.h.Len(); i++ {
+					j := hp.h.At(i)
+					if j.state != stateQueued || j.heap != hp.which || j.lane != l {
+						return fmt.Errorf("job %d in lane heap %d has state %d heap %d", j.seq, hp.which, j.state, j.heap)
+					}
+					if s.aging.urgentOn() && s.aging.pastGrace(j.sub, s.nowLocked()) && j.uidx < 0 && !s.graceDueLocked(j) {
+						return fmt.Errorf("job %d past grace but not in its type's aged heap", j.seq)
+					}
+					n++
+				}
+			}
+			if n != l.n {
+				return fmt.Errorf("key %q type %q: lane n=%d, counted %d", k.name, l.typ.name, l.n, n)
+			}
+			queued += n
+			pendingKey[k] += n
+			pendingFlow[l.flow] += n
+			pendingType[l.typ] += n
+			ready := l.n > 0 && !k.capped
+			if ready != (l.tyIdx >= 0) {
+				return fmt.Errorf("key %q type %q: ready=%v but in type heap=%v", k.name, l.typ.name, ready, l.tyIdx >= 0)
+			}
+		}
+	}
+	parkedConflict := 0
+	for ck, sl := range s.conflicts {
+		if sl.key != ck {
+			return fmt.Errorf("conflict slot %v filed under %v", sl.key, ck)
+		}
+		if sl.holder == nil && len(sl.waiters) == 0 {
+			return fmt.Errorf("empty conflict slot %v kept", ck)
+		}
+		if len(sl.waiters) > 0 && sl.holder == nil {
+			return fmt.Errorf("conflict slot %v has waiters but no holder", ck)
+		}
+		for i, j := range sl.waiters {
+			if int(j.idx) != i || j.slot != sl || j.state != stateParked {
+				return fmt.Errorf("conflict waiter %d misfiled", j.seq)
+			}
+			pendingKey[j.key]++
+			pendingFlow[j.lane.flow]++
+			pendingType[j.typ]++
+			parkedConflict++
+		}
+	}
+	if queued != s.nqueued {
+		return fmt.Errorf("nqueued %d, counted %d", s.nqueued, queued)
+	}
+	if parkedConflict != s.parkedConflict || parkedKey != s.parkedKey {
+		return fmt.Errorf("parked conflict %d/%d key %d/%d", parkedConflict, s.parkedConflict, parkedKey, s.parkedKey)
+	}
+	if queued+parkedConflict+parkedKey != s.npending {
+		return fmt.Errorf("npending %d, counted %d", s.npending, queued+parkedConflict+parkedKey)
+	}
+	for _, k := range s.keys {
+		if pendingKey[k] != k.pending {
+			return fmt.Errorf("key %q: pending %d, counted %d", k.name, k.pending, pendingKey[k])
+		}
+		for _, f := range k.flows {
+			if pendingFlow[f] != f.pending {
+				return fmt.Errorf("key %q tier %d: flow pending %d, counted %d", k.name, f.tier.level, f.pending, pendingFlow[f])
+			}
+		}
+	}
+	for _, t := range s.types {
+		if pendingType[t] != t.pending {
+			return fmt.Errorf("type %q: pending %d, counted %d", t.name, t.pending, pendingType[t])
+		}
+	}
+	if !s.keyParked.Verify(kpIdx) {
+		return fmt.Errorf("keyParked heap broken")
+	}
+	c := &s.counters
+	if c.submitted != c.completed+c.failed+c.cancelled+uint64(s.nrunning+s.npending) {
+		return fmt.Errorf("submitted %d != completed %d + failed %d + cancelled %d + running %d + pending %d",
+			c.submitted, c.completed, c.failed, c.cancelled, s.nrunning, s.npending)
+	}
+	return nil
+}
+
+type laneHeapRef struct {
+	h interface {
+		Verify(func(*job) int) bool
+		Len() int
+		At(int) *job
+	}
+	which uint8
+}
+
+// graceDueLocked reports whether j's grace has ended but the dispatcher has
+// not yet moved it (it does so at the next dispatch).
+func (s *Scheduler) graceDueLocked(j *job) bool {
+	return j.heap == inFixed && s.aging.grace > 0
+}
+
+// verify locks the scheduler and checks its invariants.
+func (s *Scheduler) verify() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.verifyLocked()
+}
