@@ -319,7 +319,11 @@ func (s *Scheduler) startLocked(j *job, how startKind, now int64) {
 	if how == startReserved {
 		k.reserved++
 	} else {
-		j.estimate = s.costs.get(t, j.id)
+		j.est = s.costs.lookup(t, j.id)
+		j.estimate = t.cost
+		if j.est != nil {
+			j.estimate = j.est.seconds
+		}
 		j.weight = k.cfg.Weight
 		s.chargeLocked(f, j.estimate, j.weight)
 	}
@@ -352,7 +356,7 @@ func (s *Scheduler) finishLocked(j *job, err error, observed bool, now int64) {
 		s.chargeLocked(f, dur-j.estimate, j.weight)
 	}
 	if observed {
-		s.costs.observe(t, j.id, dur, now)
+		s.costs.observe(t, j.id, j.est, dur, now)
 	}
 	s.recordFinishLocked(j, err, observed, now)
 	s.endLocked(j, err, now)
@@ -362,7 +366,7 @@ func (s *Scheduler) finishLocked(j *job, err error, observed bool, now int64) {
 func (s *Scheduler) endLocked(j *job, err error, now int64) {
 	f, k := j.lane.flow, j.key
 	j.state, j.err = stateDone, err
-	j.fn = nil
+	j.fn, j.est = nil, nil
 	if f.pending == 0 && f.running == 0 && f.actIdx >= 0 {
 		s.deactivateLocked(f)
 	}

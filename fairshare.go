@@ -19,6 +19,7 @@ type keyState struct {
 	name       string
 	cfg        KeyConfig // resolved: Weight > 0
 	configured bool      // named in Config.Keys or set at run time: never forgotten
+	pinned     bool      // the empty key: never forgotten either
 
 	running  int // running jobs of the key, all tiers
 	reserved int // running jobs started under the key's MinSlots
@@ -328,7 +329,7 @@ func (s *Scheduler) rebuildReservingLocked() {
 // idleLocked puts a key with nothing queued or running on the idle list,
 // to be forgotten after IdleTTL unless it is configured.
 func (s *Scheduler) idleLocked(k *keyState, now int64) {
-	if k.configured || k.idle {
+	if k.configured || k.pinned || k.idle {
 		return
 	}
 	k.idle, k.idleSince = true, now

@@ -56,7 +56,8 @@ type job struct {
 	uidx     int32 // position in typ.aged, -1 when absent
 	start    int64 // start time, µs
 	kind     startKind
-	estimate float64 // cost estimate at start, seconds
+	estimate float64   // cost estimate at start, seconds
+	est      *estimate // the learnt estimate it came from, if any
 	weight   float64 // key weight at start
 	slot     *conflictSlot
 	err      error

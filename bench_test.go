@@ -1,0 +1,301 @@
+package fairsched
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/clock"
+)
+
+// Benchmarks. Names are stable so that results compare across commits:
+//
+//	go test -run '^$' -bench . -benchtime 1s ./ | tee new.txt
+//	benchstat old.txt new.txt
+//
+// The public-API benchmarks (RunSync, Submit) measure everything a caller
+// pays, goroutines included. Aging, HOL and Scale drive the dispatcher
+// directly under its lock, one submission and one dispatch per operation,
+// to measure how its cost grows with the queue.
+
+func noop(context.Context) error { return nil }
+
+func BenchmarkRunSync(b *testing.B) {
+	b.Run("uncontended", func(b *testing.B) {
+		s := benchScheduler(b, Config{MaxConcurrency: 16, Clock: clock.Real{}})
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if err := s.RunSync(ctx, Job{}, noop); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		s := benchScheduler(b, Config{MaxConcurrency: 16, Clock: clock.Real{}})
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := s.RunSync(ctx, Job{}, noop); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+func BenchmarkSubmit(b *testing.B) {
+	b.Run("burst-10k", func(b *testing.B) {
+		const burst = 10000
+		s := benchScheduler(b, Config{MaxConcurrency: 16, Clock: clock.Real{}})
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			var left atomic.Int64
+			left.Store(burst)
+			done := make(chan struct{})
+			fn := func(context.Context) error {
+				if left.Add(-1) == 0 {
+					close(done)
+				}
+				return nil
+			}
+			for k := 0; k < burst; k++ {
+				if _, err := s.Submit(Job{}, fn); err != nil {
+					b.Fatal(err)
+				}
+			}
+			<-done
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*burst), "ns/job")
+	})
+}
+
+// BenchmarkHOL measures the time to start one admissible job while n queued
+// jobs are blocked by a conflict on one ID: it must not grow with n.
+func BenchmarkHOL(b *testing.B) {
+	for _, n := range []int{1000, 100000} {
+		b.Run(fmt.Sprintf("conflict-%s", count(n)), func(b *testing.B) {
+			s := benchScheduler(b, Config{
+				MaxConcurrency: 16,
+				Types:          map[string]TypeConfig{"git": {ConflictGroup: "git"}},
+			})
+			d := newBenchDriver(s)
+			d.submit(Job{Type: "git", ID: "hot"}) // the holder
+			d.dispatch()
+			for i := 0; i < n; i++ {
+				d.submit(Job{Type: "git", ID: "hot", Key: "flood"})
+			}
+			d.dispatch() // parks the flood once
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				d.submit(Job{Type: "git", ID: "other", Key: "polite"})
+				if started := d.dispatch(); started != 1 {
+					b.Fatalf("started %d jobs, want 1", started)
+				}
+				d.finishOldest(1) // the holder stays: it is the only older one
+			}
+		})
+	}
+}
+
+// BenchmarkAging measures one submission plus one dispatch with 100,000
+// jobs of mixed priorities queued, with aging on and off.
+func BenchmarkAging(b *testing.B) {
+	for _, on := range []bool{true, false} {
+		name := "queued-100k"
+		if !on {
+			name = "queued-100k-off"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := Config{MaxConcurrency: 16}
+			if on {
+				cfg.Aging = AgingConfig{GracePeriod: time.Second, Interval: time.Second, Step: 1, MaxEffective: 90, UrgentThreshold: 150}
+			}
+			benchSteadyState(b, cfg, 100000, 1, []string{""})
+		})
+	}
+}
+
+// BenchmarkScale measures one submission plus one dispatch with 1,000 and
+// 1,000,000 jobs queued over 10,000 keys, mixed types and priorities, aging
+// on; bytes/job is the heap held per queued job.
+func BenchmarkScale(b *testing.B) {
+	for _, n := range []int{1000, 1000000} {
+		b.Run("queued-"+count(n), func(b *testing.B) {
+			cfg := Config{
+				MaxConcurrency: 64,
+				TierLimits:     map[Tier]int{Background: 48},
+				Types: map[string]TypeConfig{
+					"fg":     {Tier: Foreground},
+					"bg":     {Tier: Background, MaxConcurrency: 32},
+					"repack": {Tier: Background, MaxConcurrency: 8, ConflictGroup: "git"},
+				},
+				Aging: AgingConfig{GracePeriod: 10 * time.Second, Interval: time.Second, Step: 1, MaxEffective: 90, UrgentThreshold: 200},
+			}
+			benchSteadyState(b, cfg, n, 10000, []string{"fg", "bg", "repack"})
+		})
+	}
+}
+
+// benchSteadyState fills the queue with n jobs over keys keys, then times
+// operations that each submit one job, finish the oldest running one and
+// dispatch, so the queue stays at n.
+func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string) {
+	s := benchScheduler(b, cfg)
+	d := newBenchDriver(s)
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = fmt.Sprintf("key-%d", i)
+	}
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("repo-%d", i)
+	}
+	gen := func() Job {
+		return Job{
+			Type:     types[rng.IntN(len(types))],
+			ID:       ids[rng.IntN(len(ids))],
+			Key:      names[rng.IntN(keys)],
+			Priority: 1 + rng.IntN(100),
+		}
+	}
+	// Fill the slots, then the queue.
+	for i := 0; i < cfg.MaxConcurrency; i++ {
+		d.submit(gen())
+	}
+	d.dispatch()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		d.submit(gen())
+		if i%1024 == 0 {
+			d.clk.Advance(time.Millisecond)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perJob := float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d.clk.Advance(10 * time.Microsecond)
+		d.submit(gen())
+		d.finishOldest(1)
+		d.dispatch()
+	}
+	b.StopTimer()
+	b.ReportMetric(perJob, "bytes/queued-job")
+	runtime.KeepAlive(d)
+}
+
+// benchDriver drives a scheduler's dispatcher directly, without goroutines:
+// jobs are submitted and finished under the lock as the public API would.
+type benchDriver struct {
+	s   *Scheduler
+	clk *clock.Fake
+}
+
+func newBenchDriver(s *Scheduler) *benchDriver {
+	return &benchDriver{s: s, clk: s.clock.(*clock.Fake)}
+}
+
+func (d *benchDriver) submit(desc Job) {
+	s := d.s
+	s.mu.Lock()
+	j := &job{fn: noop, sync: true}
+	if err := s.enqueueLocked(j, desc, s.nowLocked()); err != nil {
+		panic(err)
+	}
+	s.mu.Unlock()
+}
+
+// dispatch starts every admissible job and returns how many it started.
+func (d *benchDriver) dispatch() int {
+	s := d.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowLocked()
+	if s.aging.on && s.aging.grace > 0 {
+		s.endGraceLocked(now)
+	}
+	n := 0
+	for {
+		j, how := s.pickLocked(now)
+		if j == nil {
+			return n
+		}
+		s.startLocked(j, how, now)
+		n++
+	}
+}
+
+// finishOldest ends the running job that has run longest, after skip
+// others (skip 1 keeps a long-running holder in place).
+func (d *benchDriver) finishOldest(skip int) {
+	s := d.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.running) <= skip {
+		return
+	}
+	var oldest *job
+	for _, j := range s.running[skip:] {
+		if oldest == nil || j.seq < oldest.seq {
+			oldest = j
+		}
+	}
+	if skip > 0 {
+		// Keep the very oldest (the holder) running.
+		first := s.running[0]
+		for _, j := range s.running {
+			if j.seq < first.seq {
+				first = j
+			}
+		}
+		oldest = nil
+		for _, j := range s.running {
+			if j != first && (oldest == nil || j.seq < oldest.seq) {
+				oldest = j
+			}
+		}
+		if oldest == nil {
+			return
+		}
+	}
+	s.finishLocked(oldest, nil, true, s.nowLocked())
+}
+
+func benchScheduler(b *testing.B, cfg Config) *Scheduler {
+	b.Helper()
+	if cfg.Clock == nil {
+		cfg.Clock = clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	}
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+func count(n int) string {
+	switch {
+	case n >= 1000000 && n%1000000 == 0:
+		return fmt.Sprintf("%dM", n/1000000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}

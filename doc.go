@@ -1,0 +1,165 @@
+// Package fairsched is a scheduler to embed in a Go service: it decides
+// which piece of work runs next when a semaphore is no longer enough.
+//
+// Foreground handlers wrap their work in RunSync, background work goes to
+// Submit, and one dispatcher, under one mutex, decides what starts:
+// bounded concurrency, tiers with caps, weighted fair sharing between
+// fairness keys by learned job cost, priorities with aging, per-type and
+// per-key caps, conflict groups (two jobs on one resource never overlap),
+// and no head-of-line blocking.
+//
+//	s, err := fairsched.New(fairsched.Config{
+//		MaxConcurrency: 16,
+//		TierLimits:     map[fairsched.Tier]int{fairsched.Background: 8},
+//		Types: map[string]fairsched.TypeConfig{
+//			"clone":  {Tier: fairsched.Foreground, ConflictGroup: "git"},
+//			"repack": {Tier: fairsched.Background, MaxConcurrency: 3, ConflictGroup: "git"},
+//		},
+//	})
+//	...
+//	err = s.RunSync(ctx, fairsched.Job{Type: "clone", ID: repo, Key: clientIP}, clone)
+//
+// # Vocabulary
+//
+// A job is a func(context.Context) error and a Job description: its type
+// (a registered TypeConfig giving its tier, caps, conflict group, default
+// cost and priority), its ID (the resource it acts on), its fairness key
+// (who it is for) and its priority (0..100). A slot is one unit of
+// MaxConcurrency. Cost is the slot time a job is expected to hold, learned
+// per (type, ID).
+//
+// # Hard limits
+//
+// A job starts only if, at that moment, running jobs are below
+// MaxConcurrency, its tier's cap, its type's cap and its key's cap, and no
+// running job has its ID and its (non-empty) conflict group. Blocked jobs
+// hold no slot and never block others: if the next job in order is not
+// admissible, the next admissible one starts. A slot stays idle only when
+// no pending job is admissible (work conservation); caps are caps, not
+// reservations.
+//
+// # The order
+//
+// Whenever a slot may be free, the next job to start is the first
+// admissible job by one order:
+//
+//  1. urgent jobs (aged to Aging.UrgentThreshold), highest score first,
+//     then oldest;
+//  2. a key running fewer reserved jobs than its MinSlots, the one furthest
+//     below first (ties: key name); within the key, the highest tier, then
+//     as in 5;
+//  3. the higher tier;
+//  4. within the tier, the key with the lowest virtual time V (ties: the key
+//     that reached that V first);
+//  5. within the key, the highest effective priority, then the earliest
+//     submission.
+//
+// With one key and one tier this is plain priority order with aging, FIFO
+// within a priority; with equal priorities it is weighted fair queuing by
+// cost.
+//
+// # Fair share
+//
+// Each tier is its own fair queue over flows, one flow per (tier, key). A
+// flow's virtual time is the cost charged to it divided by its key's
+// weight:
+//
+//	V(tier, key) = Σ charged slot-seconds / weight.
+//
+// A job starting by fair share (or as urgent) charges its cost estimate at
+// its key's current weight; when it ends the charge is corrected to the
+// observed wall time, so V is measured in slot-seconds whatever the
+// estimates were. Serving the lowest V first makes every backlogged key's V
+// advance at the same rate, so each key's slot time is proportional to its
+// weight: weighted max-min fairness, within caps. A weight change applies
+// to charges from then on; V is not rescaled.
+//
+// Reservations: up to MinSlots of a key's jobs start ahead of fair share
+// (step 2) and are not charged, so a reservation adds to the key's weighted
+// share of the rest. A job started under the reservation holds it until it
+// ends, when the key's next job takes it over. In seed 001's example (16
+// slots, A weight 3 cap 12, B weight 1 cap 6 MinSlots 2) B holds its 2
+// reserved slots and the other 14 split 3:1, so A runs 10-11 and B 5-6.
+//
+// Idle keys: each tier keeps a floor, the highest minimum V its active
+// flows (those with queued or running jobs) have had. A flow that becomes
+// active starts at max(its own V, the floor): it cannot bank credit while
+// idle, nor escape the cost of its recent use, and a brand-new key starts
+// level with the others. Keys idle for Config.IdleTTL are forgotten (unless
+// configured), as are cost estimates unused for as long, so memory stays
+// bounded with many ephemeral keys.
+//
+// Cost: the estimate of (type, ID) is an exponential moving average of
+// observed wall time with Config.CostAlpha (0.3), starting from the type's
+// DefaultCost.
+//
+// # Aging
+//
+// A job's score is its base priority during Aging.GracePeriod, then rises
+// by Step every Interval, continuously. Its effective priority is the score
+// capped at MaxEffective (but never below its base: a priority above the
+// ceiling is not lowered). When the uncapped score reaches UrgentThreshold
+// the job is urgent and goes first, past tiers, weights and reservations,
+// never past a hard limit. So every job is first in line within
+//
+//	GracePeriod + (UrgentThreshold - base) / Step × Interval
+//
+// and starts at the next slot that frees and that it can use.
+//
+// Aging costs no periodic pass over the queue. Past the grace period,
+// score(t) = base + Step·(t − sub − G)/I, and with time scaled by I,
+//
+//	I·score(t) = A + Step·(t − G),   A = base·I − Step·sub,
+//
+// where A does not depend on t. All aged jobs rise at the same rate, so
+// their relative order never changes: a heap keyed by A orders them by
+// score at every instant, and the job with the greatest A is the first to
+// reach any threshold. Each lane (the jobs of one type for one key) keeps
+// three heaps: jobs whose effective priority is fixed (in their grace
+// period, or based at or above the ceiling) by base; aged jobs below the
+// ceiling by A; and jobs aged to the ceiling, which tie, by submission.
+// Jobs move between them when they cross the grace period (noticed through
+// one FIFO of submissions, in time order) or the ceiling (noticed at the
+// top of the rising heap): each move O(log n), at most twice per job. Per
+// type, one more heap keyed by A holds the aged jobs: its top is the most
+// urgent job of the type. Arithmetic is in integer microseconds, exact.
+//
+// # Keeping blocked work out of sight
+//
+// The dispatcher never scans the queue. Per type, the lanes with work are
+// kept in a heap by their flow's (V, tie); per tier the types are few, so
+// step 3-5 looks at the first lane of each type that is not at its cap and
+// takes the best: O(types + log n). What blocks a job is handled where it
+// is, so a blocked job is not looked at again until what blocks it
+// changes:
+//
+//   - a type or tier at its cap is passed over as a whole, one check each;
+//   - a key at its cap has its lanes taken out of the type heaps, and put
+//     back when one of its jobs ends; an urgent job of such a key is parked
+//     on the key, in urgent order;
+//   - a job whose conflict holder runs is parked on that resource's slot,
+//     and the slot's waiters return when the holder ends.
+//
+// So submit and dispatch cost O(log n) in pending jobs, plus the number of
+// job types in a tier and of keys with reservations (both configured, so
+// small), whatever the mix of keys, conflicts and aging. One exception is
+// paid only on the resource concerned: when a conflict holder ends, its w
+// waiters compete again (O(w log n)), since any of them may come first by
+// the order.
+//
+// # Calling it
+//
+// RunSync runs the function on the caller's goroutine once admitted; if
+// the caller's context ends while queued, the job leaves the queue at once.
+// Submit returns a Handle and runs the function on a goroutine the
+// scheduler owns (a goroutine that finishes a job goes on with the next
+// one it is handed, so a burst costs few goroutines). Panics are recovered
+// into *PanicError with the stack. Shutdown drains gracefully; Close
+// discards queued work with ErrClosed and cancels running jobs' contexts.
+// Neither leaves a goroutine behind.
+//
+// Every method of Scheduler is safe for concurrent use. The event hook is
+// called on the scheduler's own goroutine, never under its lock, through a
+// bounded buffer, so a slow hook drops events (counted) rather than stall
+// dispatch.
+package fairsched

@@ -1,0 +1,162 @@
+package fairsched_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/fairsched/fairsched"
+)
+
+// Foreground work waits for a slot on the caller's goroutine.
+func ExampleScheduler_RunSync() {
+	s, err := fairsched.New(fairsched.Config{MaxConcurrency: 4})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+
+	err = s.RunSync(context.Background(), fairsched.Job{Key: "203.0.113.7"}, func(ctx context.Context) error {
+		fmt.Println("serving the request")
+		return nil
+	})
+	fmt.Println("err:", err)
+	// Output:
+	// serving the request
+	// err: <nil>
+}
+
+// Background work runs on the scheduler's goroutines; the Handle waits for
+// it or cancels it.
+func ExampleScheduler_Submit() {
+	s, err := fairsched.New(fairsched.Config{MaxConcurrency: 2})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+
+	h, err := s.Submit(fairsched.Job{Type: "", ID: "repo-1", Priority: fairsched.PriorityLow}, func(ctx context.Context) error {
+		return errors.New("repack failed")
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(h.Wait(context.Background()))
+	// Output: repack failed
+}
+
+// Job types give work a tier, caps and a conflict group: a clone and a
+// repack of one repository never overlap, and background work is capped so
+// that foreground work always finds a slot.
+func ExampleScheduler_RegisterType() {
+	s, err := fairsched.New(fairsched.Config{
+		MaxConcurrency: 8,
+		TierLimits:     map[fairsched.Tier]int{fairsched.Background: 4},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+
+	fmt.Println(s.RegisterType("clone", fairsched.TypeConfig{Tier: fairsched.Foreground, ConflictGroup: "git", DefaultCost: 10 * time.Second}))
+	fmt.Println(s.RegisterType("repack", fairsched.TypeConfig{Tier: fairsched.Background, MaxConcurrency: 3, ConflictGroup: "git"}))
+	_, err = s.Submit(fairsched.Job{Type: "gc"}, func(context.Context) error { return nil })
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// <nil>
+	// fairsched: unknown job type "gc"
+}
+
+// A full queue is refused at once, with the limit and the size, so a
+// service can answer 429 Too Many Requests.
+func ExampleQueueFullError() {
+	s, err := fairsched.New(fairsched.Config{
+		MaxConcurrency: 1,
+		DefaultKey:     fairsched.KeyConfig{MaxPending: 1},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+
+	release := make(chan struct{})
+	block := func(context.Context) error { <-release; return nil }
+	s.Submit(fairsched.Job{Key: "greedy"}, block) // runs
+	s.Submit(fairsched.Job{Key: "greedy"}, block) // queues
+
+	_, err = s.Submit(fairsched.Job{Key: "greedy"}, block)
+	var full *fairsched.QueueFullError
+	if errors.As(err, &full) {
+		fmt.Println(http.StatusTooManyRequests, full.Key, full.Limit, full.Size)
+	}
+	// Another key is not affected by the greedy one's limit.
+	_, err = s.Submit(fairsched.Job{Key: "polite"}, block)
+	fmt.Println(err)
+	close(release)
+	// Output:
+	// 429 greedy 1 1
+	// <nil>
+}
+
+// Weights share capacity between fairness keys; they can change at run
+// time.
+func ExampleScheduler_SetKeyWeight() {
+	s, err := fairsched.New(fairsched.Config{
+		MaxConcurrency: 16,
+		Keys: map[string]fairsched.KeyConfig{
+			"s3://prod":      {Weight: 3, MaxConcurrency: 12},
+			"s3://b2-backup": {Weight: 1, MaxConcurrency: 6, MinSlots: 2},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+
+	fmt.Println(s.SetKeyWeight("s3://prod", 5))
+	fmt.Println(s.SetKeyWeight("s3://prod", 0))
+	// Output:
+	// <nil>
+	// fairsched: key "s3://prod": weight 0 must be positive
+}
+
+// The starvation bound follows from the aging configuration.
+func ExampleAgingConfig_MaxWait() {
+	aging := fairsched.AgingConfig{
+		GracePeriod:     time.Minute,
+		Interval:        10 * time.Second,
+		Step:            5,
+		MaxEffective:    fairsched.PriorityHigh,
+		UrgentThreshold: 120,
+	}
+	bound, _ := aging.MaxWait(fairsched.PriorityLow)
+	fmt.Println("a priority-20 job is first in line within", bound)
+	fmt.Println("its effective priority after 2 minutes:", aging.Effective(fairsched.PriorityLow, 2*time.Minute))
+	// Output:
+	// a priority-20 job is first in line within 4m20s
+	// its effective priority after 2 minutes: 50
+}
+
+// Shutdown lets queued and running work finish; new work is refused.
+func ExampleScheduler_Shutdown() {
+	s, err := fairsched.New(fairsched.Config{MaxConcurrency: 1})
+	if err != nil {
+		panic(err)
+	}
+	for i := 0; i < 3; i++ {
+		s.Submit(fairsched.Job{}, func(context.Context) error { return nil })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fmt.Println(s.Shutdown(ctx))
+	_, err = s.Submit(fairsched.Job{}, func(context.Context) error { return nil })
+	fmt.Println(err)
+	fmt.Println(s.Stats().Completed)
+	// Output:
+	// <nil>
+	// fairsched: scheduler closed
+	// 3
+}

@@ -1,0 +1,503 @@
+package fairsched
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// newTestScheduler returns a scheduler that is closed when the test ends.
+func newTestScheduler(t *testing.T, cfg Config) *Scheduler {
+	t.Helper()
+	s, err := New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
+}
+
+// waitUntil spins until cond holds, failing the test after ten seconds. It
+// waits for other goroutines to reach a state that only they can report
+// (a RunSync caller has queued its job), not for time to pass.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		runtime.Gosched()
+	}
+}
+
+// gate is a job function that blocks until opened, counting how many run
+// at once.
+type gate struct {
+	open       chan struct{}
+	entered    chan struct{}
+	running    atomic.Int64
+	maxRunning atomic.Int64
+}
+
+func newGate() *gate {
+	return &gate{open: make(chan struct{}), entered: make(chan struct{}, 1<<16)}
+}
+
+func (g *gate) fn(ctx context.Context) error {
+	n := g.running.Add(1)
+	for m := g.maxRunning.Load(); n > m && !g.maxRunning.CompareAndSwap(m, n); m = g.maxRunning.Load() {
+	}
+	g.entered <- struct{}{}
+	defer g.running.Add(-1)
+	select {
+	case <-g.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func TestConcurrencyBoundHolds(t *testing.T) {
+	const limit, callers = 4, 64
+	s := newTestScheduler(t, Config{MaxConcurrency: limit})
+	g := newGate()
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, s.RunSync(context.Background(), Job{Key: "k"}, g.fn))
+		}()
+	}
+	waitUntil(t, "every caller is running or queued", func() bool {
+		st := s.Stats()
+		return st.Active+st.Queued == callers
+	})
+	st := s.Stats()
+	require.Equal(t, limit, st.Active)
+	require.Equal(t, callers-limit, st.Queued)
+	close(g.open)
+	wg.Wait()
+	require.EqualValues(t, limit, g.maxRunning.Load(), "most jobs ever running at once")
+	st = s.Stats()
+	require.EqualValues(t, callers, st.Completed)
+	require.Zero(t, st.Active)
+	require.Zero(t, st.Queued)
+	require.NoError(t, s.verify())
+}
+
+// runSerially submits jobs behind a blocker holding the only slot, then
+// releases it and returns the names in the order they ran.
+func runSerially(t *testing.T, cfg Config, jobs []Job) []string {
+	t.Helper()
+	cfg.MaxConcurrency = 1
+	s := newTestScheduler(t, cfg)
+	blocker := newGate()
+	_, err := s.Submit(Job{Priority: PriorityCritical}, blocker.fn)
+	require.NoError(t, err)
+	<-blocker.entered
+	var mu sync.Mutex
+	var order []string
+	var handles []*Handle
+	for _, j := range jobs {
+		name := j.ID
+		h, err := s.Submit(j, func(context.Context) error {
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			return nil
+		})
+		require.NoError(t, err)
+		handles = append(handles, h)
+	}
+	require.NoError(t, s.verify())
+	close(blocker.open)
+	for _, h := range handles {
+		require.NoError(t, h.Wait(context.Background()))
+	}
+	return order
+}
+
+func TestPriorityOrderBehindBlocker(t *testing.T) {
+	order := runSerially(t, Config{}, []Job{
+		{ID: "p10", Priority: 10},
+		{ID: "p90a", Priority: 90},
+		{ID: "p50", Priority: 50},
+		{ID: "p90b", Priority: 90},
+		{ID: "p30", Priority: 30},
+		{ID: "p0", Priority: PriorityLowest},
+		{ID: "p100", Priority: 100},
+	})
+	require.Equal(t, []string{"p100", "p90a", "p90b", "p50", "p30", "p10", "p0"}, order)
+}
+
+func TestFIFOWithinPriority(t *testing.T) {
+	var jobs []Job
+	var want []string
+	for i := 0; i < 20; i++ {
+		id := string(rune('a' + i))
+		jobs = append(jobs, Job{ID: id})
+		want = append(want, id)
+	}
+	require.Equal(t, want, runSerially(t, Config{}, jobs))
+}
+
+func TestPriorityClampingAndDefaults(t *testing.T) {
+	s := newTestScheduler(t, Config{
+		MaxConcurrency: 1,
+		Types: map[string]TypeConfig{
+			"low":     {DefaultPriority: PriorityLow},
+			"lowest":  {DefaultPriority: PriorityLowest},
+			"toohigh": {DefaultPriority: 1000},
+		},
+	})
+	blocker := newGate()
+	_, err := s.Submit(Job{}, blocker.fn)
+	require.NoError(t, err)
+	for _, j := range []Job{
+		{ID: "over", Priority: 150},
+		{ID: "under", Priority: -5},
+		{ID: "unset"},
+		{ID: "typed", Type: "low"},
+		{ID: "typed-lowest", Type: "lowest"},
+		{ID: "typed-high", Type: "toohigh"},
+		{ID: "override", Type: "low", Priority: 75},
+	} {
+		_, err := s.Submit(j, blocker.fn)
+		require.NoError(t, err)
+	}
+	got := map[string]int{}
+	for _, ji := range s.Snapshot() {
+		if !ji.Running {
+			got[ji.ID] = ji.BasePriority
+			require.Equal(t, ji.BasePriority, ji.EffectivePriority, "no aging configured")
+		}
+	}
+	require.Equal(t, map[string]int{
+		"over": 100, "under": 0, "unset": 50, "typed": 20, "typed-lowest": 0, "typed-high": 100, "override": 75,
+	}, got)
+	close(blocker.open)
+}
+
+func TestQueueFullAndRecovery(t *testing.T) {
+	s := newTestScheduler(t, Config{MaxConcurrency: 1, MaxQueue: 3})
+	g := newGate()
+	var hs []*Handle
+	for i := 0; i < 4; i++ { // one runs, three queue
+		h, err := s.Submit(Job{}, g.fn)
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	before := s.Stats()
+	_, err := s.Submit(Job{}, g.fn)
+	require.ErrorIs(t, err, ErrQueueFull)
+	var qf *QueueFullError
+	require.ErrorAs(t, err, &qf)
+	require.Equal(t, 3, qf.Limit)
+	require.Equal(t, 3, qf.Size)
+	require.Contains(t, err.Error(), "3 pending jobs (limit 3)")
+	err = s.RunSync(context.Background(), Job{}, g.fn)
+	require.ErrorIs(t, err, ErrQueueFull)
+
+	after := s.Stats()
+	require.Equal(t, before.Queued, after.Queued, "a rejected submission changes nothing")
+	require.Equal(t, before.Submitted, after.Submitted)
+	require.Equal(t, before.Rejected+2, after.Rejected)
+
+	close(g.open)
+	for _, h := range hs {
+		require.NoError(t, h.Wait(context.Background()))
+	}
+	// Drained: the queue accepts work again.
+	h, err := s.Submit(Job{}, func(context.Context) error { return nil })
+	require.NoError(t, err)
+	require.NoError(t, h.Wait(context.Background()))
+	require.EqualValues(t, 5, s.Stats().Completed)
+}
+
+func TestNoSlotLeakAfterFailuresPanicsAndCancelledWaiters(t *testing.T) {
+	const limit = 2
+	s := newTestScheduler(t, Config{MaxConcurrency: limit})
+	boom := errors.New("boom")
+
+	require.ErrorIs(t, s.RunSync(context.Background(), Job{}, func(context.Context) error { return boom }), boom)
+	err := s.RunSync(context.Background(), Job{}, func(context.Context) error { panic("kaboom") })
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "kaboom", pe.Value)
+	require.Contains(t, string(pe.Stack), "TestNoSlotLeak", "the stack names the panicking caller")
+	h, err := s.Submit(Job{}, func(context.Context) error { panic(boom) })
+	require.NoError(t, err)
+	require.ErrorAs(t, h.Wait(context.Background()), &pe)
+	require.Equal(t, boom, pe.Value)
+
+	// Hold both slots, queue 1,000 RunSync callers, then cancel them all.
+	g := newGate()
+	for i := 0; i < limit; i++ {
+		_, err := s.Submit(Job{}, g.fn)
+		require.NoError(t, err)
+	}
+	<-g.entered
+	<-g.entered
+	const waiters = 1000
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var cancelled atomic.Int64
+	for i := 0; i < waiters; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.RunSync(ctx, Job{Key: "waiter"}, func(context.Context) error {
+				t.Error("a cancelled waiter ran")
+				return nil
+			})
+			if errors.Is(err, context.Canceled) {
+				cancelled.Add(1)
+			}
+		}()
+	}
+	waitUntil(t, "all waiters queued", func() bool { return s.Stats().Queued == waiters })
+	cancel()
+	wg.Wait()
+	require.EqualValues(t, waiters, cancelled.Load())
+	st := s.Stats()
+	require.Zero(t, st.Queued)
+	require.Equal(t, limit, st.Active)
+	require.NoError(t, s.verify())
+
+	close(g.open)
+	// 1,000 new jobs all run, through both slots.
+	var ran atomic.Int64
+	var hs []*Handle
+	for i := 0; i < 1000; i++ {
+		h, err := s.Submit(Job{Key: "after"}, func(context.Context) error { ran.Add(1); return nil })
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	for _, h := range hs {
+		require.NoError(t, h.Wait(context.Background()))
+	}
+	require.EqualValues(t, 1000, ran.Load())
+	st = s.Stats()
+	require.Zero(t, st.Active)
+	require.EqualValues(t, waiters, st.Cancelled)
+	require.EqualValues(t, 3, st.Failed)
+	require.Equal(t, st.Submitted, st.Completed+st.Failed+st.Cancelled)
+	require.NoError(t, s.verify())
+}
+
+func TestRunSyncContextAlreadyDone(t *testing.T) {
+	s := newTestScheduler(t, Config{MaxConcurrency: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.RunSync(ctx, Job{}, func(context.Context) error { t.Error("ran"); return nil })
+	require.ErrorIs(t, err, context.Canceled)
+	require.Zero(t, s.Stats().Submitted)
+}
+
+func TestRunSyncContextReachesFunction(t *testing.T) {
+	s := newTestScheduler(t, Config{})
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "v")
+	ctx, cancel := context.WithCancel(ctx)
+	err := s.RunSync(ctx, Job{}, func(jctx context.Context) error {
+		require.Equal(t, "v", jctx.Value(key{}))
+		require.NoError(t, jctx.Err())
+		cancel()
+		<-jctx.Done() // the caller's cancellation reaches the job
+		return jctx.Err()
+	})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestHandleCancel(t *testing.T) {
+	s := newTestScheduler(t, Config{MaxConcurrency: 1})
+	g := newGate()
+	running, err := s.Submit(Job{}, g.fn)
+	require.NoError(t, err)
+	<-g.entered
+	queued, err := s.Submit(Job{}, func(context.Context) error { t.Error("cancelled job ran"); return nil })
+	require.NoError(t, err)
+
+	queued.Cancel()
+	require.ErrorIs(t, queued.Wait(context.Background()), context.Canceled)
+	require.Zero(t, s.Stats().Queued)
+
+	running.Cancel() // cancels its context; g.fn returns ctx.Err()
+	require.ErrorIs(t, running.Wait(context.Background()), context.Canceled)
+	running.Cancel() // no-op once ended
+	st := s.Stats()
+	require.EqualValues(t, 1, st.Cancelled)
+	require.EqualValues(t, 1, st.Failed, "the running job returned an error")
+	require.Zero(t, st.Active)
+}
+
+func TestHandleWaitContext(t *testing.T) {
+	s := newTestScheduler(t, Config{})
+	g := newGate()
+	h, err := s.Submit(Job{}, g.fn)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, h.Wait(ctx), context.Canceled, "Wait gives up with ctx")
+	require.NoError(t, h.Err(), "the job has not ended")
+	close(g.open)
+	require.NoError(t, h.Wait(context.Background()))
+}
+
+func TestShutdownDrainsAndRejects(t *testing.T) {
+	s := newTestScheduler(t, Config{MaxConcurrency: 2})
+	g := newGate()
+	var hs []*Handle
+	for i := 0; i < 10; i++ {
+		h, err := s.Submit(Job{}, g.fn)
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
+	waitUntil(t, "shutdown began", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.closing
+	})
+	_, err := s.Submit(Job{}, g.fn)
+	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, s.RunSync(context.Background(), Job{}, g.fn), ErrClosed)
+	require.ErrorIs(t, s.RegisterType("late", TypeConfig{}), nil, "types may still be registered while draining")
+
+	// A Shutdown whose context ends first reports it and leaves work alone.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, s.Shutdown(ctx), context.Canceled)
+
+	close(g.open)
+	require.NoError(t, <-done)
+	for _, h := range hs {
+		require.NoError(t, h.Wait(context.Background()), "queued work finishes during Shutdown")
+	}
+	require.NoError(t, s.Shutdown(context.Background()), "idempotent")
+	st := s.Stats()
+	require.EqualValues(t, 10, st.Completed)
+	require.GreaterOrEqual(t, st.Rejected, uint64(2))
+}
+
+func TestCloseCancelsRunningAndDiscardsQueued(t *testing.T) {
+	s, err := New(Config{MaxConcurrency: 1})
+	require.NoError(t, err)
+	g := newGate()
+	running, err := s.Submit(Job{}, g.fn)
+	require.NoError(t, err)
+	<-g.entered
+	queued, err := s.Submit(Job{}, g.fn)
+	require.NoError(t, err)
+	syncErr := make(chan error, 1)
+	go func() { syncErr <- s.RunSync(context.Background(), Job{Key: "sync"}, g.fn) }()
+	waitUntil(t, "RunSync queued", func() bool { return s.Stats().Queued == 2 })
+
+	require.NoError(t, s.Close())
+	require.ErrorIs(t, running.Wait(context.Background()), context.Canceled, "running job's context cancelled")
+	require.ErrorIs(t, queued.Wait(context.Background()), ErrClosed)
+	require.ErrorIs(t, <-syncErr, ErrClosed)
+	_, err = s.Submit(Job{}, g.fn)
+	require.ErrorIs(t, err, ErrClosed)
+	require.NoError(t, s.Close(), "idempotent")
+	require.NoError(t, s.Shutdown(context.Background()), "nothing left to drain")
+	st := s.Stats()
+	require.Zero(t, st.Active)
+	require.Zero(t, st.Queued)
+	require.EqualValues(t, 2, st.Cancelled)
+}
+
+func TestCloseDiscardsParkedJobs(t *testing.T) {
+	s, err := New(Config{
+		MaxConcurrency: 4,
+		Types:          map[string]TypeConfig{"git": {ConflictGroup: "git"}},
+	})
+	require.NoError(t, err)
+	g := newGate()
+	_, err = s.Submit(Job{Type: "git", ID: "repo"}, g.fn)
+	require.NoError(t, err)
+	parked, err := s.Submit(Job{Type: "git", ID: "repo"}, g.fn)
+	require.NoError(t, err)
+	require.Equal(t, 1, s.Stats().Parked)
+	require.NoError(t, s.Close())
+	require.ErrorIs(t, parked.Wait(context.Background()), ErrClosed)
+}
+
+func TestConfigValidation(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cfg  Config
+		want string
+	}{
+		"negative concurrency": {Config{MaxConcurrency: -1}, "MaxConcurrency is -1"},
+		"negative queue":       {Config{MaxQueue: -2}, "MaxQueue is -2"},
+		"negative tier cap":    {Config{TierLimits: map[Tier]int{Foreground: -1}}, "TierLimits[1] is -1"},
+		"negative type cap":    {Config{Types: map[string]TypeConfig{"x": {MaxConcurrency: -3}}}, `job type "x": MaxConcurrency is -3`},
+		"negative weight":      {Config{Keys: map[string]KeyConfig{"a": {Weight: -1}}}, `Keys["a"].Weight is -1`},
+		"default reservation":  {Config{DefaultKey: KeyConfig{MinSlots: 1}}, "reservations are only for keys named in Keys"},
+		"over-reserved": {Config{MaxConcurrency: 4, Keys: map[string]KeyConfig{
+			"a": {MinSlots: 3}, "b": {MinSlots: 2}}}, "add up to 5, more than MaxConcurrency 4"},
+		"reservation over cap": {Config{Keys: map[string]KeyConfig{"a": {MinSlots: 3, MaxConcurrency: 2}}}, "MinSlots 3 is more than its MaxConcurrency 2"},
+		"alpha":                {Config{CostAlpha: 1.5}, "CostAlpha is 1.5"},
+		"aging half set":       {Config{Aging: AgingConfig{Step: 10}}, "Step is set but Interval is 0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := New(tc.cfg)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+			require.True(t, strings.HasPrefix(err.Error(), "fairsched: "), err.Error())
+		})
+	}
+	// Several problems are all reported.
+	_, err := New(Config{MaxConcurrency: -1, MaxQueue: -1})
+	require.ErrorContains(t, err, "MaxConcurrency")
+	require.ErrorContains(t, err, "MaxQueue")
+}
+
+func TestJobTypes(t *testing.T) {
+	s := newTestScheduler(t, Config{Types: map[string]TypeConfig{"clone": {Tier: Foreground}}})
+	_, err := s.Submit(Job{Type: "nope"}, func(context.Context) error { return nil })
+	require.ErrorIs(t, err, ErrUnknownType)
+	require.ErrorContains(t, err, `"nope"`)
+	require.ErrorIs(t, s.RunSync(context.Background(), Job{Type: "nope"}, nil), ErrUnknownType)
+
+	require.NoError(t, s.RegisterType("clone", TypeConfig{Tier: Foreground}), "same config: no-op")
+	require.ErrorContains(t, s.RegisterType("clone", TypeConfig{Tier: Background}), "already registered with a different configuration")
+	require.ErrorContains(t, s.RegisterType("bad", TypeConfig{MaxConcurrency: -1}), "MaxConcurrency is -1")
+	require.NoError(t, s.RegisterType("repack", TypeConfig{MaxConcurrency: 2, ConflictGroup: "git"}))
+	require.NoError(t, s.RunSync(context.Background(), Job{Type: "repack", ID: "r"}, func(context.Context) error { return nil }))
+	require.EqualValues(t, 2, s.Stats().Rejected)
+}
+
+func TestStatsPriorityClasses(t *testing.T) {
+	s := newTestScheduler(t, Config{})
+	for _, p := range []int{100, 75, 74, 50, 25, 24, PriorityLowest} {
+		require.NoError(t, s.RunSync(context.Background(), Job{Priority: p}, func(context.Context) error { return nil }))
+	}
+	require.EqualError(t, s.RunSync(context.Background(), Job{Priority: 90}, func(context.Context) error { return errors.New("x") }), "x")
+	st := s.Stats()
+	require.EqualValues(t, 2, st.HighPriorityCompleted, "100 and 75; a failed job is not completed")
+	require.EqualValues(t, 2, st.LowPriorityCompleted, "24 and 0")
+	require.EqualValues(t, 7, st.Completed)
+	require.EqualValues(t, 1, st.Failed)
+	require.EqualValues(t, 8, st.Submitted)
+}
+
+func TestZeroConfigRunsEverythingAtOnce(t *testing.T) {
+	s := newTestScheduler(t, Config{})
+	g := newGate()
+	for i := 0; i < 100; i++ {
+		_, err := s.Submit(Job{ID: "same"}, g.fn)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 100, s.Stats().Active)
+	close(g.open)
+}
