@@ -320,12 +320,12 @@ func (s *Scheduler) startLocked(j *job, how startKind, now int64) {
 		k.reserved++
 	} else {
 		j.est = s.costs.lookup(t, j.id)
-		j.estimate = t.cost
+		j.estimate, j.guess = t.cost, t.cost
 		if j.est != nil {
-			j.estimate = j.est.seconds
+			j.estimate, j.guess = j.est.seconds, 0
 		}
 		j.weight = k.cfg.Weight
-		s.chargeLocked(f, j.estimate, j.weight)
+		s.chargeLocked(f, j.estimate, j.guess, j.weight)
 	}
 	s.recordStartLocked(j, now)
 }
@@ -353,7 +353,7 @@ func (s *Scheduler) finishLocked(j *job, err error, observed bool, now int64) {
 		k.reserved--
 	} else {
 		// Correct the charge from the estimate to the slot time used.
-		s.chargeLocked(f, dur-j.estimate, j.weight)
+		s.chargeLocked(f, dur-j.estimate, -j.guess, j.weight)
 	}
 	if observed {
 		s.costs.observe(t, j.id, j.est, dur, now)

@@ -81,11 +81,16 @@
 // slots, A weight 3 cap 12, B weight 1 cap 6 MinSlots 2) B holds its 2
 // reserved slots and the other 14 split 3:1, so A runs 10-11 and B 5-6.
 //
-// Idle keys: each tier keeps a floor, the highest minimum V its active
-// flows (those with queued or running jobs) have had. A flow that becomes
+// Idle keys: each tier keeps a floor, the highest minimum settled V its
+// active flows (those with queued or running jobs) have had. Settled means
+// without the charges of running jobs whose cost was still the type's
+// DefaultCost, a guess: a newcomer placed on an incumbent's guesses would
+// fall behind it once they are corrected to the real (often much smaller)
+// slot time, and learned estimates are kept because a newcomer placed
+// below them would burst past its share. A flow that becomes
 // active starts at max(its own V, the floor): it cannot bank credit while
 // idle, nor escape the cost of its recent use, and a brand-new key starts
-// level with the others. Keys idle for Config.IdleTTL are forgotten (unless
+// level with the least-served of the others. Keys idle for Config.IdleTTL are forgotten (unless
 // configured), as are cost estimates unused for as long, so memory stays
 // bounded with many ephemeral keys.
 //

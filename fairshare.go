@@ -47,10 +47,14 @@ func (k *keyState) atCap() bool {
 
 // flow is a key's share of one tier.
 type flow struct {
-	key     *keyState
-	tier    *tierState
-	v       float64 // virtual time: charged slot-seconds / weight
-	stamp   uint64  // when v was last set, for ties
+	key  *keyState
+	tier *tierState
+	v    float64 // virtual time: charged slot-seconds / weight
+	// guessed is the part of v charged for running jobs at a type's
+	// default cost, a guess not yet backed by any observation of their
+	// (type, ID); v - guessed is the flow's settled virtual time.
+	guessed float64
+	stamp   uint64 // when v was last set, for ties
 	pending int
 	running int
 	lanes   []*lane // the key's lanes of types in this tier
@@ -64,7 +68,11 @@ func flowBefore(a, b *flow) bool {
 
 func laneBefore(a, b *lane) bool { return flowBefore(a.flow, b.flow) }
 
-func flowByV(a, b *flow) bool { return flowBefore(a, b) }
+// settled returns the flow's virtual time without the default-cost guesses
+// charged for its running jobs. Learned estimates count: they are evidence.
+func (f *flow) settled() float64 { return f.v - f.guessed }
+
+func flowBySettled(a, b *flow) bool { return a.settled() < b.settled() }
 
 // tierState is one tier: its cap, its types and its active flows.
 type tierState struct {
@@ -73,8 +81,14 @@ type tierState struct {
 	running int
 	types   []*typeState
 
-	// active holds the flows with queued or running jobs, by V, so that a
-	// flow entering the tier starts at the minimum V of those present.
+	// active holds the flows with queued or running jobs, by settled V, so
+	// that a flow entering the tier starts level with the least-served of
+	// those present. Settled, because charges of running jobs are
+	// corrected when they end, and default-cost guesses are the ones most
+	// likely to be far off: a newcomer placed on an incumbent's guesses
+	// would fall behind it once they are refunded (seed 002, scenario 2),
+	// while one placed below an incumbent's learned estimates would burst
+	// past its share.
 	active iheap.Heap[*flow]
 	// activeWeight is the sum of the weights of the active flows.
 	activeWeight float64
@@ -86,8 +100,8 @@ type tierState struct {
 func (t *tierState) atCap() bool { return t.limit > 0 && t.running >= t.limit }
 
 func (t *tierState) raiseFloor() {
-	if f, ok := t.active.Top(); ok && f.v > t.floor {
-		t.floor = f.v
+	if f, ok := t.active.Top(); ok && f.settled() > t.floor {
+		t.floor = f.settled()
 	}
 }
 
@@ -170,10 +184,16 @@ func (s *Scheduler) stampLocked(f *flow) {
 	f.stamp = s.stamp
 }
 
-// chargeLocked adds d slot-seconds at weight w to a flow's virtual time and
-// re-sorts it wherever it is ordered by V. O(lanes of the flow * log k).
-func (s *Scheduler) chargeLocked(f *flow, d, w float64) {
+// chargeLocked adds d slot-seconds at weight w to a flow's virtual time,
+// of which guess are default-cost guesses for running jobs (negative to
+// settle them), and re-sorts the flow wherever it is ordered by V.
+// O(lanes of the flow * log k).
+func (s *Scheduler) chargeLocked(f *flow, d, guess, w float64) {
 	f.v += d / w
+	f.guessed += guess / w
+	if f.running == 0 {
+		f.guessed = 0 // no rounding drift
+	}
 	s.stampLocked(f)
 	if f.actIdx >= 0 {
 		f.tier.active.Fix(f.actIdx)

@@ -57,8 +57,9 @@ type job struct {
 	start    int64 // start time, µs
 	kind     startKind
 	estimate float64   // cost estimate at start, seconds
+	guess    float64   // == estimate when it was the type's default, else 0
 	est      *estimate // the learnt estimate it came from, if any
-	weight   float64 // key weight at start
+	weight   float64   // key weight at start
 	slot     *conflictSlot
 	err      error
 	ready    chan struct{} // RunSync waiters: closed when started or ended

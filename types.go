@@ -95,7 +95,7 @@ func (s *Scheduler) tierLocked(level Tier) *tierState {
 	t := &tierState{
 		level:  level,
 		limit:  s.cfg.TierLimits[level],
-		active: iheap.New(flowByV, func(f *flow, i int) { f.actIdx = i }),
+		active: iheap.New(flowBySettled, func(f *flow, i int) { f.actIdx = i }),
 	}
 	s.tiers = append(s.tiers, t)
 	sort.Slice(s.tiers, func(i, j int) bool { return s.tiers[i].level > s.tiers[j].level })
