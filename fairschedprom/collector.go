@@ -1,0 +1,215 @@
+package fairschedprom
+
+import (
+	"strconv"
+
+	"github.com/fairsched/fairsched"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Option configures a Collector.
+type Option func(*options)
+
+type options struct {
+	namespace   string
+	constLabels prometheus.Labels
+}
+
+// WithNamespace sets the prefix of every metric name; the default is
+// "fairsched". An empty namespace leaves the names unprefixed.
+func WithNamespace(ns string) Option {
+	return func(o *options) { o.namespace = ns }
+}
+
+// WithConstLabels adds labels with fixed values to every metric, for
+// instance to tell two schedulers of one process apart.
+func WithConstLabels(l prometheus.Labels) Option {
+	return func(o *options) { o.constLabels = l }
+}
+
+// Collector is a prometheus.Collector for one Scheduler. It holds no state
+// between scrapes: each Collect reads Scheduler.Stats once and turns that
+// view into constant metrics. Safe for concurrent scrapes.
+type Collector struct {
+	s *fairsched.Scheduler
+
+	queueWait, jobDuration *prometheus.Desc
+
+	submitted, started, finished, rejected, byEffective *prometheus.Desc
+	promotions, urgent, reserved, excess                *prometheus.Desc
+	eventsDropped, keysForgotten, costsForgotten        *prometheus.Desc
+
+	running, queued, parked, keysTracked, costEstimates *prometheus.Desc
+
+	keyWeight, keyAllocation, keyUtilisation, keyRunning, keyQueued *prometheus.Desc
+	otherKeys, otherRunning, otherQueued                            *prometheus.Desc
+
+	all []*prometheus.Desc
+}
+
+// Compile-time check that Collector is a prometheus.Collector.
+var _ prometheus.Collector = (*Collector)(nil)
+
+// NewCollector returns a Collector for s. Register it on a
+// prometheus.Registerer; see the package documentation.
+func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
+	o := options{namespace: "fairsched"}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := &Collector{s: s}
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		d := prometheus.NewDesc(prometheus.BuildFQName(o.namespace, "", name), help, labels, o.constLabels)
+		c.all = append(c.all, d)
+		return d
+	}
+	tierType := []string{"tier", "type"}
+
+	c.queueWait = desc("queue_wait_seconds",
+		"Time from submission to start of the jobs that started.")
+	c.jobDuration = desc("job_duration_seconds",
+		"Time from start to end of the jobs that ran.")
+
+	c.submitted = desc("jobs_submitted_total",
+		"Jobs accepted into the queue; each ends exactly once.")
+	c.started = desc("jobs_started_total",
+		"Jobs that got a slot, by tier and job type.", tierType...)
+	c.finished = desc("jobs_finished_total",
+		"Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting.",
+		"tier", "type", "outcome")
+	c.rejected = desc("jobs_rejected_total",
+		"Submissions refused because the queue or the key's pending limit was full, by tier and job type.", tierType...)
+	c.byEffective = desc("jobs_started_by_effective_priority_total",
+		"Jobs that got a slot, by their effective priority at start in bands of ten.", "effective_priority")
+	c.promotions = desc("aging_promotions_total",
+		"Jobs that started above their base priority because they aged while waiting.")
+	c.urgent = desc("urgent_starts_total",
+		"Jobs that started as urgent, ahead of tiers, weights and reservations.")
+	c.reserved = desc("reserved_starts_total",
+		"Jobs that started under their key's reservation (MinSlots).")
+	c.excess = desc("excess_redistributed_total",
+		"Job starts beyond the key's fair share, made with capacity that other keys left idle.")
+	c.eventsDropped = desc("events_dropped_total",
+		"Events not delivered because the OnEvent hook fell behind.")
+	c.keysForgotten = desc("keys_forgotten_total",
+		"Idle fairness keys forgotten after IdleTTL.")
+	c.costsForgotten = desc("cost_estimates_forgotten_total",
+		"Cost estimates forgotten after IdleTTL.")
+
+	c.running = desc("running_jobs",
+		"Running jobs, by tier and job type.", tierType...)
+	c.queued = desc("queued_jobs",
+		"Queued jobs, including parked ones, by tier and job type.", tierType...)
+	c.parked = desc("parked_jobs",
+		"Queued jobs waiting on a conflicting job or their key's concurrency cap.")
+	c.keysTracked = desc("keys_tracked",
+		"Fairness keys the scheduler remembers.")
+	c.costEstimates = desc("cost_estimates",
+		"Cost estimates, one per (job type, ID), the scheduler remembers.")
+
+	c.keyWeight = desc("key_weight",
+		"Weight of the fairness key; only configured and the busiest other keys are listed.", "key")
+	c.keyAllocation = desc("key_allocation_slots",
+		"Weighted max-min fair share of the slots allocated to the key, given the keys with work.", "key")
+	c.keyUtilisation = desc("key_utilisation_ratio",
+		"Running jobs of the key divided by its allocation; 0 when nothing is allocated.", "key")
+	c.keyRunning = desc("key_running_jobs",
+		"Running jobs of the fairness key.", "key")
+	c.keyQueued = desc("key_queued_jobs",
+		"Queued jobs of the fairness key.", "key")
+	c.otherKeys = desc("other_keys",
+		"Busy fairness keys not listed by name in the key metrics.")
+	c.otherRunning = desc("other_keys_running_jobs",
+		"Running jobs of the fairness keys not listed by name.")
+	c.otherQueued = desc("other_keys_queued_jobs",
+		"Queued jobs of the fairness keys not listed by name.")
+	return c
+}
+
+// Register registers a new Collector for s on reg.
+func Register(reg prometheus.Registerer, s *fairsched.Scheduler, opts ...Option) error {
+	return reg.Register(NewCollector(s, opts...))
+}
+
+// Describe sends the descriptors of every metric the Collector emits.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.all {
+		ch <- d
+	}
+}
+
+// Collect reads the scheduler's statistics once and sends them as constant
+// metrics.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.Stats()
+
+	ch <- histogram(c.queueWait, st.QueueWait)
+	ch <- histogram(c.jobDuration, st.JobDuration)
+
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+
+	counter(c.submitted, st.Submitted)
+	counter(c.promotions, st.AgingPromotions)
+	counter(c.urgent, st.UrgentStarts)
+	counter(c.reserved, st.ReservedStarts)
+	counter(c.excess, st.ExcessRedistributed)
+	counter(c.eventsDropped, st.EventsDropped)
+	counter(c.keysForgotten, st.KeysForgotten)
+	counter(c.costsForgotten, st.CostsForgotten)
+	for i, n := range st.EffectiveAtStart {
+		counter(c.byEffective, n, effectiveBands[i])
+	}
+
+	for _, t := range st.Types {
+		tier := strconv.Itoa(int(t.Tier))
+		counter(c.started, t.Started, tier, t.Name)
+		counter(c.finished, t.Completed, tier, t.Name, fairsched.OutcomeCompleted.String())
+		counter(c.finished, t.Failed, tier, t.Name, fairsched.OutcomeFailed.String())
+		counter(c.finished, t.Cancelled, tier, t.Name, fairsched.OutcomeCancelled.String())
+		counter(c.rejected, t.Rejected, tier, t.Name)
+		gauge(c.running, float64(t.Running), tier, t.Name)
+		gauge(c.queued, float64(t.Queued), tier, t.Name)
+	}
+	gauge(c.parked, float64(st.Parked))
+	gauge(c.keysTracked, float64(st.KeysTracked))
+	gauge(c.costEstimates, float64(st.CostEstimates))
+
+	// Stats.Keys is bounded: configured keys plus MaxListedKeys others.
+	for _, k := range st.Keys {
+		gauge(c.keyWeight, k.Weight, k.Key)
+		gauge(c.keyAllocation, k.Allocation, k.Key)
+		gauge(c.keyUtilisation, k.Utilisation, k.Key)
+		gauge(c.keyRunning, float64(k.Running), k.Key)
+		gauge(c.keyQueued, float64(k.Queued), k.Key)
+	}
+	gauge(c.otherKeys, float64(st.OtherKeys.Keys))
+	gauge(c.otherRunning, float64(st.OtherKeys.Running))
+	gauge(c.otherQueued, float64(st.OtherKeys.Queued))
+}
+
+// effectiveBands labels Stats.EffectiveAtStart: [i] counts priorities
+// 10*i to 10*i+9, and the last one priority 100.
+var effectiveBands = func() []string {
+	var out []string
+	for i := 0; i < 10; i++ {
+		out = append(out, strconv.Itoa(10*i)+"-"+strconv.Itoa(10*i+9))
+	}
+	return append(out, "100")
+}()
+
+// histogram turns a cumulative fairsched.Histogram into a constant
+// Prometheus histogram with fairsched.HistogramBuckets as upper bounds.
+func histogram(d *prometheus.Desc, h fairsched.Histogram) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(fairsched.HistogramBuckets))
+	for i, le := range fairsched.HistogramBuckets {
+		if i < len(h.Counts) {
+			buckets[le] = h.Counts[i]
+		}
+	}
+	return prometheus.MustNewConstHistogram(d, h.Count, h.Sum, buckets)
+}

@@ -1,0 +1,501 @@
+package fairschedprom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched"
+	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if a goroutine outlives them.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newScheduler(t *testing.T, cfg fairsched.Config) *fairsched.Scheduler {
+	t.Helper()
+	s, err := fairsched.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// gated is a job function that runs until a value arrives on its gate and
+// returns that value, or until its context ends.
+func gated(gate <-chan error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		select {
+		case err := <-gate:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func submit(t *testing.T, s *fairsched.Scheduler, job fairsched.Job, fn func(context.Context) error) *fairsched.Handle {
+	t.Helper()
+	h, err := s.Submit(job, fn)
+	if err != nil {
+		t.Fatalf("Submit(%+v): %v", job, err)
+	}
+	return h
+}
+
+// scenario drives a scheduler on a fake clock through a fixed story and
+// calls mid while three keys are busy:
+//
+//	t=0  A (build, alice) and B (index, bob) start; 2 slots are now full.
+//	     C (index, bob) queues; D (index, bob) is refused: bob's MaxPending is 1.
+//	     E (index, carol) queues.      <- mid
+//	     E is cancelled.
+//	t=2  A completes; C starts after waiting 2s.
+//	t=3  B fails after 3s; C completes after 1s.
+func scenario(t *testing.T, mid func(*Collector)) *Collector {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	s := newScheduler(t, fairsched.Config{
+		MaxConcurrency: 2,
+		Clock:          clk,
+		Types: map[string]fairsched.TypeConfig{
+			"build": {Tier: fairsched.Foreground},
+			"index": {Tier: fairsched.Background},
+		},
+		Keys:       map[string]fairsched.KeyConfig{"alice": {Weight: 2}},
+		DefaultKey: fairsched.KeyConfig{MaxPending: 1},
+	})
+	c := NewCollector(s)
+
+	gateA, gateB, gateC := make(chan error), make(chan error), make(chan error)
+	a := submit(t, s, fairsched.Job{Type: "build", Key: "alice"}, gated(gateA))
+	b := submit(t, s, fairsched.Job{Type: "index", Key: "bob"}, gated(gateB))
+	cj := submit(t, s, fairsched.Job{Type: "index", Key: "bob"}, gated(gateC))
+	if _, err := s.Submit(fairsched.Job{Type: "index", Key: "bob"}, gated(nil)); !errors.Is(err, fairsched.ErrQueueFull) {
+		t.Fatalf("fourth submission for bob: got %v, want ErrQueueFull", err)
+	}
+	e := submit(t, s, fairsched.Job{Type: "index", Key: "carol"}, gated(nil))
+	if mid != nil {
+		mid(c)
+	}
+	e.Cancel()
+	<-e.Done()
+
+	clk.Advance(2 * time.Second)
+	gateA <- nil
+	<-a.Done()
+
+	clk.Advance(time.Second)
+	gateB <- errors.New("index broken")
+	gateC <- nil
+	<-b.Done()
+	<-cj.Done()
+	return c
+}
+
+func TestCollectAndCompareMidScenario(t *testing.T) {
+	scenario(t, func(c *Collector) {
+		// Capacity 2: alice (weight 2) wants 1 and gets it; bob and carol
+		// (weight 1) split the remaining slot.
+		const want = `
+# HELP fairsched_running_jobs Running jobs, by tier and job type.
+# TYPE fairsched_running_jobs gauge
+fairsched_running_jobs{tier="0",type=""} 0
+fairsched_running_jobs{tier="0",type="index"} 1
+fairsched_running_jobs{tier="1",type="build"} 1
+# HELP fairsched_queued_jobs Queued jobs, including parked ones, by tier and job type.
+# TYPE fairsched_queued_jobs gauge
+fairsched_queued_jobs{tier="0",type=""} 0
+fairsched_queued_jobs{tier="0",type="index"} 2
+fairsched_queued_jobs{tier="1",type="build"} 0
+# HELP fairsched_parked_jobs Queued jobs waiting on a conflicting job or their key's concurrency cap.
+# TYPE fairsched_parked_jobs gauge
+fairsched_parked_jobs 0
+# HELP fairsched_key_weight Weight of the fairness key; only configured and the busiest other keys are listed.
+# TYPE fairsched_key_weight gauge
+fairsched_key_weight{key="alice"} 2
+fairsched_key_weight{key="bob"} 1
+fairsched_key_weight{key="carol"} 1
+# HELP fairsched_key_allocation_slots Weighted max-min fair share of the slots allocated to the key, given the keys with work.
+# TYPE fairsched_key_allocation_slots gauge
+fairsched_key_allocation_slots{key="alice"} 1
+fairsched_key_allocation_slots{key="bob"} 0.5
+fairsched_key_allocation_slots{key="carol"} 0.5
+# HELP fairsched_key_utilisation_ratio Running jobs of the key divided by its allocation; 0 when nothing is allocated.
+# TYPE fairsched_key_utilisation_ratio gauge
+fairsched_key_utilisation_ratio{key="alice"} 1
+fairsched_key_utilisation_ratio{key="bob"} 2
+fairsched_key_utilisation_ratio{key="carol"} 0
+# HELP fairsched_key_running_jobs Running jobs of the fairness key.
+# TYPE fairsched_key_running_jobs gauge
+fairsched_key_running_jobs{key="alice"} 1
+fairsched_key_running_jobs{key="bob"} 1
+fairsched_key_running_jobs{key="carol"} 0
+# HELP fairsched_key_queued_jobs Queued jobs of the fairness key.
+# TYPE fairsched_key_queued_jobs gauge
+fairsched_key_queued_jobs{key="alice"} 0
+fairsched_key_queued_jobs{key="bob"} 1
+fairsched_key_queued_jobs{key="carol"} 1
+# HELP fairsched_other_keys Busy fairness keys not listed by name in the key metrics.
+# TYPE fairsched_other_keys gauge
+fairsched_other_keys 0
+`
+		if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+			"fairsched_running_jobs", "fairsched_queued_jobs", "fairsched_parked_jobs",
+			"fairsched_key_weight", "fairsched_key_allocation_slots",
+			"fairsched_key_utilisation_ratio", "fairsched_key_running_jobs",
+			"fairsched_key_queued_jobs", "fairsched_other_keys",
+		); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestCollectAndCompareAfterScenario(t *testing.T) {
+	c := scenario(t, nil)
+	const want = `
+# HELP fairsched_jobs_submitted_total Jobs accepted into the queue; each ends exactly once.
+# TYPE fairsched_jobs_submitted_total counter
+fairsched_jobs_submitted_total 4
+# HELP fairsched_jobs_started_total Jobs that got a slot, by tier and job type.
+# TYPE fairsched_jobs_started_total counter
+fairsched_jobs_started_total{tier="0",type=""} 0
+fairsched_jobs_started_total{tier="0",type="index"} 2
+fairsched_jobs_started_total{tier="1",type="build"} 1
+# HELP fairsched_jobs_finished_total Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting.
+# TYPE fairsched_jobs_finished_total counter
+fairsched_jobs_finished_total{outcome="cancelled",tier="0",type=""} 0
+fairsched_jobs_finished_total{outcome="completed",tier="0",type=""} 0
+fairsched_jobs_finished_total{outcome="failed",tier="0",type=""} 0
+fairsched_jobs_finished_total{outcome="cancelled",tier="0",type="index"} 1
+fairsched_jobs_finished_total{outcome="completed",tier="0",type="index"} 1
+fairsched_jobs_finished_total{outcome="failed",tier="0",type="index"} 1
+fairsched_jobs_finished_total{outcome="cancelled",tier="1",type="build"} 0
+fairsched_jobs_finished_total{outcome="completed",tier="1",type="build"} 1
+fairsched_jobs_finished_total{outcome="failed",tier="1",type="build"} 0
+# HELP fairsched_jobs_rejected_total Submissions refused because the queue or the key's pending limit was full, by tier and job type.
+# TYPE fairsched_jobs_rejected_total counter
+fairsched_jobs_rejected_total{tier="0",type=""} 0
+fairsched_jobs_rejected_total{tier="0",type="index"} 1
+fairsched_jobs_rejected_total{tier="1",type="build"} 0
+# HELP fairsched_jobs_started_by_effective_priority_total Jobs that got a slot, by their effective priority at start in bands of ten.
+# TYPE fairsched_jobs_started_by_effective_priority_total counter
+fairsched_jobs_started_by_effective_priority_total{effective_priority="0-9"} 0
+fairsched_jobs_started_by_effective_priority_total{effective_priority="10-19"} 0
+fairsched_jobs_started_by_effective_priority_total{effective_priority="20-29"} 0
+fairsched_jobs_started_by_effective_priority_total{effective_priority="30-39"} 0
+fairsched_jobs_started_by_effective_priority_total{effective_priority="40-49"} 0
+fairsched_jobs_started_by_effective_priority_total{effective_priority="50-59"} 3
+fairsched_jobs_started_by_effective_priority_total{effective_priority="60-69"} 0
+fairsched_jobs_started_by_effective_priority_total{effective_priority="70-79"} 0
+fairsched_jobs_started_by_effective_priority_total{effective_priority="80-89"} 0
+fairsched_jobs_started_by_effective_priority_total{effective_priority="90-99"} 0
+fairsched_jobs_started_by_effective_priority_total{effective_priority="100"} 0
+# HELP fairsched_aging_promotions_total Jobs that started above their base priority because they aged while waiting.
+# TYPE fairsched_aging_promotions_total counter
+fairsched_aging_promotions_total 0
+# HELP fairsched_urgent_starts_total Jobs that started as urgent, ahead of tiers, weights and reservations.
+# TYPE fairsched_urgent_starts_total counter
+fairsched_urgent_starts_total 0
+# HELP fairsched_running_jobs Running jobs, by tier and job type.
+# TYPE fairsched_running_jobs gauge
+fairsched_running_jobs{tier="0",type=""} 0
+fairsched_running_jobs{tier="0",type="index"} 0
+fairsched_running_jobs{tier="1",type="build"} 0
+# HELP fairsched_queue_wait_seconds Time from submission to start of the jobs that started.
+# TYPE fairsched_queue_wait_seconds histogram
+fairsched_queue_wait_seconds_bucket{le="0.001"} 2
+fairsched_queue_wait_seconds_bucket{le="0.005"} 2
+fairsched_queue_wait_seconds_bucket{le="0.01"} 2
+fairsched_queue_wait_seconds_bucket{le="0.05"} 2
+fairsched_queue_wait_seconds_bucket{le="0.1"} 2
+fairsched_queue_wait_seconds_bucket{le="0.5"} 2
+fairsched_queue_wait_seconds_bucket{le="1"} 2
+fairsched_queue_wait_seconds_bucket{le="5"} 3
+fairsched_queue_wait_seconds_bucket{le="10"} 3
+fairsched_queue_wait_seconds_bucket{le="30"} 3
+fairsched_queue_wait_seconds_bucket{le="60"} 3
+fairsched_queue_wait_seconds_bucket{le="300"} 3
+fairsched_queue_wait_seconds_bucket{le="1800"} 3
+fairsched_queue_wait_seconds_bucket{le="+Inf"} 3
+fairsched_queue_wait_seconds_sum 2
+fairsched_queue_wait_seconds_count 3
+# HELP fairsched_job_duration_seconds Time from start to end of the jobs that ran.
+# TYPE fairsched_job_duration_seconds histogram
+fairsched_job_duration_seconds_bucket{le="0.001"} 0
+fairsched_job_duration_seconds_bucket{le="0.005"} 0
+fairsched_job_duration_seconds_bucket{le="0.01"} 0
+fairsched_job_duration_seconds_bucket{le="0.05"} 0
+fairsched_job_duration_seconds_bucket{le="0.1"} 0
+fairsched_job_duration_seconds_bucket{le="0.5"} 0
+fairsched_job_duration_seconds_bucket{le="1"} 1
+fairsched_job_duration_seconds_bucket{le="5"} 3
+fairsched_job_duration_seconds_bucket{le="10"} 3
+fairsched_job_duration_seconds_bucket{le="30"} 3
+fairsched_job_duration_seconds_bucket{le="60"} 3
+fairsched_job_duration_seconds_bucket{le="300"} 3
+fairsched_job_duration_seconds_bucket{le="1800"} 3
+fairsched_job_duration_seconds_bucket{le="+Inf"} 3
+fairsched_job_duration_seconds_sum 6
+fairsched_job_duration_seconds_count 3
+# HELP fairsched_key_running_jobs Running jobs of the fairness key.
+# TYPE fairsched_key_running_jobs gauge
+fairsched_key_running_jobs{key="alice"} 0
+# HELP fairsched_other_keys Busy fairness keys not listed by name in the key metrics.
+# TYPE fairsched_other_keys gauge
+fairsched_other_keys 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"fairsched_jobs_submitted_total", "fairsched_jobs_started_total",
+		"fairsched_jobs_finished_total", "fairsched_jobs_rejected_total",
+		"fairsched_jobs_started_by_effective_priority_total",
+		"fairsched_aging_promotions_total", "fairsched_urgent_starts_total",
+		"fairsched_running_jobs", "fairsched_queue_wait_seconds", "fairsched_job_duration_seconds",
+		"fairsched_key_running_jobs", "fairsched_other_keys",
+	); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestCollectAndLint(t *testing.T) {
+	check := func(name string, c *Collector) {
+		t.Helper()
+		problems, err := testutil.CollectAndLint(c)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, p := range problems {
+			t.Errorf("%s: %s: %s", name, p.Metric, p.Text)
+		}
+	}
+	check("idle", NewCollector(newScheduler(t, fairsched.Config{})))
+	scenario(t, func(c *Collector) { check("busy", c) })
+	check("after", scenario(t, nil))
+}
+
+// TestDescribeMatchesCollect registers the collector on a pedantic
+// registry, which fails a Gather whose metrics do not match Describe.
+func TestDescribeMatchesCollect(t *testing.T) {
+	scenario(t, func(c *Collector) {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(c)
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		descs := make(chan *prometheus.Desc, 64)
+		c.Describe(descs)
+		close(descs)
+		if got, want := len(mfs), len(descs); got != want {
+			t.Errorf("gathered %d metric families, described %d", got, want)
+		}
+	})
+}
+
+func TestOptionsAndRegister(t *testing.T) {
+	s1 := newScheduler(t, fairsched.Config{})
+	s2 := newScheduler(t, fairsched.Config{})
+	reg := prometheus.NewPedanticRegistry()
+	if err := Register(reg, s1, WithConstLabels(prometheus.Labels{"pool": "a"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(reg, s2, WithConstLabels(prometheus.Labels{"pool": "b"})); err != nil {
+		t.Fatalf("second scheduler with another const label: %v", err)
+	}
+	if err := Register(reg, s2, WithConstLabels(prometheus.Labels{"pool": "b"})); err == nil {
+		t.Error("registering the same metrics twice: got nil error")
+	}
+	if err := s1.RunSync(context.Background(), fairsched.Job{}, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	const want = `
+# HELP fairsched_jobs_submitted_total Jobs accepted into the queue; each ends exactly once.
+# TYPE fairsched_jobs_submitted_total counter
+fairsched_jobs_submitted_total{pool="a"} 1
+fairsched_jobs_submitted_total{pool="b"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "fairsched_jobs_submitted_total"); err != nil {
+		t.Error(err)
+	}
+
+	c := NewCollector(s1, WithNamespace("app_scheduler"))
+	if n := testutil.CollectAndCount(c, "app_scheduler_jobs_submitted_total"); n != 1 {
+		t.Errorf("with namespace app_scheduler: %d series of app_scheduler_jobs_submitted_total, want 1", n)
+	}
+	if n := testutil.CollectAndCount(c, "fairsched_jobs_submitted_total"); n != 0 {
+		t.Errorf("with namespace app_scheduler: %d series still named fairsched_, want 0", n)
+	}
+}
+
+// families gathers reg and indexes the result by metric name.
+func families(t *testing.T, reg prometheus.Gatherer) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	out := make(map[string]*dto.MetricFamily, len(mfs))
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+func sum(mf *dto.MetricFamily) float64 {
+	var v float64
+	for _, m := range mf.GetMetric() {
+		switch {
+		case m.Gauge != nil:
+			v += m.GetGauge().GetValue()
+		case m.Counter != nil:
+			v += m.GetCounter().GetValue()
+		}
+	}
+	return v
+}
+
+// TestConcurrentScrapes scrapes from several goroutines while jobs run. Run
+// it with -race. Every scrape must be one consistent view: running jobs
+// never exceed the slots.
+func TestConcurrentScrapes(t *testing.T) {
+	const slots, jobs, scrapers, scrapes = 4, 400, 4, 50
+	s := newScheduler(t, fairsched.Config{
+		MaxConcurrency: slots,
+		Types:          map[string]fairsched.TypeConfig{"web": {Tier: fairsched.Foreground}},
+		Keys:           map[string]fairsched.KeyConfig{"tenant-0": {Weight: 3}},
+	})
+	c := NewCollector(s)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+
+	var wg sync.WaitGroup
+	for i := 0; i < scrapers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < scrapes; n++ {
+				mfs := families(t, reg)
+				if r := sum(mfs["fairsched_running_jobs"]); r > slots {
+					t.Errorf("a scrape shows %v running jobs, more than %d slots", r, slots)
+				}
+				if k := sum(mfs["fairsched_key_running_jobs"]); k > slots {
+					t.Errorf("a scrape shows %v running jobs across keys, more than %d slots", k, slots)
+				}
+				if n := testutil.CollectAndCount(c, "fairsched_jobs_started_total"); n != 2 {
+					t.Errorf("CollectAndCount(jobs_started_total) = %d, want 2 (one per type)", n)
+				}
+			}
+		}()
+	}
+
+	gate := make(chan error)
+	var hs []*fairsched.Handle
+	for i := 0; i < jobs; i++ {
+		job := fairsched.Job{Key: fmt.Sprintf("tenant-%d", i%10)}
+		if i%2 == 0 {
+			job.Type = "web"
+		}
+		hs = append(hs, submit(t, s, job, gated(gate)))
+	}
+	// Release the jobs one by one while the scrapers run.
+	for range jobs {
+		gate <- nil
+	}
+	for _, h := range hs {
+		<-h.Done()
+	}
+	wg.Wait()
+
+	const want = `
+# HELP fairsched_jobs_submitted_total Jobs accepted into the queue; each ends exactly once.
+# TYPE fairsched_jobs_submitted_total counter
+fairsched_jobs_submitted_total 400
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "fairsched_jobs_submitted_total"); err != nil {
+		t.Error(err)
+	}
+	if got := sum(families(t, reg)["fairsched_jobs_started_total"]); got != jobs {
+		t.Errorf("jobs started: %v, want %d", got, jobs)
+	}
+}
+
+// TestKeyLabelsBounded keeps 1,000 distinct ephemeral keys busy and checks
+// that key labels stay within the configured keys plus MaxListedKeys, with
+// the rest summed up in fairsched_other_keys*.
+func TestKeyLabelsBounded(t *testing.T) {
+	const slots, clients = 8, 1000
+	configured := map[string]fairsched.KeyConfig{"alice": {Weight: 2}, "bob": {}}
+	s := newScheduler(t, fairsched.Config{MaxConcurrency: slots, Keys: configured})
+	reg := prometheus.NewPedanticRegistry()
+	if err := Register(reg, s); err != nil {
+		t.Fatal(err)
+	}
+
+	release := make(chan struct{})
+	var hs []*fairsched.Handle
+	for i := 0; i < clients; i++ {
+		hs = append(hs, submit(t, s, fairsched.Job{Key: fmt.Sprintf("client-%04d", i)},
+			func(ctx context.Context) error {
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}))
+	}
+
+	mfs := families(t, reg)
+	keys := map[string]bool{}
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "key" {
+					keys[l.GetValue()] = true
+					if !strings.HasPrefix(name, "fairsched_key_") {
+						t.Errorf("%s carries a key label", name)
+					}
+				}
+			}
+		}
+	}
+	if limit := len(configured) + fairsched.MaxListedKeys; len(keys) > limit {
+		t.Errorf("%d distinct key label values, more than %d configured + %d listed", len(keys), len(configured), fairsched.MaxListedKeys)
+	}
+	for name := range configured {
+		if !keys[name] {
+			t.Errorf("configured key %q has no series", name)
+		}
+	}
+	listed := len(keys) - len(configured)
+	if got, want := sum(mfs["fairsched_other_keys"]), float64(clients-listed); got != want {
+		t.Errorf("fairsched_other_keys = %v, want %v", got, want)
+	}
+	running := sum(mfs["fairsched_key_running_jobs"]) + sum(mfs["fairsched_other_keys_running_jobs"])
+	queued := sum(mfs["fairsched_key_queued_jobs"]) + sum(mfs["fairsched_other_keys_queued_jobs"])
+	if running != slots || queued != clients-slots {
+		t.Errorf("listed plus other keys: %v running, %v queued; want %d and %d", running, queued, slots, clients-slots)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint with 1,000 keys busy: %v %v", problems, err)
+	}
+
+	close(release)
+	for _, h := range hs {
+		<-h.Done()
+	}
+}
