@@ -372,6 +372,7 @@ func (s *Scheduler) endLocked(j *job, err error, now int64) {
 	}
 	if k.pending == 0 && k.running == 0 {
 		s.idleLocked(k, now)
+		s.emitAllocationLocked(k, ReasonKeyDrained)
 	}
 	if j.ready != nil {
 		close(j.ready)

@@ -262,11 +262,13 @@ func (s *Scheduler) recordCancelLocked(j *job, err error, now int64) {
 	}
 }
 
-// emitAllocationLocked reports a change of a configured key's allocation.
-// Computing allocations costs O(keys), so it is done only with a hook, and
-// only for configured keys (a bounded set).
+// emitAllocationLocked reports changes of the configured keys' allocations
+// after key k started or stopped having work, or was reconfigured. It is
+// called on those transitions only, not as queues grow and shrink, and only
+// with a hook and configured keys: computing allocations is O(k log k) in
+// the busy keys.
 func (s *Scheduler) emitAllocationLocked(k *keyState, reason AllocationReason) {
-	if s.events == nil {
+	if s.events == nil || s.nconfigured == 0 {
 		return
 	}
 	alloc := s.allocationsLocked()

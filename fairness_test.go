@@ -442,9 +442,14 @@ func TestFairShareSeed001SixteenSlots(t *testing.T) {
 		st := m.s.Stats()
 		assert.Equal(t, slots-1, st.Active, "exactly one slot idle")
 		assert.Positive(t, st.Queued, "A has work queued, held back by its cap alone")
+		// Allocations are entitlements (B's 2 reserved, the other 14 split
+		// 3:1); utilisation shows A using the share B leaves idle.
 		for _, ks := range st.Keys {
-			want := map[string]float64{"s3://prod": 12, "s3://b2-backup": 3}[ks.Key]
+			want := map[string]float64{"s3://prod": 10.5, "s3://b2-backup": 5.5}[ks.Key]
+			running := map[string]int{"s3://prod": 12, "s3://b2-backup": 3}[ks.Key]
 			assert.InDeltaf(t, want, ks.Allocation, 1e-9, "Stats allocation of %q", ks.Key)
+			assert.Equalf(t, running, ks.Running, "running of %q", ks.Key)
+			assert.InDeltaf(t, float64(running)/want, ks.Utilisation, 1e-9, "utilisation of %q", ks.Key)
 		}
 		m.run(290 * time.Second)
 

@@ -159,9 +159,6 @@ func (s *Scheduler) activateLocked(f *flow) {
 	t.active.Push(f)
 	f.actW = f.key.cfg.Weight
 	t.activeWeight += f.actW
-	if f.key.configured && f.key.running+f.key.pending == 0 {
-		s.emitAllocationLocked(f.key, ReasonRebalance)
-	}
 }
 
 // deactivateLocked takes a flow with nothing queued or running out of its
@@ -173,9 +170,6 @@ func (s *Scheduler) deactivateLocked(f *flow) {
 	t.activeWeight -= f.actW
 	if t.active.Len() == 0 {
 		t.activeWeight = 0 // no rounding drift
-	}
-	if f.key.configured && f.key.running+f.key.pending == 0 {
-		s.emitAllocationLocked(f.key, ReasonKeyDrained)
 	}
 }
 
@@ -315,7 +309,14 @@ func (s *Scheduler) ResetKeys() {
 func (s *Scheduler) configureKeyLocked(k *keyState, c KeyConfig, configured bool) {
 	old := k.cfg
 	k.cfg = c
-	k.configured = configured
+	if k.configured != configured {
+		if configured {
+			s.nconfigured++
+		} else {
+			s.nconfigured--
+		}
+		k.configured = configured
+	}
 	for _, f := range k.flows {
 		if f.actIdx >= 0 {
 			f.tier.activeWeight += c.Weight - f.actW

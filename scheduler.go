@@ -67,8 +67,8 @@ type Scheduler struct {
 	mu sync.Mutex
 	// Guarded by mu.
 	types     map[string]*typeState
-	anyType   *typeState // the default type, ""
-	anyKey    *keyState  // the empty key, "": kept for good
+	anyType   *typeState   // the default type, ""
+	anyKey    *keyState    // the empty key, "": kept for good
 	tiers     []*tierState // highest first
 	keys      map[string]*keyState
 	reserving []*keyState // keys with MinSlots, by name
@@ -92,6 +92,7 @@ type Scheduler struct {
 	parkedConflict int
 	parkedKey      int
 	keysForgotten  uint64
+	nconfigured    int // keys with configured set
 
 	wg     sync.WaitGroup // job goroutines
 	events *eventSink     // nil without Config.OnEvent
@@ -145,6 +146,7 @@ func New(cfg Config) (*Scheduler, error) {
 	for _, name := range sortedKeys(cfg.Keys) {
 		k := s.keyLocked(name)
 		k.cfg, k.configured = resolveKey(cfg.Keys[name]), true
+		s.nconfigured++
 	}
 	s.anyKey = s.keyLocked("")
 	s.anyKey.pinned = true
@@ -308,6 +310,9 @@ func (s *Scheduler) enqueueLocked(j *job, desc Job, now int64) error {
 	f.pending++
 	t.pending++
 	s.recordSubmitLocked(j, now)
+	if k.pending == 1 && k.running == 0 {
+		s.emitAllocationLocked(k, ReasonRebalance) // the key has work again
+	}
 	if s.npending == 1 && s.keyParked.Len() == 0 && s.admissibleLocked(j) {
 		// Nothing else waits: the order has nothing to decide.
 		s.startLocked(j, s.kindOfLoneLocked(j, now), now)

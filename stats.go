@@ -135,10 +135,14 @@ type KeyStats struct {
 	Limit      int
 	Running    int
 	Queued     int
-	// Allocation is the key's weighted max-min fair share of the slots
-	// among the keys with work, after reservations and caps.
+	// Allocation is the key's entitlement: its weighted max-min fair share
+	// of the slots among the keys that have work, after reservations and
+	// caps, as if each of them could use its share. It changes when keys
+	// start or stop having work, or are reconfigured.
 	Allocation float64
-	// Utilisation is Running / Allocation (0 when nothing is allocated).
+	// Utilisation is Running / Allocation (0 when nothing is allocated):
+	// below 1 the key leaves part of its share to others, above 1 it uses
+	// capacity others left idle.
 	Utilisation float64
 	// VirtualTime is the key's virtual time in each tier it has used.
 	VirtualTime map[Tier]float64
@@ -230,12 +234,18 @@ func keyStats(k *keyState, alloc float64) KeyStats {
 	return ks
 }
 
-// allocationsLocked returns each busy key's fair allocation of the slots.
+// allocationsLocked returns each busy key's allocation: its entitlement to
+// slots as a key with work, whatever the length of its queue. It changes
+// when keys start or stop having work or are reconfigured; a key using
+// more than its allocation is using capacity others left idle.
 func (s *Scheduler) allocationsLocked() map[*keyState]float64 {
 	var keys []*keyState
 	var demands []AllocationDemand
 	for _, k := range s.keys {
 		if d := k.running + k.pending; d > 0 {
+			if s.cfg.MaxConcurrency > 0 {
+				d = s.cfg.MaxConcurrency // able to use any share
+			}
 			keys = append(keys, k)
 			demands = append(demands, AllocationDemand{Weight: k.cfg.Weight, MinSlots: k.cfg.MinSlots, Limit: k.cfg.MaxConcurrency, Demand: d})
 		}
@@ -258,60 +268,60 @@ type AllocationDemand struct {
 // Allocate computes weighted max-min fair allocations of capacity slots
 // (0: unlimited, every key gets its demand) between keys, the way the
 // dispatcher shares them in the long run: each key first gets its
-// reservation (up to its demand), the rest is divided by weight, and what a
-// key cannot use (beyond its cap or demand) goes to the others, repeatedly.
+// reservation (up to its demand), then the rest is water-filled by weight:
+// every key gets weight*λ more, for the largest λ that fits, except keys
+// that reach their cap or demand first, whose excess goes to the others.
 // The result may be fractional: a key alternating between 10 and 11 slots
-// has an allocation of 10.5. O(k^2) in the worst case, for k keys.
+// has an allocation of 10.5. O(k log k) for k keys.
 func Allocate(capacity int, keys []AllocationDemand) []float64 {
 	out := make([]float64, len(keys))
-	limit := make([]float64, len(keys))
+	room := make([]float64, len(keys)) // what each key can still take
 	for i, k := range keys {
-		limit[i] = float64(k.Demand)
-		if k.Limit > 0 && float64(k.Limit) < limit[i] {
-			limit[i] = float64(k.Limit)
+		limit := float64(k.Demand)
+		if k.Limit > 0 && float64(k.Limit) < limit {
+			limit = float64(k.Limit)
 		}
+		if capacity <= 0 {
+			out[i] = limit
+			continue
+		}
+		out[i] = math.Min(float64(k.MinSlots), limit)
+		room[i] = limit - out[i]
 	}
 	if capacity <= 0 {
-		copy(out, limit)
 		return out
 	}
 	left := float64(capacity)
+	var weight float64
+	order := make([]int, 0, len(keys))
 	for i, k := range keys {
-		out[i] = math.Min(float64(k.MinSlots), limit[i])
 		left -= out[i]
-	}
-	open := make([]bool, len(keys))
-	for i := range keys {
-		open[i] = out[i] < limit[i]
-	}
-	for left > 1e-9 {
-		var w float64
-		for i, k := range keys {
-			if open[i] {
-				w += k.Weight
-			}
+		if room[i] > 0 && k.Weight > 0 {
+			order = append(order, i)
+			weight += k.Weight
 		}
-		if w == 0 {
+	}
+	// Keys that saturate first are those with the least room per weight.
+	sort.Slice(order, func(a, b int) bool {
+		i, j := order[a], order[b]
+		return room[i]/keys[i].Weight < room[j]/keys[j].Weight
+	})
+	for n, i := range order {
+		if left <= 0 {
 			break
 		}
-		saturated := false
-		for i, k := range keys {
-			if open[i] && out[i]+left*k.Weight/w >= limit[i] {
-				left -= limit[i] - out[i]
-				out[i] = limit[i]
-				open[i] = false
-				saturated = true
-			}
-		}
-		if saturated {
+		w := keys[i].Weight
+		if share := left * w / weight; room[i] <= share {
+			out[i] += room[i]
+			left -= room[i]
+			weight -= w
 			continue
 		}
-		for i, k := range keys {
-			if open[i] {
-				out[i] += left * k.Weight / w
-			}
+		// Nobody from here on saturates: share the rest by weight.
+		for _, j := range order[n:] {
+			out[j] += left * keys[j].Weight / weight
 		}
-		left = 0
+		break
 	}
 	return out
 }
