@@ -88,7 +88,7 @@ func BenchmarkHOL(b *testing.B) {
 				MaxConcurrency: 16,
 				Types:          map[string]TypeConfig{"git": {ConflictGroup: "git"}},
 			})
-			d := newBenchDriver(s)
+			d := newBenchDriver(b, s)
 			d.submit(Job{Type: "git", ID: "hot"}) // the holder
 			d.dispatch()
 			for i := 0; i < n; i++ {
@@ -152,7 +152,7 @@ func BenchmarkScale(b *testing.B) {
 // dispatch, so the queue stays at n.
 func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string) {
 	s := benchScheduler(b, cfg)
-	d := newBenchDriver(s)
+	d := newBenchDriver(b, s)
 	rng := rand.New(rand.NewPCG(1, 2))
 	names := make([]string, keys)
 	for i := range names {
@@ -207,8 +207,23 @@ type benchDriver struct {
 	clk *clock.Fake
 }
 
-func newBenchDriver(s *Scheduler) *benchDriver {
-	return &benchDriver{s: s, clk: s.clock.(*clock.Fake)}
+// newBenchDriver returns a driver for s. Its running jobs have no
+// goroutine to end them, so it ends them itself before Close waits for
+// them.
+func newBenchDriver(b *testing.B, s *Scheduler) *benchDriver {
+	d := &benchDriver{s: s, clk: s.clock.(*clock.Fake)}
+	b.Cleanup(d.finishAll) // runs before the Close registered earlier
+	return d
+}
+
+func (d *benchDriver) finishAll() {
+	s := d.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.running) > 0 { // finishLocked does not dispatch: the queue stays for Close
+
+		s.finishLocked(s.running[0], nil, true, s.nowLocked())
+	}
 }
 
 func (d *benchDriver) submit(desc Job) {
