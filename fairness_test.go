@@ -734,3 +734,20 @@ func fairRaceEnabled() bool {
 	}
 	return false
 }
+
+// A key submitting again after exactly its TTL comes back as one record,
+// brand-new, not as a forgotten one that keeps its old virtual time.
+func TestFairShareKeyReturnsAfterTTL(t *testing.T) {
+	m := newSim(t, Config{MaxConcurrency: 1, IdleTTL: time.Minute})
+	m.add("old", 0, Job{Key: "k"}, 10*time.Minute) // k uses 600 slot-seconds
+	m.add("x", 0, Job{Key: "other"}, time.Second)
+	m.run(10*time.Minute + time.Second)
+	m.add("back", 11*time.Minute+time.Second, Job{Key: "k"}, time.Hour)
+	m.run(11*time.Minute + time.Second)
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	k := m.s.keys["k"]
+	require.NotNil(t, k)
+	require.Equal(t, 1, k.running, "the job runs under the key's filed record")
+	require.Less(t, k.flows[0].v, 600.0, "forgotten: it did not keep its old virtual time")
+}

@@ -278,18 +278,22 @@ func (s *Scheduler) enqueueLocked(j *job, desc Job, now int64) error {
 		s.rejectLocked(desc, t, now)
 		return &QueueFullError{Limit: s.cfg.MaxQueue, Size: s.npending}
 	}
+	// Peek at the key: a refused submission must not create one.
 	k := s.anyKey
 	if desc.Key != "" {
-		k = s.keyLocked(desc.Key)
+		k = s.keys[desc.Key]
 	}
-	if k.cfg.MaxPending > 0 && k.pending >= k.cfg.MaxPending {
+	if k != nil && k.cfg.MaxPending > 0 && k.pending >= k.cfg.MaxPending {
 		s.rejectLocked(desc, t, now)
-		if k.pending == 0 && k.running == 0 {
-			s.idleLocked(k, now)
-		}
 		return &QueueFullError{Key: desc.Key, Limit: k.cfg.MaxPending, Size: k.pending}
 	}
+	// Forget what has been idle too long, then take the key's record: a
+	// key past its TTL comes back brand-new, not as its forgotten record.
+	stale := k != nil && k.idle && now-k.idleSince >= s.idleTTL
 	s.forgetLocked(now)
+	if k == nil || stale {
+		k = s.keyLocked(desc.Key)
+	}
 	s.unidleLocked(k)
 	j.typ, j.key, j.id = t, k, desc.ID
 	j.base = t.priority

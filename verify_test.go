@@ -210,6 +210,16 @@ func (s *Scheduler) verifyLocked() error {
 	if !s.keyParked.Verify(kpIdx) {
 		return fmt.Errorf("keyParked heap broken")
 	}
+	if err := s.verifyKeysLocked(); err != nil {
+		return err
+	}
+	for _, k := range s.keys {
+		for _, l := range k.lanes {
+			if l.n > 0 && s.keys[k.name] != k {
+				return fmt.Errorf("queued jobs of a forgotten record of key %q", k.name)
+			}
+		}
+	}
 	c := &s.counters
 	if c.submitted != c.completed+c.failed+c.cancelled+uint64(s.nrunning+s.npending) {
 		return fmt.Errorf("submitted %d != completed %d + failed %d + cancelled %d + running %d + pending %d",
@@ -238,4 +248,15 @@ func (s *Scheduler) verify() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.verifyLocked()
+}
+
+// verifyKeysLocked checks that every key reachable from a queued or
+// running job is the one the scheduler files under its name.
+func (s *Scheduler) verifyKeysLocked() error {
+	for _, j := range s.running {
+		if s.keys[j.key.name] != j.key {
+			return fmt.Errorf("running job %d belongs to a forgotten record of key %q", j.seq, j.key.name)
+		}
+	}
+	return nil
 }
