@@ -35,14 +35,6 @@ func newCostTable(alpha float64) costTable {
 	return costTable{alpha: alpha, m: make(map[costKey]*estimate)}
 }
 
-// get returns the estimate for (t, id) in seconds. O(1).
-func (c *costTable) get(t *typeState, id string) float64 {
-	if e := c.m[costKey{t, id}]; e != nil {
-		return e.seconds
-	}
-	return t.cost
-}
-
 // lookup returns the estimate of (t, id), or nil if there is none yet.
 // O(1).
 func (c *costTable) lookup(t *typeState, id string) *estimate {

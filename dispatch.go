@@ -32,8 +32,8 @@ func (s *Scheduler) dispatchLocked(now int64, self bool) (next *job) {
 		s.startLocked(j, how, now)
 		switch {
 		case j.sync:
-			close(j.ready)
-			j.ready = nil
+			close(j.wake)
+			j.wake = nil
 		case self && next == nil:
 			next = j
 		default:
@@ -320,12 +320,12 @@ func (s *Scheduler) startLocked(j *job, how startKind, now int64) {
 		k.reserved++
 	} else {
 		j.est = s.costs.lookup(t, j.id)
-		j.estimate, j.guess = t.cost, t.cost
-		if j.est != nil {
-			j.estimate, j.guess = j.est.seconds, 0
+		j.estimate, j.guessed = t.cost, j.est == nil
+		if !j.guessed {
+			j.estimate = j.est.seconds
 		}
 		j.weight = k.cfg.Weight
-		s.chargeLocked(f, j.estimate, j.guess, j.weight)
+		s.chargeLocked(f, j.estimate, j.guessOf(), j.weight)
 	}
 	s.recordStartLocked(j, now)
 }
@@ -353,7 +353,7 @@ func (s *Scheduler) finishLocked(j *job, err error, observed bool, now int64) {
 		k.reserved--
 	} else {
 		// Correct the charge from the estimate to the slot time used.
-		s.chargeLocked(f, dur-j.estimate, -j.guess, j.weight)
+		s.chargeLocked(f, dur-j.estimate, -j.guessOf(), j.weight)
 	}
 	if observed {
 		s.costs.observe(t, j.id, j.est, dur, now)
@@ -374,11 +374,8 @@ func (s *Scheduler) endLocked(j *job, err error, now int64) {
 		s.idleLocked(k, now)
 		s.emitAllocationLocked(k, ReasonKeyDrained)
 	}
-	if j.ready != nil {
-		close(j.ready)
-	}
-	if j.done != nil {
-		close(j.done)
+	if j.wake != nil {
+		close(j.wake)
 	}
 	if s.npending == 0 && s.nrunning == 0 && s.idle != nil {
 		close(s.idle)

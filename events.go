@@ -157,7 +157,7 @@ func (s *Scheduler) jobEvent(kind EventKind, j *job, now int64) Event {
 	return Event{
 		Kind: kind, Time: s.timeOf(now), Seq: j.seq,
 		Type: j.typ.name, ID: j.id, Key: j.key.name, Tier: j.typ.cfg.Tier,
-		BasePriority: j.base, EffectivePriority: j.base,
+		BasePriority: int(j.base), EffectivePriority: int(j.base),
 	}
 }
 
@@ -183,9 +183,9 @@ func (s *Scheduler) recordStartLocked(j *job, now int64) {
 	t.stats.started++
 	wait := now - j.sub
 	c.wait.observe(float64(wait) / 1e6)
-	eff := s.aging.effective(j.base, j.sub, now)
+	eff := s.aging.effective(int(j.base), j.sub, now)
 	c.effective[eff/10]++
-	aged := eff > j.base || j.kind == startUrgent
+	aged := eff > int(j.base) || j.kind == startUrgent
 	switch j.kind {
 	case startUrgent:
 		c.urgentStarts++
@@ -232,9 +232,9 @@ func (s *Scheduler) recordFinishLocked(j *job, err error, ran bool, now int64) {
 	default:
 		c.completed++
 		t.stats.completed++
-		if j.base >= 75 {
+		if int(j.base) >= 75 {
 			c.highCompleted++
-		} else if j.base < 25 {
+		} else if int(j.base) < 25 {
 			c.lowCompleted++
 		}
 	}

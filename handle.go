@@ -19,10 +19,10 @@ func (h *Handle) Done() <-chan struct{} {
 	if j.state == stateDone {
 		return closedChan
 	}
-	if j.done == nil {
-		j.done = make(chan struct{})
+	if j.wake == nil {
+		j.wake = make(chan struct{})
 	}
-	return j.done
+	return j.wake
 }
 
 // Wait waits for the job to end and returns its error: fn's error, a

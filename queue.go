@@ -42,35 +42,34 @@ type job struct {
 	key  *keyState
 	lane *lane
 	id   string
-	base int    // clamped priority
 	seq  uint64 // submission order, the final tie-break
 	sub  int64  // submission time, µs since the scheduler's epoch
 	aKey int64  // the aged order key A (aging.go)
 	fn   func(context.Context) error
-	sync bool // RunSync: fn runs on the caller's goroutine
+	base uint8 // clamped priority
+	sync bool  // RunSync: fn runs on the caller's goroutine
 
-	// Guarded by Scheduler.mu.
+	// Guarded by Scheduler.mu. The small fields first, packed together.
 	state    jobState
 	heap     uint8 // stateQueued: which lane heap
-	idx      int32 // position in a lane heap, a park list or the running list
-	uidx     int32 // position in typ.aged, -1 when absent
-	start    int64 // start time, µs
 	kind     startKind
+	guessed  bool      // its estimate was the type's default cost, not learned
+	idx      int32     // position in a lane heap, a park list or the running list
+	uidx     int32     // position in typ.aged, -1 when absent
+	start    int64     // start time, µs
 	estimate float64   // cost estimate at start, seconds
-	guess    float64   // == estimate when it was the type's default, else 0
 	est      *estimate // the learnt estimate it came from, if any
 	weight   float64   // key weight at start
 	slot     *conflictSlot
 	err      error
-	ready    chan struct{} // RunSync waiters: closed when started or ended
-	done     chan struct{} // Handle.Done, made on demand
-	ctx      jobContext
+	// wake is closed when a waiting RunSync job starts or ends (then
+	// cleared), and when a Submit job ends (made on demand by Handle.Done).
+	wake chan struct{}
+	ctx  jobContext
 }
 
 func jobSetIdx(j *job, i int)  { j.idx = int32(i) }
 func jobSetUIdx(j *job, i int) { j.uidx = int32(i) }
-func jobGetIdx(j *job) int     { return int(j.idx) }
-func jobGetUIdx(j *job) int    { return int(j.uidx) }
 func bySeq(a, b *job) bool     { return a.seq < b.seq }
 func byBaseThenSeq(a, b *job) bool {
 	return a.base > b.base || (a.base == b.base && a.seq < b.seq)
@@ -228,4 +227,12 @@ func (q *graceQueue) popDue(p *agingParams, now int64) *job {
 		q.buf, q.head = q.buf[:n], 0
 	}
 	return j
+}
+
+// guessOf returns the part of j's charge that was a default-cost guess.
+func (j *job) guessOf() float64 {
+	if j.guessed {
+		return j.estimate
+	}
+	return 0
 }

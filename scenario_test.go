@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-const scenSec = time.Second
+const scenSecond = time.Second
 
 // The job types of seed 002. The seed's "priority" doubles as the tier's
 // cap: sync-clone is Foreground with a tier cap of 8, repack and pull are
@@ -39,9 +39,9 @@ func scenSeedConfig() Config {
 		MaxConcurrency: 8,
 		TierLimits:     map[Tier]int{Foreground: 8, Background: 4},
 		Types: map[string]TypeConfig{
-			scenClone:  {Tier: Foreground, MaxConcurrency: 8, ConflictGroup: scenGit, DefaultCost: 10 * scenSec},
-			scenRepack: {Tier: Background, MaxConcurrency: 3, ConflictGroup: scenGit, DefaultCost: 20 * scenSec},
-			scenPull:   {Tier: Background, MaxConcurrency: 3, ConflictGroup: scenGit, DefaultCost: 10 * scenSec},
+			scenClone:  {Tier: Foreground, MaxConcurrency: 8, ConflictGroup: scenGit, DefaultCost: 10 * scenSecond},
+			scenRepack: {Tier: Background, MaxConcurrency: 3, ConflictGroup: scenGit, DefaultCost: 20 * scenSecond},
+			scenPull:   {Tier: Background, MaxConcurrency: 3, ConflictGroup: scenGit, DefaultCost: 10 * scenSecond},
 		},
 	}
 }
@@ -244,18 +244,18 @@ func TestSeed002Scenario1ForegroundIntoSaturatedBackground(t *testing.T) {
 	caps := scenCaps{cfg}
 	m := newSim(t, cfg)
 	for i := 1; i <= 6; i++ {
-		m.add(fmt.Sprintf("r%d", i), 0, Job{Type: scenRepack, ID: fmt.Sprintf("r%d", i)}, 8*scenSec)
+		m.add(fmt.Sprintf("r%d", i), 0, Job{Type: scenRepack, ID: fmt.Sprintf("r%d", i)}, 8*scenSecond)
 	}
 	for i := 7; i <= 10; i++ {
-		m.add(fmt.Sprintf("r%d", i), 0, Job{Type: scenPull, ID: fmt.Sprintf("r%d", i)}, 6*scenSec)
+		m.add(fmt.Sprintf("r%d", i), 0, Job{Type: scenPull, ID: fmt.Sprintf("r%d", i)}, 6*scenSecond)
 	}
-	fg := m.add("r99", 3*scenSec, Job{Type: scenClone, ID: "r99", Key: "dev1"}, 2*scenSec)
-	m.run(25 * scenSec)
+	fg := m.add("r99", 3*scenSecond, Job{Type: scenClone, ID: "r99", Key: "dev1"}, 2*scenSecond)
+	m.run(25 * scenSecond)
 
-	if fg.Start != 3*scenSec || fg.Wait() != 0 || fg.End != 5*scenSec {
+	if fg.Start != 3*scenSecond || fg.Wait() != 0 || fg.End != 5*scenSecond {
 		t.Errorf("foreground clone ran [%v, %v), waited %v; want [3s, 5s), no wait\n%v", fg.Start, fg.End, fg.Wait(), m)
 	}
-	if got := scenRunning(m, 3*scenSec, scenOfTier(caps, Background)); got != 4 {
+	if got := scenRunning(m, 3*scenSecond, scenOfTier(caps, Background)); got != 4 {
 		t.Errorf("background running when the clone arrived: %d, want 4 (saturated at its cap)", got)
 	}
 	if got := scenPeak(m, scenOfTier(caps, Background)); got != 4 {
@@ -268,10 +268,10 @@ func TestSeed002Scenario1ForegroundIntoSaturatedBackground(t *testing.T) {
 	// background slot frees, the oldest job its type cap allows takes it.
 	for name, at := range map[string]time.Duration{
 		"r1": 0, "r2": 0, "r3": 0, "r7": 0,
-		"r8": 6 * scenSec,
-		"r4": 8 * scenSec, "r5": 8 * scenSec, "r6": 8 * scenSec,
-		"r9":  12 * scenSec,
-		"r10": 16 * scenSec,
+		"r8": 6 * scenSecond,
+		"r4": 8 * scenSecond, "r5": 8 * scenSecond, "r6": 8 * scenSecond,
+		"r9":  12 * scenSecond,
+		"r10": 16 * scenSecond,
 	} {
 		scenExpectStart(t, m, name, at)
 	}
@@ -286,12 +286,12 @@ func TestSeed002Scenario1RunSync(t *testing.T) {
 	caps := scenCaps{cfg}
 	m := newSim(t, cfg)
 	for i := 1; i <= 6; i++ {
-		m.add(fmt.Sprintf("r%d", i), 0, Job{Type: scenRepack, ID: fmt.Sprintf("r%d", i)}, 8*scenSec)
+		m.add(fmt.Sprintf("r%d", i), 0, Job{Type: scenRepack, ID: fmt.Sprintf("r%d", i)}, 8*scenSecond)
 	}
 	for i := 7; i <= 10; i++ {
-		m.add(fmt.Sprintf("r%d", i), 0, Job{Type: scenPull, ID: fmt.Sprintf("r%d", i)}, 6*scenSec)
+		m.add(fmt.Sprintf("r%d", i), 0, Job{Type: scenPull, ID: fmt.Sprintf("r%d", i)}, 6*scenSecond)
 	}
-	m.run(3 * scenSec)
+	m.run(3 * scenSecond)
 
 	entered := make(chan time.Time, 1)
 	release := make(chan struct{})
@@ -308,7 +308,7 @@ func TestSeed002Scenario1RunSync(t *testing.T) {
 				}
 			})
 	}()
-	if at := scenRecv(t, entered, "the RunSync function to run").Sub(m.t0); at != 3*scenSec {
+	if at := scenRecv(t, entered, "the RunSync function to run").Sub(m.t0); at != 3*scenSecond {
 		t.Errorf("RunSync function ran at %v, want 3s (no wait)", at)
 	}
 	running := map[Tier]int{}
@@ -321,7 +321,7 @@ func TestSeed002Scenario1RunSync(t *testing.T) {
 		t.Errorf("while RunSync runs: %d foreground and %d background running, want 1 and 4", running[Foreground], running[Background])
 	}
 
-	m.run(5 * scenSec) // the clone takes 2s; no background job is due yet
+	m.run(5 * scenSecond) // the clone takes 2s; no background job is due yet
 	close(release)
 	if err := scenRecv(t, returned, "RunSync to return"); err != nil {
 		t.Fatalf("RunSync: %v", err)
@@ -337,9 +337,9 @@ func TestSeed002Scenario1RunSync(t *testing.T) {
 		t.Errorf("after RunSync: %d active, %d completed; want 4 and 1", st.Active, st.Completed)
 	}
 
-	m.run(25 * scenSec)
-	scenExpectStart(t, m, "r8", 6*scenSec)
-	scenExpectStart(t, m, "r10", 16*scenSec)
+	m.run(25 * scenSecond)
+	scenExpectStart(t, m, "r8", 6*scenSecond)
+	scenExpectStart(t, m, "r10", 16*scenSecond)
 	scenCheckRecords(t, m, caps)
 }
 
@@ -354,20 +354,20 @@ func TestSeed002Scenario2TwoClientBursts(t *testing.T) {
 	caps := scenCaps{cfg}
 	m := newSim(t, cfg)
 	for i := 1; i <= 4; i++ {
-		m.add(fmt.Sprintf("repo%d", i), 0, Job{Type: scenRepack, ID: fmt.Sprintf("repo%d", i)}, 6*scenSec)
+		m.add(fmt.Sprintf("repo%d", i), 0, Job{Type: scenRepack, ID: fmt.Sprintf("repo%d", i)}, 6*scenSecond)
 	}
 	for i := 1; i <= 10; i++ {
-		m.add(fmt.Sprintf("a%d", i), 1*scenSec, Job{Type: scenClone, ID: fmt.Sprintf("a%d", i), Key: "clientA"}, 3*scenSec)
+		m.add(fmt.Sprintf("a%d", i), 1*scenSecond, Job{Type: scenClone, ID: fmt.Sprintf("a%d", i), Key: "clientA"}, 3*scenSecond)
 	}
-	b1 := m.add("b1", 2*scenSec, Job{Type: scenClone, ID: "b1", Key: "clientB"}, 3*scenSec)
-	b2 := m.add("b2", 2*scenSec, Job{Type: scenClone, ID: "b2", Key: "clientB"}, 3*scenSec)
-	m.run(30 * scenSec)
+	b1 := m.add("b1", 2*scenSecond, Job{Type: scenClone, ID: "b1", Key: "clientB"}, 3*scenSecond)
+	b2 := m.add("b2", 2*scenSecond, Job{Type: scenClone, ID: "b2", Key: "clientB"}, 3*scenSecond)
+	m.run(30 * scenSecond)
 
 	for i := 1; i <= 5; i++ {
-		scenExpectStart(t, m, fmt.Sprintf("a%d", i), 1*scenSec)
+		scenExpectStart(t, m, fmt.Sprintf("a%d", i), 1*scenSecond)
 	}
 	// T=4 is the first instant a slot frees after B arrives.
-	if b1.Start != 4*scenSec || b2.Start != 4*scenSec {
+	if b1.Start != 4*scenSecond || b2.Start != 4*scenSecond {
 		t.Errorf("client B's clones started at %v and %v, want both at 4s (waits of 2s)\n%v", b1.Start, b2.Start, m)
 	}
 	// Count A's clones that started ahead of B's second one. The five that
@@ -406,23 +406,23 @@ func TestSeed002Scenario3CostlyVersusCheap(t *testing.T) {
 	cfg := scenSeedConfig()
 	caps := scenCaps{cfg}
 	m := newSim(t, cfg)
-	linux := m.add("linux", 0, Job{Type: scenClone, ID: "linux", Key: "clientA"}, 15*scenSec)
+	linux := m.add("linux", 0, Job{Type: scenClone, ID: "linux", Key: "clientA"}, 15*scenSecond)
 	for i := 1; i <= 8; i++ {
-		m.add(fmt.Sprintf("small%d", i), 0, Job{Type: scenClone, ID: fmt.Sprintf("small%d", i), Key: "clientB"}, 2*scenSec)
+		m.add(fmt.Sprintf("small%d", i), 0, Job{Type: scenClone, ID: fmt.Sprintf("small%d", i), Key: "clientB"}, 2*scenSecond)
 	}
-	med1 := m.add("med1", 5*scenSec, Job{Type: scenClone, ID: "med1", Key: "clientC"}, 4*scenSec)
-	med2 := m.add("med2", 5*scenSec, Job{Type: scenClone, ID: "med2", Key: "clientC"}, 4*scenSec)
-	m.run(25 * scenSec)
+	med1 := m.add("med1", 5*scenSecond, Job{Type: scenClone, ID: "med1", Key: "clientC"}, 4*scenSecond)
+	med2 := m.add("med2", 5*scenSecond, Job{Type: scenClone, ID: "med2", Key: "clientC"}, 4*scenSecond)
+	m.run(25 * scenSecond)
 
-	if linux.Start != 0 || linux.End != 15*scenSec {
+	if linux.Start != 0 || linux.End != 15*scenSecond {
 		t.Errorf("linux ran [%v, %v), want [0s, 15s)", linux.Start, linux.End)
 	}
 	for i := 1; i <= 7; i++ {
 		scenExpectStart(t, m, fmt.Sprintf("small%d", i), 0)
 	}
 	// The eighth small clone takes the first slot that frees.
-	scenExpectStart(t, m, "small8", 2*scenSec)
-	if got := m.slotTime("clientB", 0, 4*scenSec); got != 16*scenSec {
+	scenExpectStart(t, m, "small8", 2*scenSecond)
+	if got := m.slotTime("clientB", 0, 4*scenSecond); got != 16*scenSecond {
 		t.Errorf("client B held %v of slot time by T=4, want all 16s it asked for", got)
 	}
 	if med1.Wait() != 0 || med2.Wait() != 0 {
@@ -436,7 +436,7 @@ func TestSeed002Scenario3CostlyVersusCheap(t *testing.T) {
 	// alpha = 0.3: linux 0.3*15 + 0.7*10 = 11.5s, small 0.3*2 + 0.7*10 = 7.6s.
 	m.s.mu.Lock()
 	ty := m.s.types[scenClone]
-	gotLinux, gotSmall := m.s.costs.get(ty, "linux"), m.s.costs.get(ty, "small1")
+	gotLinux, gotSmall := m.s.costs.lookup(ty, "linux").seconds, m.s.costs.lookup(ty, "small1").seconds
 	m.s.mu.Unlock()
 	if math.Abs(gotLinux-11.5) > 1e-6 || math.Abs(gotSmall-7.6) > 1e-6 {
 		t.Errorf("learned costs: linux %.3fs, small %.3fs; want 11.5s and 7.6s", gotLinux, gotSmall)
@@ -453,21 +453,21 @@ func TestSeed002Scenario4ConflictExclusion(t *testing.T) {
 
 	t.Run("seed", func(t *testing.T) {
 		m := newSim(t, cfg)
-		c1 := m.add("clone1", 0, Job{Type: scenClone, ID: "repo1", Key: "dev1"}, 3*scenSec)
-		r1 := m.add("repack1", 0, Job{Type: scenRepack, ID: "repo1"}, 4*scenSec)
-		c2 := m.add("clone2", 0, Job{Type: scenClone, ID: "repo2", Key: "dev2"}, 3*scenSec)
-		r2 := m.add("repack2", 0, Job{Type: scenRepack, ID: "repo2"}, 4*scenSec)
-		m.run(20 * scenSec)
+		c1 := m.add("clone1", 0, Job{Type: scenClone, ID: "repo1", Key: "dev1"}, 3*scenSecond)
+		r1 := m.add("repack1", 0, Job{Type: scenRepack, ID: "repo1"}, 4*scenSecond)
+		c2 := m.add("clone2", 0, Job{Type: scenClone, ID: "repo2", Key: "dev2"}, 3*scenSecond)
+		r2 := m.add("repack2", 0, Job{Type: scenRepack, ID: "repo2"}, 4*scenSecond)
+		m.run(20 * scenSecond)
 
 		// Same repository: the repack waits for the clone, then starts
 		// the moment it ends.
 		if scenOverlap(c1, r1) || scenOverlap(c2, r2) {
 			t.Errorf("clone and repack of one repo overlapped\n%v", m)
 		}
-		if c1.Start != 0 || c1.End != 3*scenSec || r1.Start != 3*scenSec || r1.End != 7*scenSec {
+		if c1.Start != 0 || c1.End != 3*scenSecond || r1.Start != 3*scenSecond || r1.End != 7*scenSecond {
 			t.Errorf("repo1: clone [%v, %v), repack [%v, %v); want [0s, 3s) and [3s, 7s)", c1.Start, c1.End, r1.Start, r1.End)
 		}
-		if c2.Start != 0 || r2.Start != 3*scenSec {
+		if c2.Start != 0 || r2.Start != 3*scenSecond {
 			t.Errorf("repo2: clone at %v, repack at %v; want 0s and 3s", c2.Start, r2.Start)
 		}
 		// Different repositories: in parallel.
@@ -482,15 +482,15 @@ func TestSeed002Scenario4ConflictExclusion(t *testing.T) {
 	// conflict; a clone of another repository runs beside the repack.
 	t.Run("repack first", func(t *testing.T) {
 		m := newSim(t, cfg)
-		r1 := m.add("repack1", 0, Job{Type: scenRepack, ID: "repo1"}, 4*scenSec)
-		c1 := m.add("clone1", 1*scenSec, Job{Type: scenClone, ID: "repo1", Key: "dev1"}, 3*scenSec)
-		c2 := m.add("clone2", 1*scenSec, Job{Type: scenClone, ID: "repo2", Key: "dev2"}, 3*scenSec)
-		m.run(20 * scenSec)
+		r1 := m.add("repack1", 0, Job{Type: scenRepack, ID: "repo1"}, 4*scenSecond)
+		c1 := m.add("clone1", 1*scenSecond, Job{Type: scenClone, ID: "repo1", Key: "dev1"}, 3*scenSecond)
+		c2 := m.add("clone2", 1*scenSecond, Job{Type: scenClone, ID: "repo2", Key: "dev2"}, 3*scenSecond)
+		m.run(20 * scenSecond)
 
-		if c1.Start != 4*scenSec || scenOverlap(c1, r1) {
+		if c1.Start != 4*scenSecond || scenOverlap(c1, r1) {
 			t.Errorf("clone of repo1 ran [%v, %v) against repack [%v, %v); want it to start at 4s", c1.Start, c1.End, r1.Start, r1.End)
 		}
-		if c2.Start != 1*scenSec || !scenOverlap(c2, r1) {
+		if c2.Start != 1*scenSecond || !scenOverlap(c2, r1) {
 			t.Errorf("clone of repo2 started at %v, want 1s, beside the repack of repo1", c2.Start)
 		}
 		scenCheckRecords(t, m, caps)
@@ -507,30 +507,30 @@ func TestSeed002Scenario5ManyBackgroundTypes(t *testing.T) {
 		MaxConcurrency: 8,
 		TierLimits:     map[Tier]int{Foreground: 8, Background: 4},
 		Types: map[string]TypeConfig{
-			scenClone: {Tier: Foreground, MaxConcurrency: 8, ConflictGroup: scenGit, DefaultCost: 10 * scenSec},
+			scenClone: {Tier: Foreground, MaxConcurrency: 8, ConflictGroup: scenGit, DefaultCost: 10 * scenSecond},
 		},
 	}
 	for _, ty := range bgTypes {
-		cfg.Types[ty] = TypeConfig{Tier: Background, MaxConcurrency: 4, ConflictGroup: scenGit, DefaultCost: 15 * scenSec}
+		cfg.Types[ty] = TypeConfig{Tier: Background, MaxConcurrency: 4, ConflictGroup: scenGit, DefaultCost: 15 * scenSecond}
 	}
 	caps := scenCaps{cfg}
 	m := newSim(t, cfg)
 	for _, ty := range bgTypes {
 		for i := 1; i <= 3; i++ {
 			id := fmt.Sprintf("%s%d", ty, i)
-			m.add(id, 0, Job{Type: ty, ID: id}, 6*scenSec)
+			m.add(id, 0, Job{Type: ty, ID: id}, 6*scenSecond)
 		}
 	}
 	for i := 1; i <= 4; i++ {
 		id := fmt.Sprintf("clone%d", i)
-		m.add(id, 2*scenSec, Job{Type: scenClone, ID: id, Key: "clientA"}, 2*scenSec)
+		m.add(id, 2*scenSecond, Job{Type: scenClone, ID: id, Key: "clientA"}, 2*scenSecond)
 	}
-	m.run(30 * scenSec)
+	m.run(30 * scenSecond)
 
 	for i := 1; i <= 4; i++ {
-		scenExpectStart(t, m, fmt.Sprintf("clone%d", i), 2*scenSec)
+		scenExpectStart(t, m, fmt.Sprintf("clone%d", i), 2*scenSecond)
 	}
-	if got := scenRunning(m, 2*scenSec, func(*simJob) bool { return true }); got != 8 {
+	if got := scenRunning(m, 2*scenSecond, func(*simJob) bool { return true }); got != 8 {
 		t.Errorf("running at T=2: %d, want 8 (4 background + 4 foreground)", got)
 	}
 	if got := scenPeak(m, scenOfTier(caps, Background)); got != 4 {
@@ -544,7 +544,7 @@ func TestSeed002Scenario5ManyBackgroundTypes(t *testing.T) {
 			last = max(last, sj.End)
 		}
 	}
-	if last != 18*scenSec {
+	if last != 18*scenSecond {
 		t.Errorf("last background job ended at %v, want 18s\n%v", last, m)
 	}
 	scenCheckRecords(t, m, caps)
@@ -565,11 +565,11 @@ func TestIdleForegroundCapacityUsedByBackground(t *testing.T) {
 		// No background cap: all 8 slots; the three foreground jobs take
 		// the slots freed at 10s, 11s and 12s, the queued background the
 		// one freed at 13s.
-		{"background uncapped", 0, 8, []time.Duration{10 * scenSec, 11 * scenSec, 12 * scenSec}, 13 * scenSec},
+		{"background uncapped", 0, 8, []time.Duration{10 * scenSecond, 11 * scenSecond, 12 * scenSecond}, 13 * scenSecond},
 		// Background capped at 6, more than the 4 that would be left if
 		// the foreground cap were a reservation: two slots stay free for
 		// foreground, which starts two jobs at once and the third at 10s.
-		{"background capped at 6", 6, 6, []time.Duration{1 * scenSec, 1 * scenSec, 10 * scenSec}, 11 * scenSec},
+		{"background capped at 6", 6, 6, []time.Duration{1 * scenSecond, 1 * scenSecond, 10 * scenSecond}, 11 * scenSecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{
@@ -585,16 +585,16 @@ func TestIdleForegroundCapacityUsedByBackground(t *testing.T) {
 			// Ten background jobs; the running ones end one a second from
 			// T=10.
 			for i := 0; i < 10; i++ {
-				m.add(fmt.Sprintf("bg%d", i), 0, Job{Type: "batch", ID: fmt.Sprintf("b%d", i)}, time.Duration(10+i)*scenSec)
+				m.add(fmt.Sprintf("bg%d", i), 0, Job{Type: "batch", ID: fmt.Sprintf("b%d", i)}, time.Duration(10+i)*scenSecond)
 			}
-			m.run(scenSec / 2)
+			m.run(scenSecond / 2)
 			if got := scenRunning(m, 0, scenOfTier(caps, Background)); got != tc.bgPeak {
 				t.Fatalf("background running with foreground idle: %d, want %d\n%v", got, tc.bgPeak, m)
 			}
 			for i := 0; i < 3; i++ {
-				m.add(fmt.Sprintf("fg%d", i), 1*scenSec, Job{Type: "request", ID: fmt.Sprintf("f%d", i), Key: "client"}, 30*scenSec)
+				m.add(fmt.Sprintf("fg%d", i), 1*scenSecond, Job{Type: "request", ID: fmt.Sprintf("f%d", i), Key: "client"}, 30*scenSecond)
 			}
-			m.run(60 * scenSec)
+			m.run(60 * scenSecond)
 
 			for i, want := range tc.fgStarts {
 				scenExpectStart(t, m, fmt.Sprintf("fg%d", i), want)
@@ -647,20 +647,20 @@ func TestNoHOLBlocking(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{MaxConcurrency: 2, TierLimits: map[Tier]int{Foreground: 1}, Types: types}
 			m := newSim(t, cfg)
-			m.add("holder", 0, tc.holder, 5*scenSec)
-			m.add("filler", 0, Job{Type: "free", ID: "filler", Key: "other"}, 2*scenSec)
-			y := m.add("Y", 1*scenSec, tc.blocked, 1*scenSec)
-			z := m.add("Z", 1*scenSec, tc.behind, 10*scenSec)
-			m.run(1 * scenSec)
+			m.add("holder", 0, tc.holder, 5*scenSecond)
+			m.add("filler", 0, Job{Type: "free", ID: "filler", Key: "other"}, 2*scenSecond)
+			y := m.add("Y", 1*scenSecond, tc.blocked, 1*scenSecond)
+			z := m.add("Z", 1*scenSecond, tc.behind, 10*scenSecond)
+			m.run(1 * scenSecond)
 			if y.started() || z.started() {
 				t.Fatalf("Y or Z started while both slots were busy\n%v", m)
 			}
-			m.run(20 * scenSec)
+			m.run(20 * scenSecond)
 
-			if z.Start != 2*scenSec {
+			if z.Start != 2*scenSecond {
 				t.Errorf("Z started at %v, want 2s: the slot freed then and only Y, which was blocked, was ahead\n%v", z.Start, m)
 			}
-			if y.Start != 5*scenSec {
+			if y.Start != 5*scenSecond {
 				t.Errorf("Y started at %v, want 5s, when its blocker ended\n%v", y.Start, m)
 			}
 			scenCheckRecords(t, m, scenCaps{cfg})
@@ -719,7 +719,7 @@ func scenRandomConfig(r *rand.Rand) (Config, []string, []string) {
 		tc := TypeConfig{
 			Tier:          Tier(r.IntN(nTiers)),
 			ConflictGroup: groups[r.IntN(len(groups))],
-			DefaultCost:   time.Duration(1+r.IntN(5)) * scenSec,
+			DefaultCost:   time.Duration(1+r.IntN(5)) * scenSecond,
 		}
 		if r.IntN(2) == 0 {
 			tc.MaxConcurrency = 1 + r.IntN(4)
@@ -751,8 +751,8 @@ func scenRandomConfig(r *rand.Rand) (Config, []string, []string) {
 	}
 	if r.IntN(3) == 0 {
 		cfg.Aging = AgingConfig{
-			GracePeriod: time.Duration(r.IntN(3)) * scenSec,
-			Interval:    scenSec,
+			GracePeriod: time.Duration(r.IntN(3)) * scenSecond,
+			Interval:    scenSecond,
 			Step:        5 + r.IntN(20),
 		}
 		if r.IntN(2) == 0 {

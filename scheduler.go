@@ -189,13 +189,13 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 		return err
 	}
 	if j.state != stateRunning {
-		j.ready = make(chan struct{})
+		j.wake = make(chan struct{})
 		s.dispatchLocked(now, false)
 	}
 	if j.state == stateRunning {
 		s.mu.Unlock()
 	} else {
-		ready := j.ready
+		ready := j.wake
 		s.mu.Unlock()
 		select {
 		case <-ready:
@@ -296,13 +296,13 @@ func (s *Scheduler) enqueueLocked(j *job, desc Job, now int64) error {
 	}
 	s.unidleLocked(k)
 	j.typ, j.key, j.id = t, k, desc.ID
-	j.base = t.priority
+	j.base = uint8(t.priority)
 	if desc.Priority != 0 {
-		j.base = clampPriority(desc.Priority)
+		j.base = uint8(clampPriority(desc.Priority))
 	}
 	s.seq++
 	j.seq, j.sub, j.uidx = s.seq, now, -1
-	j.aKey = s.aging.agedKey(j.base, now)
+	j.aKey = s.aging.agedKey(int(j.base), now)
 	l := s.laneLocked(t, k)
 	j.lane = l
 	f := l.flow
@@ -338,7 +338,7 @@ func (s *Scheduler) admissibleLocked(j *job) bool {
 // order as pickLocked: urgent, else under its key's reservation, else fair.
 func (s *Scheduler) kindOfLoneLocked(j *job, now int64) startKind {
 	switch {
-	case s.aging.isUrgent(j.base, j.sub, now):
+	case s.aging.isUrgent(int(j.base), j.sub, now):
 		return startUrgent
 	case j.key.cfg.MinSlots > j.key.reserved:
 		return startReserved

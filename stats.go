@@ -380,7 +380,7 @@ func (s *Scheduler) Snapshot() []JobInfo {
 func (s *Scheduler) infoLocked(j *job, now int64) JobInfo {
 	ji := JobInfo{
 		Seq: j.seq, Type: j.typ.name, ID: j.id, Key: j.key.name, Tier: j.typ.cfg.Tier,
-		BasePriority: j.base, Running: j.state == stateRunning, Parked: j.state == stateParked,
+		BasePriority: int(j.base), Running: j.state == stateRunning, Parked: j.state == stateParked,
 		Submitted: s.epoch.Add(time.Duration(j.sub) * time.Microsecond),
 	}
 	at := now
@@ -388,9 +388,9 @@ func (s *Scheduler) infoLocked(j *job, now int64) JobInfo {
 		at = j.start
 		ji.Urgent = j.kind == startUrgent
 	} else {
-		ji.Urgent = s.aging.isUrgent(j.base, j.sub, now)
+		ji.Urgent = s.aging.isUrgent(int(j.base), j.sub, now)
 	}
-	ji.EffectivePriority = s.aging.effective(j.base, j.sub, at)
+	ji.EffectivePriority = s.aging.effective(int(j.base), j.sub, at)
 	ji.Wait = time.Duration(at-j.sub) * time.Microsecond
 	return ji
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/fairsched/fairsched/internal/iheap"
 )
@@ -108,5 +107,3 @@ func (s *Scheduler) typeLocked(name string) (*typeState, error) {
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownType, name)
 }
-
-func secondsOf(d time.Duration) float64 { return d.Seconds() }
