@@ -109,7 +109,13 @@
 //
 //	GracePeriod + (UrgentThreshold - base) / Step × Interval
 //
-// and starts at the next slot that frees and that it can use.
+// and starts at the next slot that frees and that it can use, provided the
+// urgent jobs ahead of it are served: urgent jobs go by score, so a younger
+// job of higher priority that is also urgent goes first. The bound is thus
+// a guarantee when urgent work does not pile up faster than it is served,
+// which admission limits (MaxQueue, a key's MaxPending) ensure under
+// overload; no scheduler bounds every wait when more work arrives than can
+// run.
 //
 // Aging costs no periodic pass over the queue. Past the grace period,
 // score(t) = base + Step·(t − sub − G)/I, and with time scaled by I,

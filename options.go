@@ -99,7 +99,10 @@ type KeyConfig struct {
 //
 //	GracePeriod + (UrgentThreshold - base)/Step*Interval
 //
-// plus the time for a slot it can use to free.
+// plus the time for a slot it can use to free, as long as urgent work does
+// not pile up faster than it is served (urgent jobs go by score, so an
+// urgent job of higher priority goes first); bound the queue with MaxQueue
+// or MaxPending for the guarantee to hold under overload.
 type AgingConfig struct {
 	// GracePeriod is how long a job waits before it starts to age.
 	GracePeriod time.Duration
