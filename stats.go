@@ -71,7 +71,7 @@ type Stats struct {
 	Submitted uint64 // jobs accepted; each ends exactly once
 	Completed uint64 // ran and returned nil
 	Failed    uint64 // ran and returned an error or panicked
-	Cancelled uint64 // ended without running to the end: cancelled, caller gone, or discarded by Close
+	Cancelled uint64 // left without running: Handle.Cancel or the caller's context while queued, or Close (a running job that returns an error after its context was cancelled counts as Failed)
 	Rejected  uint64 // submissions refused: queue full, closed, unknown type
 
 	HighPriorityCompleted uint64 // completed with base priority >= 75

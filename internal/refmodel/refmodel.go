@@ -1,0 +1,736 @@
+// Package refmodel is an executable restatement of fairsched's scheduling
+// contract (SPEC sections 2 to 5), written to be read rather than to be
+// fast. It is the oracle of the differential tests: the real scheduler and
+// this model are fed the same events and must start the same jobs, at the
+// same virtual instants, in the same order.
+//
+// The rules, as the model applies them:
+//
+//   - After every event (a submission, a finish, a cancellation, a key
+//     change) the model dispatches: it starts the first admissible pending
+//     job by the order below, and repeats until no pending job is
+//     admissible.
+//   - Admissible: below MaxConcurrency, below the job's tier cap, type cap
+//     and key cap (0 means none), and no running job has the same ID and
+//     the same non-empty conflict group.
+//   - Order: urgent jobs by aged score then submission; then the jobs of
+//     keys running fewer jobs under their reservation than MinSlots, the
+//     key furthest below first (ties by name), within a key by tier, then
+//     effective priority, then submission; then every job by tier, its
+//     flow's virtual time V, the flow's stamp, effective priority and
+//     submission. A job started by the reservation step is not charged;
+//     any other is charged its cost estimate over its key's weight, and
+//     the charge is corrected to the observed time when it ends.
+//   - A flow (tier, key) is active while it has pending or running jobs.
+//     Each tier has a floor: when a flow becomes active the floor rises to
+//     the lowest settled V of the active flows and the flow's V to the
+//     floor; when it goes idle the floor rises to the lowest settled V of
+//     the active flows including itself. Settled V leaves out what running
+//     jobs were charged at their type's default cost, before their
+//     (type, ID) was ever observed.
+//   - Cost estimates are an exponential moving average per (type, ID) of
+//     observed durations, from the type's default cost. Unconfigured keys
+//     other than "" idle for IdleTTL are forgotten at the next accepted
+//     submission, as are estimates not updated for as long.
+//
+// The model keeps as little state as the contract allows. Everything that
+// can be derived from the set of pending and running jobs (running counts,
+// which flows are active, how many jobs a key runs under its reservation)
+// is recomputed by scanning that set whenever it is needed, so there is no
+// bookkeeping to get wrong. Each dispatch computes the full sort key of
+// every pending job, sorts, and starts the first admissible one. That is
+// O(n log n) per start, which is fine for the small workloads of a
+// differential test.
+//
+// The only state carried from event to event is what the contract itself
+// says persists: each flow's virtual time, tie-break stamp and the part of
+// its virtual time that is default-cost guesses for running jobs, each
+// tier's virtual-time floor, the learned cost estimates, the key
+// configurations and when each idle key went idle.
+//
+// The model does not import fairsched: it is an independent statement of
+// the same rules, with its own configuration types. Time is an int64 count
+// of microseconds since the scheduler's epoch; there is no clock and no
+// goroutine.
+package refmodel
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Config mirrors the fields of fairsched.Config that decide the order.
+type Config struct {
+	MaxConcurrency int // 0: no global limit
+	MaxQueue       int // 0: unlimited
+	TierLimits     map[int]int
+	// Types are the registered job types. The type "" is always present
+	// with the zero Type unless given here.
+	Types       map[string]Type
+	Keys        map[string]Key // configured keys: never forgotten, nor is ""
+	DefaultKey  Key            // every other key
+	Aging       Aging
+	CostAlpha   float64       // 0: 0.3
+	DefaultCost time.Duration // 0: one second
+	IdleTTL     time.Duration // 0: ten minutes
+}
+
+// Type mirrors fairsched.TypeConfig.
+type Type struct {
+	Tier            int
+	MaxConcurrency  int
+	ConflictGroup   string
+	DefaultCost     time.Duration
+	DefaultPriority int
+}
+
+// Key mirrors fairsched.KeyConfig.
+type Key struct {
+	Weight         float64 // 0: 1
+	MinSlots       int
+	MaxConcurrency int
+	MaxPending     int
+}
+
+// Aging mirrors fairsched.AgingConfig.
+type Aging struct {
+	GracePeriod     time.Duration
+	Interval        time.Duration
+	Step            int
+	MaxEffective    int // 0: 100
+	UrgentThreshold int // 0: never urgent
+}
+
+// Job mirrors fairsched.Job.
+type Job struct {
+	Type, ID, Key string
+	Priority      int
+}
+
+// Kind is the step of the order that started a job.
+type Kind int
+
+// The steps, numbered so that an earlier step has a higher Kind.
+const (
+	Fair     Kind = iota // fair share: charged to its flow
+	Reserved             // under its key's MinSlots: not charged
+	Urgent               // aged to the urgent threshold: charged
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Reserved:
+		return "reserved"
+	case Urgent:
+		return "urgent"
+	}
+	return "fair"
+}
+
+// Start records one job start.
+type Start struct {
+	Seq  uint64
+	At   int64 // µs
+	Kind Kind
+}
+
+// FlowID names a flow: one key's share of one tier.
+type FlowID struct {
+	Key  string
+	Tier int
+}
+
+// Model is the reference scheduler. Create one with New.
+type Model struct {
+	cfg     Config
+	alpha   float64 // cost smoothing
+	defCost float64 // seconds
+	ttl     int64   // µs
+
+	seq   uint64 // last submission number handed out
+	stamp uint64 // last flow stamp handed out
+	jobs  []*job // pending and running, in submission order
+	keys  map[string]*key
+	floor map[int]float64 // per tier; absent means 0
+	costs map[costID]*cost
+
+	starts []Start // not yet taken by TakeStarts
+}
+
+type job struct {
+	seq     uint64
+	typName string
+	typ     Type
+	id      string
+	key     *key
+	base    int   // clamped base priority
+	sub     int64 // submission time
+	running bool
+	kind    Kind
+	start   int64
+	est     float64 // cost estimate charged at start, seconds
+	guess   float64 // est if it was the type's default cost, else 0
+	w       float64 // key weight at start
+}
+
+type key struct {
+	name       string
+	cfg        Key // Weight resolved to > 0
+	configured bool
+	flows      map[int]*flow // by tier
+	idleSince  int64         // when its last job ended
+}
+
+type flow struct {
+	v     float64 // virtual time
+	stamp uint64  // tie-break: when v was last set
+	// guessed is the part of v charged for running jobs at their type's
+	// default cost, before their (type, ID) had any observation. The
+	// settled virtual time v - guessed is what the tier's floor follows.
+	guessed float64
+}
+
+func (f *flow) settled() float64 { return f.v - f.guessed }
+
+type costID struct{ typ, id string }
+
+type conflictID struct{ group, id string }
+
+type cost struct {
+	seconds  float64
+	lastUsed int64
+}
+
+// New returns a model of a scheduler configured by cfg. It does not
+// validate cfg: the real scheduler does that.
+func New(cfg Config) *Model {
+	m := &Model{
+		cfg:     cfg,
+		alpha:   cfg.CostAlpha,
+		defCost: cfg.DefaultCost.Seconds(),
+		ttl:     cfg.IdleTTL.Microseconds(),
+		keys:    map[string]*key{},
+		floor:   map[int]float64{},
+		costs:   map[costID]*cost{},
+	}
+	if m.alpha == 0 {
+		m.alpha = 0.3
+	}
+	if cfg.DefaultCost == 0 {
+		m.defCost = 1
+	}
+	if cfg.IdleTTL == 0 {
+		m.ttl = (10 * time.Minute).Microseconds()
+	}
+	for name, kc := range cfg.Keys {
+		k := m.newKey(name)
+		k.cfg, k.configured = resolve(kc), true
+	}
+	return m
+}
+
+func resolve(c Key) Key {
+	if c.Weight == 0 {
+		c.Weight = 1
+	}
+	return c
+}
+
+func clamp(p int) int { return min(max(p, 0), 100) }
+
+func (m *Model) newKey(name string) *key {
+	k := &key{name: name, cfg: resolve(m.cfg.DefaultKey), flows: map[int]*flow{}}
+	m.keys[name] = k
+	return k
+}
+
+func (m *Model) typeOf(name string) (Type, bool) {
+	t, ok := m.cfg.Types[name]
+	if !ok && name == "" {
+		return Type{}, true
+	}
+	return t, ok
+}
+
+// Submit offers a job at now. It returns the job's submission number, or
+// false if the job was rejected (unknown type, MaxQueue or the key's
+// MaxPending), in which case nothing changed. Then it dispatches.
+func (m *Model) Submit(now int64, d Job) (uint64, bool) {
+	t, ok := m.typeOf(d.Type)
+	if !ok {
+		return 0, false
+	}
+	if m.cfg.MaxQueue > 0 && m.count(func(j *job) bool { return !j.running }) >= m.cfg.MaxQueue {
+		return 0, false
+	}
+	if k := m.keys[d.Key]; k != nil && k.cfg.MaxPending > 0 &&
+		m.count(func(j *job) bool { return !j.running && j.key == k }) >= k.cfg.MaxPending {
+		return 0, false
+	}
+	m.forget(now)
+	k := m.keys[d.Key]
+	if k == nil {
+		k = m.newKey(d.Key)
+	}
+	base := d.Priority
+	if base == 0 {
+		base = t.DefaultPriority
+		if base == 0 {
+			base = 50
+		}
+	}
+	f := k.flows[t.Tier]
+	if f == nil {
+		// A brand-new flow starts at its tier's floor.
+		f = &flow{v: m.floor[t.Tier]}
+		k.flows[t.Tier] = f
+	}
+	if !m.active(k, t.Tier) {
+		// A returning flow re-enters at the tier's floor, raised to the
+		// minimum settled virtual time of the active flows, or keeps its
+		// own V if higher.
+		if v, ok := m.minSettled(t.Tier); ok {
+			m.floor[t.Tier] = max(m.floor[t.Tier], v)
+		}
+		f.v = max(f.v, m.floor[t.Tier])
+		m.restamp(f)
+	}
+	m.seq++
+	m.jobs = append(m.jobs, &job{seq: m.seq, typName: d.Type, typ: t, id: d.ID, key: k, base: clamp(base), sub: now})
+	m.dispatch(now)
+	return m.seq, true
+}
+
+// forget drops the unconfigured keys that have been idle for IdleTTL and
+// the cost estimates not updated for as long. The empty key, the one
+// background work uses, is kept for good like a configured one.
+func (m *Model) forget(now int64) {
+	for name, k := range m.keys {
+		if !k.configured && name != "" && !m.busy(k) && now-k.idleSince >= m.ttl {
+			delete(m.keys, name)
+		}
+	}
+	for id, c := range m.costs {
+		if now-c.lastUsed >= m.ttl {
+			delete(m.costs, id)
+		}
+	}
+}
+
+// Finish ends the running job seq at now, after it ran since its start.
+// Then it dispatches.
+func (m *Model) Finish(now int64, seq uint64) {
+	j := m.find(seq)
+	if j == nil || !j.running {
+		panic("refmodel: Finish of a job that is not running")
+	}
+	dur := float64(now-j.start) / 1e6
+	m.remove(j)
+	f := j.key.flows[j.typ.Tier]
+	if j.kind != Reserved {
+		// Correct the charge from the estimate to the time used; the
+		// guess, if any, is settled.
+		m.charge(f, dur-j.est, -j.guess, j.w)
+	}
+	id := costID{j.typName, j.id}
+	prev := m.estimate(j)
+	m.costs[id] = &cost{seconds: m.alpha*dur + (1-m.alpha)*prev, lastUsed: now}
+	m.ended(j, now)
+	m.dispatch(now)
+}
+
+// Cancel takes the pending job seq out of the queue at now and reports
+// whether it was pending. Then it dispatches.
+func (m *Model) Cancel(now int64, seq uint64) bool {
+	j := m.find(seq)
+	if j == nil || j.running {
+		return false
+	}
+	m.remove(j)
+	m.ended(j, now)
+	m.dispatch(now)
+	return true
+}
+
+// SetKeyWeight changes a key's weight from now on; charges already made
+// are not rescaled. The key becomes configured. Then it dispatches.
+func (m *Model) SetKeyWeight(now int64, name string, w float64) {
+	k := m.keys[name]
+	if k == nil {
+		k = m.newKey(name)
+	}
+	k.cfg.Weight, k.configured = w, true
+	m.dispatch(now)
+}
+
+// SetKey replaces a key's configuration from now on; the key becomes
+// configured. It reports false, changing nothing, if the keys' MinSlots
+// would add up to more than MaxConcurrency. Then it dispatches.
+func (m *Model) SetKey(now int64, name string, c Key) bool {
+	if m.cfg.MaxConcurrency > 0 {
+		total := c.MinSlots
+		for other, k := range m.keys {
+			if other != name {
+				total += k.cfg.MinSlots
+			}
+		}
+		if total > m.cfg.MaxConcurrency {
+			return false
+		}
+	}
+	k := m.keys[name]
+	if k == nil {
+		k = m.newKey(name)
+	}
+	k.cfg, k.configured = resolve(c), true
+	m.dispatch(now)
+	return true
+}
+
+// ResetKeys returns every key to the default configuration, unconfigured:
+// a key with nothing pending or running is idle from now (unless it
+// already was), and may be forgotten again. Virtual times are kept. Then
+// it dispatches.
+func (m *Model) ResetKeys(now int64) {
+	for _, k := range m.keys {
+		if k.configured && !m.busy(k) {
+			k.idleSince = now
+		}
+		k.cfg, k.configured = resolve(m.cfg.DefaultKey), false
+	}
+	m.dispatch(now)
+}
+
+// ended applies what happens when a job leaves the pending and running
+// set: its flow deactivates if it has nothing left, raising the tier's
+// floor to the minimum settled V of the active flows including itself,
+// and its key starts to idle.
+func (m *Model) ended(j *job, now int64) {
+	tier := j.typ.Tier
+	if !m.active(j.key, tier) {
+		v := j.key.flows[tier].settled()
+		if w, ok := m.minSettled(tier); ok {
+			v = min(v, w)
+		}
+		m.floor[tier] = max(m.floor[tier], v)
+	}
+	if !m.busy(j.key) {
+		j.key.idleSince = now
+	}
+}
+
+// TakeStarts returns the starts since the last call, in start order.
+func (m *Model) TakeStarts() []Start {
+	s := m.starts
+	m.starts = nil
+	return s
+}
+
+// Pending and Running count the jobs in each state.
+func (m *Model) Pending() int { return m.count(func(j *job) bool { return !j.running }) }
+func (m *Model) Running() int { return m.count(func(j *job) bool { return j.running }) }
+
+// VirtualTimes returns the virtual time of every flow the model remembers.
+func (m *Model) VirtualTimes() map[FlowID]float64 {
+	out := map[FlowID]float64{}
+	for _, k := range m.keys {
+		for tier, f := range k.flows {
+			out[FlowID{k.name, tier}] = f.v
+		}
+	}
+	return out
+}
+
+// EstimateID names a cost estimate: a job type and a job ID.
+type EstimateID struct{ Type, ID string }
+
+// Estimates returns the learned cost estimates, in seconds.
+func (m *Model) Estimates() map[EstimateID]float64 {
+	out := map[EstimateID]float64{}
+	for id, c := range m.costs {
+		out[EstimateID{id.typ, id.id}] = c.seconds
+	}
+	return out
+}
+
+// dispatch starts the first admissible job by the order until there is
+// none.
+func (m *Model) dispatch(now int64) {
+	for {
+		j, kind, ok := m.pick(now)
+		if !ok {
+			return
+		}
+		m.start(j, kind, now)
+	}
+}
+
+// sortKey places a pending job in one step of the order. Keys compare
+// field by field; fields a step does not use are zero, and "highest first"
+// fields are negated.
+type sortKey struct {
+	step  Kind    // Urgent, then Reserved, then Fair: highest Kind first
+	a     int64   // urgent: -A (highest score first); reserved: -deficit
+	name  string  // reserved: the key's name
+	tier  int     // reserved and fair: -tier
+	v     float64 // fair: the flow's virtual time
+	stamp uint64  // fair: the flow's stamp
+	eff   int64   // reserved and fair: -effective priority
+	seq   uint64  // oldest first
+}
+
+func (x sortKey) compare(y sortKey) int {
+	return cmp.Or(
+		cmp.Compare(y.step, x.step),
+		cmp.Compare(x.a, y.a),
+		cmp.Compare(x.name, y.name),
+		cmp.Compare(x.tier, y.tier),
+		cmp.Compare(x.v, y.v),
+		cmp.Compare(x.stamp, y.stamp),
+		cmp.Compare(x.eff, y.eff),
+		cmp.Compare(x.seq, y.seq))
+}
+
+type candidate struct {
+	j   *job
+	key sortKey
+}
+
+// pick returns the first admissible job in the order of SPEC section 3.
+// Every pending job is placed by fair share; an urgent one is also placed
+// among the urgent jobs, and one of a key below its reservation among
+// the reserved. All keys are computed at now, sorted, and the first
+// admissible candidate wins.
+func (m *Model) pick(now int64) (*job, Kind, bool) {
+	// How far each key is below its reservation: MinSlots minus its
+	// running jobs that were started under it.
+	deficit := map[*key]int{}
+	for _, j := range m.jobs {
+		if _, ok := deficit[j.key]; !ok {
+			deficit[j.key] = j.key.cfg.MinSlots
+		}
+		if j.running && j.kind == Reserved {
+			deficit[j.key]--
+		}
+	}
+	var order []candidate
+	for _, j := range m.jobs {
+		if j.running {
+			continue
+		}
+		eff := m.effective(j, now)
+		// 1. Urgent: highest aged score first (the aged key A orders urgent
+		// jobs at every instant), then oldest.
+		if m.urgent(j, now) {
+			order = append(order, candidate{j, sortKey{step: Urgent, a: -m.agedKey(j), seq: j.seq}})
+		}
+		// 2. Reservations: the key furthest below its MinSlots first, then
+		// by name; within a key the highest tier, then the highest
+		// effective priority, then the oldest.
+		if d := deficit[j.key]; d > 0 {
+			order = append(order, candidate{j, sortKey{step: Reserved, a: -int64(d), name: j.key.name,
+				tier: -j.typ.Tier, eff: -eff, seq: j.seq}})
+		}
+		// 3. Fair share: the highest tier; within it the flow with the
+		// lowest virtual time (ties to the earlier stamp); within the flow
+		// the highest effective priority, then the oldest.
+		f := j.key.flows[j.typ.Tier]
+		order = append(order, candidate{j, sortKey{step: Fair, tier: -j.typ.Tier, v: f.v, stamp: f.stamp,
+			eff: -eff, seq: j.seq}})
+	}
+	slices.SortFunc(order, func(x, y candidate) int { return x.key.compare(y.key) })
+	u := m.usage()
+	for _, c := range order {
+		if u.admits(m, c.j) {
+			return c.j, c.key.step, true
+		}
+	}
+	return nil, Fair, false
+}
+
+// usage counts the running jobs by what the hard limits cap.
+type usage struct {
+	all       int
+	tier      map[int]int
+	typ       map[string]int
+	key       map[*key]int
+	conflicts map[conflictID]bool // held
+}
+
+func (m *Model) usage() usage {
+	u := usage{tier: map[int]int{}, typ: map[string]int{}, key: map[*key]int{}, conflicts: map[conflictID]bool{}}
+	for _, r := range m.jobs {
+		if !r.running {
+			continue
+		}
+		u.all++
+		u.tier[r.typ.Tier]++
+		u.typ[r.typName]++
+		u.key[r.key]++
+		if g := r.typ.ConflictGroup; g != "" {
+			u.conflicts[conflictID{g, r.id}] = true
+		}
+	}
+	return u
+}
+
+// admits reports whether j passes every hard limit of SPEC section 2.
+func (u usage) admits(m *Model, j *job) bool {
+	under := func(n, limit int) bool { return limit == 0 || n < limit }
+	g := j.typ.ConflictGroup
+	return under(u.all, m.cfg.MaxConcurrency) && under(u.tier[j.typ.Tier], m.cfg.TierLimits[j.typ.Tier]) &&
+		under(u.typ[j.typName], j.typ.MaxConcurrency) && under(u.key[j.key], j.key.cfg.MaxConcurrency) &&
+		(g == "" || !u.conflicts[conflictID{g, j.id}])
+}
+
+// start gives j a slot. A job started under its key's reservation is not
+// charged; any other is charged its estimated cost at the key's current
+// weight.
+func (m *Model) start(j *job, kind Kind, now int64) {
+	j.running, j.kind, j.start = true, kind, now
+	if kind != Reserved {
+		j.est, j.w = m.estimate(j), j.key.cfg.Weight
+		f := j.key.flows[j.typ.Tier]
+		if _, learned := m.costs[costID{j.typName, j.id}]; !learned {
+			j.guess = j.est
+		}
+		m.charge(f, j.est, j.guess, j.w)
+	}
+	m.starts = append(m.starts, Start{Seq: j.seq, At: now, Kind: kind})
+}
+
+// estimate returns the learned cost of j's (type, ID) in seconds, or the
+// default cost before the first observation.
+func (m *Model) estimate(j *job) float64 {
+	if c := m.costs[costID{j.typName, j.id}]; c != nil {
+		return c.seconds
+	}
+	if j.typ.DefaultCost > 0 {
+		return j.typ.DefaultCost.Seconds()
+	}
+	return m.defCost
+}
+
+// Aging, in integer arithmetic scaled by the interval I: past the grace
+// period G a job's score times I is A + Step*(now-G), where
+// A = base*I - Step*sub does not depend on now.
+
+func (m *Model) agingOn() bool { return m.cfg.Aging.Step > 0 && m.cfg.Aging.Interval > 0 }
+
+func (m *Model) agedKey(j *job) int64 {
+	a := m.cfg.Aging
+	return int64(j.base)*a.Interval.Microseconds() - int64(a.Step)*j.sub
+}
+
+func (m *Model) pastGrace(j *job, now int64) bool {
+	return now-j.sub >= m.cfg.Aging.GracePeriod.Microseconds()
+}
+
+// scaledScore is the uncapped score times I.
+func (m *Model) scaledScore(j *job, now int64) int64 {
+	a := m.cfg.Aging
+	if !m.pastGrace(j, now) {
+		return int64(j.base) * a.Interval.Microseconds()
+	}
+	return m.agedKey(j) + int64(a.Step)*(now-a.GracePeriod.Microseconds())
+}
+
+func (m *Model) urgent(j *job, now int64) bool {
+	a := m.cfg.Aging
+	return m.agingOn() && a.UrgentThreshold > 0 && m.pastGrace(j, now) &&
+		m.scaledScore(j, now) >= int64(a.UrgentThreshold)*a.Interval.Microseconds()
+}
+
+// effective returns the effective priority, times I when aging is on: the
+// score capped at MaxEffective, except that a base at or above the
+// ceiling is kept.
+func (m *Model) effective(j *job, now int64) int64 {
+	if !m.agingOn() {
+		return int64(j.base)
+	}
+	i := m.cfg.Aging.Interval.Microseconds()
+	ceiling := int64(m.cfg.Aging.MaxEffective)
+	if ceiling == 0 {
+		ceiling = 100
+	}
+	if int64(j.base) >= ceiling {
+		return int64(j.base) * i
+	}
+	return min(m.scaledScore(j, now), ceiling*i)
+}
+
+// Helpers over the job set.
+
+func (m *Model) count(pred func(*job) bool) int {
+	n := 0
+	for _, j := range m.jobs {
+		if pred(j) {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Model) find(seq uint64) *job {
+	for _, j := range m.jobs {
+		if j.seq == seq {
+			return j
+		}
+	}
+	return nil
+}
+
+func (m *Model) remove(j *job) {
+	m.jobs = slices.DeleteFunc(m.jobs, func(x *job) bool { return x == j })
+}
+
+// busy reports whether k has pending or running jobs.
+func (m *Model) busy(k *key) bool { return m.count(func(j *job) bool { return j.key == k }) > 0 }
+
+// active reports whether the flow (k, tier) has pending or running jobs.
+func (m *Model) active(k *key, tier int) bool {
+	return m.count(func(j *job) bool { return j.key == k && j.typ.Tier == tier }) > 0
+}
+
+// minSettled returns the lowest settled virtual time among the tier's
+// active flows, or false if none is active.
+func (m *Model) minSettled(tier int) (float64, bool) {
+	v, ok := 0.0, false
+	for _, j := range m.jobs {
+		if j.typ.Tier == tier {
+			if f := j.key.flows[tier]; !ok || f.settled() < v {
+				v, ok = f.settled(), true
+			}
+		}
+	}
+	return v, ok
+}
+
+// charge adds d slot-seconds at weight w to f's virtual time, of which
+// guess are default-cost guesses (negative when they are settled). The
+// guesses are added and taken back in the scheduler's order, and cleared
+// when the flow runs nothing, so that both compute bit-identical floats.
+func (m *Model) charge(f *flow, d, guess, w float64) {
+	f.v += d / w
+	f.guessed += guess / w
+	if !m.running(f) {
+		f.guessed = 0
+	}
+	m.restamp(f)
+}
+
+// running reports whether any job of flow f runs.
+func (m *Model) running(f *flow) bool {
+	for _, j := range m.jobs {
+		if j.running && j.key.flows[j.typ.Tier] == f {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Model) restamp(f *flow) {
+	m.stamp++
+	f.stamp = m.stamp
+}
