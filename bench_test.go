@@ -203,8 +203,9 @@ func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string) {
 // benchDriver drives a scheduler's dispatcher directly, without goroutines:
 // jobs are submitted and finished under the lock as the public API would.
 type benchDriver struct {
-	s   *Scheduler
-	clk *clock.Fake
+	s       *Scheduler
+	clk     *clock.Fake
+	started []*job // in start order, ended ones removed lazily
 }
 
 // newBenchDriver returns a driver for s. Its running jobs have no
@@ -233,6 +234,9 @@ func (d *benchDriver) submit(desc Job) {
 	if err := s.enqueueLocked(j, desc, s.nowLocked()); err != nil {
 		panic(err)
 	}
+	if j.state == stateRunning { // started at once: nothing else waited
+		d.started = append(d.started, j)
+	}
 	s.mu.Unlock()
 }
 
@@ -252,44 +256,25 @@ func (d *benchDriver) dispatch() int {
 			return n
 		}
 		s.startLocked(j, how, now)
+		d.started = append(d.started, j)
 		n++
 	}
 }
 
-// finishOldest ends the running job that has run longest, after skip
-// others (skip 1 keeps a long-running holder in place).
+// finishOldest ends the longest-running job other than the first skip
+// ones started (skip 1 keeps a long-running holder in place).
 func (d *benchDriver) finishOldest(skip int) {
 	s := d.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.running) <= skip {
-		return
-	}
-	var oldest *job
-	for _, j := range s.running[skip:] {
-		if oldest == nil || j.seq < oldest.seq {
-			oldest = j
-		}
-	}
-	if skip > 0 {
-		// Keep the very oldest (the holder) running.
-		first := s.running[0]
-		for _, j := range s.running {
-			if j.seq < first.seq {
-				first = j
-			}
-		}
-		oldest = nil
-		for _, j := range s.running {
-			if j != first && (oldest == nil || j.seq < oldest.seq) {
-				oldest = j
-			}
-		}
-		if oldest == nil {
+	for len(d.started) > skip {
+		j := d.started[skip]
+		d.started = append(d.started[:skip], d.started[skip+1:]...)
+		if j.state == stateRunning {
+			s.finishLocked(j, nil, true, s.nowLocked())
 			return
 		}
 	}
-	s.finishLocked(oldest, nil, true, s.nowLocked())
 }
 
 func benchScheduler(b *testing.B, cfg Config) *Scheduler {
