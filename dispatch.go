@@ -140,7 +140,7 @@ func (s *Scheduler) parkIfBlockedLocked(j *job) bool {
 		s.hideLocked(j)
 		j.state = stateParked
 		k := j.key
-		k.parked.Push(j)
+		k.parked.Push(j.agedOrder(), j)
 		s.parkedKey++
 		return true
 	}
@@ -250,7 +250,7 @@ func (s *Scheduler) showLocked(j *job, now int64) {
 	l := j.lane
 	l.insert(&s.aging, j, now)
 	if s.aging.urgentOn() && s.aging.pastGrace(j.sub, now) {
-		j.typ.aged.Push(j)
+		j.typ.aged.Push(j.agedOrder(), j)
 	}
 	s.nqueued++
 	s.readyLocked(l)
@@ -286,7 +286,8 @@ func (s *Scheduler) unparkKeyLocked(j *job) {
 		if k.parked.Len() == 0 {
 			s.keyParked.Remove(k.kpIdx)
 		} else if top == j {
-			s.keyParked.Fix(k.kpIdx)
+			next, _ := k.parked.Top()
+			s.keyParked.Fix(k.kpIdx, next.agedOrder())
 		}
 	}
 }

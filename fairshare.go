@@ -31,7 +31,7 @@ type keyState struct {
 
 	// parked holds the key's urgent jobs found blocked by its cap, in urgent
 	// order; kpIdx is the key's position in Scheduler.keyParked.
-	parked iheap.Heap[*job]
+	parked iheap.Keyed[agedOrder, *job]
 	kpIdx  int
 
 	idleSince        int64 // µs; valid while idle
@@ -62,17 +62,26 @@ type flow struct {
 	actW    float64 // the key's weight when the flow became active
 }
 
-func flowBefore(a, b *flow) bool {
+func flowBefore(a, b *flow) bool { return a.order().before(b.order()) }
+
+// flowOrder is a flow's place in the fair order, (V, stamp), kept inline
+// in the type heaps so that sifting never dereferences a lane or a flow.
+type flowOrder struct {
+	v     float64
+	stamp uint64
+}
+
+func (a flowOrder) before(b flowOrder) bool {
 	return a.v < b.v || (a.v == b.v && a.stamp < b.stamp)
 }
 
-func laneBefore(a, b *lane) bool { return flowBefore(a.flow, b.flow) }
+func (f *flow) order() flowOrder { return flowOrder{f.v, f.stamp} }
 
 // settled returns the flow's virtual time without the default-cost guesses
 // charged for its running jobs. Learned estimates count: they are evidence.
 func (f *flow) settled() float64 { return f.v - f.guessed }
 
-func flowBySettled(a, b *flow) bool { return a.settled() < b.settled() }
+func lessFloat(a, b float64) bool { return a < b }
 
 // tierState is one tier: its cap, its types and its active flows.
 type tierState struct {
@@ -89,7 +98,7 @@ type tierState struct {
 	// would fall behind it once they are refunded (seed 002, scenario 2),
 	// while one placed below an incumbent's learned estimates would burst
 	// past its share.
-	active iheap.Heap[*flow]
+	active iheap.Keyed[float64, *flow]
 	// activeWeight is the sum of the weights of the active flows.
 	activeWeight float64
 	// floor is the highest such minimum seen: the tier's virtual clock. It
@@ -111,7 +120,7 @@ func (s *Scheduler) keyLocked(name string) *keyState {
 		return k
 	}
 	k := &keyState{name: name, cfg: resolveKey(s.cfg.DefaultKey), kpIdx: -1}
-	k.parked = iheap.New(byAgedKey, jobSetIdx)
+	k.parked = iheap.NewKeyed(agedOrder.before, jobSetIdx)
 	s.keys[name] = k
 	return k
 }
@@ -156,7 +165,7 @@ func (s *Scheduler) activateLocked(f *flow) {
 		f.v = t.floor
 	}
 	s.stampLocked(f)
-	t.active.Push(f)
+	t.active.Push(f.settled(), f)
 	f.actW = f.key.cfg.Weight
 	t.activeWeight += f.actW
 }
@@ -190,11 +199,11 @@ func (s *Scheduler) chargeLocked(f *flow, d, guess, w float64) {
 	}
 	s.stampLocked(f)
 	if f.actIdx >= 0 {
-		f.tier.active.Fix(f.actIdx)
+		f.tier.active.Fix(f.actIdx, f.settled())
 	}
 	for _, l := range f.lanes {
 		if l.tyIdx >= 0 {
-			l.typ.lanes.Fix(l.tyIdx)
+			l.typ.lanes.Fix(l.tyIdx, f.order())
 		}
 	}
 }
@@ -203,7 +212,7 @@ func (s *Scheduler) chargeLocked(f *flow, d, guess, w float64) {
 // and its key is below its cap.
 func (s *Scheduler) readyLocked(l *lane) {
 	if l.tyIdx < 0 && l.n > 0 && !l.key.capped {
-		l.typ.lanes.Push(l)
+		l.typ.lanes.Push(l.flow.order(), l)
 	}
 }
 
@@ -231,7 +240,8 @@ func (s *Scheduler) uncapKeyLocked(k *keyState) {
 		s.readyLocked(l)
 	}
 	if k.parked.Len() > 0 && k.kpIdx < 0 {
-		s.keyParked.Push(k)
+		top, _ := k.parked.Top()
+		s.keyParked.Push(top.agedOrder(), k)
 	}
 }
 
@@ -244,13 +254,6 @@ func (s *Scheduler) recapLocked(k *keyState) {
 	case !at && k.capped:
 		s.uncapKeyLocked(k)
 	}
-}
-
-// keyParkedBefore orders keys by their first parked job, in urgent order.
-func keyParkedBefore(a, b *keyState) bool {
-	x, _ := a.parked.Top()
-	y, _ := b.parked.Top()
-	return byAgedKey(x, y)
 }
 
 // SetKey sets the configuration of fairness key name, which is then never

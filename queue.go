@@ -70,16 +70,30 @@ type job struct {
 
 func jobSetIdx(j *job, i int)  { j.idx = int32(i) }
 func jobSetUIdx(j *job, i int) { j.uidx = int32(i) }
-func bySeq(a, b *job) bool     { return a.seq < b.seq }
-func byBaseThenSeq(a, b *job) bool {
-	return a.base > b.base || (a.base == b.base && a.seq < b.seq)
-}
 
 // byAgedKey orders aged jobs by score, highest first, then oldest: the
 // urgent order, and the order of rising jobs within a lane.
-func byAgedKey(a, b *job) bool {
-	return a.aKey > b.aKey || (a.aKey == b.aKey && a.seq < b.seq)
+func byAgedKey(a, b *job) bool { return a.agedOrder().before(b.agedOrder()) }
+
+// The heaps of jobs keep each job's sort key inline (iheap.Keyed), so that
+// sifting through a large queue does not dereference every job it passes.
+
+// fixedOrder packs "highest base priority, then oldest" into one word:
+// (100-base) in the top byte, the submission number below (2^56 jobs).
+func (j *job) fixedOrder() uint64 { return uint64(100-j.base)<<56 | j.seq }
+
+// agedOrder is the urgent order: the aged key A, highest first, then the
+// submission number.
+type agedOrder struct {
+	a   int64
+	seq uint64
 }
+
+func (x agedOrder) before(y agedOrder) bool { return x.a > y.a || (x.a == y.a && x.seq < y.seq) }
+
+func (j *job) agedOrder() agedOrder { return agedOrder{j.aKey, j.seq} }
+
+func lessUint64(a, b uint64) bool { return a < b }
 
 // lane holds the queued jobs of one job type for one fairness key, in the
 // order "highest effective priority, then earliest submission", with aging
@@ -96,19 +110,19 @@ type lane struct {
 	typ    *typeState
 	key    *keyState
 	flow   *flow
-	fixed  iheap.Heap[*job]
-	rising iheap.Heap[*job]
-	capped iheap.Heap[*job]
-	n      int // queued jobs in the three heaps
-	tyIdx  int // position in typ.lanes, -1 when not ready
+	fixed  iheap.Keyed[uint64, *job]    // by fixedOrder
+	rising iheap.Keyed[agedOrder, *job] // by agedOrder
+	capped iheap.Keyed[uint64, *job]    // by seq
+	n      int                          // queued jobs in the three heaps
+	tyIdx  int                          // position in typ.lanes, -1 when not ready
 }
 
 func newLane(s *Scheduler, t *typeState, k *keyState, f *flow) *lane {
 	return &lane{
 		s: s, typ: t, key: k, flow: f, tyIdx: -1,
-		fixed:  iheap.New(byBaseThenSeq, jobSetIdx),
-		rising: iheap.New(byAgedKey, jobSetIdx),
-		capped: iheap.New(bySeq, jobSetIdx),
+		fixed:  iheap.NewKeyed(lessUint64, jobSetIdx),
+		rising: iheap.NewKeyed(agedOrder.before, jobSetIdx),
+		capped: iheap.NewKeyed(lessUint64, jobSetIdx),
 	}
 }
 
@@ -118,13 +132,13 @@ func (l *lane) insert(p *agingParams, j *job, now int64) {
 	switch {
 	case !p.pastGrace(j.sub, now) || int64(j.base) >= p.maxEff:
 		j.heap = inFixed
-		l.fixed.Push(j)
+		l.fixed.Push(j.fixedOrder(), j)
 	case p.reached(j.aKey, now, p.maxEff):
 		j.heap = inCapped
-		l.capped.Push(j)
+		l.capped.Push(j.seq, j)
 	default:
 		j.heap = inRising
-		l.rising.Push(j)
+		l.rising.Push(j.agedOrder(), j)
 	}
 	l.n++
 }
@@ -153,13 +167,12 @@ func (l *lane) head(p *agingParams, now int64) *job {
 			}
 			l.rising.Pop()
 			j.heap = inCapped
-			l.capped.Push(j)
+			l.capped.Push(j.seq, j)
 		}
 	}
 	var best *job
 	var bestEff int64
-	consider := func(h *iheap.Heap[*job]) {
-		j, ok := h.Top()
+	consider := func(j *job, ok bool) {
 		if !ok {
 			return
 		}
@@ -168,10 +181,10 @@ func (l *lane) head(p *agingParams, now int64) *job {
 			best, bestEff = j, e
 		}
 	}
-	consider(&l.fixed)
+	consider(l.fixed.Top())
 	if p.on {
-		consider(&l.rising)
-		consider(&l.capped)
+		consider(l.rising.Top())
+		consider(l.capped.Top())
 	}
 	return best
 }

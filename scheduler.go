@@ -71,8 +71,8 @@ type Scheduler struct {
 	anyKey    *keyState    // the empty key, "": kept for good
 	tiers     []*tierState // highest first
 	keys      map[string]*keyState
-	reserving []*keyState // keys with MinSlots, by name
-	keyParked iheap.Heap[*keyState]
+	reserving []*keyState                       // keys with MinSlots, by name
+	keyParked iheap.Keyed[agedOrder, *keyState] // uncapped keys with parked jobs, by their first
 	conflicts map[conflictKey]*conflictSlot
 	costs     costTable
 	grace     graceQueue
@@ -130,7 +130,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.IdleTTL > 0 {
 		s.idleTTL = cfg.IdleTTL.Microseconds()
 	}
-	s.keyParked = iheap.New(keyParkedBefore, func(k *keyState, i int) { k.kpIdx = i })
+	s.keyParked = iheap.NewKeyed(agedOrder.before, func(k *keyState, i int) { k.kpIdx = i })
 	for t := range cfg.TierLimits {
 		s.tierLocked(t)
 	}

@@ -4,8 +4,6 @@ import (
 	"math"
 	"sort"
 	"time"
-
-	"github.com/fairsched/fairsched/internal/iheap"
 )
 
 // counters are the scheduler's cumulative counts. Guarded by Scheduler.mu.
@@ -353,14 +351,22 @@ func (s *Scheduler) Snapshot() []JobInfo {
 	}
 	for _, k := range s.keys {
 		for _, l := range k.lanes {
-			for _, h := range []*iheap.Heap[*job]{&l.fixed, &l.rising, &l.capped} {
-				for i := 0; i < h.Len(); i++ {
-					out = append(out, s.infoLocked(h.At(i), now))
-				}
+			for i := 0; i < l.fixed.Len(); i++ {
+				j, _ := l.fixed.At(i)
+				out = append(out, s.infoLocked(j, now))
+			}
+			for i := 0; i < l.rising.Len(); i++ {
+				j, _ := l.rising.At(i)
+				out = append(out, s.infoLocked(j, now))
+			}
+			for i := 0; i < l.capped.Len(); i++ {
+				j, _ := l.capped.At(i)
+				out = append(out, s.infoLocked(j, now))
 			}
 		}
 		for i := 0; i < k.parked.Len(); i++ {
-			out = append(out, s.infoLocked(k.parked.At(i), now))
+			j, _ := k.parked.At(i)
+			out = append(out, s.infoLocked(j, now))
 		}
 	}
 	for _, sl := range s.conflicts {

@@ -24,10 +24,10 @@ type typeState struct {
 
 	// lanes holds the ready lanes of this type (queued jobs, key below its
 	// cap) in fair order: by their flow's virtual time.
-	lanes iheap.Heap[*lane]
+	lanes iheap.Keyed[flowOrder, *lane]
 	// aged holds this type's queued jobs past their grace period in urgent
 	// order; kept only when jobs can become urgent.
-	aged iheap.Heap[*job]
+	aged iheap.Keyed[agedOrder, *job]
 
 	stats typeCounters
 }
@@ -69,8 +69,8 @@ func (s *Scheduler) registerTypeLocked(name string, c TypeConfig) error {
 		tier:     s.tierLocked(c.Tier),
 		priority: PriorityNormal,
 		cost:     s.defaultCost,
-		lanes:    iheap.New(laneBefore, func(l *lane, i int) { l.tyIdx = i }),
-		aged:     iheap.New(byAgedKey, jobSetUIdx),
+		lanes:    iheap.NewKeyed(flowOrder.before, func(l *lane, i int) { l.tyIdx = i }),
+		aged:     iheap.NewKeyed(agedOrder.before, jobSetUIdx),
 	}
 	if c.DefaultPriority != 0 {
 		t.priority = clampPriority(c.DefaultPriority)
@@ -94,7 +94,7 @@ func (s *Scheduler) tierLocked(level Tier) *tierState {
 	t := &tierState{
 		level:  level,
 		limit:  s.cfg.TierLimits[level],
-		active: iheap.New(flowBySettled, func(f *flow, i int) { f.actIdx = i }),
+		active: iheap.NewKeyed(lessFloat, func(f *flow, i int) { f.actIdx = i }),
 	}
 	s.tiers = append(s.tiers, t)
 	sort.Slice(s.tiers, func(i, j int) bool { return s.tiers[i].level > s.tiers[j].level })

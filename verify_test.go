@@ -60,7 +60,10 @@ func (s *Scheduler) verifyLocked() error {
 			return fmt.Errorf("tier %d: active heap broken", t.level)
 		}
 		for i := 0; i < t.active.Len(); i++ {
-			f := t.active.At(i)
+			f, key := t.active.At(i)
+			if key != f.settled() {
+				return fmt.Errorf("tier %d: flow of %q filed at settled V %v, has %v", t.level, f.key.name, key, f.settled())
+			}
 			if f.pending+f.running == 0 {
 				return fmt.Errorf("tier %d: idle flow of key %q is active", t.level, f.key.name)
 			}
@@ -84,7 +87,10 @@ func (s *Scheduler) verifyLocked() error {
 			return fmt.Errorf("type %q: aged heap broken", t.name)
 		}
 		for i := 0; i < t.lanes.Len(); i++ {
-			l := t.lanes.At(i)
+			l, key := t.lanes.At(i)
+			if key != l.flow.order() {
+				return fmt.Errorf("type %q: lane of %q filed at %v, flow is at %v", t.name, l.key.name, key, l.flow.order())
+			}
 			if l.n == 0 || l.key.capped || l.typ != t {
 				return fmt.Errorf("type %q: lane of %q ready with n=%d capped=%v", t.name, l.key.name, l.n, l.key.capped)
 			}
@@ -114,7 +120,10 @@ func (s *Scheduler) verifyLocked() error {
 			return fmt.Errorf("key %q: in keyParked=%v, capped=%v, parked=%d", k.name, k.kpIdx >= 0, k.capped, k.parked.Len())
 		}
 		for i := 0; i < k.parked.Len(); i++ {
-			j := k.parked.At(i)
+			j, key := k.parked.At(i)
+			if key != j.agedOrder() {
+				return fmt.Errorf("key %q: parked job %d filed under a stale key", k.name, j.seq)
+			}
 			if j.state != stateParked || j.slot != nil {
 				return fmt.Errorf("key %q: parked job %d in state %d", k.name, j.seq, j.state)
 			}
@@ -133,21 +142,39 @@ func (s *Scheduler) verifyLocked() error {
 		}
 		for _, l := range k.lanes {
 			n := 0
-			for h, hp := range []*laneHeapRef{{&l.fixed, inFixed}, {&l.rising, inRising}, {&l.capped, inCapped}} {
-				_ = h
-				if !hp.h.Verify(byIdx) {
-					return fmt.Errorf("key %q type %q: lane heap %d broken", k.name, l.typ.name, hp.which)
+			var jobs []*job
+			for i := 0; i < l.fixed.Len(); i++ {
+				j, key := l.fixed.At(i)
+				if j.heap != inFixed || key != j.fixedOrder() {
+					return fmt.Errorf("job %d misfiled in a fixed heap", j.seq)
 				}
-				for i := 0; i < hp.h.Len(); i++ {
-					j := hp.h.At(i)
-					if j.state != stateQueued || j.heap != hp.which || j.lane != l {
-						return fmt.Errorf("job %d in lane heap %d has state %d heap %d", j.seq, hp.which, j.state, j.heap)
-					}
-					if s.aging.urgentOn() && s.aging.pastGrace(j.sub, s.nowLocked()) && j.uidx < 0 && !s.graceDueLocked(j) {
-						return fmt.Errorf("job %d past grace but not in its type's aged heap", j.seq)
-					}
-					n++
+				jobs = append(jobs, j)
+			}
+			for i := 0; i < l.rising.Len(); i++ {
+				j, key := l.rising.At(i)
+				if j.heap != inRising || key != j.agedOrder() {
+					return fmt.Errorf("job %d misfiled in a rising heap", j.seq)
 				}
+				jobs = append(jobs, j)
+			}
+			for i := 0; i < l.capped.Len(); i++ {
+				j, key := l.capped.At(i)
+				if j.heap != inCapped || key != j.seq {
+					return fmt.Errorf("job %d misfiled in a capped heap", j.seq)
+				}
+				jobs = append(jobs, j)
+			}
+			if !l.fixed.Verify(byIdx) || !l.rising.Verify(byIdx) || !l.capped.Verify(byIdx) {
+				return fmt.Errorf("key %q type %q: a lane heap is broken", k.name, l.typ.name)
+			}
+			for _, j := range jobs {
+				if j.state != stateQueued || j.lane != l {
+					return fmt.Errorf("job %d in a lane heap has state %d", j.seq, j.state)
+				}
+				if s.aging.urgentOn() && s.aging.pastGrace(j.sub, s.nowLocked()) && j.uidx < 0 && !s.graceDueLocked(j) {
+					return fmt.Errorf("job %d past grace but not in its type's aged heap", j.seq)
+				}
+				n++
 			}
 			if n != l.n {
 				return fmt.Errorf("key %q type %q: lane n=%d, counted %d", k.name, l.typ.name, l.n, n)
@@ -210,6 +237,12 @@ func (s *Scheduler) verifyLocked() error {
 	if !s.keyParked.Verify(kpIdx) {
 		return fmt.Errorf("keyParked heap broken")
 	}
+	for i := 0; i < s.keyParked.Len(); i++ {
+		k, key := s.keyParked.At(i)
+		if top, _ := k.parked.Top(); key != top.agedOrder() {
+			return fmt.Errorf("key %q filed in keyParked under a stale key", k.name)
+		}
+	}
 	if err := s.verifyKeysLocked(); err != nil {
 		return err
 	}
@@ -226,15 +259,6 @@ func (s *Scheduler) verifyLocked() error {
 			c.submitted, c.completed, c.failed, c.cancelled, s.nrunning, s.npending)
 	}
 	return nil
-}
-
-type laneHeapRef struct {
-	h interface {
-		Verify(func(*job) int) bool
-		Len() int
-		At(int) *job
-	}
-	which uint8
 }
 
 // graceDueLocked reports whether j's grace has ended but the dispatcher has

@@ -1,60 +1,68 @@
-// Package iheap is an indexed binary min-heap: every element knows its own
+// Package iheap is an indexed binary min-heap: every item knows its own
 // position, so it can be removed or re-sorted in O(log n) after its key
-// changes. The ordering and the index bookkeeping are supplied by the caller.
-//
-// Invariant, for every 0 < i < Len(): !less(items[i], items[(i-1)/2]), and
-// index(items[i]) == i. Verify checks both.
+// changes. Entries carry their sort key inline, so that sifting a large
+// heap of pointers does not dereference the items it passes.
 package iheap
 
-// Heap orders items of type T by less, smallest first. The zero value is
-// not usable; create one with New. Not safe for concurrent use.
-type Heap[T any] struct {
-	items  []T
-	less   func(a, b T) bool
+// Keyed is an indexed binary min-heap whose entries carry their sort key
+// inline, so that comparisons never dereference the items: with large
+// heaps of pointers, that saves a cache miss or two per comparison. When an
+// item's key changes, its owner calls Fix with the new key.
+//
+// Invariant, for every 0 < i < Len(): !less(key(i), key((i-1)/2)), and
+// index(item(i)) == i. Verify checks both.
+type Keyed[K, T any] struct {
+	items  []keyed[K, T]
+	less   func(a, b K) bool
 	setIdx func(x T, i int)
 }
 
-// New returns an empty heap. setIdx is called whenever an item moves, with
-// -1 when it leaves the heap.
-func New[T any](less func(a, b T) bool, setIdx func(x T, i int)) Heap[T] {
-	return Heap[T]{less: less, setIdx: setIdx}
+type keyed[K, T any] struct {
+	key K
+	x   T
+}
+
+// NewKeyed returns an empty heap ordered by less on the keys. setIdx is
+// called whenever an item moves, with -1 when it leaves the heap.
+func NewKeyed[K, T any](less func(a, b K) bool, setIdx func(x T, i int)) Keyed[K, T] {
+	return Keyed[K, T]{less: less, setIdx: setIdx}
 }
 
 // Len returns the number of items. O(1).
-func (h *Heap[T]) Len() int { return len(h.items) }
+func (h *Keyed[K, T]) Len() int { return len(h.items) }
 
-// Top returns the smallest item; ok is false if the heap is empty. O(1).
-func (h *Heap[T]) Top() (x T, ok bool) {
+// Top returns the item with the smallest key; ok is false if the heap is
+// empty. O(1).
+func (h *Keyed[K, T]) Top() (x T, ok bool) {
 	if len(h.items) == 0 {
 		return x, false
 	}
-	return h.items[0], true
+	return h.items[0].x, true
 }
 
-// At returns the item at position i, for iteration in no particular order.
-func (h *Heap[T]) At(i int) T { return h.items[i] }
+// At returns the item and key at position i, in no particular order.
+func (h *Keyed[K, T]) At(i int) (T, K) { return h.items[i].x, h.items[i].key }
 
-// Push adds x. O(log n).
-func (h *Heap[T]) Push(x T) {
-	h.items = append(h.items, x)
+// Push adds x with key k. O(log n).
+func (h *Keyed[K, T]) Push(k K, x T) {
+	h.items = append(h.items, keyed[K, T]{k, x})
 	n := len(h.items) - 1
 	h.setIdx(x, n)
 	h.up(n)
 }
 
-// Pop removes and returns the smallest item. O(log n). It panics if the
-// heap is empty.
-func (h *Heap[T]) Pop() T { return h.Remove(0) }
+// Pop removes and returns the item with the smallest key. O(log n). It
+// panics if the heap is empty.
+func (h *Keyed[K, T]) Pop() T { return h.Remove(0) }
 
 // Remove removes the item at position i and returns it. O(log n).
-func (h *Heap[T]) Remove(i int) T {
+func (h *Keyed[K, T]) Remove(i int) T {
 	n := len(h.items) - 1
-	x := h.items[i]
+	x := h.items[i].x
 	if n != i {
 		h.swap(i, n)
 	}
-	var zero T
-	h.items[n] = zero
+	h.items[n] = keyed[K, T]{}
 	h.items = h.items[:n]
 	if n != i {
 		if !h.down(i) {
@@ -63,43 +71,44 @@ func (h *Heap[T]) Remove(i int) T {
 	}
 	h.setIdx(x, -1)
 	if cap(h.items) > 64 && len(h.items) < cap(h.items)/4 {
-		h.items = append([]T(nil), h.items...)
+		h.items = append([]keyed[K, T](nil), h.items...)
 	}
 	return x
 }
 
-// Fix restores the order after the key of the item at position i changed.
+// Fix sets the key of the item at position i to k and restores the order.
 // O(log n).
-func (h *Heap[T]) Fix(i int) {
+func (h *Keyed[K, T]) Fix(i int, k K) {
+	h.items[i].key = k
 	if !h.down(i) {
 		h.up(i)
 	}
 }
 
-// Verify reports whether the heap invariant and the index bookkeeping hold;
-// index returns an item's recorded position. For tests. O(n).
-func (h *Heap[T]) Verify(index func(T) int) bool {
-	for i, x := range h.items {
-		if index(x) != i {
+// Verify reports whether the heap invariant and the index bookkeeping
+// hold; index returns an item's recorded position. For tests. O(n).
+func (h *Keyed[K, T]) Verify(index func(T) int) bool {
+	for i, e := range h.items {
+		if index(e.x) != i {
 			return false
 		}
-		if i > 0 && h.less(x, h.items[(i-1)/2]) {
+		if i > 0 && h.less(e.key, h.items[(i-1)/2].key) {
 			return false
 		}
 	}
 	return true
 }
 
-func (h *Heap[T]) swap(i, j int) {
+func (h *Keyed[K, T]) swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.setIdx(h.items[i], i)
-	h.setIdx(h.items[j], j)
+	h.setIdx(h.items[i].x, i)
+	h.setIdx(h.items[j].x, j)
 }
 
-func (h *Heap[T]) up(j int) {
+func (h *Keyed[K, T]) up(j int) {
 	for j > 0 {
 		i := (j - 1) / 2
-		if !h.less(h.items[j], h.items[i]) {
+		if !h.less(h.items[j].key, h.items[i].key) {
 			break
 		}
 		h.swap(i, j)
@@ -107,17 +116,17 @@ func (h *Heap[T]) up(j int) {
 	}
 }
 
-func (h *Heap[T]) down(i0 int) bool {
+func (h *Keyed[K, T]) down(i0 int) bool {
 	i, n := i0, len(h.items)
 	for {
 		j := 2*i + 1
 		if j >= n || j < 0 {
 			break
 		}
-		if r := j + 1; r < n && h.less(h.items[r], h.items[j]) {
+		if r := j + 1; r < n && h.less(h.items[r].key, h.items[j].key) {
 			j = r
 		}
-		if !h.less(h.items[j], h.items[i]) {
+		if !h.less(h.items[j].key, h.items[i].key) {
 			break
 		}
 		h.swap(i, j)
