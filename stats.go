@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/fairsched/fairsched/internal/iheap"
 )
 
 // counters are the scheduler's cumulative counts. Guarded by Scheduler.mu.
@@ -351,23 +353,11 @@ func (s *Scheduler) Snapshot() []JobInfo {
 	}
 	for _, k := range s.keys {
 		for _, l := range k.lanes {
-			for i := 0; i < l.fixed.Len(); i++ {
-				j, _ := l.fixed.At(i)
-				out = append(out, s.infoLocked(j, now))
-			}
-			for i := 0; i < l.rising.Len(); i++ {
-				j, _ := l.rising.At(i)
-				out = append(out, s.infoLocked(j, now))
-			}
-			for i := 0; i < l.capped.Len(); i++ {
-				j, _ := l.capped.At(i)
-				out = append(out, s.infoLocked(j, now))
-			}
+			out = appendInfoLocked(s, out, &l.fixed, now)
+			out = appendInfoLocked(s, out, &l.rising, now)
+			out = appendInfoLocked(s, out, &l.capped, now)
 		}
-		for i := 0; i < k.parked.Len(); i++ {
-			j, _ := k.parked.At(i)
-			out = append(out, s.infoLocked(j, now))
-		}
+		out = appendInfoLocked(s, out, &k.parked, now)
 	}
 	for _, sl := range s.conflicts {
 		for _, j := range sl.waiters {
@@ -380,6 +370,15 @@ func (s *Scheduler) Snapshot() []JobInfo {
 		}
 		return out[i].Seq < out[j].Seq
 	})
+	return out
+}
+
+// appendInfoLocked appends the jobs of h, in no particular order.
+func appendInfoLocked[K any](s *Scheduler, out []JobInfo, h *iheap.Keyed[K, *job], now int64) []JobInfo {
+	for i := 0; i < h.Len(); i++ {
+		j, _ := h.At(i)
+		out = append(out, s.infoLocked(j, now))
+	}
 	return out
 }
 
