@@ -106,8 +106,14 @@ func newEventSink(hook func(Event), size int, logger *slog.Logger) *eventSink {
 	e := &eventSink{ch: make(chan Event, size), done: make(chan struct{}), logger: logger}
 	go func() {
 		defer close(e.done)
+		warned := false
 		for ev := range e.ch {
 			e.deliver(hook, ev)
+			// Warn here, off the scheduler's lock: the logger is user code.
+			if !warned && e.logger != nil && e.dropped.Load() > 0 {
+				e.logger.Warn("fairsched: event hook is falling behind; dropping events")
+				warned = true
+			}
 		}
 	}()
 	return e
@@ -127,9 +133,7 @@ func (e *eventSink) send(ev Event) {
 	select {
 	case e.ch <- ev:
 	default:
-		if e.dropped.Add(1) == 1 && e.logger != nil {
-			e.logger.Warn("fairsched: event hook is falling behind; dropping events")
-		}
+		e.dropped.Add(1)
 	}
 }
 

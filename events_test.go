@@ -153,7 +153,9 @@ func TestAllocationChangedEvents(t *testing.T) {
 // buffer are dropped and counted, and every job still runs.
 func TestSlowHookDoesNotStallDispatch(t *testing.T) {
 	block := make(chan struct{})
-	s, err := New(Config{MaxConcurrency: 4, EventBuffer: 8, OnEvent: func(Event) { <-block }})
+	var buf syncBuffer
+	s, err := New(Config{MaxConcurrency: 4, EventBuffer: 8, OnEvent: func(Event) { <-block },
+		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 	require.NoError(t, err)
 	var hs []*Handle
 	for i := 0; i < 2000; i++ {
@@ -169,6 +171,25 @@ func TestSlowHookDoesNotStallDispatch(t *testing.T) {
 	require.Greater(t, st.EventsDropped, uint64(2000), "3 events a job, 8 buffered")
 	close(block)
 	require.NoError(t, s.Close())
+	require.Contains(t, buf.String(), "falling behind", "the drop is logged, once the hook returns")
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 func TestPanickingHookIsLogged(t *testing.T) {
