@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
@@ -682,10 +681,8 @@ func TestCostLearningEMA(t *testing.T) {
 // cost estimates, so memory stays bounded.
 func TestCostAndIdleKeyTTLEviction(t *testing.T) {
 	n := 100_000
-	if testing.Short() || fairRaceEnabled() {
-		// The same bound at a fifth of the keys, for quick runs and for the
-		// race detector, which slows every submission several times over.
-		n = 20_000
+	if testing.Short() {
+		n = 20_000 // the same bound at a fifth of the keys, for quick runs
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(t0)
@@ -721,18 +718,6 @@ func TestCostAndIdleKeyTTLEviction(t *testing.T) {
 	assert.LessOrEqual(t, st.CostEstimates, 2, "only the probes' estimates are left")
 	assert.EqualValues(t, n, st.KeysForgotten)
 	assert.EqualValues(t, n, st.CostsForgotten)
-}
-
-// fairRaceEnabled reports whether the test binary was built with -race.
-func fairRaceEnabled() bool {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, st := range bi.Settings {
-			if st.Key == "-race" {
-				return st.Value == "true"
-			}
-		}
-	}
-	return false
 }
 
 // A key submitting again after exactly its TTL comes back as one record,
