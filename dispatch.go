@@ -368,6 +368,11 @@ func (s *Scheduler) endLocked(j *job, err error, now int64) {
 	f, k := j.lane.flow, j.key
 	j.state, j.err = stateDone, err
 	j.fn, j.est = nil, nil
+	if s.npending == 0 {
+		s.grace.reset() // nothing waits: every entry left is an ended job's
+	} else {
+		s.grace.jobEnded(j)
+	}
 	if f.pending == 0 && f.running == 0 && f.actIdx >= 0 {
 		s.deactivateLocked(f)
 	}

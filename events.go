@@ -14,7 +14,7 @@ const (
 	EventSubmitted         EventKind = iota + 1 // a job was queued
 	EventStarted                                // a job got a slot
 	EventFinished                               // a job ended; see Outcome
-	EventRejected                               // a submission was refused
+	EventRejected                               // a submission was refused: queue full, closed, unknown type
 	EventAged                                   // a job started above its base priority
 	EventAllocationChanged                      // a configured key's fair allocation changed
 )
@@ -97,6 +97,7 @@ type eventSink struct {
 	once    sync.Once
 	done    chan struct{}
 	logger  *slog.Logger
+	stopped bool // guarded by Scheduler.mu: no more sends, ch may be closed
 }
 
 func newEventSink(hook func(Event), size int, logger *slog.Logger) *eventSink {
@@ -128,8 +129,12 @@ func (e *eventSink) deliver(hook func(Event), ev Event) {
 	hook(ev)
 }
 
-// send queues ev without blocking. Called under Scheduler.mu.
+// send queues ev without blocking. Called under Scheduler.mu. After the
+// scheduler has shut down (a SetKey after Close, say) events are discarded.
 func (e *eventSink) send(ev Event) {
+	if e.stopped {
+		return
+	}
 	select {
 	case e.ch <- ev:
 	default:
@@ -137,11 +142,16 @@ func (e *eventSink) send(ev Event) {
 	}
 }
 
-// close stops delivery after the queued events and waits for the hook.
-func (e *eventSink) close() {
+// closeEvents stops event delivery once the queued events are delivered
+// and waits for the hook to return. Later events are discarded.
+func (s *Scheduler) closeEvents() {
+	e := s.events
 	if e == nil {
 		return
 	}
+	s.mu.Lock()
+	e.stopped = true
+	s.mu.Unlock()
 	e.once.Do(func() { close(e.ch) })
 	<-e.done
 }
@@ -172,13 +182,19 @@ func (s *Scheduler) recordSubmitLocked(j *job, now int64) {
 	}
 }
 
-func (s *Scheduler) rejectLocked(d Job, t *typeState, now int64) {
+// rejectLocked counts and reports a refused submission and returns err.
+// t is nil when the type is unknown.
+func (s *Scheduler) rejectLocked(d Job, t *typeState, err error, now int64) error {
 	s.counters.rejected++
-	t.stats.rejected++
-	if s.events != nil {
-		s.events.send(Event{Kind: EventRejected, Time: s.timeOf(now), Type: d.Type, ID: d.ID, Key: d.Key,
-			Tier: t.cfg.Tier, Err: ErrQueueFull})
+	ev := Event{Kind: EventRejected, Time: s.timeOf(now), Type: d.Type, ID: d.ID, Key: d.Key, Err: err}
+	if t != nil {
+		t.stats.rejected++
+		ev.Tier = t.cfg.Tier
 	}
+	if s.events != nil {
+		s.events.send(ev)
+	}
+	return err
 }
 
 func (s *Scheduler) recordStartLocked(j *job, now int64) {

@@ -267,22 +267,7 @@ func (s *Scheduler) SetKey(name string, c KeyConfig) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cfg.MaxConcurrency > 0 {
-		total := c.MinSlots
-		for _, k := range s.reserving {
-			if k.name != name {
-				total += k.cfg.MinSlots
-			}
-		}
-		if total > s.cfg.MaxConcurrency {
-			return fmt.Errorf("fairsched: key %q: MinSlots %d would make the reservations add up to %d, more than MaxConcurrency %d",
-				name, c.MinSlots, total, s.cfg.MaxConcurrency)
-		}
-	}
-	k := s.keyLocked(name)
-	s.configureKeyLocked(k, resolveKey(c), true)
-	s.kickLocked()
-	return nil
+	return s.setKeyLocked(name, func(KeyConfig) KeyConfig { return c })
 }
 
 // SetKeyWeight changes the weight of fairness key name, keeping the rest
@@ -292,10 +277,44 @@ func (s *Scheduler) SetKeyWeight(name string, weight float64) error {
 		return fmt.Errorf("fairsched: key %q: weight %v must be positive", name, weight)
 	}
 	s.mu.Lock()
-	c := s.keyLocked(name).cfg
-	s.mu.Unlock()
-	c.Weight = weight
-	return s.SetKey(name, c)
+	defer s.mu.Unlock()
+	return s.setKeyLocked(name, func(c KeyConfig) KeyConfig { c.Weight = weight; return c })
+}
+
+// setKeyLocked applies change to key name's configuration, in one critical
+// section so that concurrent changes cannot undo each other.
+func (s *Scheduler) setKeyLocked(name string, change func(KeyConfig) KeyConfig) error {
+	k := s.keys[name]
+	if k != nil && k.idle && s.nowLocked()-k.idleSince >= s.idleTTL {
+		// Idle past its TTL: as good as forgotten, so configured afresh.
+		s.unidleLocked(k)
+		delete(s.keys, name)
+		s.keysForgotten++
+		k = nil
+	}
+	old := resolveKey(s.cfg.DefaultKey)
+	if k != nil {
+		old = k.cfg
+	}
+	c := resolveKey(change(old))
+	if s.cfg.MaxConcurrency > 0 {
+		total := c.MinSlots
+		for _, r := range s.reserving {
+			if r.name != name {
+				total += r.cfg.MinSlots
+			}
+		}
+		if total > s.cfg.MaxConcurrency {
+			return fmt.Errorf("fairsched: key %q: MinSlots %d would make the reservations add up to %d, more than MaxConcurrency %d",
+				name, c.MinSlots, total, s.cfg.MaxConcurrency)
+		}
+	}
+	if k == nil {
+		k = s.keyLocked(name)
+	}
+	s.configureKeyLocked(k, c, true)
+	s.kickLocked()
+	return nil
 }
 
 // ResetKeys returns every fairness key to Config.DefaultKey: equal weights,
@@ -317,6 +336,7 @@ func (s *Scheduler) configureKeyLocked(k *keyState, c KeyConfig, configured bool
 			s.nconfigured++
 		} else {
 			s.nconfigured--
+			k.alloc = 0 // no longer reported: a later report starts afresh
 		}
 		k.configured = configured
 	}

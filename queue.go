@@ -54,6 +54,7 @@ type job struct {
 	heap     uint8 // stateQueued: which lane heap
 	kind     startKind
 	guessed  bool      // its estimate was the type's default cost, not learned
+	inGrace  bool      // has an entry in the grace queue
 	idx      int32     // position in a lane heap, a park list or the running list
 	uidx     int32     // position in typ.aged, -1 when absent
 	start    int64     // start time, µs
@@ -213,13 +214,20 @@ func jobBefore(p *agingParams, a, b *job, now int64) bool {
 
 // graceQueue holds jobs in submission order until their grace period ends,
 // so that the end of every job's grace is noticed in order, in O(1) per job.
-// Entries of jobs that left the queue meanwhile are skipped when reached.
+// Entries of jobs that left the queue meanwhile are skipped when reached;
+// so that those of ended jobs cannot pile up (a long grace period and a high
+// rate of jobs), the queue is compacted once they are more than half of it,
+// which keeps it within twice the jobs still pending: amortised O(1).
 type graceQueue struct {
-	buf  []*job
-	head int
+	buf   []*job
+	head  int
+	ended int // entries of jobs that have ended
 }
 
-func (q *graceQueue) push(j *job) { q.buf = append(q.buf, j) }
+func (q *graceQueue) push(j *job) {
+	j.inGrace = true
+	q.buf = append(q.buf, j)
+}
 
 // popDue removes and returns the oldest entry if its grace period is over.
 func (q *graceQueue) popDue(p *agingParams, now int64) *job {
@@ -232,6 +240,10 @@ func (q *graceQueue) popDue(p *agingParams, now int64) *job {
 	}
 	q.buf[q.head] = nil
 	q.head++
+	j.inGrace = false
+	if j.state == stateDone {
+		q.ended--
+	}
 	if q.head == len(q.buf) {
 		q.buf, q.head = q.buf[:0], 0
 	} else if q.head > 1024 && q.head*2 > len(q.buf) {
@@ -240,6 +252,41 @@ func (q *graceQueue) popDue(p *agingParams, now int64) *job {
 		q.buf, q.head = q.buf[:n], 0
 	}
 	return j
+}
+
+// jobEnded notes that j, which may have an entry, has ended.
+func (q *graceQueue) jobEnded(j *job) {
+	if !j.inGrace {
+		return
+	}
+	q.ended++
+	if live := len(q.buf) - q.head; q.ended > 64 && q.ended*2 > live {
+		q.compact()
+	}
+}
+
+// reset empties the queue; every entry must be of an ended job.
+func (q *graceQueue) reset() {
+	for _, j := range q.buf[q.head:] {
+		j.inGrace = false
+	}
+	clear(q.buf)
+	q.buf, q.head, q.ended = q.buf[:0], 0, 0
+}
+
+// compact drops the entries of ended jobs, keeping the order. O(n).
+func (q *graceQueue) compact() {
+	n := 0
+	for _, j := range q.buf[q.head:] {
+		if j.state == stateDone {
+			j.inGrace = false
+			continue
+		}
+		q.buf[n] = j
+		n++
+	}
+	clear(q.buf[n:])
+	q.buf, q.head, q.ended = q.buf[:n], 0, 0
 }
 
 // guessOf returns the part of j's charge that was a default-cost guess.

@@ -172,7 +172,8 @@ func (s *Scheduler) nowLocked() int64 {
 // leaves the queue at once and ctx.Err() is returned; fn is not called and
 // no slot stays taken. fn receives a context that ends when ctx does or
 // when Close cancels running work. A panic in fn is recovered and returned
-// as a *PanicError.
+// as a *PanicError; if fn calls runtime.Goexit, the job still ends and
+// gives its slot back.
 //
 // RunSync fails at once, changing nothing, with ErrClosed after Shutdown or
 // Close, with an error wrapping ErrUnknownType, or with a *QueueFullError.
@@ -262,21 +263,18 @@ func (s *Scheduler) Submit(desc Job, fn func(context.Context) error) (*Handle, e
 // nothing else is pending and it is admissible (then the order has nothing
 // to decide). On error nothing has changed.
 func (s *Scheduler) enqueueLocked(j *job, desc Job, now int64) error {
-	if s.closing {
-		s.counters.rejected++
-		return ErrClosed
-	}
 	t := s.anyType
 	if desc.Type != "" {
 		var err error
 		if t, err = s.typeLocked(desc.Type); err != nil {
-			s.counters.rejected++
-			return err
+			return s.rejectLocked(desc, nil, err, now)
 		}
 	}
+	if s.closing {
+		return s.rejectLocked(desc, t, ErrClosed, now)
+	}
 	if s.cfg.MaxQueue > 0 && s.npending >= s.cfg.MaxQueue {
-		s.rejectLocked(desc, t, now)
-		return &QueueFullError{Limit: s.cfg.MaxQueue, Size: s.npending}
+		return s.rejectLocked(desc, t, &QueueFullError{Limit: s.cfg.MaxQueue, Size: s.npending}, now)
 	}
 	// Peek at the key: a refused submission must not create one.
 	k := s.anyKey
@@ -284,8 +282,7 @@ func (s *Scheduler) enqueueLocked(j *job, desc Job, now int64) error {
 		k = s.keys[desc.Key]
 	}
 	if k != nil && k.cfg.MaxPending > 0 && k.pending >= k.cfg.MaxPending {
-		s.rejectLocked(desc, t, now)
-		return &QueueFullError{Key: desc.Key, Limit: k.cfg.MaxPending, Size: k.pending}
+		return s.rejectLocked(desc, t, &QueueFullError{Key: desc.Key, Limit: k.cfg.MaxPending, Size: k.pending}, now)
 	}
 	// Forget what has been idle too long, then take the key's record: a
 	// key past its TTL comes back brand-new, not as its forgotten record.
@@ -354,14 +351,32 @@ func (s *Scheduler) forgetLocked(now int64) {
 	s.costs.expire(now, s.idleTTL)
 }
 
-// call runs a job's function, turning a panic into a *PanicError.
+// errGoexit is the error of a job whose function called runtime.Goexit
+// (t.FailNow in a test, say).
+var errGoexit = errors.New("fairsched: job function called runtime.Goexit")
+
+// call runs a job's function, turning a panic into a *PanicError. If the
+// function calls runtime.Goexit, the goroutine is ending and nothing after
+// call will run on it, so call itself ends the job and gives its slot back.
 func (s *Scheduler) call(j *job) (err error) {
+	returned := false
 	defer func() {
 		if v := recover(); v != nil {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
+			return
+		}
+		if !returned {
+			j.ctx.end()
+			s.mu.Lock()
+			now := s.nowLocked()
+			s.finishLocked(j, errGoexit, true, now)
+			s.dispatchLocked(now, false)
+			s.mu.Unlock()
 		}
 	}()
-	return j.fn(&j.ctx)
+	err = j.fn(&j.ctx)
+	returned = true
+	return err
 }
 
 // work runs Submit jobs on a goroutine of the scheduler's: j, then any job
@@ -383,21 +398,27 @@ func (s *Scheduler) work(j *job) {
 }
 
 // Shutdown stops new work (which gets ErrClosed) and waits until every
-// queued and running job has ended, or until ctx ends, whichever is first;
-// then it returns ctx.Err(). Queued work still starts as usual. Shutdown
-// may be called more than once, and with Close.
+// queued and running job has ended, then returns nil. Queued work still
+// starts as usual. If ctx ends first, Shutdown returns ctx.Err() and leaves
+// the remaining work running; call Close to stop it and release the
+// scheduler's goroutines. Shutdown may be called more than once, and with
+// Close.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
 	idle := s.idleChanLocked()
 	s.mu.Unlock()
 	select {
-	case <-idle:
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-idle: // drained already: done, whatever ctx says
+	default:
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	s.wg.Wait()
-	s.events.close()
+	s.closeEvents()
 	return nil
 }
 
@@ -431,7 +452,7 @@ func (s *Scheduler) Close() error {
 	s.mu.Unlock()
 	<-idle
 	s.wg.Wait()
-	s.events.close()
+	s.closeEvents()
 	return nil
 }
 

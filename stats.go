@@ -76,7 +76,7 @@ type Stats struct {
 
 	HighPriorityCompleted uint64 // completed with base priority >= 75
 	LowPriorityCompleted  uint64 // completed with base priority < 25
-	AgingPromotions       uint64 // jobs that started above their base priority
+	AgingPromotions       uint64 // jobs that started above their base priority, or as urgent
 	UrgentStarts          uint64 // jobs started as urgent
 	ReservedStarts        uint64 // jobs started under their key's MinSlots
 	ExcessRedistributed   uint64 // starts beyond the key's allocation, from capacity others left idle
@@ -123,7 +123,7 @@ type TypeStats struct {
 	Completed uint64
 	Failed    uint64
 	Cancelled uint64
-	Rejected  uint64
+	Rejected  uint64 // refusals of jobs of this type (queue full or closed)
 }
 
 // KeyStats describes one fairness key.

@@ -356,10 +356,7 @@ func (m *Model) Cancel(now int64, seq uint64) bool {
 // SetKeyWeight changes a key's weight from now on; charges already made
 // are not rescaled. The key becomes configured. Then it dispatches.
 func (m *Model) SetKeyWeight(now int64, name string, w float64) {
-	k := m.keys[name]
-	if k == nil {
-		k = m.newKey(name)
-	}
+	k := m.keyToConfigure(now, name)
 	k.cfg.Weight, k.configured = w, true
 	m.dispatch(now)
 }
@@ -379,13 +376,25 @@ func (m *Model) SetKey(now int64, name string, c Key) bool {
 			return false
 		}
 	}
-	k := m.keys[name]
-	if k == nil {
-		k = m.newKey(name)
-	}
+	k := m.keyToConfigure(now, name)
 	k.cfg, k.configured = resolve(c), true
 	m.dispatch(now)
 	return true
+}
+
+// keyToConfigure returns the key a configuration change applies to: a key
+// unconfigured and idle for IdleTTL is as good as forgotten, so it is
+// configured afresh, like a key never seen.
+func (m *Model) keyToConfigure(now int64, name string) *key {
+	k := m.keys[name]
+	if k != nil && !k.configured && name != "" && !m.busy(k) && now-k.idleSince >= m.ttl {
+		delete(m.keys, name)
+		k = nil
+	}
+	if k == nil {
+		k = m.newKey(name)
+	}
+	return k
 }
 
 // ResetKeys returns every key to the default configuration, unconfigured:
