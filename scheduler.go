@@ -429,20 +429,22 @@ func (s *Scheduler) Close() error {
 	s.mu.Lock()
 	s.closing, s.closed = true, true
 	now := s.nowLocked()
-	for _, l := range s.allLanesLocked() {
-		for l.n > 0 {
-			j := l.head(&s.aging, now)
+	// Discard every queued job: visible in a lane, parked on its key's
+	// cap, or waiting on a conflict. (Ending a job never deletes a key.)
+	for _, k := range s.keys {
+		for _, l := range k.lanes {
+			for l.n > 0 {
+				s.removeQueuedLocked(l.head(&s.aging, now), ErrClosed, now)
+			}
+		}
+		for k.parked.Len() > 0 {
+			j, _ := k.parked.Top()
 			s.removeQueuedLocked(j, ErrClosed, now)
 		}
 	}
 	for _, sl := range s.conflicts {
 		for len(sl.waiters) > 0 {
 			s.removeQueuedLocked(sl.waiters[0], ErrClosed, now)
-		}
-	}
-	for s.keyParked.Len() > 0 || s.parkedKey > 0 {
-		if !s.dropKeyParkedLocked(now) {
-			break
 		}
 	}
 	for _, j := range s.running {
@@ -454,25 +456,6 @@ func (s *Scheduler) Close() error {
 	s.wg.Wait()
 	s.closeEvents()
 	return nil
-}
-
-// dropKeyParkedLocked ends one job parked on a key cap with ErrClosed.
-func (s *Scheduler) dropKeyParkedLocked(now int64) bool {
-	for _, k := range s.keys {
-		if j, ok := k.parked.Top(); ok {
-			s.removeQueuedLocked(j, ErrClosed, now)
-			return true
-		}
-	}
-	return false
-}
-
-func (s *Scheduler) allLanesLocked() []*lane {
-	var out []*lane
-	for _, k := range s.keys {
-		out = append(out, k.lanes...)
-	}
-	return out
 }
 
 // idleChanLocked returns a channel closed once nothing is pending or
