@@ -45,10 +45,8 @@ func (h *Keyed[K, T]) At(i int) (T, K) { return h.items[i].x, h.items[i].key }
 
 // Push adds x with key k. O(log n).
 func (h *Keyed[K, T]) Push(k K, x T) {
-	h.items = append(h.items, keyed[K, T]{k, x})
-	n := len(h.items) - 1
-	h.setIdx(x, n)
-	h.up(n)
+	h.items = append(h.items, keyed[K, T]{})
+	h.up(len(h.items)-1, keyed[K, T]{k, x})
 }
 
 // Pop removes and returns the item with the smallest key. O(log n). It
@@ -56,18 +54,18 @@ func (h *Keyed[K, T]) Push(k K, x T) {
 func (h *Keyed[K, T]) Pop() T { return h.Remove(0) }
 
 // Remove removes the item at position i and returns it. O(log n).
+//
+// The hole left at i sinks to a leaf along the smaller children, one
+// comparison per level, and the last item rises from there: it is usually
+// among the largest, so it rarely rises far (Floyd's heapsort trick).
 func (h *Keyed[K, T]) Remove(i int) T {
 	n := len(h.items) - 1
 	x := h.items[i].x
-	if n != i {
-		h.swap(i, n)
-	}
+	last := h.items[n]
 	h.items[n] = keyed[K, T]{}
 	h.items = h.items[:n]
-	if n != i {
-		if !h.down(i) {
-			h.up(i)
-		}
+	if i != n {
+		h.up(h.sink(i), last)
 	}
 	h.setIdx(x, -1)
 	if cap(h.items) > 64 && len(h.items) < cap(h.items)/4 {
@@ -79,9 +77,11 @@ func (h *Keyed[K, T]) Remove(i int) T {
 // Fix sets the key of the item at position i to k and restores the order.
 // O(log n).
 func (h *Keyed[K, T]) Fix(i int, k K) {
-	h.items[i].key = k
-	if !h.down(i) {
-		h.up(i)
+	e := keyed[K, T]{k, h.items[i].x}
+	if i > 0 && h.less(k, h.items[(i-1)/2].key) {
+		h.up(i, e)
+	} else {
+		h.down(i, e)
 	}
 }
 
@@ -99,38 +99,66 @@ func (h *Keyed[K, T]) Verify(index func(T) int) bool {
 	return true
 }
 
-func (h *Keyed[K, T]) swap(i, j int) {
-	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.setIdx(h.items[i].x, i)
-	h.setIdx(h.items[j].x, j)
-}
+// The sifts move a hole rather than swapping, so each level costs one
+// entry write and one setIdx call.
 
-func (h *Keyed[K, T]) up(j int) {
+// up places e at the hole j, or above it while e is less than its parent.
+func (h *Keyed[K, T]) up(j int, e keyed[K, T]) {
 	for j > 0 {
 		i := (j - 1) / 2
-		if !h.less(h.items[j].key, h.items[i].key) {
+		if !h.less(e.key, h.items[i].key) {
 			break
 		}
-		h.swap(i, j)
+		h.move(i, j)
 		j = i
+	}
+	h.put(j, e)
+}
+
+// down places e at the hole i, or below it while a child is less than e.
+func (h *Keyed[K, T]) down(i int, e keyed[K, T]) {
+	n := len(h.items)
+	for {
+		c := 2*i + 1
+		if c >= n || c < 0 {
+			break
+		}
+		if r := c + 1; r < n && h.less(h.items[r].key, h.items[c].key) {
+			c = r
+		}
+		if !h.less(h.items[c].key, e.key) {
+			break
+		}
+		h.move(c, i)
+		i = c
+	}
+	h.put(i, e)
+}
+
+// sink moves the hole at i down to a leaf, lifting the smaller child at
+// each level, and returns where the hole ends.
+func (h *Keyed[K, T]) sink(i int) int {
+	n := len(h.items)
+	for {
+		c := 2*i + 1
+		if c >= n || c < 0 {
+			return i
+		}
+		if r := c + 1; r < n && h.less(h.items[r].key, h.items[c].key) {
+			c = r
+		}
+		h.move(c, i)
+		i = c
 	}
 }
 
-func (h *Keyed[K, T]) down(i0 int) bool {
-	i, n := i0, len(h.items)
-	for {
-		j := 2*i + 1
-		if j >= n || j < 0 {
-			break
-		}
-		if r := j + 1; r < n && h.less(h.items[r].key, h.items[j].key) {
-			j = r
-		}
-		if !h.less(h.items[j].key, h.items[i].key) {
-			break
-		}
-		h.swap(i, j)
-		i = j
-	}
-	return i > i0
+// move copies the entry at from into the hole at to.
+func (h *Keyed[K, T]) move(from, to int) {
+	h.items[to] = h.items[from]
+	h.setIdx(h.items[to].x, to)
+}
+
+func (h *Keyed[K, T]) put(i int, e keyed[K, T]) {
+	h.items[i] = e
+	h.setIdx(e.x, i)
 }

@@ -67,3 +67,44 @@ func TestTopOfEmpty(t *testing.T) {
 		t.Fatal("Top of an empty heap reported an item")
 	}
 }
+
+// BenchmarkFIFO pushes 10,000 items in key order and pops them all, as a
+// lane does with a burst of equal-priority jobs. ns/op is per item.
+func BenchmarkFIFO(b *testing.B) {
+	const n = 10000
+	items := make([]*item, n)
+	for i := range items {
+		items[i] = &item{key: i}
+	}
+	h := NewKeyed(func(a, b int) bool { return a < b }, func(x *item, i int) { x.idx = i })
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += n {
+		for _, x := range items {
+			h.Push(x.key, x)
+		}
+		for h.Len() > 0 {
+			h.Pop()
+		}
+	}
+}
+
+// BenchmarkRandomRemove keeps 100,000 items with random keys and, per
+// operation, removes one at a random position and pushes it back.
+func BenchmarkRandomRemove(b *testing.B) {
+	const n = 100000
+	rng := rand.New(rand.NewPCG(1, 2))
+	items := make([]*item, n)
+	h := NewKeyed(func(a, b int) bool { return a < b }, func(x *item, i int) { x.idx = i })
+	for i := range items {
+		items[i] = &item{key: rng.IntN(1 << 30)}
+		h.Push(items[i].key, items[i])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		x := h.Remove(rng.IntN(n))
+		x.key = rng.IntN(1 << 30)
+		h.Push(x.key, x)
+	}
+}
