@@ -230,7 +230,7 @@ func (d *benchDriver) finishAll() {
 func (d *benchDriver) submit(desc Job) {
 	s := d.s
 	s.mu.Lock()
-	j := &job{fn: noop, sync: true}
+	j := newSubmitJob(noop) // the larger kind of record: bytes/queued-job errs high
 	if err := s.enqueueLocked(j, desc, s.nowLocked()); err != nil {
 		panic(err)
 	}

@@ -36,8 +36,12 @@ func newCostTable(alpha float64) costTable {
 }
 
 // lookup returns the estimate of (t, id), or nil if there is none yet.
-// O(1).
+// O(1). Jobs without an ID are common (every plain RunSync), so their
+// type keeps a pointer to theirs and the map is not hashed for them.
 func (c *costTable) lookup(t *typeState, id string) *estimate {
+	if id == "" {
+		return t.blankCost
+	}
 	return c.m[costKey{t, id}]
 }
 
@@ -46,12 +50,15 @@ func (c *costTable) lookup(t *typeState, id string) *estimate {
 // map access when still valid). O(1).
 func (c *costTable) observe(t *typeState, id string, e *estimate, seconds float64, now int64) {
 	if e == nil || e.forgotten {
-		e = c.m[costKey{t, id}]
+		e = c.lookup(t, id)
 	}
 	if e == nil {
 		k := costKey{t, id}
 		e = &estimate{key: k, seconds: t.cost}
 		c.m[k] = e
+		if id == "" {
+			t.blankCost = e
+		}
 	} else {
 		c.unlink(e)
 	}
@@ -71,6 +78,9 @@ func (c *costTable) expire(now, ttl int64) {
 	for e := c.head; e != nil && now-e.lastUsed >= ttl; e = c.head {
 		c.unlink(e)
 		delete(c.m, e.key)
+		if e.key.id == "" {
+			e.key.typ.blankCost = nil
+		}
 		e.forgotten = true
 		c.forgotten++
 	}

@@ -293,3 +293,53 @@ func TestRejectedEventForEveryRefusal(t *testing.T) {
 		t.Fatalf("Stats.Rejected = %d but %d EventRejected were delivered", st.Rejected, rejected)
 	}
 }
+
+// A RunSync job's record is reused by later calls, but the context its
+// function got is its own: kept past the return, it stays ended and keeps
+// its caller's values while other calls run.
+func TestRunSyncKeptContextOutlivesReuse(t *testing.T) {
+	s, _ := rvNew(t, Config{MaxConcurrency: 2})
+	type ctxKey struct{}
+	var kept []context.Context
+	for i := 0; i < 3; i++ {
+		ctx := context.WithValue(context.Background(), ctxKey{}, i)
+		err := s.RunSync(ctx, Job{}, func(c context.Context) error {
+			kept = append(kept, c)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		for i, c := range kept {
+			if c.Err() != context.Canceled {
+				t.Fatalf("%s: kept context %d: Err() = %v, want context.Canceled", when, i, c.Err())
+			}
+			select {
+			case <-c.Done():
+			default:
+				t.Fatalf("%s: kept context %d: Done() not closed", when, i)
+			}
+			if got := c.Value(ctxKey{}); got != i {
+				t.Fatalf("%s: kept context %d carries value %v", when, i, got)
+			}
+		}
+	}
+	check("after the calls")
+	err := s.RunSync(context.Background(), Job{}, func(c context.Context) error {
+		check("during a later call")
+		if c.Err() != nil {
+			t.Fatalf("the running call's context has ended: %v", c.Err())
+		}
+		for _, k := range kept {
+			if k == c {
+				t.Fatal("a later call got a context handed out before")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -66,7 +66,9 @@ type job struct {
 	// wake is closed when a waiting RunSync job starts or ends (then
 	// cleared), and when a Submit job ends (made on demand by Handle.Done).
 	wake chan struct{}
-	ctx  jobContext
+	// ctx is the context fn receives. It is a separate object because fn
+	// may keep it after returning, while a RunSync job's record is reused.
+	ctx *jobContext
 }
 
 func jobSetIdx(j *job, i int)  { j.idx = int32(i) }

@@ -77,6 +77,7 @@ type Scheduler struct {
 	costs     costTable
 	grace     graceQueue
 	running   []*job
+	spare     []*job // ended RunSync records, for reuse
 	idleHead  *keyState
 	idleTail  *keyState
 	seq       uint64
@@ -181,11 +182,12 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	j := &job{fn: fn, sync: true}
-	j.ctx.parent = ctx
+	jc := &jobContext{parent: ctx}
 	s.mu.Lock()
+	j := s.newSyncJobLocked(fn, jc)
 	now := s.nowLocked()
 	if err := s.enqueueLocked(j, desc, now); err != nil {
+		s.recycleLocked(j)
 		s.mu.Unlock()
 		return err
 	}
@@ -222,15 +224,46 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 		s.mu.Unlock()
 	}
 	err := s.call(j)
-	j.ctx.end()
+	jc.end()
 	s.mu.Lock()
 	now = s.nowLocked()
 	s.finishLocked(j, err, true, now)
 	if s.npending > 0 {
 		s.dispatchLocked(now, false)
 	}
+	s.recycleLocked(j)
 	s.mu.Unlock()
 	return err
+}
+
+// maxSpareJobs bounds the records kept for reuse by RunSync: enough for
+// the callers running at once in a busy service, a few kB in all.
+const maxSpareJobs = 64
+
+// newSyncJobLocked returns a record for a RunSync job, reusing one when it
+// can: the record never leaves the scheduler, so reuse is safe, and it
+// spares the allocation that dominates an uncontended RunSync.
+func (s *Scheduler) newSyncJobLocked(fn func(context.Context) error, ctx *jobContext) *job {
+	var j *job
+	if n := len(s.spare); n > 0 {
+		j = s.spare[n-1]
+		s.spare[n-1] = nil
+		s.spare = s.spare[:n-1]
+	} else {
+		j = new(job)
+	}
+	j.fn, j.sync, j.ctx = fn, true, ctx
+	return j
+}
+
+// recycleLocked keeps an ended RunSync job's record for reuse, unless the
+// grace queue still holds it.
+func (s *Scheduler) recycleLocked(j *job) {
+	if j.inGrace || len(s.spare) == maxSpareJobs {
+		return
+	}
+	*j = job{}
+	s.spare = append(s.spare, j)
 }
 
 // Submit queues the job and returns at once with a Handle to wait on or
@@ -241,8 +274,7 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 // Submit fails at once, changing nothing, with ErrClosed after Shutdown or
 // Close, with an error wrapping ErrUnknownType, or with a *QueueFullError.
 func (s *Scheduler) Submit(desc Job, fn func(context.Context) error) (*Handle, error) {
-	j := &job{fn: fn}
-	j.ctx.parent = context.Background()
+	j := newSubmitJob(fn)
 	s.mu.Lock()
 	now := s.nowLocked()
 	if err := s.enqueueLocked(j, desc, now); err != nil {
@@ -374,7 +406,7 @@ func (s *Scheduler) call(j *job) (err error) {
 			s.mu.Unlock()
 		}
 	}()
-	err = j.fn(&j.ctx)
+	err = j.fn(j.ctx)
 	returned = true
 	return err
 }

@@ -19,8 +19,11 @@ type typeState struct {
 	tier     *tierState
 	priority int     // default priority, clamped
 	cost     float64 // default cost, seconds
-	running  int
-	pending  int
+	// blankCost is the learnt estimate for jobs without an ID, also in
+	// the cost table's map; nil when there is none.
+	blankCost *estimate
+	running   int
+	pending   int
 
 	// lanes holds the ready lanes of this type (queued jobs, key below its
 	// cap) in fair order: by their flow's virtual time.
