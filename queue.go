@@ -21,6 +21,7 @@ const (
 // Which of its lane's heaps a queued job is in.
 const (
 	inFixed  uint8 = iota // effective priority == base (in grace, or base >= ceiling)
+	inRun                 // as inFixed, in the lane's sorted run (run.go)
 	inRising              // aged, below the ceiling: ordered by the aged key A
 	inCapped              // aged to the ceiling: FIFO among equals
 )
@@ -107,13 +108,16 @@ func lessUint64(a, b uint64) bool { return a < b }
 // base. Aged jobs below the ceiling rise at the same rate, so among them the
 // order is by A and never changes: they are in rising. Jobs aged to the
 // ceiling tie and go in submission order: capped. Jobs move fixed -> rising
-// -> capped as time passes, each move O(log n), each at most once.
+// -> capped as time passes, each move O(log n), each at most once. Fixed
+// jobs that arrive in order, the usual case, skip the heap: they queue in
+// run, in O(1).
 type lane struct {
 	s      *Scheduler
 	typ    *typeState
 	key    *keyState
 	flow   *flow
-	fixed  iheap.Keyed[uint64, *job]    // by fixedOrder
+	run    sortedRun                    // fixed jobs that arrived in order
+	fixed  iheap.Keyed[uint64, *job]    // the other fixed jobs, by fixedOrder
 	rising iheap.Keyed[agedOrder, *job] // by agedOrder
 	capped iheap.Keyed[uint64, *job]    // by seq
 	n      int                          // queued jobs in the three heaps
@@ -134,8 +138,12 @@ func newLane(s *Scheduler, t *typeState, k *keyState, f *flow) *lane {
 func (l *lane) insert(p *agingParams, j *job, now int64) {
 	switch {
 	case !p.pastGrace(j.sub, now) || int64(j.base) >= p.maxEff:
-		j.heap = inFixed
-		l.fixed.Push(j.fixedOrder(), j)
+		if key := j.fixedOrder(); l.run.accepts(key) {
+			l.run.push(key, j)
+		} else {
+			j.heap = inFixed
+			l.fixed.Push(key, j)
+		}
 	case p.reached(j.aKey, now, p.maxEff):
 		j.heap = inCapped
 		l.capped.Push(j.seq, j)
@@ -151,6 +159,8 @@ func (l *lane) remove(j *job) {
 	switch j.heap {
 	case inFixed:
 		l.fixed.Remove(int(j.idx))
+	case inRun:
+		l.run.remove(j)
 	case inRising:
 		l.rising.Remove(int(j.idx))
 	case inCapped:
@@ -184,6 +194,7 @@ func (l *lane) head(p *agingParams, now int64) *job {
 			best, bestEff = j, e
 		}
 	}
+	consider(l.run.front())
 	consider(l.fixed.Top())
 	if p.on {
 		consider(l.rising.Top())

@@ -353,6 +353,7 @@ func (s *Scheduler) Snapshot() []JobInfo {
 	}
 	for _, k := range s.keys {
 		for _, l := range k.lanes {
+			l.run.each(func(j *job, _ uint64) { out = append(out, s.infoLocked(j, now)) })
 			out = appendInfoLocked(s, out, &l.fixed, now)
 			out = appendInfoLocked(s, out, &l.rising, now)
 			out = appendInfoLocked(s, out, &l.capped, now)

@@ -143,6 +143,33 @@ func (s *Scheduler) verifyLocked() error {
 		for _, l := range k.lanes {
 			n := 0
 			var jobs []*job
+			var runErr error
+			last, first := uint64(0), true
+			l.run.each(func(j *job, key uint64) {
+				switch {
+				case j.heap != inRun || key != j.fixedOrder() || l.run.buf[j.idx].j != j:
+					runErr = fmt.Errorf("job %d misfiled in a sorted run", j.seq)
+				case !first && key <= last:
+					runErr = fmt.Errorf("job %d out of order in a sorted run", j.seq)
+				}
+				last, first = key, false
+				jobs = append(jobs, j)
+			})
+			if runErr != nil {
+				return runErr
+			}
+			if l.run.head < len(l.run.buf) && l.run.buf[l.run.head].j == nil {
+				return fmt.Errorf("key %q type %q: a sorted run starts with a hole", k.name, l.typ.name)
+			}
+			holes := 0
+			for _, e := range l.run.buf[l.run.head:] {
+				if e.j == nil {
+					holes++
+				}
+			}
+			if holes != l.run.holes {
+				return fmt.Errorf("key %q type %q: sorted run counts %d holes, has %d", k.name, l.typ.name, l.run.holes, holes)
+			}
 			for i := 0; i < l.fixed.Len(); i++ {
 				j, key := l.fixed.At(i)
 				if j.heap != inFixed || key != j.fixedOrder() {
@@ -264,7 +291,7 @@ func (s *Scheduler) verifyLocked() error {
 // graceDueLocked reports whether j's grace has ended but the dispatcher has
 // not yet moved it (it does so at the next dispatch).
 func (s *Scheduler) graceDueLocked(j *job) bool {
-	return j.heap == inFixed && s.aging.grace > 0
+	return (j.heap == inFixed || j.heap == inRun) && s.aging.grace > 0
 }
 
 // verify locks the scheduler and checks its invariants.

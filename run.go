@@ -1,0 +1,94 @@
+package fairsched
+
+// sortedRun holds queued jobs of a lane's fixed phase that arrived in
+// increasing fixed order, which is how they usually arrive: a job of the
+// same or lower priority than the last one. Such a run is already sorted,
+// so it needs no heap: push and pop are O(1) where a heap pays O(log n)
+// moves, each touching a job record. A job that would break the order goes
+// to the lane's fixed heap instead, and the lane's first job is the better
+// of the two fronts.
+//
+// A job leaving from the middle (cancelled, or its grace ended out of
+// order) leaves a hole, skipped when the front reaches it. Holes and the
+// consumed prefix are dropped once they are more than half of the buffer,
+// so the buffer stays within twice the jobs in it, plus 64: amortised O(1).
+//
+// Invariants: the keys of buf[head:], holes included, strictly increase;
+// buf[head] is a job unless the run is empty; a job in the run has
+// heap == inRun and idx == its position in buf.
+type sortedRun struct {
+	buf   []runEntry
+	head  int
+	holes int // holes in buf[head:]
+}
+
+type runEntry struct {
+	key uint64 // the job's fixedOrder
+	j   *job   // nil for a hole
+}
+
+// len returns the number of jobs in the run. O(1).
+func (r *sortedRun) len() int { return len(r.buf) - r.head - r.holes }
+
+// accepts reports whether a job with this key can join the run's end.
+func (r *sortedRun) accepts(key uint64) bool {
+	return r.head == len(r.buf) || key > r.buf[len(r.buf)-1].key
+}
+
+// push appends j, whose key accepts said yes to. O(1) amortised.
+func (r *sortedRun) push(key uint64, j *job) {
+	j.heap, j.idx = inRun, int32(len(r.buf))
+	r.buf = append(r.buf, runEntry{key, j})
+}
+
+// front returns the first job, if any. O(1).
+func (r *sortedRun) front() (*job, bool) {
+	if r.head == len(r.buf) {
+		return nil, false
+	}
+	return r.buf[r.head].j, true
+}
+
+// remove takes j out of the run. O(1) amortised.
+func (r *sortedRun) remove(j *job) {
+	r.buf[j.idx].j = nil
+	j.idx = -1
+	r.holes++
+	for r.head < len(r.buf) && r.buf[r.head].j == nil {
+		r.buf[r.head] = runEntry{}
+		r.head++
+		r.holes--
+	}
+	switch {
+	case r.head == len(r.buf):
+		r.buf, r.head, r.holes = r.buf[:0], 0, 0
+	case len(r.buf) > 64 && 2*r.len() < len(r.buf):
+		r.compact()
+	}
+}
+
+// compact moves the jobs to the front of the buffer, dropping holes. O(n).
+func (r *sortedRun) compact() {
+	n := 0
+	for _, e := range r.buf[r.head:] {
+		if e.j != nil {
+			e.j.idx = int32(n)
+			r.buf[n] = e
+			n++
+		}
+	}
+	clear(r.buf[n:])
+	r.buf, r.head, r.holes = r.buf[:n], 0, 0
+	if cap(r.buf) > 64 && n < cap(r.buf)/4 {
+		r.buf = append([]runEntry(nil), r.buf...)
+	}
+}
+
+// each calls f for every job in the run, in order.
+func (r *sortedRun) each(f func(j *job, key uint64)) {
+	for _, e := range r.buf[r.head:] {
+		if e.j != nil {
+			f(e.j, e.key)
+		}
+	}
+}
