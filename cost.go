@@ -59,6 +59,11 @@ func (c *costTable) observe(t *typeState, id string, e *estimate, seconds float6
 		if id == "" {
 			t.blankCost = e
 		}
+	} else if e == c.tail {
+		// Already the most recently used: nothing to move.
+		e.seconds = c.alpha*seconds + (1-c.alpha)*e.seconds
+		e.lastUsed = now
+		return
 	} else {
 		c.unlink(e)
 	}

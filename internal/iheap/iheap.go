@@ -76,13 +76,28 @@ func (h *Keyed[K, T]) Remove(i int) T {
 
 // Fix sets the key of the item at position i to k and restores the order.
 // O(log n).
+//
+// An item that stays where it is costs no write but its key's.
 func (h *Keyed[K, T]) Fix(i int, k K) {
-	e := keyed[K, T]{k, h.items[i].x}
-	if i > 0 && h.less(k, h.items[(i-1)/2].key) {
-		h.up(i, e)
-	} else {
-		h.down(i, e)
+	h.items[i].key = k
+	switch {
+	case i > 0 && h.less(k, h.items[(i-1)/2].key):
+		h.up(i, h.items[i])
+	case h.childLess(i, k):
+		h.down(i, h.items[i])
 	}
+}
+
+// childLess reports whether a child of position i has a key less than k.
+func (h *Keyed[K, T]) childLess(i int, k K) bool {
+	c := 2*i + 1
+	if c >= len(h.items) || c < 0 {
+		return false
+	}
+	if r := c + 1; r < len(h.items) && h.less(h.items[r].key, k) {
+		return true
+	}
+	return h.less(h.items[c].key, k)
 }
 
 // Verify reports whether the heap invariant and the index bookkeeping
