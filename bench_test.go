@@ -52,6 +52,37 @@ func BenchmarkRunSync(b *testing.B) {
 	})
 }
 
+// BenchmarkFloor measures what any RunSync that meets SPEC sections 5 and 6
+// pays before scheduling anything, on the machine at hand: two clock reads
+// (a job's cost is its observed wall time), one context of its own for fn
+// (fn may keep it after returning), and the lock taken twice.
+func BenchmarkFloor(b *testing.B) {
+	b.Run("clock-read", func(b *testing.B) {
+		epoch := time.Now()
+		var sum time.Duration
+		for i := 0; i < b.N; i++ {
+			sum += time.Since(epoch)
+		}
+		runtime.KeepAlive(sum)
+	})
+	b.Run("context-alloc", func(b *testing.B) {
+		b.ReportAllocs()
+		var c *jobContext
+		for i := 0; i < b.N; i++ {
+			c = &jobContext{parent: context.Background()}
+		}
+		runtime.KeepAlive(c)
+	})
+	b.Run("lock-unlock", func(b *testing.B) {
+		var s Scheduler
+		for i := 0; i < b.N; i++ {
+			s.mu.Lock()
+			s.seq++
+			s.mu.Unlock()
+		}
+	})
+}
+
 func BenchmarkSubmit(b *testing.B) {
 	b.Run("burst-10k", func(b *testing.B) {
 		const burst = 10000
