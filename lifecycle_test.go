@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"sync"
 	"testing"
@@ -341,5 +342,34 @@ func TestRunSyncKeptContextOutlivesReuse(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRecycledRecordsHoldNothing checks that a RunSync record kept for
+// reuse is blank: it pins no caller's memory and carries nothing into its
+// next use, whichever way (fair, reserved, holding a conflict) it started.
+func TestRecycledRecordsHoldNothing(t *testing.T) {
+	s, _ := rvNew(t, Config{
+		MaxConcurrency: 2,
+		Types:          map[string]TypeConfig{"git": {ConflictGroup: "git"}},
+		Keys:           map[string]KeyConfig{"reserved": {MinSlots: 1}},
+	})
+	for _, d := range []Job{{}, {Type: "git", ID: "repo", Key: "k"}, {Key: "reserved", Priority: 90}} {
+		if err := s.RunSync(context.Background(), d, func(context.Context) error { return errors.New("boom") }); err == nil {
+			t.Fatal("want the job's error")
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.spare) == 0 {
+		t.Fatal("no record was kept for reuse")
+	}
+	for _, j := range s.spare {
+		v := reflect.ValueOf(j).Elem()
+		for i := 0; i < v.NumField(); i++ {
+			if !v.Field(i).IsZero() {
+				t.Errorf("a kept record's field %s is %v, want it cleared", v.Type().Field(i).Name, v.Field(i))
+			}
+		}
 	}
 }
