@@ -129,6 +129,9 @@
 // three heaps: jobs whose effective priority is fixed (in their grace
 // period, or based at or above the ceiling) by base; aged jobs below the
 // ceiling by A; and jobs aged to the ceiling, which tie, by submission.
+// Fixed jobs mostly arrive already in their order (the same or a lower
+// priority than the last, in submission order); those queue in a sorted
+// array beside the fixed heap, in O(1), and only the others pay the heap.
 // Jobs move between them when they cross the grace period (noticed through
 // one FIFO of submissions, in time order) or the ceiling (noticed at the
 // top of the rising heap): each move O(log n), at most twice per job. Per
