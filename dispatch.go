@@ -103,7 +103,7 @@ func (s *Scheduler) firstUrgentLocked(now int64) *job {
 				continue
 			}
 			j, ok := ty.aged.Top()
-			if ok && s.aging.reached(j.aKey, now, s.aging.urgent) && (best == nil || byAgedKey(j, best)) {
+			if ok && s.aging.reached(j.agedKey(), now, s.aging.urgent) && (best == nil || byAgedKey(j, best)) {
 				best = j
 			}
 		}

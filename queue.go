@@ -45,7 +45,6 @@ type job struct {
 	id   string
 	seq  uint64 // submission order, the final tie-break
 	sub  int64  // submission time, µs since the scheduler's epoch
-	aKey int64  // the aged order key A (aging.go)
 	fn   func(context.Context) error
 	base uint8 // clamped priority
 	sync bool  // RunSync: fn runs on the caller's goroutine
@@ -95,7 +94,11 @@ type agedOrder struct {
 
 func (x agedOrder) before(y agedOrder) bool { return x.a > y.a || (x.a == y.a && x.seq < y.seq) }
 
-func (j *job) agedOrder() agedOrder { return agedOrder{j.aKey, j.seq} }
+func (j *job) agedOrder() agedOrder { return agedOrder{j.agedKey(), j.seq} }
+
+// agedKey returns the job's aged order key A (aging.go). It depends only
+// on the base priority and submission time, so it is computed, not kept.
+func (j *job) agedKey() int64 { return j.lane.s.aging.agedKey(int(j.base), j.sub) }
 
 func lessUint64(a, b uint64) bool { return a < b }
 
@@ -144,7 +147,7 @@ func (l *lane) insert(p *agingParams, j *job, now int64) {
 			j.heap = inFixed
 			l.fixed.Push(key, j)
 		}
-	case p.reached(j.aKey, now, p.maxEff):
+	case p.reached(j.agedKey(), now, p.maxEff):
 		j.heap = inCapped
 		l.capped.Push(j.seq, j)
 	default:
@@ -175,7 +178,7 @@ func (l *lane) head(p *agingParams, now int64) *job {
 	if p.on {
 		for {
 			j, ok := l.rising.Top()
-			if !ok || !p.reached(j.aKey, now, p.maxEff) {
+			if !ok || !p.reached(j.agedKey(), now, p.maxEff) {
 				break
 			}
 			l.rising.Pop()
@@ -208,7 +211,7 @@ func (l *lane) head(p *agingParams, now int64) *job {
 func (l *lane) effective(p *agingParams, j *job, now int64) int64 {
 	switch j.heap {
 	case inRising:
-		return j.aKey + p.step*(now-p.grace)
+		return j.agedKey() + p.step*(now-p.grace)
 	case inCapped:
 		return p.maxEff * p.interval
 	}

@@ -331,7 +331,6 @@ func (s *Scheduler) enqueueLocked(j *job, desc Job, now int64) error {
 	}
 	s.seq++
 	j.seq, j.sub, j.uidx = s.seq, now, -1
-	j.aKey = s.aging.agedKey(int(j.base), now)
 	l := s.laneLocked(t, k)
 	j.lane = l
 	f := l.flow
