@@ -102,8 +102,8 @@ func (s *Scheduler) firstUrgentLocked(now int64) *job {
 			if ty.atCap() {
 				continue
 			}
-			j, ok := ty.aged.Top()
-			if ok && s.aging.reached(j.agedKey(), now, s.aging.urgent) && (best == nil || byAgedKey(j, best)) {
+			j, top, ok := ty.aged.TopKey()
+			if ok && s.aging.reached(top.a, now, s.aging.urgent) && (best == nil || byAgedKey(j, best)) {
 				best = j
 			}
 		}
@@ -367,7 +367,7 @@ func (s *Scheduler) finishLocked(j *job, err error, observed bool, now int64) {
 func (s *Scheduler) endLocked(j *job, err error, now int64) {
 	f, k := j.lane.flow, j.key
 	j.state, j.err = stateDone, err
-	j.fn, j.est = nil, nil
+	j.fn, j.est, j.ctx = nil, nil, nil // a record may outlive its job in the grace queue
 	if s.npending == 0 {
 		s.grace.reset() // nothing waits: every entry left is an ended job's
 	} else {

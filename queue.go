@@ -51,11 +51,11 @@ type job struct {
 
 	// Guarded by Scheduler.mu. The small fields first, packed together.
 	state    jobState
-	heap     uint8 // stateQueued: which lane heap
+	heap     uint8 // stateQueued: which of the lane's run and heaps holds it
 	kind     startKind
 	guessed  bool      // its estimate was the type's default cost, not learned
 	inGrace  bool      // has an entry in the grace queue
-	idx      int32     // position in a lane heap, a park list or the running list
+	idx      int32     // position in a lane heap or run (by heap), a park list or the running list
 	uidx     int32     // position in typ.aged, -1 when absent
 	start    int64     // start time, µs
 	estimate float64   // cost estimate at start, seconds
@@ -123,7 +123,7 @@ type lane struct {
 	fixed  iheap.Keyed[uint64, *job]    // the other fixed jobs, by fixedOrder
 	rising iheap.Keyed[agedOrder, *job] // by agedOrder
 	capped iheap.Keyed[uint64, *job]    // by seq
-	n      int                          // queued jobs in the three heaps
+	n      int                          // queued jobs in the run and the three heaps
 	tyIdx  int                          // position in typ.lanes, -1 when not ready
 }
 
@@ -177,8 +177,8 @@ func (l *lane) remove(j *job) {
 func (l *lane) head(p *agingParams, now int64) *job {
 	if p.on {
 		for {
-			j, ok := l.rising.Top()
-			if !ok || !p.reached(j.agedKey(), now, p.maxEff) {
+			j, top, ok := l.rising.TopKey()
+			if !ok || !p.reached(top.a, now, p.maxEff) {
 				break
 			}
 			l.rising.Pop()

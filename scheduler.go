@@ -237,7 +237,7 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 }
 
 // maxSpareJobs bounds the records kept for reuse by RunSync: enough for
-// the callers running at once in a busy service, a few kB in all.
+// the callers running at once in a busy service, about 10 kB in all.
 const maxSpareJobs = 64
 
 // newSyncJobLocked returns a record for a RunSync job, reusing one when it

@@ -40,6 +40,14 @@ func (h *Keyed[K, T]) Top() (x T, ok bool) {
 	return h.items[0].x, true
 }
 
+// TopKey is Top with the item's key. O(1).
+func (h *Keyed[K, T]) TopKey() (x T, k K, ok bool) {
+	if len(h.items) == 0 {
+		return x, k, false
+	}
+	return h.items[0].x, h.items[0].key, true
+}
+
 // At returns the item and key at position i, in no particular order.
 func (h *Keyed[K, T]) At(i int) (T, K) { return h.items[i].x, h.items[i].key }
 

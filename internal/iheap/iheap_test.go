@@ -47,6 +47,9 @@ func TestRandomOperations(t *testing.T) {
 			x.key = rng.IntN(1000)
 			h.Fix(x.idx, x.key)
 		}
+		if x, k, ok := h.TopKey(); ok && (x.key != k || x.idx != 0) {
+			t.Fatalf("step %d: TopKey gave item %d with key %d", step, x.idx, k)
+		}
 		if !h.Verify(index) || h.Len() != len(live) {
 			t.Fatalf("step %d: invariant broken (len %d, want %d)", step, h.Len(), len(live))
 		}
@@ -65,6 +68,9 @@ func TestTopOfEmpty(t *testing.T) {
 	h := NewKeyed(func(a, b int) bool { return a < b }, func(*item, int) {})
 	if _, ok := h.Top(); ok {
 		t.Fatal("Top of an empty heap reported an item")
+	}
+	if _, _, ok := h.TopKey(); ok {
+		t.Fatal("TopKey of an empty heap reported an item")
 	}
 }
 
