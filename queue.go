@@ -147,7 +147,7 @@ func (l *lane) insert(p *agingParams, j *job, now int64) {
 			j.heap = inFixed
 			l.fixed.Push(key, j)
 		}
-	case p.reached(j.agedKey(), now, p.maxEff):
+	case p.reached(p.agedKey(int(j.base), j.sub), now, p.maxEff):
 		j.heap = inCapped
 		l.capped.Push(j.seq, j)
 	default:
@@ -211,7 +211,7 @@ func (l *lane) head(p *agingParams, now int64) *job {
 func (l *lane) effective(p *agingParams, j *job, now int64) int64 {
 	switch j.heap {
 	case inRising:
-		return j.agedKey() + p.step*(now-p.grace)
+		return p.agedKey(int(j.base), j.sub) + p.step*(now-p.grace)
 	case inCapped:
 		return p.maxEff * p.interval
 	}
