@@ -58,7 +58,7 @@ type flow struct {
 	pending int
 	running int
 	lanes   []*lane // the key's lanes of types in this tier
-	actIdx  int     // position in tier.active, -1 when inactive
+	actIdx  int     // handle in tier.active, -1 when inactive
 	actW    float64 // the key's weight when the flow became active
 }
 

@@ -55,8 +55,8 @@ type job struct {
 	kind     startKind
 	guessed  bool      // its estimate was the type's default cost, not learned
 	inGrace  bool      // has an entry in the grace queue
-	idx      int32     // position in a lane heap or run (by heap), a park list or the running list
-	uidx     int32     // position in typ.aged, -1 when absent
+	idx      int32     // handle in a lane heap, or position in the run (by heap), a park list or the running list
+	uidx     int32     // handle in typ.aged, -1 when absent
 	start    int64     // start time, µs
 	estimate float64   // cost estimate at start, seconds
 	est      *estimate // the learnt estimate it came from, if any
@@ -124,7 +124,7 @@ type lane struct {
 	rising iheap.Keyed[agedOrder, *job] // by agedOrder
 	capped iheap.Keyed[uint64, *job]    // by seq
 	n      int                          // queued jobs in the run and the three heaps
-	tyIdx  int                          // position in typ.lanes, -1 when not ready
+	tyIdx  int                          // handle in typ.lanes, -1 when not ready
 }
 
 func newLane(s *Scheduler, t *typeState, k *keyState, f *flow) *lane {

@@ -1,31 +1,48 @@
-// Package iheap is an indexed binary min-heap: every item knows its own
-// position, so it can be removed or re-sorted in O(log n) after its key
-// changes. Entries carry their sort key inline, so that sifting a large
-// heap of pointers does not dereference the items it passes.
+// Package iheap is an indexed binary min-heap: every item has a handle, so
+// it can be removed or re-sorted in O(log n) after its key changes.
+// Entries carry their sort key inline, so that sifting a large heap of
+// pointers does not dereference the items it passes, and the heap keeps
+// the positions of its handles in a table of its own, so that sifting does
+// not write to them either.
 package iheap
 
 // Keyed is an indexed binary min-heap whose entries carry their sort key
-// inline, so that comparisons never dereference the items: with large
-// heaps of pointers, that saves a cache miss or two per comparison. When an
-// item's key changes, its owner calls Fix with the new key.
+// inline. When an item's key changes, its owner calls Fix with the new key.
 //
-// Invariant, for every 0 < i < Len(): !less(key(i), key((i-1)/2)), and
-// index(item(i)) == i. Verify checks both.
+// An item's handle is given to it once, when it is pushed, and stays the
+// same while it is in the heap: sifts update the heap's position table,
+// not the item. With large heaps of pointers, that saves a cache miss per
+// comparison (the key is inline) and one per level moved (the position is
+// in the table, which is small and hot, not in a cold item).
+//
+// Invariant, for every 0 < i < Len(): !less(key(i), key((i-1)/2)),
+// pos[handle(i)] == i, and the item at i was last given handle(i). The
+// handles not in use form a free list, so the table never holds more
+// entries than the heap has held items at once. Verify checks all of it.
+//
+// The zero value is not usable: make one with NewKeyed.
 type Keyed[K, T any] struct {
-	items  []keyed[K, T]
-	less   func(a, b K) bool
-	setIdx func(x T, i int)
+	items []keyed[K, T]
+	// pos maps a handle in use to its item's position. A free handle's
+	// entry holds the next free handle, encoded as -2-next (so -1 ends the
+	// list); free is the first free handle plus one, 0 when there is none.
+	pos       []int32
+	free      int32
+	less      func(a, b K) bool
+	setHandle func(x T, h int)
 }
 
 type keyed[K, T any] struct {
 	key K
 	x   T
+	h   int32 // handle
 }
 
-// NewKeyed returns an empty heap ordered by less on the keys. setIdx is
-// called whenever an item moves, with -1 when it leaves the heap.
-func NewKeyed[K, T any](less func(a, b K) bool, setIdx func(x T, i int)) Keyed[K, T] {
-	return Keyed[K, T]{less: less, setIdx: setIdx}
+// NewKeyed returns an empty heap ordered by less on the keys. setHandle is
+// called when an item is given a handle (when pushed, and in the rare
+// renumbering after the heap shrinks), and with -1 when it leaves the heap.
+func NewKeyed[K, T any](less func(a, b K) bool, setHandle func(x T, h int)) Keyed[K, T] {
+	return Keyed[K, T]{less: less, setHandle: setHandle}
 }
 
 // Len returns the number of items. O(1).
@@ -51,42 +68,72 @@ func (h *Keyed[K, T]) TopKey() (x T, k K, ok bool) {
 // At returns the item and key at position i, in no particular order.
 func (h *Keyed[K, T]) At(i int) (T, K) { return h.items[i].x, h.items[i].key }
 
-// Push adds x with key k. O(log n).
+// Push adds x with key k and gives it a handle through setHandle.
+// O(log n), amortised O(1) allocation.
 func (h *Keyed[K, T]) Push(k K, x T) {
+	var hd int32
+	if h.free > 0 {
+		hd = h.free - 1
+		h.free = -2 - h.pos[hd] + 1
+	} else {
+		hd = int32(len(h.pos))
+		h.pos = append(h.pos, 0)
+	}
 	h.items = append(h.items, keyed[K, T]{})
-	h.up(len(h.items)-1, keyed[K, T]{k, x})
+	h.setHandle(x, int(hd))
+	h.up(len(h.items)-1, keyed[K, T]{k, x, hd})
 }
 
 // Pop removes and returns the item with the smallest key. O(log n). It
 // panics if the heap is empty.
-func (h *Keyed[K, T]) Pop() T { return h.Remove(0) }
+func (h *Keyed[K, T]) Pop() T { return h.removeAt(0) }
 
-// Remove removes the item at position i and returns it. O(log n).
+// Remove removes the item with handle hd and returns it. O(log n).
+func (h *Keyed[K, T]) Remove(hd int) T { return h.removeAt(int(h.pos[hd])) }
+
+// removeAt removes the item at position i.
 //
 // The hole left at i sinks to a leaf along the smaller children, one
 // comparison per level, and the last item rises from there: it is usually
 // among the largest, so it rarely rises far (Floyd's heapsort trick).
-func (h *Keyed[K, T]) Remove(i int) T {
+func (h *Keyed[K, T]) removeAt(i int) T {
 	n := len(h.items) - 1
-	x := h.items[i].x
+	e := h.items[i]
 	last := h.items[n]
 	h.items[n] = keyed[K, T]{}
 	h.items = h.items[:n]
 	if i != n {
 		h.up(h.sink(i), last)
 	}
-	h.setIdx(x, -1)
+	h.pos[e.h] = -2 - (h.free - 1)
+	h.free = e.h + 1
+	h.setHandle(e.x, -1)
 	if cap(h.items) > 64 && len(h.items) < cap(h.items)/4 {
-		h.items = append([]keyed[K, T](nil), h.items...)
+		h.shrink()
 	}
-	return x
+	return e.x
 }
 
-// Fix sets the key of the item at position i to k and restores the order.
+// shrink reallocates a heap that has fallen below a quarter of its
+// capacity, and renumbers its handles 0..n-1 so that the position table
+// shrinks with it. Amortised O(1): it follows at least 3n removals.
+func (h *Keyed[K, T]) shrink() {
+	h.items = append([]keyed[K, T](nil), h.items...)
+	h.pos = make([]int32, len(h.items), cap(h.items))
+	h.free = 0
+	for i := range h.items {
+		e := &h.items[i]
+		e.h, h.pos[i] = int32(i), int32(i)
+		h.setHandle(e.x, i)
+	}
+}
+
+// Fix sets the key of the item with handle hd to k and restores the order.
 // O(log n).
 //
 // An item that stays where it is costs no write but its key's.
-func (h *Keyed[K, T]) Fix(i int, k K) {
+func (h *Keyed[K, T]) Fix(hd int, k K) {
+	i := int(h.pos[hd])
 	h.items[i].key = k
 	switch {
 	case i > 0 && h.less(k, h.items[(i-1)/2].key):
@@ -108,22 +155,29 @@ func (h *Keyed[K, T]) childLess(i int, k K) bool {
 	return h.less(h.items[c].key, k)
 }
 
-// Verify reports whether the heap invariant and the index bookkeeping
-// hold; index returns an item's recorded position. For tests. O(n).
-func (h *Keyed[K, T]) Verify(index func(T) int) bool {
+// Verify reports whether the heap order and the handle bookkeeping hold;
+// handle returns an item's recorded handle. For tests. O(n).
+func (h *Keyed[K, T]) Verify(handle func(T) int) bool {
 	for i, e := range h.items {
-		if index(e.x) != i {
+		if handle(e.x) != int(e.h) || int(e.h) >= len(h.pos) || h.pos[e.h] != int32(i) {
 			return false
 		}
 		if i > 0 && h.less(e.key, h.items[(i-1)/2].key) {
 			return false
 		}
 	}
-	return true
+	free := 0
+	for f := h.free - 1; f >= 0; f = -2 - h.pos[f] {
+		if int(f) >= len(h.pos) || h.pos[f] >= 0 || free > len(h.pos) {
+			return false
+		}
+		free++
+	}
+	return len(h.items)+free == len(h.pos)
 }
 
 // The sifts move a hole rather than swapping, so each level costs one
-// entry write and one setIdx call.
+// entry write and one position-table write.
 
 // up places e at the hole j, or above it while e is less than its parent.
 func (h *Keyed[K, T]) up(j int, e keyed[K, T]) {
@@ -178,10 +232,10 @@ func (h *Keyed[K, T]) sink(i int) int {
 // move copies the entry at from into the hole at to.
 func (h *Keyed[K, T]) move(from, to int) {
 	h.items[to] = h.items[from]
-	h.setIdx(h.items[to].x, to)
+	h.pos[h.items[to].h] = int32(to)
 }
 
 func (h *Keyed[K, T]) put(i int, e keyed[K, T]) {
 	h.items[i] = e
-	h.setIdx(e.x, i)
+	h.pos[e.h] = int32(i)
 }

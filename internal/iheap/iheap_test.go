@@ -8,7 +8,7 @@ import (
 
 type item struct {
 	key int
-	idx int
+	idx int // handle
 }
 
 // TestRandomOperations applies random pushes, pops, removals and key
@@ -47,8 +47,8 @@ func TestRandomOperations(t *testing.T) {
 			x.key = rng.IntN(1000)
 			h.Fix(x.idx, x.key)
 		}
-		if x, k, ok := h.TopKey(); ok && (x.key != k || x.idx != 0) {
-			t.Fatalf("step %d: TopKey gave item %d with key %d", step, x.idx, k)
+		if x, k, ok := h.TopKey(); ok && x.key != k {
+			t.Fatalf("step %d: TopKey gave an item of key %d with key %d", step, x.key, k)
 		}
 		if !h.Verify(index) || h.Len() != len(live) {
 			t.Fatalf("step %d: invariant broken (len %d, want %d)", step, h.Len(), len(live))
@@ -61,6 +61,37 @@ func TestRandomOperations(t *testing.T) {
 			t.Fatalf("pop order: %d after %d", x.key, last)
 		}
 		last = x.key
+	}
+}
+
+// TestShrinkRenumbers grows a heap, removes most of it from random places
+// so that it shrinks and renumbers its handles, and checks that the
+// handles still reach their items and the free list adds up.
+func TestShrinkRenumbers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	h := NewKeyed(func(a, b int) bool { return a < b }, func(x *item, i int) { x.idx = i })
+	index := func(x *item) int { return x.idx }
+	var live []*item
+	for round := 0; round < 3; round++ {
+		for i := 0; i < 1000; i++ {
+			x := &item{key: rng.IntN(100)}
+			h.Push(x.key, x)
+			live = append(live, x)
+		}
+		for len(live) > 10 {
+			i := rng.IntN(len(live))
+			x := live[i]
+			if got := h.Remove(x.idx); got != x || x.idx != -1 {
+				t.Fatalf("Remove returned another item, or left it a handle")
+			}
+			live = append(live[:i], live[i+1:]...)
+			if !h.Verify(index) {
+				t.Fatalf("round %d, %d left: bookkeeping broken", round, len(live))
+			}
+		}
+		if len(h.pos) > 64 {
+			t.Fatalf("round %d: position table kept %d entries for %d items", round, len(h.pos), h.Len())
+		}
 	}
 }
 
