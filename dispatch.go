@@ -173,14 +173,16 @@ func (s *Scheduler) firstReservedLocked(now int64) *job {
 // highest tier, then the highest effective priority, then the oldest.
 func (s *Scheduler) keyHeadLocked(k *keyState, now int64) *job {
 	var best *job
+	var bestTier Tier
+	var bestRank rank
 	for _, l := range k.lanes {
 		if l.n == 0 || l.typ.blocked() {
 			continue
 		}
-		j := l.head(&s.aging, now)
-		if best == nil || j.typ.tier.level > best.typ.tier.level ||
-			j.typ.tier.level == best.typ.tier.level && jobBefore(&s.aging, j, best, now) {
-			best = j
+		j, r := l.head(&s.aging, now)
+		if level := l.typ.tier.level; best == nil || level > bestTier ||
+			level == bestTier && r.before(bestRank) {
+			best, bestTier, bestRank = j, level, r
 		}
 	}
 	return best
@@ -196,6 +198,7 @@ func (s *Scheduler) firstFairLocked(now int64) *job {
 		}
 		var best *lane
 		var bestJob *job
+		var bestRank rank
 		for _, ty := range t.types {
 			if ty.atCap() {
 				continue
@@ -210,16 +213,16 @@ func (s *Scheduler) firstFairLocked(now int64) *job {
 			case l.flow == best.flow:
 				// Two types of one flow: priority decides.
 				if bestJob == nil {
-					bestJob = best.head(&s.aging, now)
+					bestJob, bestRank = best.head(&s.aging, now)
 				}
-				if j := l.head(&s.aging, now); jobBefore(&s.aging, j, bestJob, now) {
-					best, bestJob = l, j
+				if j, r := l.head(&s.aging, now); r.before(bestRank) {
+					best, bestJob, bestRank = l, j, r
 				}
 			}
 		}
 		if best != nil {
 			if bestJob == nil {
-				bestJob = best.head(&s.aging, now)
+				bestJob, _ = best.head(&s.aging, now)
 			}
 			return bestJob
 		}

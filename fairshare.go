@@ -28,9 +28,12 @@ type keyState struct {
 
 	flows []*flow // one per tier the key has used
 	lanes []*lane // one per job type the key has used
+	// laneTypes[i] is lanes[i].typ, kept beside them so that finding a
+	// key's lane reads one small array, not every lane record.
+	laneTypes []*typeState
 
 	// parked holds the key's urgent jobs found blocked by its cap, in urgent
-	// order; kpIdx is the key's position in Scheduler.keyParked.
+	// order; kpIdx is the key's handle in Scheduler.keyParked.
 	parked iheap.Keyed[agedOrder, *job]
 	kpIdx  int
 
@@ -134,9 +137,9 @@ func resolveKey(c KeyConfig) KeyConfig {
 
 // laneLocked returns the lane of (t, k), creating it and its flow.
 func (s *Scheduler) laneLocked(t *typeState, k *keyState) *lane {
-	for _, l := range k.lanes {
-		if l.typ == t {
-			return l
+	for i, lt := range k.laneTypes {
+		if lt == t {
+			return k.lanes[i]
 		}
 	}
 	var f *flow
@@ -152,6 +155,7 @@ func (s *Scheduler) laneLocked(t *typeState, k *keyState) *lane {
 	}
 	l := newLane(s, t, k, f)
 	k.lanes = append(k.lanes, l)
+	k.laneTypes = append(k.laneTypes, t)
 	f.lanes = append(f.lanes, l)
 	return l
 }

@@ -172,9 +172,12 @@ func (l *lane) remove(j *job) {
 	l.n--
 }
 
-// head returns the lane's first job at now, or nil. It first moves rising
-// jobs that reached the ceiling to capped: amortised O(log n).
-func (l *lane) head(p *agingParams, now int64) *job {
+// head returns the lane's first job at now and its rank, or nil. It first
+// moves rising jobs that reached the ceiling to capped: amortised
+// O(log n). The candidates are ranked by the keys their run or heap keeps
+// inline, so of the (cold, in a long queue) job records only the winner's
+// is touched, by the caller.
+func (l *lane) head(p *agingParams, now int64) (*job, rank) {
 	if p.on {
 		for {
 			j, top, ok := l.rising.TopKey()
@@ -187,45 +190,45 @@ func (l *lane) head(p *agingParams, now int64) *job {
 		}
 	}
 	var best *job
-	var bestEff int64
-	consider := func(j *job, ok bool) {
-		if !ok {
-			return
-		}
-		e := l.effective(p, j, now)
-		if best == nil || e > bestEff || (e == bestEff && j.seq < best.seq) {
-			best, bestEff = j, e
+	var br rank
+	consider := func(j *job, r rank) {
+		if best == nil || r.before(br) {
+			best, br = j, r
 		}
 	}
-	consider(l.run.front())
-	consider(l.fixed.Top())
+	if j, key, ok := l.run.front(); ok {
+		consider(j, p.fixedRank(key))
+	}
+	if j, key, ok := l.fixed.TopKey(); ok {
+		consider(j, p.fixedRank(key))
+	}
 	if p.on {
-		consider(l.rising.Top())
-		consider(l.capped.Top())
+		if j, key, ok := l.rising.TopKey(); ok {
+			consider(j, rank{key.a + p.step*(now-p.grace), key.seq})
+		}
+		if j, seq, ok := l.capped.TopKey(); ok {
+			consider(j, rank{p.maxEff * p.interval, seq})
+		}
 	}
-	return best
+	return best, br
 }
 
-// effective returns a queued job's scaled effective priority at now,
-// according to the heap it is in.
-func (l *lane) effective(p *agingParams, j *job, now int64) int64 {
-	switch j.heap {
-	case inRising:
-		return p.agedKey(int(j.base), j.sub) + p.step*(now-p.grace)
-	case inCapped:
-		return p.maxEff * p.interval
-	}
-	if !p.on {
-		return int64(j.base)
-	}
-	return int64(j.base) * p.interval
+// rank is a queued job's place within its key: its scaled effective
+// priority at some instant, highest first, then its submission number.
+type rank struct {
+	eff int64
+	seq uint64
 }
 
-// jobBefore reports whether queued job a goes before queued job b within
-// one key: higher effective priority, then earlier submission.
-func jobBefore(p *agingParams, a, b *job, now int64) bool {
-	ea, eb := a.lane.effective(p, a, now), b.lane.effective(p, b, now)
-	return ea > eb || (ea == eb && a.seq < b.seq)
+func (a rank) before(b rank) bool { return a.eff > b.eff || (a.eff == b.eff && a.seq < b.seq) }
+
+// fixedRank returns the rank of a fixed-phase job from its fixedOrder.
+func (p *agingParams) fixedRank(key uint64) rank {
+	base := int64(100 - key>>56)
+	if p.on {
+		base *= p.interval
+	}
+	return rank{base, key & (1<<56 - 1)}
 }
 
 // graceQueue holds jobs in submission order until their grace period ends,

@@ -41,12 +41,13 @@ func (r *sortedRun) push(key uint64, j *job) {
 	r.buf = append(r.buf, runEntry{key, j})
 }
 
-// front returns the first job, if any. O(1).
-func (r *sortedRun) front() (*job, bool) {
+// front returns the first job and its key, if any. O(1).
+func (r *sortedRun) front() (*job, uint64, bool) {
 	if r.head == len(r.buf) {
-		return nil, false
+		return nil, 0, false
 	}
-	return r.buf[r.head].j, true
+	e := r.buf[r.head]
+	return e.j, e.key, true
 }
 
 // remove takes j out of the run. O(1) amortised.

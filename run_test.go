@@ -25,7 +25,7 @@ func TestSortedRun(t *testing.T) {
 			r.push(key, j)
 			model = append(model, j)
 		case op < 7:
-			j, _ := r.front()
+			j, _, _ := r.front()
 			r.remove(j)
 			if j != model[0] {
 				t.Fatalf("step %d: front is job %d, want %d", step, j.seq, model[0].seq)
@@ -49,7 +49,7 @@ func TestSortedRun(t *testing.T) {
 		if !slices.Equal(got, model) || r.len() != len(model) {
 			t.Fatalf("step %d: run holds %d jobs (len %d), want %d", step, len(got), r.len(), len(model))
 		}
-		if f, ok := r.front(); ok != (len(model) > 0) || ok && f != model[0] {
+		if f, _, ok := r.front(); ok != (len(model) > 0) || ok && f != model[0] {
 			t.Fatalf("step %d: wrong front", step)
 		}
 		if len(r.buf) > 2*len(model)+65 {

@@ -465,7 +465,8 @@ func (s *Scheduler) Close() error {
 	for _, k := range s.keys {
 		for _, l := range k.lanes {
 			for l.n > 0 {
-				s.removeQueuedLocked(l.head(&s.aging, now), ErrClosed, now)
+				j, _ := l.head(&s.aging, now)
+				s.removeQueuedLocked(j, ErrClosed, now)
 			}
 		}
 		for k.parked.Len() > 0 {

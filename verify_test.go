@@ -140,7 +140,13 @@ func (s *Scheduler) verifyLocked() error {
 				return fmt.Errorf("key %q tier %d: active=%v with pending %d running %d", k.name, f.tier.level, f.actIdx >= 0, f.pending, f.running)
 			}
 		}
-		for _, l := range k.lanes {
+		if len(k.laneTypes) != len(k.lanes) {
+			return fmt.Errorf("key %q: %d lane types for %d lanes", k.name, len(k.laneTypes), len(k.lanes))
+		}
+		for i, l := range k.lanes {
+			if k.laneTypes[i] != l.typ {
+				return fmt.Errorf("key %q: lane %d of type %q listed as %q", k.name, i, l.typ.name, k.laneTypes[i].name)
+			}
 			n := 0
 			var jobs []*job
 			var runErr error
