@@ -15,11 +15,15 @@ package fairsched
 //
 // Invariants: the keys of buf[head:], holes included, strictly increase;
 // buf[head] is a job unless the run is empty; a job in the run has
-// heap == inRun and idx == its position in buf.
+// heap == inRun and idx == its position in buf; first == buf[head], or
+// zero when the run is empty.
 type sortedRun struct {
 	buf   []runEntry
 	head  int
 	holes int // holes in buf[head:]
+	// first is a copy of the front entry, so that comparing a lane's
+	// candidates reads the lane, not its (possibly cold) buffer.
+	first runEntry
 }
 
 type runEntry struct {
@@ -38,6 +42,9 @@ func (r *sortedRun) accepts(key uint64) bool {
 // push appends j, whose key accepts said yes to. O(1) amortised.
 func (r *sortedRun) push(key uint64, j *job) {
 	j.heap, j.idx = inRun, int32(len(r.buf))
+	if r.head == len(r.buf) {
+		r.first = runEntry{key, j}
+	}
 	r.buf = append(r.buf, runEntry{key, j})
 }
 
@@ -46,8 +53,7 @@ func (r *sortedRun) front() (*job, uint64, bool) {
 	if r.head == len(r.buf) {
 		return nil, 0, false
 	}
-	e := r.buf[r.head]
-	return e.j, e.key, true
+	return r.first.j, r.first.key, true
 }
 
 // remove takes j out of the run. O(1) amortised.
@@ -55,16 +61,21 @@ func (r *sortedRun) remove(j *job) {
 	r.buf[j.idx].j = nil
 	j.idx = -1
 	r.holes++
-	for r.head < len(r.buf) && r.buf[r.head].j == nil {
-		r.buf[r.head] = runEntry{}
-		r.head++
-		r.holes--
+	wasFront := r.first.j == j
+	if wasFront {
+		for r.head < len(r.buf) && r.buf[r.head].j == nil {
+			r.buf[r.head] = runEntry{}
+			r.head++
+			r.holes--
+		}
 	}
 	switch {
 	case r.head == len(r.buf):
-		r.buf, r.head, r.holes = r.buf[:0], 0, 0
+		r.buf, r.head, r.holes, r.first = r.buf[:0], 0, 0, runEntry{}
 	case len(r.buf) > 64 && 2*r.len() < len(r.buf):
 		r.compact()
+	case wasFront:
+		r.first = r.buf[r.head]
 	}
 }
 
@@ -83,6 +94,7 @@ func (r *sortedRun) compact() {
 	if cap(r.buf) > 64 && n < cap(r.buf)/4 {
 		r.buf = append([]runEntry(nil), r.buf...)
 	}
+	r.first = r.buf[0] // a run is compacted only while it holds jobs
 }
 
 // each calls f for every job in the run, in order.

@@ -49,8 +49,11 @@ func TestSortedRun(t *testing.T) {
 		if !slices.Equal(got, model) || r.len() != len(model) {
 			t.Fatalf("step %d: run holds %d jobs (len %d), want %d", step, len(got), r.len(), len(model))
 		}
-		if f, _, ok := r.front(); ok != (len(model) > 0) || ok && f != model[0] {
+		if f, key, ok := r.front(); ok != (len(model) > 0) || ok && (f != model[0] || key != f.seq) {
 			t.Fatalf("step %d: wrong front", step)
+		}
+		if len(model) == 0 && r.first != (runEntry{}) {
+			t.Fatalf("step %d: empty run keeps a front entry", step)
 		}
 		if len(r.buf) > 2*len(model)+65 {
 			t.Fatalf("step %d: buffer of %d for %d jobs", step, len(r.buf), len(model))

@@ -164,6 +164,12 @@ func (s *Scheduler) verifyLocked() error {
 			if runErr != nil {
 				return runErr
 			}
+			switch {
+			case l.run.head < len(l.run.buf) && l.run.first != l.run.buf[l.run.head]:
+				return fmt.Errorf("key %q type %q: sorted run's front copy is stale", k.name, l.typ.name)
+			case l.run.head == len(l.run.buf) && l.run.first != (runEntry{}):
+				return fmt.Errorf("key %q type %q: empty sorted run keeps a front entry", k.name, l.typ.name)
+			}
 			if l.run.head < len(l.run.buf) && l.run.buf[l.run.head].j == nil {
 				return fmt.Errorf("key %q type %q: a sorted run starts with a hole", k.name, l.typ.name)
 			}

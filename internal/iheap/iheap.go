@@ -26,8 +26,12 @@ type Keyed[K, T any] struct {
 	// pos maps a handle in use to its item's position. A free handle's
 	// entry holds the next free handle, encoded as -2-next (so -1 ends the
 	// list); free is the first free handle plus one, 0 when there is none.
-	pos       []int32
-	free      int32
+	pos  []int32
+	free int32
+	// top is a copy of items[0], so that looking at the top, which the
+	// scheduler does far more often than changing it, reads the heap's
+	// header and not its (possibly cold) array. Zero when empty.
+	top       keyed[K, T]
 	less      func(a, b K) bool
 	setHandle func(x T, h int)
 }
@@ -54,7 +58,7 @@ func (h *Keyed[K, T]) Top() (x T, ok bool) {
 	if len(h.items) == 0 {
 		return x, false
 	}
-	return h.items[0].x, true
+	return h.top.x, true
 }
 
 // TopKey is Top with the item's key. O(1).
@@ -62,7 +66,7 @@ func (h *Keyed[K, T]) TopKey() (x T, k K, ok bool) {
 	if len(h.items) == 0 {
 		return x, k, false
 	}
-	return h.items[0].x, h.items[0].key, true
+	return h.top.x, h.top.key, true
 }
 
 // At returns the item and key at position i, in no particular order.
@@ -105,6 +109,9 @@ func (h *Keyed[K, T]) removeAt(i int) T {
 	if i != n {
 		h.up(h.sink(i), last)
 	}
+	if n == 0 {
+		h.top = keyed[K, T]{} // hold no pointer to a removed item
+	}
 	h.pos[e.h] = -2 - (h.free - 1)
 	h.free = e.h + 1
 	h.setHandle(e.x, -1)
@@ -126,6 +133,9 @@ func (h *Keyed[K, T]) shrink() {
 		e.h, h.pos[i] = int32(i), int32(i)
 		h.setHandle(e.x, i)
 	}
+	if len(h.items) > 0 {
+		h.top = h.items[0] // renumbered
+	}
 }
 
 // Fix sets the key of the item with handle hd to k and restores the order.
@@ -135,6 +145,9 @@ func (h *Keyed[K, T]) shrink() {
 func (h *Keyed[K, T]) Fix(hd int, k K) {
 	i := int(h.pos[hd])
 	h.items[i].key = k
+	if i == 0 {
+		h.top.key = k
+	}
 	switch {
 	case i > 0 && h.less(k, h.items[(i-1)/2].key):
 		h.up(i, h.items[i])
@@ -163,6 +176,12 @@ func (h *Keyed[K, T]) Verify(handle func(T) int) bool {
 			return false
 		}
 		if i > 0 && h.less(e.key, h.items[(i-1)/2].key) {
+			return false
+		}
+	}
+	if len(h.items) > 0 {
+		t := h.items[0]
+		if h.top.h != t.h || h.less(h.top.key, t.key) || h.less(t.key, h.top.key) || handle(h.top.x) != int(t.h) {
 			return false
 		}
 	}
@@ -233,9 +252,15 @@ func (h *Keyed[K, T]) sink(i int) int {
 func (h *Keyed[K, T]) move(from, to int) {
 	h.items[to] = h.items[from]
 	h.pos[h.items[to].h] = int32(to)
+	if to == 0 {
+		h.top = h.items[0]
+	}
 }
 
 func (h *Keyed[K, T]) put(i int, e keyed[K, T]) {
 	h.items[i] = e
 	h.pos[e.h] = int32(i)
+	if i == 0 {
+		h.top = e
+	}
 }

@@ -50,6 +50,9 @@ func TestRandomOperations(t *testing.T) {
 		if x, k, ok := h.TopKey(); ok && x.key != k {
 			t.Fatalf("step %d: TopKey gave an item of key %d with key %d", step, x.key, k)
 		}
+		if h.Len() == 0 && h.top.x != nil {
+			t.Fatalf("step %d: an empty heap keeps its last top", step)
+		}
 		if !h.Verify(index) || h.Len() != len(live) {
 			t.Fatalf("step %d: invariant broken (len %d, want %d)", step, h.Len(), len(live))
 		}
