@@ -55,7 +55,7 @@ type job struct {
 	kind     startKind
 	guessed  bool      // its estimate was the type's default cost, not learned
 	inGrace  bool      // has an entry in the grace queue
-	idx      int32     // handle in a lane heap, or position in the run (by heap), a park list or the running list
+	idx      int32     // handle in a lane heap or its key's parked heap; position in the run, a slot's waiters or the running list
 	uidx     int32     // handle in typ.aged, -1 when absent
 	start    int64     // start time, µs
 	estimate float64   // cost estimate at start, seconds

@@ -9,15 +9,18 @@ package iheap
 // Keyed is an indexed binary min-heap whose entries carry their sort key
 // inline. When an item's key changes, its owner calls Fix with the new key.
 //
-// An item's handle is given to it once, when it is pushed, and stays the
-// same while it is in the heap: sifts update the heap's position table,
-// not the item. With large heaps of pointers, that saves a cache miss per
-// comparison (the key is inline) and one per level moved (the position is
-// in the table, which is small and hot, not in a cold item).
+// An item is given a handle through setHandle when it is pushed. Sifts do
+// not change it: they update the heap's position table, not the item.
+// With large heaps of pointers, that saves a cache miss per comparison
+// (the key is inline) and one per level moved (the position is in the
+// table, which is small and hot, not in a cold item). The one exception
+// is a Remove or Pop that shrinks the heap: it renumbers every handle,
+// through setHandle, so a caller must read an item's handle afresh from
+// wherever setHandle keeps it, never hold one across a removal.
 //
-// Invariant, for every 0 < i < Len(): !less(key(i), key((i-1)/2)),
-// pos[handle(i)] == i, and the item at i was last given handle(i). The
-// handles not in use form a free list, so the table never holds more
+// Invariant, for every 0 <= i < Len(): pos[handle(i)] == i, the item at i
+// was last given handle(i), and, for i > 0, !less(key(i), key((i-1)/2)).
+// The handles not in use form a free list, so the table never holds more
 // entries than the heap has held items at once. Verify checks all of it.
 //
 // The zero value is not usable: make one with NewKeyed.
@@ -123,7 +126,8 @@ func (h *Keyed[K, T]) removeAt(i int) T {
 
 // shrink reallocates a heap that has fallen below a quarter of its
 // capacity, and renumbers its handles 0..n-1 so that the position table
-// shrinks with it. Amortised O(1): it follows at least 3n removals.
+// shrinks with it. Amortised O(1): since the heap last grew to this
+// capacity it was at least half full, so at least n removals came since.
 func (h *Keyed[K, T]) shrink() {
 	h.items = append([]keyed[K, T](nil), h.items...)
 	h.pos = make([]int32, len(h.items), cap(h.items))
@@ -172,7 +176,7 @@ func (h *Keyed[K, T]) childLess(i int, k K) bool {
 // handle returns an item's recorded handle. For tests. O(n).
 func (h *Keyed[K, T]) Verify(handle func(T) int) bool {
 	for i, e := range h.items {
-		if handle(e.x) != int(e.h) || int(e.h) >= len(h.pos) || h.pos[e.h] != int32(i) {
+		if handle(e.x) != int(e.h) || e.h < 0 || int(e.h) >= len(h.pos) || h.pos[e.h] != int32(i) {
 			return false
 		}
 		if i > 0 && h.less(e.key, h.items[(i-1)/2].key) {

@@ -95,6 +95,26 @@ func TestShrinkRenumbers(t *testing.T) {
 		if len(h.pos) > 64 {
 			t.Fatalf("round %d: position table kept %d entries for %d items", round, len(h.pos), h.Len())
 		}
+		// The renumbered handles must still reach their items.
+		for _, x := range live {
+			x.key = rng.IntN(100)
+			h.Fix(x.idx, x.key)
+			if !h.Verify(index) {
+				t.Fatalf("round %d: Fix after renumbering broke the heap", round)
+			}
+		}
+		for h.Len() > 5 {
+			x := h.Pop()
+			for _, y := range live {
+				if y != x && y.idx >= 0 && y.key < x.key {
+					t.Fatalf("round %d: popped key %d while %d remains", round, x.key, y.key)
+				}
+			}
+			live = slices.DeleteFunc(live, func(y *item) bool { return y == x })
+			if !h.Verify(index) {
+				t.Fatalf("round %d: Pop after renumbering broke the heap", round)
+			}
+		}
 	}
 }
 
@@ -130,7 +150,7 @@ func BenchmarkFIFO(b *testing.B) {
 }
 
 // BenchmarkRandomRemove keeps 100,000 items with random keys and, per
-// operation, removes one at a random position and pushes it back.
+// operation, removes one by a random handle and pushes it back.
 func BenchmarkRandomRemove(b *testing.B) {
 	const n = 100000
 	rng := rand.New(rand.NewPCG(1, 2))
