@@ -83,7 +83,10 @@ func byAgedKey(a, b *job) bool { return a.agedOrder().before(b.agedOrder()) }
 
 // fixedOrder packs "highest base priority, then oldest" into one word:
 // (100-base) in the top byte, the submission number below (2^56 jobs).
-func (j *job) fixedOrder() uint64 { return uint64(100-j.base)<<56 | j.seq }
+// fixedRank takes it apart again.
+func (j *job) fixedOrder() uint64 { return uint64(100-j.base)<<fixedSeqBits | j.seq }
+
+const fixedSeqBits = 56
 
 // agedOrder is the urgent order: the aged key A, highest first, then the
 // submission number.
@@ -224,11 +227,11 @@ func (a rank) before(b rank) bool { return a.eff > b.eff || (a.eff == b.eff && a
 
 // fixedRank returns the rank of a fixed-phase job from its fixedOrder.
 func (p *agingParams) fixedRank(key uint64) rank {
-	base := int64(100 - key>>56)
+	base := int64(100 - key>>fixedSeqBits)
 	if p.on {
 		base *= p.interval
 	}
-	return rank{base, key & (1<<56 - 1)}
+	return rank{base, key & (1<<fixedSeqBits - 1)}
 }
 
 // graceQueue holds jobs in submission order until their grace period ends,
