@@ -62,13 +62,16 @@ func (p *agingParams) scaledScore(base int, sub, now int64) int64 {
 	if !p.pastGrace(sub, now) {
 		return int64(base) * p.interval
 	}
-	return p.agedKey(base, sub) + p.step*(now-p.grace)
+	return p.agedScore(p.agedKey(base, sub), now)
 }
+
+// agedScore returns score*I at now, uncapped, of an aged job with key a.
+func (p *agingParams) agedScore(a, now int64) int64 { return a + p.step*(now-p.grace) }
 
 // reached reports whether an aged job with key a has a score of at least
 // level at now.
 func (p *agingParams) reached(a, now, level int64) bool {
-	return a+p.step*(now-p.grace) >= level*p.interval
+	return p.agedScore(a, now) >= level*p.interval
 }
 
 // isUrgent reports whether a job is urgent at now: its grace period is over

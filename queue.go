@@ -207,7 +207,7 @@ func (l *lane) head(p *agingParams, now int64) (*job, rank) {
 	}
 	if p.on {
 		if j, key, ok := l.rising.TopKey(); ok {
-			consider(j, rank{key.a + p.step*(now-p.grace), key.seq})
+			consider(j, rank{p.agedScore(key.a, now), key.seq})
 		}
 		if j, seq, ok := l.capped.TopKey(); ok {
 			consider(j, rank{p.maxEff * p.interval, seq})
