@@ -27,7 +27,7 @@ package iheap
 type Keyed[K, T any] struct {
 	items []keyed[K, T]
 	// pos maps a handle in use to its item's position. A free handle's
-	// entry holds the next free handle, encoded as -2-next (so -1 ends the
+	// entry holds the next free handle, encoded by freeLink (-1 ends the
 	// list); free is the first free handle plus one, 0 when there is none.
 	pos  []int32
 	free int32
@@ -78,18 +78,34 @@ func (h *Keyed[K, T]) At(i int) (T, K) { return h.items[i].x, h.items[i].key }
 // Push adds x with key k and gives it a handle through setHandle.
 // O(log n), amortised O(1) allocation.
 func (h *Keyed[K, T]) Push(k K, x T) {
-	var hd int32
-	if h.free > 0 {
-		hd = h.free - 1
-		h.free = -2 - h.pos[hd] + 1
-	} else {
-		hd = int32(len(h.pos))
-		h.pos = append(h.pos, 0)
-	}
+	hd := h.takeHandle()
 	h.items = append(h.items, keyed[K, T]{})
 	h.setHandle(x, int(hd))
 	h.up(len(h.items)-1, keyed[K, T]{k, x, hd})
 }
+
+// takeHandle returns a free handle, the first on the free list or a new
+// one at the end of the table.
+func (h *Keyed[K, T]) takeHandle() int32 {
+	if h.free == 0 {
+		h.pos = append(h.pos, 0)
+		return int32(len(h.pos) - 1)
+	}
+	hd := h.free - 1
+	h.free = freeLink(h.pos[hd]) + 1
+	return hd
+}
+
+// releaseHandle puts hd at the front of the free list.
+func (h *Keyed[K, T]) releaseHandle(hd int32) {
+	h.pos[hd] = freeLink(h.free - 1)
+	h.free = hd + 1
+}
+
+// freeLink converts between a free handle's successor on the free list (-1
+// for none) and its entry in the position table, which is negative so that
+// it is never taken for a position. It is its own inverse.
+func freeLink(x int32) int32 { return -2 - x }
 
 // Pop removes and returns the item with the smallest key. O(log n). It
 // panics if the heap is empty.
@@ -115,8 +131,7 @@ func (h *Keyed[K, T]) removeAt(i int) T {
 	if n == 0 {
 		h.top = keyed[K, T]{} // hold no pointer to a removed item
 	}
-	h.pos[e.h] = -2 - (h.free - 1)
-	h.free = e.h + 1
+	h.releaseHandle(e.h)
 	h.setHandle(e.x, -1)
 	if cap(h.items) > 64 && len(h.items) < cap(h.items)/4 {
 		h.shrink()
@@ -190,7 +205,7 @@ func (h *Keyed[K, T]) Verify(handle func(T) int) bool {
 		}
 	}
 	free := 0
-	for f := h.free - 1; f >= 0; f = -2 - h.pos[f] {
+	for f := h.free - 1; f >= 0; f = freeLink(h.pos[f]) {
 		if int(f) >= len(h.pos) || h.pos[f] >= 0 || free > len(h.pos) {
 			return false
 		}
