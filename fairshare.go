@@ -291,9 +291,7 @@ func (s *Scheduler) setKeyLocked(name string, change func(KeyConfig) KeyConfig) 
 	k := s.keys[name]
 	if k != nil && k.idle && s.nowLocked()-k.idleSince >= s.idleTTL {
 		// Idle past its TTL: as good as forgotten, so configured afresh.
-		s.unidleLocked(k)
-		delete(s.keys, name)
-		s.keysForgotten++
+		s.forgetKeyLocked(k)
 		k = nil
 	}
 	old := resolveKey(s.cfg.DefaultKey)
@@ -411,8 +409,13 @@ func (s *Scheduler) unidleLocked(k *keyState) {
 // O(1) per key.
 func (s *Scheduler) forgetIdleLocked(now int64) {
 	for k := s.idleHead; k != nil && now-k.idleSince >= s.idleTTL; k = s.idleHead {
-		s.unidleLocked(k)
-		delete(s.keys, k.name)
-		s.keysForgotten++
+		s.forgetKeyLocked(k)
 	}
+}
+
+// forgetKeyLocked drops an idle key's record.
+func (s *Scheduler) forgetKeyLocked(k *keyState) {
+	s.unidleLocked(k)
+	delete(s.keys, k.name)
+	s.keysForgotten++
 }
