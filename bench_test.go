@@ -221,6 +221,35 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
+// BenchmarkAllocationEvents measures a RunSync on a new key with an event
+// hook and a configured key, so that the key's arrival and departure each
+// recompute the configured key's allocation, while 10,000 keys that have
+// finished their work are remembered. The allocations are computed over the
+// keys with work only, so the idle keys must not cost anything.
+func BenchmarkAllocationEvents(b *testing.B) {
+	s := benchScheduler(b, Config{
+		MaxConcurrency: 16,
+		Keys:           map[string]KeyConfig{"configured": {Weight: 2}},
+		OnEvent:        func(Event) {},
+		EventBuffer:    1 << 16,
+	})
+	ctx := context.Background()
+	names := make([]string, 10000)
+	for i := range names {
+		names[i] = fmt.Sprintf("key-%d", i)
+		if err := s.RunSync(ctx, Job{Key: names[i]}, noop); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.RunSync(ctx, Job{Key: names[i%len(names)]}, noop); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // benchSteadyState fills the queue with n jobs over keys keys, then times
 // operations that each submit one job, finish the oldest running one and
 // dispatch, so the queue stays at n.

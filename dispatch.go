@@ -380,6 +380,7 @@ func (s *Scheduler) endLocked(j *job, err error, now int64) {
 		s.deactivateLocked(f)
 	}
 	if k.pending == 0 && k.running == 0 {
+		s.unbusyLocked(k)
 		s.idleLocked(k, now)
 		s.emitAllocationLocked(k, ReasonKeyDrained)
 	}

@@ -285,15 +285,22 @@ func (s *Scheduler) recordCancelLocked(j *job, err error, now int64) {
 // emitAllocationLocked reports changes of the configured keys' allocations
 // after key k started or stopped having work, or was reconfigured. It is
 // called on those transitions only, not as queues grow and shrink, and only
-// with a hook and configured keys: computing allocations is O(k log k) in
-// the busy keys.
+// with a hook and configured keys: computing allocations is O(b log b) in
+// the busy keys b.
+//
+// Only busy keys and k can have changed: a configured key's allocation
+// falls to 0 when it drains, and that is reported then, with k the key.
 func (s *Scheduler) emitAllocationLocked(k *keyState, reason AllocationReason) {
 	if s.events == nil || s.nconfigured == 0 {
 		return
 	}
 	alloc := s.allocationsLocked()
 	now := s.nowLocked()
-	for _, other := range s.keys {
+	report := s.busy
+	if k.busyIdx < 0 {
+		report = append(report[:len(report):len(report)], k)
+	}
+	for _, other := range report {
 		if !other.configured {
 			continue
 		}

@@ -37,6 +37,8 @@ type keyState struct {
 	parked iheap.Keyed[agedOrder, *job]
 	kpIdx  int
 
+	busyIdx int // position in Scheduler.busy, -1 when the key has no work
+
 	idleSince        int64 // µs; valid while idle
 	idlePrev, idleNx *keyState
 	idle             bool // on the idle list
@@ -122,7 +124,7 @@ func (s *Scheduler) keyLocked(name string) *keyState {
 	if k := s.keys[name]; k != nil {
 		return k
 	}
-	k := &keyState{name: name, cfg: resolveKey(s.cfg.DefaultKey), kpIdx: -1}
+	k := &keyState{name: name, cfg: resolveKey(s.cfg.DefaultKey), kpIdx: -1, busyIdx: -1}
 	k.parked = iheap.NewKeyed(agedOrder.before, jobSetIdx)
 	s.keys[name] = k
 	return k
@@ -370,6 +372,23 @@ func (s *Scheduler) rebuildReservingLocked() {
 		}
 	}
 	sort.Slice(s.reserving, func(i, j int) bool { return s.reserving[i].name < s.reserving[j].name })
+}
+
+// busyLocked adds a key that has just got work to Scheduler.busy. O(1).
+func (s *Scheduler) busyLocked(k *keyState) {
+	k.busyIdx = len(s.busy)
+	s.busy = append(s.busy, k)
+}
+
+// unbusyLocked takes a key that has run out of work out of
+// Scheduler.busy. O(1).
+func (s *Scheduler) unbusyLocked(k *keyState) {
+	last := len(s.busy) - 1
+	moved := s.busy[last]
+	s.busy[k.busyIdx], moved.busyIdx = moved, k.busyIdx
+	s.busy[last] = nil
+	s.busy = s.busy[:last]
+	k.busyIdx = -1
 }
 
 // idleLocked puts a key with nothing queued or running on the idle list,

@@ -71,6 +71,7 @@ type Scheduler struct {
 	anyKey    *keyState    // the empty key, "": kept for good
 	tiers     []*tierState // highest first
 	keys      map[string]*keyState
+	busy      []*keyState                       // keys with work queued or running, in no order
 	reserving []*keyState                       // keys with MinSlots, by name
 	keyParked iheap.Keyed[agedOrder, *keyState] // uncapped keys with parked jobs, by their first
 	conflicts map[conflictKey]*conflictSlot
@@ -343,6 +344,7 @@ func (s *Scheduler) enqueueLocked(j *job, desc Job, now int64) error {
 	t.pending++
 	s.recordSubmitLocked(j, now)
 	if k.pending == 1 && k.running == 0 {
+		s.busyLocked(k)
 		s.emitAllocationLocked(k, ReasonRebalance) // the key has work again
 	}
 	if s.npending == 1 && s.keyParked.Len() == 0 && s.admissibleLocked(j) {

@@ -238,21 +238,19 @@ func keyStats(k *keyState, alloc float64) KeyStats {
 // slots as a key with work, whatever the length of its queue. It changes
 // when keys start or stop having work or are reconfigured; a key using
 // more than its allocation is using capacity others left idle.
+// O(b log b) in the busy keys b; keys without work are not looked at.
 func (s *Scheduler) allocationsLocked() map[*keyState]float64 {
-	var keys []*keyState
-	var demands []AllocationDemand
-	for _, k := range s.keys {
-		if d := k.running + k.pending; d > 0 {
-			if s.cfg.MaxConcurrency > 0 {
-				d = s.cfg.MaxConcurrency // able to use any share
-			}
-			keys = append(keys, k)
-			demands = append(demands, AllocationDemand{Weight: k.cfg.Weight, MinSlots: k.cfg.MinSlots, Limit: k.cfg.MaxConcurrency, Demand: d})
+	demands := make([]AllocationDemand, len(s.busy))
+	for i, k := range s.busy {
+		d := k.running + k.pending
+		if s.cfg.MaxConcurrency > 0 {
+			d = s.cfg.MaxConcurrency // able to use any share
 		}
+		demands[i] = AllocationDemand{Weight: k.cfg.Weight, MinSlots: k.cfg.MinSlots, Limit: k.cfg.MaxConcurrency, Demand: d}
 	}
-	out := make(map[*keyState]float64, len(keys))
+	out := make(map[*keyState]float64, len(s.busy))
 	for i, a := range Allocate(s.cfg.MaxConcurrency, demands) {
-		out[keys[i]] = a
+		out[s.busy[i]] = a
 	}
 	return out
 }

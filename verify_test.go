@@ -100,7 +100,16 @@ func (s *Scheduler) verifyLocked() error {
 	pendingFlow := map[*flow]int{}
 	pendingType := map[*typeState]int{}
 	parkedKey := 0
+	busy := 0
 	for _, k := range s.keys {
+		if k.running+k.pending > 0 {
+			busy++
+			if k.busyIdx < 0 || k.busyIdx >= len(s.busy) || s.busy[k.busyIdx] != k {
+				return fmt.Errorf("key %q: has work but is not at its place in the busy keys", k.name)
+			}
+		} else if k.busyIdx >= 0 {
+			return fmt.Errorf("key %q: has no work but is listed busy", k.name)
+		}
 		if keyRun[k] != k.running {
 			return fmt.Errorf("key %q: running %d, counted %d", k.name, k.running, keyRun[k])
 		}
@@ -251,6 +260,9 @@ func (s *Scheduler) verifyLocked() error {
 	}
 	if queued != s.nqueued {
 		return fmt.Errorf("nqueued %d, counted %d", s.nqueued, queued)
+	}
+	if busy != len(s.busy) {
+		return fmt.Errorf("%d keys listed busy, %d have work", len(s.busy), busy)
 	}
 	if parkedConflict != s.parkedConflict || parkedKey != s.parkedKey {
 		return fmt.Errorf("parked conflict %d/%d key %d/%d", parkedConflict, s.parkedConflict, parkedKey, s.parkedKey)
