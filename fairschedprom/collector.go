@@ -2,6 +2,7 @@ package fairschedprom
 
 import (
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/fairsched/fairsched"
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,7 @@ type Option func(*options)
 type options struct {
 	namespace   string
 	constLabels prometheus.Labels
+	busiest     bool
 }
 
 // WithNamespace sets the prefix of every metric name; the default is
@@ -27,11 +29,22 @@ func WithConstLabels(l prometheus.Labels) Option {
 	return func(o *options) { o.constLabels = l }
 }
 
+// WithBusiestKeys also gives the per-key metrics a series for each
+// unconfigured key that Stats.Keys lists: the fairsched.MaxListedKeys
+// busiest. Which keys those are changes with load, so over time every key
+// that was ever among the busiest gets series of its own, and the number of
+// series is bounded only by the number of keys. Use it when keys come from
+// a small, known set; by default only configured keys are labelled.
+func WithBusiestKeys() Option {
+	return func(o *options) { o.busiest = true }
+}
+
 // Collector is a prometheus.Collector for one Scheduler. It holds no state
 // between scrapes: each Collect reads Scheduler.Stats once and turns that
 // view into constant metrics. Safe for concurrent scrapes.
 type Collector struct {
-	s *fairsched.Scheduler
+	s       *fairsched.Scheduler
+	busiest bool
 
 	queueWait, jobDuration *prometheus.Desc
 
@@ -57,7 +70,7 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	c := &Collector{s: s}
+	c := &Collector{s: s, busiest: o.busiest}
 	desc := func(name, help string, labels ...string) *prometheus.Desc {
 		d := prometheus.NewDesc(prometheus.BuildFQName(o.namespace, "", name), help, labels, o.constLabels)
 		c.all = append(c.all, d)
@@ -78,7 +91,7 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 		"Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting.",
 		"tier", "type", "outcome")
 	c.rejected = desc("jobs_rejected_total",
-		"Submissions refused because the queue or the key's pending limit was full, by tier and job type.", tierType...)
+		"Submissions of a known job type refused because the queue or the key's pending limit was full or the scheduler was closed, by tier and job type.", tierType...)
 	c.byEffective = desc("jobs_started_by_effective_priority_total",
 		"Jobs that got a slot, by their effective priority at start in bands of ten.", "effective_priority")
 	c.promotions = desc("aging_promotions_total",
@@ -108,7 +121,7 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 		"Cost estimates, one per (job type, ID), the scheduler remembers.")
 
 	c.keyWeight = desc("key_weight",
-		"Weight of the fairness key; only configured and the busiest other keys are listed.", "key")
+		"Weight of the fairness key; only configured keys are listed, unless the collector lists the busiest others too.", "key")
 	c.keyAllocation = desc("key_allocation_slots",
 		"Weighted max-min fair share of the slots allocated to the key, given the keys with work.", "key")
 	c.keyUtilisation = desc("key_utilisation_ratio",
@@ -147,10 +160,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- histogram(c.jobDuration, st.JobDuration)
 
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+		ch <- constMetric(d, prometheus.CounterValue, float64(v), labels)
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		ch <- constMetric(d, prometheus.GaugeValue, v, labels)
 	}
 
 	counter(c.submitted, st.Submitted)
@@ -179,17 +192,39 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.keysTracked, float64(st.KeysTracked))
 	gauge(c.costEstimates, float64(st.CostEstimates))
 
-	// Stats.Keys is bounded: configured keys plus MaxListedKeys others.
+	// Label the configured keys (and, if asked, the busiest others that
+	// Stats.Keys lists). A key that is not valid UTF-8 cannot be a label
+	// value, so it is counted with the others rather than failing the
+	// scrape.
+	other := st.OtherKeys
 	for _, k := range st.Keys {
+		if !(k.Configured || c.busiest) || !utf8.ValidString(k.Key) {
+			if k.Running+k.Queued > 0 {
+				other.Keys++
+				other.Running += k.Running
+				other.Queued += k.Queued
+			}
+			continue
+		}
 		gauge(c.keyWeight, k.Weight, k.Key)
 		gauge(c.keyAllocation, k.Allocation, k.Key)
 		gauge(c.keyUtilisation, k.Utilisation, k.Key)
 		gauge(c.keyRunning, float64(k.Running), k.Key)
 		gauge(c.keyQueued, float64(k.Queued), k.Key)
 	}
-	gauge(c.otherKeys, float64(st.OtherKeys.Keys))
-	gauge(c.otherRunning, float64(st.OtherKeys.Running))
-	gauge(c.otherQueued, float64(st.OtherKeys.Queued))
+	gauge(c.otherKeys, float64(other.Keys))
+	gauge(c.otherRunning, float64(other.Running))
+	gauge(c.otherQueued, float64(other.Queued))
+}
+
+// constMetric is prometheus.MustNewConstMetric without the panic: a metric
+// that cannot be built fails its own scrape with the reason.
+func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels []string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
 }
 
 // effectiveBands labels Stats.EffectiveAtStart: [i] counts priorities

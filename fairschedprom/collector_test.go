@@ -78,7 +78,7 @@ func scenario(t *testing.T, mid func(*Collector)) *Collector {
 		Keys:       map[string]fairsched.KeyConfig{"alice": {Weight: 2}},
 		DefaultKey: fairsched.KeyConfig{MaxPending: 1},
 	})
-	c := NewCollector(s)
+	c := NewCollector(s, WithBusiestKeys()) // bob and carol are not configured
 
 	gateA, gateB, gateC := make(chan error), make(chan error), make(chan error)
 	a := submit(t, s, fairsched.Job{Type: "build", Key: "alice"}, gated(gateA))
@@ -124,7 +124,7 @@ fairsched_queued_jobs{tier="1",type="build"} 0
 # HELP fairsched_parked_jobs Queued jobs waiting on a conflicting job or their key's concurrency cap.
 # TYPE fairsched_parked_jobs gauge
 fairsched_parked_jobs 0
-# HELP fairsched_key_weight Weight of the fairness key; only configured and the busiest other keys are listed.
+# HELP fairsched_key_weight Weight of the fairness key; only configured keys are listed, unless the collector lists the busiest others too.
 # TYPE fairsched_key_weight gauge
 fairsched_key_weight{key="alice"} 2
 fairsched_key_weight{key="bob"} 1
@@ -186,7 +186,7 @@ fairsched_jobs_finished_total{outcome="failed",tier="0",type="index"} 1
 fairsched_jobs_finished_total{outcome="cancelled",tier="1",type="build"} 0
 fairsched_jobs_finished_total{outcome="completed",tier="1",type="build"} 1
 fairsched_jobs_finished_total{outcome="failed",tier="1",type="build"} 0
-# HELP fairsched_jobs_rejected_total Submissions refused because the queue or the key's pending limit was full, by tier and job type.
+# HELP fairsched_jobs_rejected_total Submissions of a known job type refused because the queue or the key's pending limit was full or the scheduler was closed, by tier and job type.
 # TYPE fairsched_jobs_rejected_total counter
 fairsched_jobs_rejected_total{tier="0",type=""} 0
 fairsched_jobs_rejected_total{tier="0",type="index"} 1
@@ -434,14 +434,28 @@ fairsched_jobs_submitted_total 400
 }
 
 // TestKeyLabelsBounded keeps 1,000 distinct ephemeral keys busy and checks
-// that key labels stay within the configured keys plus MaxListedKeys, with
-// the rest summed up in fairsched_other_keys*.
+// that only the configured keys carry key labels, the rest being summed up
+// in fairsched_other_keys*; and that WithBusiestKeys adds at most
+// MaxListedKeys of the others.
 func TestKeyLabelsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opts   []Option
+		listed int // unconfigured keys labelled, at most
+	}{
+		{"default", nil, 0},
+		{"WithBusiestKeys", []Option{WithBusiestKeys()}, fairsched.MaxListedKeys},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testKeyLabelsBounded(t, tc.opts, tc.listed) })
+	}
+}
+
+func testKeyLabelsBounded(t *testing.T, opts []Option, maxListed int) {
 	const slots, clients = 8, 1000
 	configured := map[string]fairsched.KeyConfig{"alice": {Weight: 2}, "bob": {}}
 	s := newScheduler(t, fairsched.Config{MaxConcurrency: slots, Keys: configured})
 	reg := prometheus.NewPedanticRegistry()
-	if err := Register(reg, s); err != nil {
+	if err := Register(reg, s, opts...); err != nil {
 		t.Fatal(err)
 	}
 
@@ -473,15 +487,15 @@ func TestKeyLabelsBounded(t *testing.T) {
 			}
 		}
 	}
-	if limit := len(configured) + fairsched.MaxListedKeys; len(keys) > limit {
-		t.Errorf("%d distinct key label values, more than %d configured + %d listed", len(keys), len(configured), fairsched.MaxListedKeys)
-	}
 	for name := range configured {
 		if !keys[name] {
 			t.Errorf("configured key %q has no series", name)
 		}
 	}
 	listed := len(keys) - len(configured)
+	if listed > maxListed || maxListed > 0 && listed == 0 {
+		t.Errorf("%d unconfigured keys labelled, want 1 to %d", listed, maxListed)
+	}
 	if got, want := sum(mfs["fairsched_other_keys"]), float64(clients-listed); got != want {
 		t.Errorf("fairsched_other_keys = %v, want %v", got, want)
 	}
@@ -497,5 +511,34 @@ func TestKeyLabelsBounded(t *testing.T) {
 	close(release)
 	for _, h := range hs {
 		<-h.Done()
+	}
+}
+
+// TestKeyNotUTF8 checks that keys whose names cannot be label values,
+// configured or not, are counted with the other keys and do not fail the
+// scrape, whatever the options.
+func TestKeyNotUTF8(t *testing.T) {
+	for _, opts := range [][]Option{nil, {WithBusiestKeys()}} {
+		s := newScheduler(t, fairsched.Config{MaxConcurrency: 1, Keys: map[string]fairsched.KeyConfig{"bad-\xfe": {}}})
+		reg := prometheus.NewPedanticRegistry()
+		if err := Register(reg, s, opts...); err != nil {
+			t.Fatal(err)
+		}
+		gate := make(chan error)
+		h1 := submit(t, s, fairsched.Job{Key: "tenant-\xff"}, gated(gate))
+		h2 := submit(t, s, fairsched.Job{Key: "bad-\xfe"}, gated(gate))
+		mfs := families(t, reg) // fails the test if Gather fails
+		if got := sum(mfs["fairsched_other_keys"]); got != 2 {
+			t.Errorf("fairsched_other_keys = %v, want 2", got)
+		}
+		if got := sum(mfs["fairsched_other_keys_running_jobs"]) + sum(mfs["fairsched_other_keys_queued_jobs"]); got != 2 {
+			t.Errorf("other keys' jobs = %v, want 2", got)
+		}
+		if n := len(mfs["fairsched_key_running_jobs"].GetMetric()); n != 0 {
+			t.Errorf("%d key series for keys that are not UTF-8", n)
+		}
+		close(gate)
+		<-h1.Done()
+		<-h2.Done()
 	}
 }

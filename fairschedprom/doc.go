@@ -31,14 +31,16 @@
 // outcome are bounded by the scheduler's configuration. Fairness keys are
 // not: a service may key by client address or tenant, and thousands of
 // keys come and go. The per-key metrics (fairsched_key_*) therefore carry a
-// key label only for the keys that Stats.Keys lists: the configured keys
-// (Config.Keys and keys set at run time) plus at most
-// fairsched.MaxListedKeys of the busiest other keys. The remaining busy keys
-// are summed up, without a key label, in fairsched_other_keys,
-// fairsched_other_keys_running_jobs and fairsched_other_keys_queued_jobs.
-// Which unconfigured keys are listed changes with load, so a key's series
-// may come and go between scrapes; configure a key to give it a steady
-// series.
+// key label only for the configured keys (Config.Keys and keys set at run
+// time), whose number the service controls. Every other key with work is
+// summed up, without a key label, in fairsched_other_keys,
+// fairsched_other_keys_running_jobs and fairsched_other_keys_queued_jobs;
+// so is a key whose name is not valid UTF-8, which cannot be a label value.
+//
+// WithBusiestKeys also labels the busiest unconfigured keys, up to
+// fairsched.MaxListedKeys per scrape. Which keys those are changes with
+// load, so over time each key that was ever among them gets series of its
+// own: use it only when the keys come from a small set.
 //
 // # Metrics
 //
@@ -49,7 +51,7 @@
 //	fairsched_jobs_submitted_total               counter    jobs accepted into the queue
 //	fairsched_jobs_started_total                 counter    {tier, type}
 //	fairsched_jobs_finished_total                counter    {tier, type, outcome="completed|failed|cancelled"}
-//	fairsched_jobs_rejected_total                counter    {tier, type}: submissions refused with ErrQueueFull
+//	fairsched_jobs_rejected_total                counter    {tier, type}: submissions refused (queue or key limit full, closed)
 //	fairsched_jobs_started_by_effective_priority_total
 //	                                             counter    {effective_priority="0-9", ..., "90-99", "100"}
 //	fairsched_aging_promotions_total             counter    jobs that started above their base priority

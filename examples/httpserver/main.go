@@ -160,7 +160,10 @@ func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 		return summary{}, err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(fairschedprom.NewCollector(sched))
+	// The clients here are a handful, so each gets series of its own. A
+	// service keyed by client address would leave WithBusiestKeys out and
+	// configure the keys it wants to watch.
+	reg.MustRegister(fairschedprom.NewCollector(sched, fairschedprom.WithBusiestKeys()))
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
