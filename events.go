@@ -15,7 +15,7 @@ const (
 	EventStarted                                // a job got a slot
 	EventFinished                               // a job ended; see Outcome
 	EventRejected                               // a submission was refused: queue full, closed, unknown type
-	EventAged                                   // a job started above its base priority
+	EventAged                                   // a job started above its base priority, or as urgent
 	EventAllocationChanged                      // a configured key's fair allocation changed
 )
 

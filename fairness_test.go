@@ -550,6 +550,7 @@ func TestFairShareValidation(t *testing.T) {
 			require.Errorf(t, err, "SetKeyWeight(a, %v)", w)
 			assert.Contains(t, err.Error(), "must be positive")
 		}
+		require.ErrorContains(t, s.SetKeyWeight("a", 1e-310), "must be at least")
 		require.Error(t, s.SetKey("a", KeyConfig{Weight: -3}))
 		assert.Equal(t, 2.0, fairKeyStats(t, s, "a").Weight, "rejected changes leave the weight as it was")
 		require.NoError(t, s.SetKeyWeight("a", 0.5))

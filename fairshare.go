@@ -282,6 +282,9 @@ func (s *Scheduler) SetKeyWeight(name string, weight float64) error {
 	if !(weight > 0) || math.IsInf(weight, 0) {
 		return fmt.Errorf("fairsched: key %q: weight %v must be positive", name, weight)
 	}
+	if weight < MinWeight {
+		return fmt.Errorf("fairsched: key %q: weight %v must be at least %v", name, weight, MinWeight)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.setKeyLocked(name, func(c KeyConfig) KeyConfig { c.Weight = weight; return c })
@@ -322,7 +325,9 @@ func (s *Scheduler) setKeyLocked(name string, change func(KeyConfig) KeyConfig) 
 }
 
 // ResetKeys returns every fairness key to Config.DefaultKey: equal weights,
-// no reservations, the default caps. Virtual times are kept.
+// no reservations, the default caps. Virtual times are kept. The keys of
+// Config.Keys are reset too: none is configured afterwards, so, like any
+// other key, each is forgotten once it has been idle for IdleTTL.
 func (s *Scheduler) ResetKeys() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"time"
+	"unicode/utf8"
 )
 
 // Priorities run from 0 to 100, higher first. Values outside the range are
@@ -74,7 +75,7 @@ type TypeConfig struct {
 // weight 1, no reservation, no cap, no pending limit.
 type KeyConfig struct {
 	// Weight is the key's relative share of capacity within a tier; 0 means
-	// 1. Must not be negative.
+	// 1. Otherwise it must be at least MinWeight.
 	Weight float64
 	// MinSlots is a reservation: up to this many of the key's jobs start
 	// ahead of fair share and are not charged to its fair-share clock.
@@ -155,9 +156,12 @@ type Config struct {
 	// reservations: capacity another tier leaves idle is used.
 	TierLimits map[Tier]int
 	// Types registers job types at construction; see also RegisterType.
+	// Names must be valid UTF-8 (they are metric labels), and not "": the
+	// default type, for jobs that name none, is always there as it is.
 	Types map[string]TypeConfig
-	// Keys configures fairness keys by name. Configured keys are never
-	// forgotten and may carry reservations.
+	// Keys configures fairness keys by name. Configured keys may carry
+	// reservations and are never forgotten, until ResetKeys unconfigures
+	// them.
 	Keys map[string]KeyConfig
 	// DefaultKey is the configuration of every key not in Keys. It may not
 	// reserve slots.
@@ -253,6 +257,13 @@ func (c *Config) validate() error {
 
 func (tc TypeConfig) validate(name string) error {
 	var errs []error
+	if name == "" {
+		// The default type exists from the start, with the defaults.
+		return errors.New(`fairsched: job type "": the default job type cannot be configured or registered; give the type a name`)
+	}
+	if !utf8.ValidString(name) {
+		errs = append(errs, fmt.Errorf("fairsched: job type %q: the name is not valid UTF-8", name))
+	}
 	if tc.MaxConcurrency < 0 {
 		errs = append(errs, fmt.Errorf("fairsched: job type %q: MaxConcurrency is %d; it must be 0 (no cap) or positive", name, tc.MaxConcurrency))
 	}
@@ -264,8 +275,11 @@ func (tc TypeConfig) validate(name string) error {
 
 func (kc KeyConfig) validate(what string) error {
 	var errs []error
-	if kc.Weight < 0 || math.IsNaN(kc.Weight) || math.IsInf(kc.Weight, 0) {
+	switch {
+	case kc.Weight < 0 || math.IsNaN(kc.Weight) || math.IsInf(kc.Weight, 0):
 		errs = append(errs, fmt.Errorf("fairsched: %s.Weight is %v; it must be positive (or 0 for the default 1)", what, kc.Weight))
+	case kc.Weight > 0 && kc.Weight < MinWeight:
+		errs = append(errs, fmt.Errorf("fairsched: %s.Weight is %v; it must be at least %v", what, kc.Weight, MinWeight))
 	}
 	if kc.MinSlots < 0 {
 		errs = append(errs, fmt.Errorf("fairsched: %s.MinSlots is %d; it must not be negative", what, kc.MinSlots))
@@ -316,6 +330,11 @@ func (a AgingConfig) validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// MinWeight is the smallest weight a key may have. A key's virtual time
+// grows by cost/weight; below this, one job could push it past any other
+// key's for good, or, for tiny enough weights, to infinity.
+const MinWeight = 1e-9
 
 func clampPriority(p int) int {
 	switch {

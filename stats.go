@@ -95,8 +95,8 @@ type Stats struct {
 
 	Tiers []TierStats // highest tier first
 	Types []TypeStats // by name
-	// Keys lists the configured keys and up to MaxListedKeys others, the
-	// busiest first; OtherKeys sums up the rest.
+	// Keys lists the configured keys and the MaxListedKeys busiest others,
+	// sorted by name; OtherKeys sums up the rest of the keys with work.
 	Keys      []KeyStats
 	OtherKeys KeySummary
 }
@@ -156,7 +156,8 @@ type KeySummary struct {
 }
 
 // Stats returns the scheduler's statistics. It takes the lock for
-// O(types + keys) time.
+// O(t log t + k + b log b) time, for t types, k keys remembered and b keys
+// with work.
 func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
