@@ -1,6 +1,7 @@
 package fairsched
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -94,10 +95,13 @@ type Event struct {
 type eventSink struct {
 	ch      chan Event
 	dropped atomic.Uint64
-	once    sync.Once
-	done    chan struct{}
-	logger  *slog.Logger
-	stopped bool // guarded by Scheduler.mu: no more sends, ch may be closed
+	// unfinished counts the events sent and not yet delivered: queued, or
+	// in the hook.
+	unfinished atomic.Int64
+	once       sync.Once
+	done       chan struct{}
+	logger     *slog.Logger
+	stopped    bool // guarded by Scheduler.mu: no more sends, ch may be closed
 }
 
 func newEventSink(hook func(Event), size int, logger *slog.Logger) *eventSink {
@@ -110,6 +114,7 @@ func newEventSink(hook func(Event), size int, logger *slog.Logger) *eventSink {
 		warned := false
 		for ev := range e.ch {
 			e.deliver(hook, ev)
+			e.unfinished.Add(-1)
 			// Warn here, off the scheduler's lock: the logger is user code.
 			if !warned && e.logger != nil && e.dropped.Load() > 0 {
 				e.logger.Warn("fairsched: event hook is falling behind; dropping events")
@@ -135,25 +140,38 @@ func (e *eventSink) send(ev Event) {
 	if e.stopped {
 		return
 	}
+	e.unfinished.Add(1)
 	select {
 	case e.ch <- ev:
 	default:
+		e.unfinished.Add(-1)
 		e.dropped.Add(1)
 	}
 }
 
-// closeEvents stops event delivery once the queued events are delivered
-// and waits for the hook to return. Later events are discarded.
-func (s *Scheduler) closeEvents() {
+// closeEvents stops event delivery once the events already sent are
+// delivered, and waits for that. Later events are discarded. If ctx ends
+// first, it returns ctx.Err() and delivery goes on, unless every event was
+// delivered already: then it waits for the goroutine, which is ending.
+func (s *Scheduler) closeEvents(ctx context.Context) error {
 	e := s.events
 	if e == nil {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	e.stopped = true
 	s.mu.Unlock()
 	e.once.Do(func() { close(e.ch) })
-	<-e.done
+	if e.unfinished.Load() == 0 {
+		<-e.done
+		return nil
+	}
+	select {
+	case <-e.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (e *eventSink) droppedCount() uint64 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,4 +206,29 @@ func TestPanickingHookIsLogged(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.Contains(t, buf.String(), "event hook panicked")
 	require.Contains(t, buf.String(), "hook bug")
+}
+
+// Shutdown's ctx bounds its wait for the hook too; Close then waits for
+// the events to be delivered.
+func TestShutdownCtxBoundsEventDelivery(t *testing.T) {
+	entered, block := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	s, err := New(Config{MaxConcurrency: 1, OnEvent: func(Event) {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-block
+		}
+	}})
+	require.NoError(t, err)
+	require.NoError(t, s.RunSync(context.Background(), Job{}, noop)) // submitted, started, finished
+	<-entered
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, s.Shutdown(ctx), context.Canceled, "the hook holds the first event, two are queued")
+
+	close(block)
+	require.NoError(t, s.Close())
+	require.EqualValues(t, 3, calls.Load(), "Close delivers the queued events")
+	require.EqualValues(t, 0, s.Stats().EventsDropped)
 }

@@ -431,11 +431,13 @@ func (s *Scheduler) work(j *job) {
 }
 
 // Shutdown stops new work (which gets ErrClosed) and waits until every
-// queued and running job has ended, then returns nil. Queued work still
-// starts as usual. If ctx ends first, Shutdown returns ctx.Err() and leaves
-// the remaining work running; call Close to stop it and release the
-// scheduler's goroutines. Shutdown may be called more than once, and with
-// Close.
+// queued and running job has ended and the OnEvent hook has been given
+// every event, then returns nil. Queued work still starts as usual. If ctx
+// ends first, Shutdown returns ctx.Err() and leaves the remaining work
+// running and the events being delivered; call Close to stop them and
+// release the scheduler's goroutines. Shutdown may be called more than
+// once, and with Close, but not from a job or the OnEvent hook: it would
+// wait for itself.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
@@ -451,13 +453,15 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.wg.Wait()
-	s.closeEvents()
-	return nil
+	return s.closeEvents(ctx)
 }
 
 // Close stops new work, ends every queued job with ErrClosed, cancels the
-// contexts of running jobs and waits for them to return. It is safe to
-// call more than once; it returns nil.
+// contexts of running jobs and waits for them to return, and for the
+// OnEvent hook to be given the events sent before (a hook that never
+// returns keeps Close waiting, as a job that ignores its context does). It
+// is safe to call more than once, but not from a job or the hook, for
+// which it would wait. It returns nil.
 func (s *Scheduler) Close() error {
 	s.mu.Lock()
 	s.closing, s.closed = true, true
@@ -488,8 +492,7 @@ func (s *Scheduler) Close() error {
 	s.mu.Unlock()
 	<-idle
 	s.wg.Wait()
-	s.closeEvents()
-	return nil
+	return s.closeEvents(context.Background())
 }
 
 // idleChanLocked returns a channel closed once nothing is pending or
