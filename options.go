@@ -114,7 +114,11 @@ type AgingConfig struct {
 	MaxEffective int
 	// UrgentThreshold is the score at which a job becomes urgent; 0 means
 	// jobs never become urgent (and the starvation bound does not hold
-	// across keys and tiers). It may exceed 100.
+	// across keys and tiers). It may exceed 100, and usually should: a job
+	// whose base priority is at or above it is urgent as soon as its grace
+	// period ends, so it goes before tiers, weights and reservations after
+	// waiting only GracePeriod. Above MaxEffective, only jobs that have
+	// waited longer than any fresh job could become urgent.
 	UrgentThreshold int
 }
 
