@@ -206,18 +206,34 @@ func BenchmarkAging(b *testing.B) {
 func BenchmarkScale(b *testing.B) {
 	for _, n := range []int{1000, 1000000} {
 		b.Run("queued-"+count(n), func(b *testing.B) {
-			cfg := Config{
-				MaxConcurrency: 64,
-				TierLimits:     map[Tier]int{Background: 48},
-				Types: map[string]TypeConfig{
-					"fg":     {Tier: Foreground},
-					"bg":     {Tier: Background, MaxConcurrency: 32},
-					"repack": {Tier: Background, MaxConcurrency: 8, ConflictGroup: "git"},
-				},
-				Aging: AgingConfig{GracePeriod: 10 * time.Second, Interval: time.Second, Step: 1, MaxEffective: 90, UrgentThreshold: 200},
-			}
-			benchSteadyState(b, cfg, n, 10000, []string{"fg", "bg", "repack"})
+			benchSteadyState(b, scaleConfig(), n, 10000, []string{"fg", "bg", "repack"})
 		})
+	}
+}
+
+// BenchmarkScaleKeys is Scale/queued-1M over fewer keys, 100 and 1,000
+// instead of 10,000. The queue, the heaps and the mix are the same; what
+// shrinks is the per-key state (key records, flows, lanes, the type-wide
+// and tier heaps over them), until it stays in cache. The difference from
+// Scale/queued-1M is what the misses on that state cost.
+func BenchmarkScaleKeys(b *testing.B) {
+	for _, keys := range []int{100, 1000} {
+		b.Run("keys-"+count(keys), func(b *testing.B) {
+			benchSteadyState(b, scaleConfig(), 1000000, keys, []string{"fg", "bg", "repack"})
+		})
+	}
+}
+
+func scaleConfig() Config {
+	return Config{
+		MaxConcurrency: 64,
+		TierLimits:     map[Tier]int{Background: 48},
+		Types: map[string]TypeConfig{
+			"fg":     {Tier: Foreground},
+			"bg":     {Tier: Background, MaxConcurrency: 32},
+			"repack": {Tier: Background, MaxConcurrency: 8, ConflictGroup: "git"},
+		},
+		Aging: AgingConfig{GracePeriod: 10 * time.Second, Interval: time.Second, Step: 1, MaxEffective: 90, UrgentThreshold: 200},
 	}
 }
 
