@@ -2,6 +2,7 @@ package fairsched
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -205,8 +206,15 @@ func (s *Scheduler) recordSubmitLocked(j *job, now int64) {
 func (s *Scheduler) rejectLocked(d Job, t *typeState, err error, now int64) error {
 	s.counters.rejected++
 	ev := Event{Kind: EventRejected, Time: s.timeOf(now), Type: d.Type, ID: d.ID, Key: d.Key, Err: err}
+	switch {
+	case t == nil:
+		s.counters.rejectedUnknownType++
+	case errors.Is(err, ErrClosed):
+		t.stats.rejectedClosed++
+	default:
+		t.stats.rejectedFull++
+	}
 	if t != nil {
-		t.stats.rejected++
 		ev.Tier = t.cfg.Tier
 	}
 	if s.events != nil {

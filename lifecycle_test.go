@@ -249,7 +249,7 @@ func TestGoexitInJobReleasesSlot(t *testing.T) {
 }
 
 // Every refusal counted in Stats.Rejected (unknown type, closed) produces
-// an EventRejected, not only a full queue.
+// an EventRejected, not only a full queue, and is counted under its reason.
 func TestRejectedEventForEveryRefusal(t *testing.T) {
 	var mu sync.Mutex
 	var rejected int
@@ -292,6 +292,12 @@ func TestRejectedEventForEveryRefusal(t *testing.T) {
 	defer mu.Unlock()
 	if st.Rejected != uint64(rejected) {
 		t.Fatalf("Stats.Rejected = %d but %d EventRejected were delivered", st.Rejected, rejected)
+	}
+	// By reason: one unknown type, one closed (of the default type).
+	def := st.Types[0]
+	if st.RejectedUnknownType != 1 || def.Name != "" || def.RejectedClosed != 1 || def.RejectedFull != 0 || def.Rejected != 1 || st.Rejected != 2 {
+		t.Fatalf("rejections: %d in all, %d unknown type; default type %d (%d full, %d closed); want 2, 1; 1 (0, 1)",
+			st.Rejected, st.RejectedUnknownType, def.Rejected, def.RejectedFull, def.RejectedClosed)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 // counters are the scheduler's cumulative counts. Guarded by Scheduler.mu.
 type counters struct {
 	submitted, completed, failed, cancelled, rejected uint64
+	rejectedUnknownType                               uint64
 	highCompleted, lowCompleted                       uint64
 	promotions, urgentStarts, reservedStarts          uint64
 	excess                                            uint64
@@ -20,7 +21,8 @@ type counters struct {
 
 // typeCounters are one job type's cumulative counts.
 type typeCounters struct {
-	started, completed, failed, cancelled, rejected uint64
+	started, completed, failed, cancelled uint64
+	rejectedFull, rejectedClosed          uint64
 }
 
 // HistogramBuckets are the upper bounds, in seconds, of the queue-wait and
@@ -73,6 +75,9 @@ type Stats struct {
 	Failed    uint64 // ran and returned an error or panicked
 	Cancelled uint64 // left without running: Handle.Cancel or the caller's context while queued, or Close (a running job that returns an error after its context was cancelled counts as Failed)
 	Rejected  uint64 // submissions refused: queue full, closed, unknown type
+	// RejectedUnknownType counts the refusals with ErrUnknownType, which
+	// belong to no type's counts.
+	RejectedUnknownType uint64
 
 	HighPriorityCompleted uint64 // completed with base priority >= 75
 	LowPriorityCompleted  uint64 // completed with base priority < 25
@@ -123,7 +128,11 @@ type TypeStats struct {
 	Completed uint64
 	Failed    uint64
 	Cancelled uint64
-	Rejected  uint64 // refusals of jobs of this type (queue full or closed)
+	Rejected  uint64 // refusals of jobs of this type: RejectedFull + RejectedClosed
+	// RejectedFull counts refusals with ErrQueueFull: the queue or the
+	// key's MaxPending was full. RejectedClosed counts refusals with
+	// ErrClosed, after Shutdown or Close began.
+	RejectedFull, RejectedClosed uint64
 }
 
 // KeyStats describes one fairness key.
@@ -165,7 +174,7 @@ func (s *Scheduler) Stats() Stats {
 	st := Stats{
 		Active: s.nrunning, Queued: s.npending, Parked: s.parkedConflict + s.parkedKey,
 		Submitted: c.submitted, Completed: c.completed, Failed: c.failed,
-		Cancelled: c.cancelled, Rejected: c.rejected,
+		Cancelled: c.cancelled, Rejected: c.rejected, RejectedUnknownType: c.rejectedUnknownType,
 		HighPriorityCompleted: c.highCompleted, LowPriorityCompleted: c.lowCompleted,
 		AgingPromotions: c.promotions, UrgentStarts: c.urgentStarts,
 		ReservedStarts: c.reservedStarts, ExcessRedistributed: c.excess,
@@ -188,7 +197,8 @@ func (s *Scheduler) Stats() Stats {
 			Name: name, Tier: t.cfg.Tier, Limit: t.cfg.MaxConcurrency,
 			Running: t.running, Queued: t.pending,
 			Started: t.stats.started, Completed: t.stats.completed, Failed: t.stats.failed,
-			Cancelled: t.stats.cancelled, Rejected: t.stats.rejected,
+			Cancelled: t.stats.cancelled, Rejected: t.stats.rejectedFull + t.stats.rejectedClosed,
+			RejectedFull: t.stats.rejectedFull, RejectedClosed: t.stats.rejectedClosed,
 		})
 	}
 	alloc := s.allocationsLocked()

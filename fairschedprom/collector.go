@@ -49,6 +49,7 @@ type Collector struct {
 	queueWait, jobDuration *prometheus.Desc
 
 	submitted, started, finished, rejected, byEffective *prometheus.Desc
+	rejectedUnknown                                     *prometheus.Desc
 	promotions, urgent, reserved, excess                *prometheus.Desc
 	eventsDropped, keysForgotten, costsForgotten        *prometheus.Desc
 
@@ -91,7 +92,10 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 		"Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting.",
 		"tier", "type", "outcome")
 	c.rejected = desc("jobs_rejected_total",
-		"Submissions of a known job type refused because the queue or the key's pending limit was full or the scheduler was closed, by tier and job type.", tierType...)
+		"Submissions of a known job type refused, by tier, job type and reason: queue_full (the queue or the key's pending limit) or closed.",
+		"tier", "type", "reason")
+	c.rejectedUnknown = desc("jobs_rejected_unknown_type_total",
+		"Submissions refused because they named a job type that is not registered.")
 	c.byEffective = desc("jobs_started_by_effective_priority_total",
 		"Jobs that got a slot, by their effective priority at start in bands of ten.", "effective_priority")
 	c.promotions = desc("aging_promotions_total",
@@ -167,6 +171,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	counter(c.submitted, st.Submitted)
+	counter(c.rejectedUnknown, st.RejectedUnknownType)
 	counter(c.promotions, st.AgingPromotions)
 	counter(c.urgent, st.UrgentStarts)
 	counter(c.reserved, st.ReservedStarts)
@@ -184,7 +189,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.finished, t.Completed, tier, t.Name, fairsched.OutcomeCompleted.String())
 		counter(c.finished, t.Failed, tier, t.Name, fairsched.OutcomeFailed.String())
 		counter(c.finished, t.Cancelled, tier, t.Name, fairsched.OutcomeCancelled.String())
-		counter(c.rejected, t.Rejected, tier, t.Name)
+		counter(c.rejected, t.RejectedFull, tier, t.Name, "queue_full")
+		counter(c.rejected, t.RejectedClosed, tier, t.Name, "closed")
 		gauge(c.running, float64(t.Running), tier, t.Name)
 		gauge(c.queued, float64(t.Queued), tier, t.Name)
 	}

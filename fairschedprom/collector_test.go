@@ -65,6 +65,7 @@ func submit(t *testing.T, s *fairsched.Scheduler, job fairsched.Job, fn func(con
 //	     E is cancelled.
 //	t=2  A completes; C starts after waiting 2s.
 //	t=3  B fails after 3s; C completes after 1s.
+//	     A job of an unknown type is refused; Shutdown; a build is refused.
 func scenario(t *testing.T, mid func(*Collector)) *Collector {
 	t.Helper()
 	clk := clock.NewFake(t0)
@@ -103,6 +104,16 @@ func scenario(t *testing.T, mid func(*Collector)) *Collector {
 	gateC <- nil
 	<-b.Done()
 	<-cj.Done()
+
+	if _, err := s.Submit(fairsched.Job{Type: "nope"}, gated(nil)); !errors.Is(err, fairsched.ErrUnknownType) {
+		t.Fatalf("submission of an unknown type: got %v, want ErrUnknownType", err)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Submit(fairsched.Job{Type: "build"}, gated(nil)); !errors.Is(err, fairsched.ErrClosed) {
+		t.Fatalf("submission after Shutdown: got %v, want ErrClosed", err)
+	}
 	return c
 }
 
@@ -186,11 +197,17 @@ fairsched_jobs_finished_total{outcome="failed",tier="0",type="index"} 1
 fairsched_jobs_finished_total{outcome="cancelled",tier="1",type="build"} 0
 fairsched_jobs_finished_total{outcome="completed",tier="1",type="build"} 1
 fairsched_jobs_finished_total{outcome="failed",tier="1",type="build"} 0
-# HELP fairsched_jobs_rejected_total Submissions of a known job type refused because the queue or the key's pending limit was full or the scheduler was closed, by tier and job type.
+# HELP fairsched_jobs_rejected_total Submissions of a known job type refused, by tier, job type and reason: queue_full (the queue or the key's pending limit) or closed.
 # TYPE fairsched_jobs_rejected_total counter
-fairsched_jobs_rejected_total{tier="0",type=""} 0
-fairsched_jobs_rejected_total{tier="0",type="index"} 1
-fairsched_jobs_rejected_total{tier="1",type="build"} 0
+fairsched_jobs_rejected_total{reason="closed",tier="0",type=""} 0
+fairsched_jobs_rejected_total{reason="closed",tier="0",type="index"} 0
+fairsched_jobs_rejected_total{reason="closed",tier="1",type="build"} 1
+fairsched_jobs_rejected_total{reason="queue_full",tier="0",type=""} 0
+fairsched_jobs_rejected_total{reason="queue_full",tier="0",type="index"} 1
+fairsched_jobs_rejected_total{reason="queue_full",tier="1",type="build"} 0
+# HELP fairsched_jobs_rejected_unknown_type_total Submissions refused because they named a job type that is not registered.
+# TYPE fairsched_jobs_rejected_unknown_type_total counter
+fairsched_jobs_rejected_unknown_type_total 1
 # HELP fairsched_jobs_started_by_effective_priority_total Jobs that got a slot, by their effective priority at start in bands of ten.
 # TYPE fairsched_jobs_started_by_effective_priority_total counter
 fairsched_jobs_started_by_effective_priority_total{effective_priority="0-9"} 0
@@ -261,6 +278,7 @@ fairsched_other_keys 0
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
 		"fairsched_jobs_submitted_total", "fairsched_jobs_started_total",
 		"fairsched_jobs_finished_total", "fairsched_jobs_rejected_total",
+		"fairsched_jobs_rejected_unknown_type_total",
 		"fairsched_jobs_started_by_effective_priority_total",
 		"fairsched_aging_promotions_total", "fairsched_urgent_starts_total",
 		"fairsched_running_jobs", "fairsched_queue_wait_seconds", "fairsched_job_duration_seconds",

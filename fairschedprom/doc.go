@@ -51,7 +51,8 @@
 //	fairsched_jobs_submitted_total               counter    jobs accepted into the queue
 //	fairsched_jobs_started_total                 counter    {tier, type}
 //	fairsched_jobs_finished_total                counter    {tier, type, outcome="completed|failed|cancelled"}
-//	fairsched_jobs_rejected_total                counter    {tier, type}: submissions refused (queue or key limit full, closed)
+//	fairsched_jobs_rejected_total                counter    {tier, type, reason="queue_full|closed"}: submissions refused
+//	fairsched_jobs_rejected_unknown_type_total   counter    submissions naming a job type not registered
 //	fairsched_jobs_started_by_effective_priority_total
 //	                                             counter    {effective_priority="0-9", ..., "90-99", "100"}
 //	fairsched_aging_promotions_total             counter    jobs that started above their base priority
