@@ -115,12 +115,12 @@ func newEventSink(hook func(Event), size int, logger *slog.Logger) *eventSink {
 		warned := false
 		for ev := range e.ch {
 			e.deliver(hook, ev)
-			e.unfinished.Add(-1)
 			// Warn here, off the scheduler's lock: the logger is user code.
 			if !warned && e.logger != nil && e.dropped.Load() > 0 {
 				e.logger.Warn("fairsched: event hook is falling behind; dropping events")
 				warned = true
 			}
+			e.unfinished.Add(-1) // after the user code: closeEvents may wait without ctx once it is 0
 		}
 	}()
 	return e

@@ -221,6 +221,29 @@ func TestShutdownOfIdleSchedulerIgnoresExpiredContext(t *testing.T) {
 	}
 }
 
+// The same once events have been sent and all delivered: nothing is left
+// for ctx to bound, so Shutdown waits for the event goroutine to end.
+func TestShutdownAfterEventsDeliveredIgnoresExpiredContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := 0; i < 64; i++ {
+		s, err := New(Config{OnEvent: func(Event) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RunSync(context.Background(), Job{}, noop); err != nil {
+			t.Fatal(err)
+		}
+		for s.events.unfinished.Load() > 0 { // the hook has had all three
+			runtime.Gosched()
+		}
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatalf("round %d: Shutdown = %v after every event was delivered", i, err)
+		}
+		_ = s.Close()
+	}
+}
+
 // A job function that ends its goroutine with runtime.Goexit (t.FailNow in
 // a test) still ends the job and gives its slot back, so Close returns.
 func TestGoexitInJobReleasesSlot(t *testing.T) {

@@ -117,8 +117,8 @@ type AgingConfig struct {
 	// across keys and tiers). It may exceed 100, and usually should: a job
 	// whose base priority is at or above it is urgent as soon as its grace
 	// period ends, so it goes before tiers, weights and reservations after
-	// waiting only GracePeriod. Above MaxEffective, only jobs that have
-	// waited longer than any fresh job could become urgent.
+	// waiting only GracePeriod. Above 100, only jobs that have waited
+	// longer than their grace period become urgent.
 	UrgentThreshold int
 }
 
@@ -160,8 +160,9 @@ type Config struct {
 	// reservations: capacity another tier leaves idle is used.
 	TierLimits map[Tier]int
 	// Types registers job types at construction; see also RegisterType.
-	// Names must be valid UTF-8 (they are metric labels), and not "": the
-	// default type, for jobs that name none, is always there as it is.
+	// Names must be valid UTF-8 (they are metric labels). The default
+	// type "", for jobs that name none, is always there with the zero
+	// TypeConfig, and cannot be configured otherwise.
 	Types map[string]TypeConfig
 	// Keys configures fairness keys by name. Configured keys may carry
 	// reservations and are never forgotten, until ResetKeys unconfigures
@@ -261,10 +262,6 @@ func (c *Config) validate() error {
 
 func (tc TypeConfig) validate(name string) error {
 	var errs []error
-	if name == "" {
-		// The default type exists from the start, with the defaults.
-		return errors.New(`fairsched: job type "": the default job type cannot be configured or registered; give the type a name`)
-	}
 	if !utf8.ValidString(name) {
 		errs = append(errs, fmt.Errorf("fairsched: job type %q: the name is not valid UTF-8", name))
 	}

@@ -434,8 +434,9 @@ func (s *Scheduler) work(j *job) {
 // queued and running job has ended and the OnEvent hook has been given
 // every event, then returns nil. Queued work still starts as usual. If ctx
 // ends first, Shutdown returns ctx.Err() and leaves the remaining work
-// running and the events being delivered; call Close to stop them and
-// release the scheduler's goroutines. Shutdown may be called more than
+// running and the events being delivered; call Close to stop the work and
+// release the scheduler's goroutines (Close still hands the hook the
+// events already queued). Shutdown may be called more than
 // once, and with Close, but not from a job or the OnEvent hook: it would
 // wait for itself.
 func (s *Scheduler) Shutdown(ctx context.Context) error {

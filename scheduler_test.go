@@ -452,7 +452,7 @@ func TestConfigValidation(t *testing.T) {
 		"reservation over cap": {Config{Keys: map[string]KeyConfig{"a": {MinSlots: 3, MaxConcurrency: 2}}}, "MinSlots 3 is more than its MaxConcurrency 2"},
 		"alpha":                {Config{CostAlpha: 1.5}, "CostAlpha is 1.5"},
 		"aging half set":       {Config{Aging: AgingConfig{Step: 10}}, "Step is set but Interval is 0"},
-		"default type":         {Config{Types: map[string]TypeConfig{"": {Tier: Background}}}, "the default job type cannot be configured"},
+		"default type":         {Config{Types: map[string]TypeConfig{"": {MaxConcurrency: 1}}}, "the default job type cannot be configured"},
 		"type not UTF-8":       {Config{Types: map[string]TypeConfig{"x\xff": {}}}, "not valid UTF-8"},
 		"subnormal weight":     {Config{Keys: map[string]KeyConfig{"a": {Weight: 1e-310}}}, "must be at least 1e-09"},
 	} {
@@ -479,7 +479,8 @@ func TestJobTypes(t *testing.T) {
 	require.NoError(t, s.RegisterType("clone", TypeConfig{Tier: Foreground}), "same config: no-op")
 	require.ErrorContains(t, s.RegisterType("clone", TypeConfig{Tier: Background}), "already registered with a different configuration")
 	require.ErrorContains(t, s.RegisterType("bad", TypeConfig{MaxConcurrency: -1}), "MaxConcurrency is -1")
-	require.ErrorContains(t, s.RegisterType("", TypeConfig{}), "the default job type cannot be configured or registered")
+	require.NoError(t, s.RegisterType("", TypeConfig{}), "the default type as it is: no-op")
+	require.ErrorContains(t, s.RegisterType("", TypeConfig{Tier: Foreground}), "the default job type cannot be configured")
 	require.NoError(t, s.RegisterType("repack", TypeConfig{MaxConcurrency: 2, ConflictGroup: "git"}))
 	require.NoError(t, s.RunSync(context.Background(), Job{Type: "repack", ID: "r"}, func(context.Context) error { return nil }))
 	require.EqualValues(t, 2, s.Stats().Rejected)

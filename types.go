@@ -61,8 +61,11 @@ func (s *Scheduler) RegisterType(name string, c TypeConfig) error {
 
 func (s *Scheduler) registerTypeLocked(name string, c TypeConfig) error {
 	if t := s.types[name]; t != nil {
-		if t.cfg == c {
+		switch {
+		case t.cfg == c:
 			return nil
+		case name == "":
+			return errors.New(`fairsched: job type "": the default job type cannot be configured; give the type a name`)
 		}
 		return fmt.Errorf("fairsched: job type %q is already registered with a different configuration", name)
 	}

@@ -224,7 +224,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // constMetric is prometheus.MustNewConstMetric without the panic: a metric
-// that cannot be built fails its own scrape with the reason.
+// that cannot be built is reported as an error by the registry's Gather
+// (which promhttp turns into a failed scrape by default), not as a panic
+// in Collect. Label values are kept valid above, so this is a backstop.
 func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels []string) prometheus.Metric {
 	m, err := prometheus.NewConstMetric(d, t, v, labels...)
 	if err != nil {

@@ -155,15 +155,19 @@ func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 			"request": {Tier: fairsched.Foreground, DefaultCost: cfg.Work},
 		},
 		DefaultKey: fairsched.KeyConfig{MaxPending: cfg.MaxPending},
+		// Configured keys get series of their own in /metrics; every other
+		// key (any client address) is summed up, so clients cannot grow
+		// the number of series.
+		Keys: map[string]fairsched.KeyConfig{
+			"greedy": {MaxPending: cfg.MaxPending},
+			"polite": {MaxPending: cfg.MaxPending},
+		},
 	})
 	if err != nil {
 		return summary{}, err
 	}
 	reg := prometheus.NewRegistry()
-	// The clients here are a handful, so each gets series of its own. A
-	// service keyed by client address would leave WithBusiestKeys out and
-	// configure the keys it wants to watch.
-	reg.MustRegister(fairschedprom.NewCollector(sched, fairschedprom.WithBusiestKeys()))
+	reg.MustRegister(fairschedprom.NewCollector(sched))
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
