@@ -211,10 +211,9 @@ func (s *Scheduler) rejectLocked(d Job, t *typeState, err error, now int64) erro
 		s.counters.rejectedUnknownType++
 	case errors.Is(err, ErrClosed):
 		t.stats.rejectedClosed++
-	default:
+		ev.Tier = t.cfg.Tier
+	default: // ErrQueueFull
 		t.stats.rejectedFull++
-	}
-	if t != nil {
 		ev.Tier = t.cfg.Tier
 	}
 	if s.events != nil {

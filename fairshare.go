@@ -2,7 +2,6 @@ package fairsched
 
 import (
 	"fmt"
-	"math"
 	"sort"
 
 	"github.com/fairsched/fairsched/internal/iheap"
@@ -279,11 +278,8 @@ func (s *Scheduler) SetKey(name string, c KeyConfig) error {
 // SetKeyWeight changes the weight of fairness key name, keeping the rest
 // of its configuration. The weight must be positive.
 func (s *Scheduler) SetKeyWeight(name string, weight float64) error {
-	if !(weight > 0) || math.IsInf(weight, 0) {
-		return fmt.Errorf("fairsched: key %q: weight %v must be positive", name, weight)
-	}
-	if weight < MinWeight {
-		return fmt.Errorf("fairsched: key %q: weight %v must be at least %v", name, weight, MinWeight)
+	if problem := weightProblem(weight); problem != "" {
+		return fmt.Errorf("fairsched: key %q: weight %v %s", name, weight, problem)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

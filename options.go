@@ -276,11 +276,10 @@ func (tc TypeConfig) validate(name string) error {
 
 func (kc KeyConfig) validate(what string) error {
 	var errs []error
-	switch {
-	case kc.Weight < 0 || math.IsNaN(kc.Weight) || math.IsInf(kc.Weight, 0):
-		errs = append(errs, fmt.Errorf("fairsched: %s.Weight is %v; it must be positive (or 0 for the default 1)", what, kc.Weight))
-	case kc.Weight > 0 && kc.Weight < MinWeight:
-		errs = append(errs, fmt.Errorf("fairsched: %s.Weight is %v; it must be at least %v", what, kc.Weight, MinWeight))
+	if kc.Weight != 0 {
+		if problem := weightProblem(kc.Weight); problem != "" {
+			errs = append(errs, fmt.Errorf("fairsched: %s.Weight is %v; it %s (or 0 for the default 1)", what, kc.Weight, problem))
+		}
 	}
 	if kc.MinSlots < 0 {
 		errs = append(errs, fmt.Errorf("fairsched: %s.MinSlots is %d; it must not be negative", what, kc.MinSlots))
@@ -330,6 +329,17 @@ func (a AgingConfig) validate() error {
 		add("is partly set but Step and Interval are 0, so nothing would age")
 	}
 	return errors.Join(errs...)
+}
+
+// weightProblem says what is wrong with a key weight, or "" if nothing.
+func weightProblem(w float64) string {
+	switch {
+	case !(w > 0) || math.IsInf(w, 0):
+		return "must be positive"
+	case w < MinWeight:
+		return fmt.Sprintf("must be at least %v", MinWeight)
+	}
+	return ""
 }
 
 // MinWeight is the smallest weight a key may have. A key's virtual time
