@@ -204,7 +204,6 @@ func (s *Scheduler) recordSubmitLocked(j *job, now int64) {
 // rejectLocked counts and reports a refused submission and returns err.
 // t is nil when the type is unknown.
 func (s *Scheduler) rejectLocked(d Job, t *typeState, err error, now int64) error {
-	s.counters.rejected++
 	ev := Event{Kind: EventRejected, Time: s.timeOf(now), Type: d.Type, ID: d.ID, Key: d.Key, Err: err}
 	switch {
 	case t == nil:

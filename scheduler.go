@@ -436,9 +436,8 @@ func (s *Scheduler) work(j *job) {
 // ends first, Shutdown returns ctx.Err() and leaves the remaining work
 // running and the events being delivered; call Close to stop the work and
 // release the scheduler's goroutines (Close still hands the hook the
-// events already queued). Shutdown may be called more than
-// once, and with Close, but not from a job or the OnEvent hook: it would
-// wait for itself.
+// events already queued). Shutdown may be called more than once, and with
+// Close, but not from a job or the OnEvent hook: it would wait for itself.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true

@@ -10,13 +10,13 @@ import (
 
 // counters are the scheduler's cumulative counts. Guarded by Scheduler.mu.
 type counters struct {
-	submitted, completed, failed, cancelled, rejected uint64
-	rejectedUnknownType                               uint64
-	highCompleted, lowCompleted                       uint64
-	promotions, urgentStarts, reservedStarts          uint64
-	excess                                            uint64
-	wait, duration                                    histogram
-	effective                                         [11]uint64 // started jobs by effective priority / 10
+	submitted, completed, failed, cancelled  uint64
+	rejectedUnknownType                      uint64 // the other refusals are counted by type
+	highCompleted, lowCompleted              uint64
+	promotions, urgentStarts, reservedStarts uint64
+	excess                                   uint64
+	wait, duration                           histogram
+	effective                                [11]uint64 // started jobs by effective priority / 10
 }
 
 // typeCounters are one job type's cumulative counts.
@@ -174,7 +174,7 @@ func (s *Scheduler) Stats() Stats {
 	st := Stats{
 		Active: s.nrunning, Queued: s.npending, Parked: s.parkedConflict + s.parkedKey,
 		Submitted: c.submitted, Completed: c.completed, Failed: c.failed,
-		Cancelled: c.cancelled, Rejected: c.rejected, RejectedUnknownType: c.rejectedUnknownType,
+		Cancelled: c.cancelled, Rejected: c.rejectedUnknownType, RejectedUnknownType: c.rejectedUnknownType,
 		HighPriorityCompleted: c.highCompleted, LowPriorityCompleted: c.lowCompleted,
 		AgingPromotions: c.promotions, UrgentStarts: c.urgentStarts,
 		ReservedStarts: c.reservedStarts, ExcessRedistributed: c.excess,
@@ -200,6 +200,7 @@ func (s *Scheduler) Stats() Stats {
 			Cancelled: t.stats.cancelled, Rejected: t.stats.rejectedFull + t.stats.rejectedClosed,
 			RejectedFull: t.stats.rejectedFull, RejectedClosed: t.stats.rejectedClosed,
 		})
+		st.Rejected += t.stats.rejectedFull + t.stats.rejectedClosed
 	}
 	alloc := s.allocationsLocked()
 	var others []*keyState
