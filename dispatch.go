@@ -103,7 +103,7 @@ func (s *Scheduler) firstUrgentLocked(now int64) *job {
 				continue
 			}
 			j, top, ok := ty.aged.TopKey()
-			if ok && s.aging.reached(top.a, now, s.aging.urgent) && (best == nil || byAgedKey(j, best)) {
+			if ok && s.aging.reached(agedKeyOf(top), now, s.aging.urgent) && (best == nil || byAgedKey(j, best)) {
 				best = j
 			}
 		}

@@ -33,7 +33,7 @@ type keyState struct {
 
 	// parked holds the key's urgent jobs found blocked by its cap, in urgent
 	// order; kpIdx is the key's handle in Scheduler.keyParked.
-	parked iheap.Keyed[agedOrder, *job]
+	parked iheap.Keyed[*job]
 	kpIdx  int
 
 	busyIdx int // position in Scheduler.busy, -1 when the key has no work
@@ -66,26 +66,18 @@ type flow struct {
 	actW    float64 // the key's weight when the flow became active
 }
 
-func flowBefore(a, b *flow) bool { return a.order().before(b.order()) }
+func flowBefore(a, b *flow) bool { return a.order().Less(b.order()) }
 
-// flowOrder is a flow's place in the fair order, (V, stamp), kept inline
-// in the type heaps so that sifting never dereferences a lane or a flow.
-type flowOrder struct {
-	v     float64
-	stamp uint64
-}
+// order is the flow's place in the fair order, (V, stamp), kept inline in
+// the type heaps so that sifting never dereferences a lane or a flow.
+func (f *flow) order() iheap.Key { return iheap.Key{Hi: iheap.Float(f.v), Lo: f.stamp} }
 
-func (a flowOrder) before(b flowOrder) bool {
-	return a.v < b.v || (a.v == b.v && a.stamp < b.stamp)
-}
-
-func (f *flow) order() flowOrder { return flowOrder{f.v, f.stamp} }
+// settledKey is the flow's place in its tier's active heap.
+func (f *flow) settledKey() iheap.Key { return iheap.Key{Hi: iheap.Float(f.settled())} }
 
 // settled returns the flow's virtual time without the default-cost guesses
 // charged for its running jobs. Learned estimates count: they are evidence.
 func (f *flow) settled() float64 { return f.v - f.guessed }
-
-func lessFloat(a, b float64) bool { return a < b }
 
 // tierState is one tier: its cap, its types and its active flows.
 type tierState struct {
@@ -102,7 +94,7 @@ type tierState struct {
 	// would fall behind it once they are refunded (seed 002, scenario 2),
 	// while one placed below an incumbent's learned estimates would burst
 	// past its share.
-	active iheap.Keyed[float64, *flow]
+	active iheap.Keyed[*flow]
 	// activeWeight is the sum of the weights of the active flows.
 	activeWeight float64
 	// floor is the highest such minimum seen: the tier's virtual clock. It
@@ -124,7 +116,7 @@ func (s *Scheduler) keyLocked(name string) *keyState {
 		return k
 	}
 	k := &keyState{name: name, cfg: resolveKey(s.cfg.DefaultKey), kpIdx: -1, busyIdx: -1}
-	k.parked = iheap.NewKeyed(agedOrder.before, jobSetIdx)
+	k.parked = iheap.NewKeyed(jobSetIdx)
 	s.keys[name] = k
 	return k
 }
@@ -170,7 +162,7 @@ func (s *Scheduler) activateLocked(f *flow) {
 		f.v = t.floor
 	}
 	s.stampLocked(f)
-	t.active.Push(f.settled(), f)
+	t.active.Push(f.settledKey(), f)
 	f.actW = f.key.cfg.Weight
 	t.activeWeight += f.actW
 }
@@ -204,7 +196,7 @@ func (s *Scheduler) chargeLocked(f *flow, d, guess, w float64) {
 	}
 	s.stampLocked(f)
 	if f.actIdx >= 0 {
-		f.tier.active.Fix(f.actIdx, f.settled())
+		f.tier.active.Fix(f.actIdx, f.settledKey())
 	}
 	for _, l := range f.lanes {
 		if l.tyIdx >= 0 {

@@ -76,10 +76,12 @@ func jobSetUIdx(j *job, i int) { j.uidx = int32(i) }
 
 // byAgedKey orders aged jobs by score, highest first, then oldest: the
 // urgent order, and the order of rising jobs within a lane.
-func byAgedKey(a, b *job) bool { return a.agedOrder().before(b.agedOrder()) }
+func byAgedKey(a, b *job) bool { return a.agedOrder().Less(b.agedOrder()) }
 
 // The heaps of jobs keep each job's sort key inline (iheap.Keyed), so that
 // sifting through a large queue does not dereference every job it passes.
+// A fixed-phase job's key is its fixedOrder in Hi; an aged job's is its
+// agedOrder; a capped job's is its submission number in Hi.
 
 // fixedOrder packs "highest base priority, then oldest" into one word:
 // (100-base) in the top byte, the submission number below (2^56 jobs).
@@ -88,22 +90,16 @@ func (j *job) fixedOrder() uint64 { return uint64(100-j.base)<<fixedSeqBits | j.
 
 const fixedSeqBits = 56
 
-// agedOrder is the urgent order: the aged key A, highest first, then the
-// submission number.
-type agedOrder struct {
-	a   int64
-	seq uint64
-}
+// agedOrder is the job's place in the urgent order: the aged key A,
+// highest first (Hi holds it complemented), then the submission number.
+func (j *job) agedOrder() iheap.Key { return iheap.Key{Hi: ^iheap.Int(j.agedKey()), Lo: j.seq} }
 
-func (x agedOrder) before(y agedOrder) bool { return x.a > y.a || (x.a == y.a && x.seq < y.seq) }
-
-func (j *job) agedOrder() agedOrder { return agedOrder{j.agedKey(), j.seq} }
+// agedKeyOf returns the aged key A from an agedOrder.
+func agedKeyOf(k iheap.Key) int64 { return iheap.IntOf(^k.Hi) }
 
 // agedKey returns the job's aged order key A (aging.go). It depends only
 // on the base priority and submission time, so it is computed, not kept.
 func (j *job) agedKey() int64 { return j.lane.s.aging.agedKey(int(j.base), j.sub) }
-
-func lessUint64(a, b uint64) bool { return a < b }
 
 // lane holds the queued jobs of one job type for one fairness key, in the
 // order "highest effective priority, then earliest submission", with aging
@@ -122,20 +118,20 @@ type lane struct {
 	typ    *typeState
 	key    *keyState
 	flow   *flow
-	run    sortedRun                    // fixed jobs that arrived in order
-	fixed  iheap.Keyed[uint64, *job]    // the other fixed jobs, by fixedOrder
-	rising iheap.Keyed[agedOrder, *job] // by agedOrder
-	capped iheap.Keyed[uint64, *job]    // by seq
-	n      int                          // queued jobs in the run and the three heaps
-	tyIdx  int                          // handle in typ.lanes, -1 when not ready
+	run    sortedRun         // fixed jobs that arrived in order
+	fixed  iheap.Keyed[*job] // the other fixed jobs, by fixedOrder
+	rising iheap.Keyed[*job] // by agedOrder
+	capped iheap.Keyed[*job] // by seq
+	n      int               // queued jobs in the run and the three heaps
+	tyIdx  int               // handle in typ.lanes, -1 when not ready
 }
 
 func newLane(s *Scheduler, t *typeState, k *keyState, f *flow) *lane {
 	return &lane{
 		s: s, typ: t, key: k, flow: f, tyIdx: -1,
-		fixed:  iheap.NewKeyed(lessUint64, jobSetIdx),
-		rising: iheap.NewKeyed(agedOrder.before, jobSetIdx),
-		capped: iheap.NewKeyed(lessUint64, jobSetIdx),
+		fixed:  iheap.NewKeyed(jobSetIdx),
+		rising: iheap.NewKeyed(jobSetIdx),
+		capped: iheap.NewKeyed(jobSetIdx),
 	}
 }
 
@@ -148,11 +144,11 @@ func (l *lane) insert(p *agingParams, j *job, now int64) {
 			l.run.push(key, j)
 		} else {
 			j.heap = inFixed
-			l.fixed.Push(key, j)
+			l.fixed.Push(iheap.Key{Hi: key}, j)
 		}
 	case p.reached(p.agedKey(int(j.base), j.sub), now, p.maxEff):
 		j.heap = inCapped
-		l.capped.Push(j.seq, j)
+		l.capped.Push(iheap.Key{Hi: j.seq}, j)
 	default:
 		j.heap = inRising
 		l.rising.Push(j.agedOrder(), j)
@@ -184,12 +180,12 @@ func (l *lane) head(p *agingParams, now int64) (*job, rank) {
 	if p.on {
 		for {
 			j, top, ok := l.rising.TopKey()
-			if !ok || !p.reached(top.a, now, p.maxEff) {
+			if !ok || !p.reached(agedKeyOf(top), now, p.maxEff) {
 				break
 			}
 			l.rising.Pop()
 			j.heap = inCapped
-			l.capped.Push(j.seq, j)
+			l.capped.Push(iheap.Key{Hi: j.seq}, j)
 		}
 	}
 	var best *job
@@ -203,14 +199,14 @@ func (l *lane) head(p *agingParams, now int64) (*job, rank) {
 		consider(j, p.fixedRank(key))
 	}
 	if j, key, ok := l.fixed.TopKey(); ok {
-		consider(j, p.fixedRank(key))
+		consider(j, p.fixedRank(key.Hi))
 	}
 	if p.on {
 		if j, key, ok := l.rising.TopKey(); ok {
-			consider(j, rank{p.agedScore(key.a, now), key.seq})
+			consider(j, rank{p.agedScore(agedKeyOf(key), now), key.Lo})
 		}
-		if j, seq, ok := l.capped.TopKey(); ok {
-			consider(j, rank{p.maxEff * p.interval, seq})
+		if j, key, ok := l.capped.TopKey(); ok {
+			consider(j, rank{p.maxEff * p.interval, key.Hi})
 		}
 	}
 	return best, br

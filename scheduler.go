@@ -71,9 +71,9 @@ type Scheduler struct {
 	anyKey    *keyState    // the empty key, "": kept for good
 	tiers     []*tierState // highest first
 	keys      map[string]*keyState
-	busy      []*keyState                       // keys with work queued or running, in no order
-	reserving []*keyState                       // keys with MinSlots, by name
-	keyParked iheap.Keyed[agedOrder, *keyState] // uncapped keys with parked jobs, by their first
+	busy      []*keyState            // keys with work queued or running, in no order
+	reserving []*keyState            // keys with MinSlots, by name
+	keyParked iheap.Keyed[*keyState] // uncapped keys with parked jobs, by their first
 	conflicts map[conflictKey]*conflictSlot
 	costs     costTable
 	grace     graceQueue
@@ -132,7 +132,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.IdleTTL > 0 {
 		s.idleTTL = cfg.IdleTTL.Microseconds()
 	}
-	s.keyParked = iheap.NewKeyed(agedOrder.before, func(k *keyState, i int) { k.kpIdx = i })
+	s.keyParked = iheap.NewKeyed(func(k *keyState, i int) { k.kpIdx = i })
 	for t := range cfg.TierLimits {
 		s.tierLocked(t)
 	}

@@ -385,7 +385,7 @@ func (s *Scheduler) Snapshot() []JobInfo {
 }
 
 // appendInfoLocked appends the jobs of h, in no particular order.
-func appendInfoLocked[K any](s *Scheduler, out []JobInfo, h *iheap.Keyed[K, *job], now int64) []JobInfo {
+func appendInfoLocked(s *Scheduler, out []JobInfo, h *iheap.Keyed[*job], now int64) []JobInfo {
 	for i := 0; i < h.Len(); i++ {
 		j, _ := h.At(i)
 		out = append(out, s.infoLocked(j, now))

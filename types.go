@@ -27,10 +27,10 @@ type typeState struct {
 
 	// lanes holds the ready lanes of this type (queued jobs, key below its
 	// cap) in fair order: by their flow's virtual time.
-	lanes iheap.Keyed[flowOrder, *lane]
+	lanes iheap.Keyed[*lane]
 	// aged holds this type's queued jobs past their grace period in urgent
 	// order; kept only when jobs can become urgent.
-	aged iheap.Keyed[agedOrder, *job]
+	aged iheap.Keyed[*job]
 
 	stats typeCounters
 }
@@ -75,8 +75,8 @@ func (s *Scheduler) registerTypeLocked(name string, c TypeConfig) error {
 		tier:     s.tierLocked(c.Tier),
 		priority: PriorityNormal,
 		cost:     s.defaultCost,
-		lanes:    iheap.NewKeyed(flowOrder.before, func(l *lane, i int) { l.tyIdx = i }),
-		aged:     iheap.NewKeyed(agedOrder.before, jobSetUIdx),
+		lanes:    iheap.NewKeyed(func(l *lane, i int) { l.tyIdx = i }),
+		aged:     iheap.NewKeyed(jobSetUIdx),
 	}
 	if c.DefaultPriority != 0 {
 		t.priority = clampPriority(c.DefaultPriority)
@@ -100,7 +100,7 @@ func (s *Scheduler) tierLocked(level Tier) *tierState {
 	t := &tierState{
 		level:  level,
 		limit:  s.cfg.TierLimits[level],
-		active: iheap.NewKeyed(lessFloat, func(f *flow, i int) { f.actIdx = i }),
+		active: iheap.NewKeyed(func(f *flow, i int) { f.actIdx = i }),
 	}
 	s.tiers = append(s.tiers, t)
 	sort.Slice(s.tiers, func(i, j int) bool { return s.tiers[i].level > s.tiers[j].level })

@@ -2,6 +2,8 @@ package fairsched
 
 import (
 	"fmt"
+
+	"github.com/fairsched/fairsched/internal/iheap"
 )
 
 // verifyLocked checks every invariant of the scheduler's structures and the
@@ -61,8 +63,8 @@ func (s *Scheduler) verifyLocked() error {
 		}
 		for i := 0; i < t.active.Len(); i++ {
 			f, key := t.active.At(i)
-			if key != f.settled() {
-				return fmt.Errorf("tier %d: flow of %q filed at settled V %v, has %v", t.level, f.key.name, key, f.settled())
+			if key != f.settledKey() {
+				return fmt.Errorf("tier %d: flow of %q filed at settled V %v, has %v", t.level, f.key.name, key, f.settledKey())
 			}
 			if f.pending+f.running == 0 {
 				return fmt.Errorf("tier %d: idle flow of key %q is active", t.level, f.key.name)
@@ -193,7 +195,7 @@ func (s *Scheduler) verifyLocked() error {
 			}
 			for i := 0; i < l.fixed.Len(); i++ {
 				j, key := l.fixed.At(i)
-				if j.heap != inFixed || key != j.fixedOrder() {
+				if j.heap != inFixed || key != (iheap.Key{Hi: j.fixedOrder()}) {
 					return fmt.Errorf("job %d misfiled in a fixed heap", j.seq)
 				}
 				jobs = append(jobs, j)
@@ -207,7 +209,7 @@ func (s *Scheduler) verifyLocked() error {
 			}
 			for i := 0; i < l.capped.Len(); i++ {
 				j, key := l.capped.At(i)
-				if j.heap != inCapped || key != j.seq {
+				if j.heap != inCapped || key != (iheap.Key{Hi: j.seq}) {
 					return fmt.Errorf("job %d misfiled in a capped heap", j.seq)
 				}
 				jobs = append(jobs, j)

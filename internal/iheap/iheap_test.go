@@ -1,6 +1,7 @@
 package iheap
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -11,19 +12,60 @@ type item struct {
 	idx int // handle
 }
 
+// keyOf encodes a non-negative int in both words of a Key, tens in Hi and
+// units in Lo, so that the heap's order depends on both.
+func keyOf(x int) Key { return Key{Hi: uint64(x / 10), Lo: uint64(x % 10)} }
+
+// TestEncodingsKeepOrder checks that Float and Int order words as their
+// numbers, and that Key.Less is lexicographic.
+func TestEncodingsKeepOrder(t *testing.T) {
+	floats := []float64{math.Inf(-1), -1e300, -2.5, -1, -1e-300, math.Copysign(0, -1), 0, 1e-300, 1, 2.5, 1e300, math.Inf(1)}
+	for i, x := range floats {
+		for j, y := range floats {
+			if got, want := Float(x) < Float(y), x < y; got != want {
+				t.Errorf("Float(%v) < Float(%v) = %v, want %v (%d, %d)", x, y, got, want, i, j)
+			}
+		}
+	}
+	ints := []int64{math.MinInt64, -5, -1, 0, 1, 5, math.MaxInt64}
+	for _, x := range ints {
+		if IntOf(Int(x)) != x {
+			t.Errorf("IntOf(Int(%d)) = %d", x, IntOf(Int(x)))
+		}
+		for _, y := range ints {
+			if got, want := Int(x) < Int(y), x < y; got != want {
+				t.Errorf("Int(%d) < Int(%d) = %v, want %v", x, y, got, want)
+			}
+		}
+	}
+	for _, c := range []struct {
+		a, b Key
+		want bool
+	}{
+		{Key{1, 9}, Key{2, 0}, true},
+		{Key{2, 0}, Key{1, 9}, false},
+		{Key{1, 1}, Key{1, 2}, true},
+		{Key{1, 2}, Key{1, 2}, false},
+	} {
+		if got := c.a.Less(c.b); got != c.want {
+			t.Errorf("%v.Less(%v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
 // TestRandomOperations applies random pushes, pops, removals and key
 // changes, checking the invariant after each one and the pop order against
 // a sorted model.
 func TestRandomOperations(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	h := NewKeyed(func(a, b int) bool { return a < b }, func(x *item, i int) { x.idx = i })
+	h := NewKeyed(func(x *item, i int) { x.idx = i })
 	var live []*item
 	index := func(x *item) int { return x.idx }
 	for step := 0; step < 20000; step++ {
 		switch op := rng.IntN(10); {
 		case op < 4 || len(live) == 0:
 			x := &item{key: rng.IntN(1000)}
-			h.Push(x.key, x)
+			h.Push(keyOf(x.key), x)
 			live = append(live, x)
 		case op < 6:
 			x := h.Pop()
@@ -45,10 +87,10 @@ func TestRandomOperations(t *testing.T) {
 		default:
 			x := live[rng.IntN(len(live))]
 			x.key = rng.IntN(1000)
-			h.Fix(x.idx, x.key)
+			h.Fix(x.idx, keyOf(x.key))
 		}
-		if x, k, ok := h.TopKey(); ok && x.key != k {
-			t.Fatalf("step %d: TopKey gave an item of key %d with key %d", step, x.key, k)
+		if x, k, ok := h.TopKey(); ok && keyOf(x.key) != k {
+			t.Fatalf("step %d: TopKey gave an item of key %d with key %v", step, x.key, k)
 		}
 		if h.Len() == 0 && h.top.x != nil {
 			t.Fatalf("step %d: an empty heap keeps its last top", step)
@@ -72,13 +114,13 @@ func TestRandomOperations(t *testing.T) {
 // handles still reach their items and the free list adds up.
 func TestShrinkRenumbers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
-	h := NewKeyed(func(a, b int) bool { return a < b }, func(x *item, i int) { x.idx = i })
+	h := NewKeyed(func(x *item, i int) { x.idx = i })
 	index := func(x *item) int { return x.idx }
 	var live []*item
 	for round := 0; round < 3; round++ {
 		for i := 0; i < 1000; i++ {
 			x := &item{key: rng.IntN(100)}
-			h.Push(x.key, x)
+			h.Push(keyOf(x.key), x)
 			live = append(live, x)
 		}
 		for len(live) > 10 {
@@ -98,7 +140,7 @@ func TestShrinkRenumbers(t *testing.T) {
 		// The renumbered handles must still reach their items.
 		for _, x := range live {
 			x.key = rng.IntN(100)
-			h.Fix(x.idx, x.key)
+			h.Fix(x.idx, keyOf(x.key))
 			if !h.Verify(index) {
 				t.Fatalf("round %d: Fix after renumbering broke the heap", round)
 			}
@@ -119,7 +161,7 @@ func TestShrinkRenumbers(t *testing.T) {
 }
 
 func TestTopOfEmpty(t *testing.T) {
-	h := NewKeyed(func(a, b int) bool { return a < b }, func(*item, int) {})
+	h := NewKeyed(func(*item, int) {})
 	if _, ok := h.Top(); ok {
 		t.Fatal("Top of an empty heap reported an item")
 	}
@@ -136,12 +178,12 @@ func BenchmarkFIFO(b *testing.B) {
 	for i := range items {
 		items[i] = &item{key: i}
 	}
-	h := NewKeyed(func(a, b int) bool { return a < b }, func(x *item, i int) { x.idx = i })
+	h := NewKeyed(func(x *item, i int) { x.idx = i })
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i += n {
 		for _, x := range items {
-			h.Push(x.key, x)
+			h.Push(keyOf(x.key), x)
 		}
 		for h.Len() > 0 {
 			h.Pop()
@@ -155,16 +197,16 @@ func BenchmarkRandomRemove(b *testing.B) {
 	const n = 100000
 	rng := rand.New(rand.NewPCG(1, 2))
 	items := make([]*item, n)
-	h := NewKeyed(func(a, b int) bool { return a < b }, func(x *item, i int) { x.idx = i })
+	h := NewKeyed(func(x *item, i int) { x.idx = i })
 	for i := range items {
 		items[i] = &item{key: rng.IntN(1 << 30)}
-		h.Push(items[i].key, items[i])
+		h.Push(keyOf(items[i].key), items[i])
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		x := h.Remove(rng.IntN(n))
 		x.key = rng.IntN(1 << 30)
-		h.Push(x.key, x)
+		h.Push(keyOf(x.key), x)
 	}
 }
