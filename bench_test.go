@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/fairsched/fairsched/internal/clock"
 )
@@ -50,79 +49,6 @@ func BenchmarkRunSync(b *testing.B) {
 				}
 			}
 		})
-	})
-}
-
-// BenchmarkFloor measures, on the machine at hand, the unavoidable parts of
-// the targets of SPEC section 8.
-//
-// What any RunSync that meets SPEC sections 5 and 6 pays before scheduling
-// anything: two clock reads (a job's cost is its observed wall time), one
-// context of its own for fn (fn may keep it after returning), and the lock
-// taken twice.
-//
-// What any Submit with a million jobs queued pays: the record its Handle
-// refers to, allocated while a million such records are live (so the
-// collector's share is included), and a read of the record of a job queued
-// long ago, the one it dispatches, which is not in any cache.
-func BenchmarkFloor(b *testing.B) {
-	b.Run("clock-read", func(b *testing.B) {
-		epoch := time.Now()
-		var sum time.Duration
-		for i := 0; i < b.N; i++ {
-			sum += time.Since(epoch)
-		}
-		runtime.KeepAlive(sum)
-	})
-	b.Run("context-alloc", func(b *testing.B) {
-		b.ReportAllocs()
-		var c *jobContext
-		for i := 0; i < b.N; i++ {
-			c = &jobContext{parent: context.Background()}
-		}
-		runtime.KeepAlive(c)
-	})
-	b.Run("lock-unlock", func(b *testing.B) {
-		var s Scheduler
-		for i := 0; i < b.N; i++ {
-			s.mu.Lock()
-			s.seq++
-			s.mu.Unlock()
-		}
-	})
-	const live = 1000000
-	b.Run("record-alloc-1M-live", func(b *testing.B) {
-		ring := make([]*job, live)
-		for i := range ring {
-			ring[i] = newSubmitJob(noop)
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			ring[i%live] = newSubmitJob(noop)
-		}
-	})
-	b.Run("cold-read-1M", func(b *testing.B) {
-		// A cycle through a million records the size of a Submit's, in
-		// random order: each step's address depends on the last read.
-		type record struct {
-			next *record
-			_    [unsafe.Sizeof(submitted{}) - 8]byte
-		}
-		recs := make([]*record, live)
-		for i := range recs {
-			recs[i] = new(record)
-		}
-		order := rand.New(rand.NewPCG(3, 4)).Perm(live)
-		for i, k := range order {
-			recs[k].next = recs[order[(i+1)%live]]
-		}
-		r := recs[0]
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			r = r.next
-		}
-		runtime.KeepAlive(r)
 	})
 }
 
