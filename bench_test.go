@@ -109,7 +109,8 @@ func BenchmarkHOL(b *testing.B) {
 }
 
 // BenchmarkAging measures one submission plus one dispatch with 100,000
-// jobs of mixed priorities queued, with aging on and off.
+// jobs of mixed priorities queued, with aging on and off. Each job waits
+// about five grace periods, so every one ages before it starts.
 func BenchmarkAging(b *testing.B) {
 	for _, on := range []bool{true, false} {
 		name := "queued-100k"
@@ -121,18 +122,20 @@ func BenchmarkAging(b *testing.B) {
 			if on {
 				cfg.Aging = AgingConfig{GracePeriod: time.Second, Interval: time.Second, Step: 1, MaxEffective: 90, UrgentThreshold: 150}
 			}
-			benchSteadyState(b, cfg, 100000, 1, []string{""})
+			benchSteadyState(b, cfg, 100000, 1, []string{""}, 5*time.Second)
 		})
 	}
 }
 
 // BenchmarkScale measures one submission plus one dispatch with 1,000 and
 // 1,000,000 jobs queued over 10,000 keys, mixed types and priorities, aging
-// on; bytes/job is the heap held per queued job.
+// on; bytes/job is the heap held per queued job. Each job waits about
+// scaleWait, at both sizes, so every job ages before it starts and the
+// most important tenth become urgent on the way (scaleConfig).
 func BenchmarkScale(b *testing.B) {
 	for _, n := range []int{1000, 1000000} {
 		b.Run("queued-"+count(n), func(b *testing.B) {
-			benchSteadyState(b, scaleConfig(), n, 10000, []string{"fg", "bg", "repack"})
+			benchSteadyState(b, scaleConfig(), n, 10000, []string{"fg", "bg", "repack"}, scaleWait)
 		})
 	}
 }
@@ -145,10 +148,15 @@ func BenchmarkScale(b *testing.B) {
 func BenchmarkScaleKeys(b *testing.B) {
 	for _, keys := range []int{100, 1000} {
 		b.Run("keys-"+count(keys), func(b *testing.B) {
-			benchSteadyState(b, scaleConfig(), 1000000, keys, []string{"fg", "bg", "repack"})
+			benchSteadyState(b, scaleConfig(), 1000000, keys, []string{"fg", "bg", "repack"}, scaleWait)
 		})
 	}
 }
+
+// scaleWait is how long a job waits in the Scale benchmarks: three grace
+// periods of scaleConfig. A job aged that long has gained 20 points: the
+// top 20 priorities reach the ceiling, and the top 10 the urgent threshold.
+const scaleWait = 30 * time.Second
 
 func scaleConfig() Config {
 	return Config{
@@ -159,7 +167,7 @@ func scaleConfig() Config {
 			"bg":     {Tier: Background, MaxConcurrency: 32},
 			"repack": {Tier: Background, MaxConcurrency: 8, ConflictGroup: "git"},
 		},
-		Aging: AgingConfig{GracePeriod: 10 * time.Second, Interval: time.Second, Step: 1, MaxEffective: 90, UrgentThreshold: 200},
+		Aging: AgingConfig{GracePeriod: 10 * time.Second, Interval: time.Second, Step: 1, MaxEffective: 90, UrgentThreshold: 110},
 	}
 }
 
@@ -194,8 +202,11 @@ func BenchmarkAllocationEvents(b *testing.B) {
 
 // benchSteadyState fills the queue with n jobs over keys keys, then times
 // operations that each submit one job, finish the oldest running one and
-// dispatch, so the queue stays at n.
-func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string) {
+// dispatch, so the queue stays at n. The clock advances wait/n per job,
+// in the fill too: each job waits about wait, and the queue holds jobs of
+// every age up to it, as it would after running that way for a while.
+func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string, wait time.Duration) {
+	step := wait / time.Duration(n)
 	s := benchScheduler(b, cfg)
 	d := newBenchDriver(b, s)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -224,10 +235,8 @@ func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for i := 0; i < n; i++ {
+		d.clk.Advance(step)
 		d.submit(gen())
-		if i%1024 == 0 {
-			d.clk.Advance(time.Millisecond)
-		}
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
@@ -235,7 +244,7 @@ func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		d.clk.Advance(10 * time.Microsecond)
+		d.clk.Advance(step)
 		d.submit(gen())
 		d.finishOldest(1)
 		d.dispatch()
