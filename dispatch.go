@@ -1,5 +1,7 @@
 package fairsched
 
+import "context"
+
 // The dispatcher. Whenever a slot may be free (a job was queued, a job
 // ended, a limit or key changed), dispatchLocked starts jobs until none is
 // admissible, each time taking the first admissible job by the order of
@@ -305,6 +307,9 @@ func (s *Scheduler) startLocked(j *job, how startKind, now int64) {
 		s.unparkKeyLocked(j)
 	}
 	j.state, j.start, j.kind = stateRunning, now, how
+	if j.ctx == nil { // a Submit job: its context is made as it starts
+		j.ctx = &jobContext{parent: context.Background()}
+	}
 	s.npending--
 	k.pending--
 	f.pending--

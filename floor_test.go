@@ -70,7 +70,7 @@ func BenchmarkFloor(b *testing.B) {
 		// random order: each step's address depends on the last read.
 		type record struct {
 			next *record
-			_    [unsafe.Sizeof(submitted{}) - 8]byte
+			_    [unsafe.Sizeof(job{}) - 8]byte
 		}
 		recs := make([]*record, live)
 		for i := range recs {

@@ -9,18 +9,10 @@ import (
 // Handle is a job given to Submit. Its methods are safe for concurrent use.
 type Handle job
 
-// submitted is a Submit job with its context, in one allocation.
-type submitted struct {
-	job job
-	ctx jobContext
-}
-
-func newSubmitJob(fn func(context.Context) error) *job {
-	sj := &submitted{}
-	sj.ctx.parent = context.Background()
-	sj.job.fn, sj.job.ctx = fn, &sj.ctx
-	return &sj.job
-}
+// newSubmitJob returns the record of a Submit job. Its context is made
+// when it starts (startLocked), so that a queued job, which needs none,
+// does not hold one: a quarter less memory per job while it waits.
+func newSubmitJob(fn func(context.Context) error) *job { return &job{fn: fn} }
 
 // Done returns a channel that is closed when the job has ended: it ran, or
 // it was cancelled or discarded before it started.

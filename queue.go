@@ -68,6 +68,7 @@ type job struct {
 	wake chan struct{}
 	// ctx is the context fn receives. It is a separate object because fn
 	// may keep it after returning, while a RunSync job's record is reused.
+	// A Submit job's is made when it starts.
 	ctx *jobContext
 }
 
