@@ -377,9 +377,9 @@ func (s *Scheduler) endLocked(j *job, err error, now int64) {
 	j.state, j.err = stateDone, err
 	j.fn, j.est, j.ctx = nil, nil, nil // a record may outlive its job in the grace queue
 	if s.npending == 0 {
-		s.grace.reset() // nothing waits: every entry left is an ended job's
+		s.grace.reset() // nothing waits
 	} else {
-		s.grace.jobEnded(j)
+		s.grace.leave(j)
 	}
 	if f.pending == 0 && f.running == 0 && f.actIdx >= 0 {
 		s.deactivateLocked(f)

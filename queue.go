@@ -54,9 +54,10 @@ type job struct {
 	heap     uint8 // stateQueued: which of the lane's run and heaps holds it
 	kind     startKind
 	guessed  bool      // its estimate was the type's default cost, not learned
-	inGrace  bool      // has an entry in the grace queue
+	inGrace  bool      // has an entry in the grace queue, numbered graceAt
 	idx      int32     // handle in a lane heap or its key's parked heap; position in the run, a slot's waiters or the running list
 	uidx     int32     // handle in typ.aged, -1 when absent
+	graceAt  int64     // inGrace: the number of its entry in the grace queue
 	start    int64     // start time, µs
 	estimate float64   // cost estimate at start, seconds
 	est      *estimate // the learnt estimate it came from, if any
@@ -231,26 +232,39 @@ func (p *agingParams) fixedRank(key uint64) rank {
 	return rank{base, key & (1<<fixedSeqBits - 1)}
 }
 
-// graceQueue holds jobs in submission order until their grace period ends,
-// so that the end of every job's grace is noticed in order, in O(1) per job.
-// Entries of jobs that left the queue meanwhile are skipped when reached;
-// so that those of ended jobs cannot pile up (a long grace period and a high
-// rate of jobs), the queue is compacted once they are more than half of it,
-// which keeps it within twice the jobs still pending: amortised O(1).
+// graceQueue holds queued jobs in submission order until their grace
+// period ends, so that the end of every job's grace is noticed in order, in
+// O(1) per job. A job that leaves the queue before then clears its entry,
+// found through the number it keeps, leaving a hole: the queue never holds
+// an ended job, so no record outlives its job here. Holes at the front are
+// skipped; once holes are more than half of the entries, the entries are
+// compacted, which keeps the queue within twice the jobs it holds:
+// amortised O(1) per job.
+//
+// Entries are numbered in push order: buf[i] is entry base+i, and a job in
+// the queue has inGrace set and graceAt its entry's number. Dropping the
+// consumed front changes base, not the jobs; only compaction renumbers.
 type graceQueue struct {
-	buf   []*job
-	head  int
-	ended int // entries of jobs that have ended
+	buf   []*job // nil where a job left: a hole
+	head  int    // buf[:head] is consumed
+	base  int64  // the number of buf[0]
+	holes int    // holes in buf[head:]
 }
 
 func (q *graceQueue) push(j *job) {
-	j.inGrace = true
+	j.inGrace, j.graceAt = true, q.base+int64(len(q.buf))
 	q.buf = append(q.buf, j)
 }
 
 // popDue removes and returns the oldest entry if its grace period is over.
 func (q *graceQueue) popDue(p *agingParams, now int64) *job {
+	for q.head < len(q.buf) && q.buf[q.head] == nil {
+		q.head++
+		q.holes--
+	}
 	if q.head == len(q.buf) {
+		q.base += int64(len(q.buf))
+		q.buf, q.head = q.buf[:0], 0
 		return nil
 	}
 	j := q.buf[q.head]
@@ -260,52 +274,53 @@ func (q *graceQueue) popDue(p *agingParams, now int64) *job {
 	q.buf[q.head] = nil
 	q.head++
 	j.inGrace = false
-	if j.state == stateDone {
-		q.ended--
-	}
-	if q.head == len(q.buf) {
-		q.buf, q.head = q.buf[:0], 0
-	} else if q.head > 1024 && q.head*2 > len(q.buf) {
+	if q.head > 1024 && q.head*2 > len(q.buf) {
 		n := copy(q.buf, q.buf[q.head:])
 		clear(q.buf[n:])
+		q.base += int64(q.head)
 		q.buf, q.head = q.buf[:n], 0
 	}
 	return j
 }
 
-// jobEnded notes that j, which may have an entry, has ended.
-func (q *graceQueue) jobEnded(j *job) {
+// leave clears the entry of j, which is leaving the queue for good, if it
+// has one. O(1), amortised.
+func (q *graceQueue) leave(j *job) {
 	if !j.inGrace {
 		return
 	}
-	q.ended++
-	if live := len(q.buf) - q.head; q.ended > 64 && q.ended*2 > live {
+	q.buf[j.graceAt-q.base] = nil
+	j.inGrace = false
+	q.holes++
+	if q.holes > 64 && q.holes*2 > len(q.buf)-q.head {
 		q.compact()
 	}
 }
 
-// reset empties the queue; every entry must be of an ended job.
+// reset empties the queue.
 func (q *graceQueue) reset() {
 	for _, j := range q.buf[q.head:] {
-		j.inGrace = false
+		if j != nil {
+			j.inGrace = false
+		}
 	}
 	clear(q.buf)
-	q.buf, q.head, q.ended = q.buf[:0], 0, 0
+	q.base += int64(len(q.buf))
+	q.buf, q.head, q.holes = q.buf[:0], 0, 0
 }
 
-// compact drops the entries of ended jobs, keeping the order. O(n).
+// compact drops the holes, keeping the order, and renumbers the entries
+// left. O(n).
 func (q *graceQueue) compact() {
 	n := 0
 	for _, j := range q.buf[q.head:] {
-		if j.state == stateDone {
-			j.inGrace = false
-			continue
+		if j != nil {
+			q.buf[n], j.graceAt = j, q.base+int64(n)
+			n++
 		}
-		q.buf[n] = j
-		n++
 	}
 	clear(q.buf[n:])
-	q.buf, q.head, q.ended = q.buf[:n], 0, 0
+	q.buf, q.head, q.holes = q.buf[:n], 0, 0
 }
 
 // guessOf returns the part of j's charge that was a default-cost guess.

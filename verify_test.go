@@ -306,10 +306,70 @@ func (s *Scheduler) verifyLocked() error {
 			}
 		}
 	}
+	if err := s.verifyGraceLocked(); err != nil {
+		return err
+	}
 	c := &s.counters
 	if c.submitted != c.completed+c.failed+c.cancelled+uint64(s.nrunning+s.npending) {
 		return fmt.Errorf("submitted %d != completed %d + failed %d + cancelled %d + running %d + pending %d",
 			c.submitted, c.completed, c.failed, c.cancelled, s.nrunning, s.npending)
+	}
+	return nil
+}
+
+// verifyGraceLocked checks the grace queue: each entry is a job that has
+// not ended, numbered where it stands, holes are counted, and every queued
+// job in its fixed phase whose grace is not over has an entry.
+func (s *Scheduler) verifyGraceLocked() error {
+	g := &s.grace
+	holes := 0
+	for i, j := range g.buf[g.head:] {
+		switch {
+		case j == nil:
+			holes++
+		case !j.inGrace || j.graceAt != g.base+int64(g.head+i):
+			return fmt.Errorf("grace queue: job %d at entry %d has inGrace=%v, number %d", j.seq, g.base+int64(g.head+i), j.inGrace, j.graceAt)
+		case j.state == stateDone:
+			return fmt.Errorf("grace queue: holds ended job %d", j.seq)
+		}
+	}
+	if holes != g.holes {
+		return fmt.Errorf("grace queue: %d holes, counted %d", holes, g.holes)
+	}
+	filed := func(j *job) bool {
+		i := j.graceAt - g.base
+		return i >= int64(g.head) && i < int64(len(g.buf)) && g.buf[i] == j
+	}
+	for _, j := range s.running {
+		if j.inGrace && !filed(j) {
+			return fmt.Errorf("running job %d has inGrace but no entry %d", j.seq, j.graceAt)
+		}
+	}
+	if !s.aging.on || s.aging.grace == 0 {
+		return nil
+	}
+	now := s.nowLocked()
+	check := func(j *job) error {
+		if !s.aging.pastGrace(j.sub, now) && !j.inGrace || j.inGrace && !filed(j) {
+			return fmt.Errorf("job %d in its grace period: inGrace=%v, entry %d not its own", j.seq, j.inGrace, j.graceAt)
+		}
+		return nil
+	}
+	for _, k := range s.keys {
+		for _, l := range k.lanes {
+			for _, e := range l.run.buf[l.run.head:] {
+				if e.j != nil {
+					if err := check(e.j); err != nil {
+						return err
+					}
+				}
+			}
+			for i := 0; i < l.fixed.Len(); i++ {
+				if j, _ := l.fixed.At(i); check(j) != nil {
+					return check(j)
+				}
+			}
+		}
 	}
 	return nil
 }
