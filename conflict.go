@@ -25,7 +25,7 @@ type conflictSlot struct {
 
 // conflictLocked returns the running job that blocks j, or nil.
 func (s *Scheduler) conflictLocked(j *job) *conflictSlot {
-	g := j.typ.cfg.ConflictGroup
+	g := j.lane.typ.cfg.ConflictGroup
 	if g == "" {
 		return nil
 	}
@@ -38,7 +38,7 @@ func (s *Scheduler) conflictLocked(j *job) *conflictSlot {
 
 // holdLocked records j, starting, as the holder of its conflict slot.
 func (s *Scheduler) holdLocked(j *job) {
-	g := j.typ.cfg.ConflictGroup
+	g := j.lane.typ.cfg.ConflictGroup
 	if g == "" {
 		return
 	}

@@ -113,7 +113,7 @@ func (s *Scheduler) firstUrgentLocked(now int64) *job {
 	for s.keyParked.Len() > 0 {
 		k, _ := s.keyParked.Top()
 		j, _ := k.parked.Top()
-		if j.typ.blocked() {
+		if j.lane.typ.blocked() {
 			// Its key is free but its type or tier is not: back to the
 			// queue, where that cap hides it until it frees.
 			s.unparkLocked(j, now)
@@ -138,10 +138,9 @@ func (s *Scheduler) parkIfBlockedLocked(j *job) bool {
 		}
 		return false
 	}
-	if j.key.capped {
+	if k := j.lane.key; k.capped {
 		s.hideLocked(j)
 		j.state = stateParked
-		k := j.key
 		k.parked.Push(j.agedOrder(), j)
 		s.parkedKey++
 		return true
@@ -255,7 +254,7 @@ func (s *Scheduler) showLocked(j *job, now int64) {
 	l := j.lane
 	l.insert(&s.aging, j, now)
 	if s.aging.urgentOn() && s.aging.pastGrace(j.sub, now) {
-		j.typ.aged.Push(j.agedOrder(), j)
+		l.typ.aged.Push(j.agedOrder(), j)
 	}
 	s.nqueued++
 	s.readyLocked(l)
@@ -266,7 +265,7 @@ func (s *Scheduler) hideLocked(j *job) {
 	l := j.lane
 	l.remove(j)
 	if j.uidx >= 0 {
-		j.typ.aged.Remove(int(j.uidx))
+		l.typ.aged.Remove(int(j.uidx))
 	}
 	s.nqueued--
 	if l.n == 0 {
@@ -283,7 +282,7 @@ func (s *Scheduler) unparkLocked(j *job, now int64) {
 }
 
 func (s *Scheduler) unparkKeyLocked(j *job) {
-	k := j.key
+	k := j.lane.key
 	top, _ := k.parked.Top()
 	k.parked.Remove(int(j.idx))
 	s.parkedKey--
@@ -299,7 +298,8 @@ func (s *Scheduler) unparkKeyLocked(j *job) {
 
 // startLocked gives j a slot.
 func (s *Scheduler) startLocked(j *job, how startKind, now int64) {
-	k, f, t := j.key, j.lane.flow, j.typ
+	l := j.lane
+	k, f, t := l.key, l.flow, l.typ
 	switch j.state {
 	case stateQueued:
 		s.hideLocked(j)
@@ -342,7 +342,8 @@ func (s *Scheduler) startLocked(j *job, how startKind, now int64) {
 // finishLocked ends a running job with err. observed is false when fn did
 // not run (its caller gave up as it started), so no cost is learnt.
 func (s *Scheduler) finishLocked(j *job, err error, observed bool, now int64) {
-	k, f, t := j.key, j.lane.flow, j.typ
+	l := j.lane
+	k, f, t := l.key, l.flow, l.typ
 	last := len(s.running) - 1
 	s.running[j.idx] = s.running[last]
 	s.running[j.idx].idx = j.idx
@@ -373,7 +374,7 @@ func (s *Scheduler) finishLocked(j *job, err error, observed bool, now int64) {
 
 // endLocked moves j to its final state and wakes whoever waits for it.
 func (s *Scheduler) endLocked(j *job, err error, now int64) {
-	f, k := j.lane.flow, j.key
+	f, k := j.lane.flow, j.lane.key
 	j.state, j.err = stateDone, err
 	j.fn, j.est, j.ctx = nil, nil, nil // a record may outlive its job in the grace queue
 	if s.npending == 0 {
@@ -411,9 +412,9 @@ func (s *Scheduler) removeQueuedLocked(j *job, err error, now int64) {
 		s.unparkKeyLocked(j)
 	}
 	s.npending--
-	j.key.pending--
+	j.lane.key.pending--
 	j.lane.flow.pending--
-	j.typ.pending--
+	j.lane.typ.pending--
 	s.recordCancelLocked(j, err, now)
 	s.endLocked(j, err, now)
 }

@@ -189,7 +189,7 @@ func (s *Scheduler) timeOf(us int64) time.Time {
 func (s *Scheduler) jobEvent(kind EventKind, j *job, now int64) Event {
 	return Event{
 		Kind: kind, Time: s.timeOf(now), Seq: j.seq,
-		Type: j.typ.name, ID: j.id, Key: j.key.name, Tier: j.typ.cfg.Tier,
+		Type: j.lane.typ.name, ID: j.id, Key: j.lane.key.name, Tier: j.lane.typ.cfg.Tier,
 		BasePriority: int(j.base), EffectivePriority: int(j.base),
 	}
 }
@@ -223,7 +223,7 @@ func (s *Scheduler) rejectLocked(d Job, t *typeState, err error, now int64) erro
 
 func (s *Scheduler) recordStartLocked(j *job, now int64) {
 	c := &s.counters
-	t := j.typ
+	t := j.lane.typ
 	t.stats.started++
 	wait := now - j.sub
 	c.wait.observe(float64(wait) / 1e6)
@@ -239,7 +239,7 @@ func (s *Scheduler) recordStartLocked(j *job, now int64) {
 	if aged {
 		c.promotions++
 	}
-	if k := j.key; s.cfg.MaxConcurrency > 0 && k.cfg.MinSlots == 0 {
+	if k := j.lane.key; s.cfg.MaxConcurrency > 0 && k.cfg.MinSlots == 0 {
 		// A start beyond the key's weighted share of the tier, made with
 		// capacity that keys with a claim to it left idle.
 		if share := float64(s.cfg.MaxConcurrency) * k.cfg.Weight / t.tier.activeWeight; float64(j.lane.flow.running) > share+1e-9 {
@@ -261,7 +261,7 @@ func (s *Scheduler) recordStartLocked(j *job, now int64) {
 
 func (s *Scheduler) recordFinishLocked(j *job, err error, ran bool, now int64) {
 	c := &s.counters
-	t := j.typ
+	t := j.lane.typ
 	dur := now - j.start
 	out := OutcomeCompleted
 	switch {
@@ -297,7 +297,7 @@ func (s *Scheduler) recordFinishLocked(j *job, err error, ran bool, now int64) {
 
 func (s *Scheduler) recordCancelLocked(j *job, err error, now int64) {
 	s.counters.cancelled++
-	j.typ.stats.cancelled++
+	j.lane.typ.stats.cancelled++
 	if s.events != nil {
 		ev := s.jobEvent(EventFinished, j, now)
 		ev.Wait = time.Duration(now-j.sub) * time.Microsecond

@@ -38,9 +38,7 @@ const (
 // job is the scheduler's record of one unit of work, from submission to
 // its end. A Handle is a job seen from outside.
 type job struct {
-	// Fixed at submission.
-	typ  *typeState
-	key  *keyState
+	// Fixed at submission. Its type and key are its lane's.
 	lane *lane
 	id   string
 	seq  uint64 // submission order, the final tie-break

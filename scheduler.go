@@ -325,7 +325,7 @@ func (s *Scheduler) enqueueLocked(j *job, desc Job, now int64) error {
 		k = s.keyLocked(desc.Key)
 	}
 	s.unidleLocked(k)
-	j.typ, j.key, j.id = t, k, desc.ID
+	j.id = desc.ID
 	j.base = uint8(t.priority)
 	if desc.Priority != 0 {
 		j.base = uint8(clampPriority(desc.Priority))
@@ -361,7 +361,7 @@ func (s *Scheduler) enqueueLocked(j *job, desc Job, now int64) error {
 
 // admissibleLocked reports whether j passes every hard limit now.
 func (s *Scheduler) admissibleLocked(j *job) bool {
-	return !s.full() && !j.typ.blocked() && !j.key.atCap() && s.conflictLocked(j) == nil
+	return !s.full() && !j.lane.typ.blocked() && !j.lane.key.atCap() && s.conflictLocked(j) == nil
 }
 
 // kindOfLoneLocked says how a job with no competitor starts, by the same
@@ -370,7 +370,7 @@ func (s *Scheduler) kindOfLoneLocked(j *job, now int64) startKind {
 	switch {
 	case s.aging.isUrgent(int(j.base), j.sub, now):
 		return startUrgent
-	case j.key.cfg.MinSlots > j.key.reserved:
+	case j.lane.key.cfg.MinSlots > j.lane.key.reserved:
 		return startReserved
 	}
 	return startFair

@@ -395,7 +395,7 @@ func appendInfoLocked(s *Scheduler, out []JobInfo, h *iheap.Keyed[*job], now int
 
 func (s *Scheduler) infoLocked(j *job, now int64) JobInfo {
 	ji := JobInfo{
-		Seq: j.seq, Type: j.typ.name, ID: j.id, Key: j.key.name, Tier: j.typ.cfg.Tier,
+		Seq: j.seq, Type: j.lane.typ.name, ID: j.id, Key: j.lane.key.name, Tier: j.lane.typ.cfg.Tier,
 		BasePriority: int(j.base), Running: j.state == stateRunning, Parked: j.state == stateParked,
 		Submitted: s.epoch.Add(time.Duration(j.sub) * time.Microsecond),
 	}

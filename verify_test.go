@@ -33,14 +33,14 @@ func (s *Scheduler) verifyLocked() error {
 		if int(j.idx) != i || j.state != stateRunning {
 			return fmt.Errorf("running[%d] has idx %d state %d", i, j.idx, j.state)
 		}
-		tierRun[j.typ.tier]++
-		typeRun[j.typ]++
-		keyRun[j.key]++
+		tierRun[j.lane.typ.tier]++
+		typeRun[j.lane.typ]++
+		keyRun[j.lane.key]++
 		flowRun[j.lane.flow]++
 		if j.kind == startReserved {
-			keyReserved[j.key]++
+			keyReserved[j.lane.key]++
 		}
-		if g := j.typ.cfg.ConflictGroup; g != "" {
+		if g := j.lane.typ.cfg.ConflictGroup; g != "" {
 			ck := conflictKey{g, j.id}
 			if other := holders[ck]; other != nil {
 				return fmt.Errorf("conflict overlap on %v: jobs %d and %d", ck, other.seq, j.seq)
@@ -140,7 +140,7 @@ func (s *Scheduler) verifyLocked() error {
 			}
 			pendingKey[k]++
 			pendingFlow[j.lane.flow]++
-			pendingType[j.typ]++
+			pendingType[j.lane.typ]++
 			parkedKey++
 		}
 		for _, f := range k.flows {
@@ -254,9 +254,9 @@ func (s *Scheduler) verifyLocked() error {
 			if int(j.idx) != i || j.slot != sl || j.state != stateParked {
 				return fmt.Errorf("conflict waiter %d misfiled", j.seq)
 			}
-			pendingKey[j.key]++
+			pendingKey[j.lane.key]++
 			pendingFlow[j.lane.flow]++
-			pendingType[j.typ]++
+			pendingType[j.lane.typ]++
 			parkedConflict++
 		}
 	}
@@ -391,8 +391,8 @@ func (s *Scheduler) verify() error {
 // running job is the one the scheduler files under its name.
 func (s *Scheduler) verifyKeysLocked() error {
 	for _, j := range s.running {
-		if s.keys[j.key.name] != j.key {
-			return fmt.Errorf("running job %d belongs to a forgotten record of key %q", j.seq, j.key.name)
+		if s.keys[j.lane.key.name] != j.lane.key {
+			return fmt.Errorf("running job %d belongs to a forgotten record of key %q", j.seq, j.lane.key.name)
 		}
 	}
 	return nil
