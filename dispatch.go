@@ -376,7 +376,7 @@ func (s *Scheduler) finishLocked(j *job, err error, observed bool, now int64) {
 func (s *Scheduler) endLocked(j *job, err error, now int64) {
 	f, k := j.lane.flow, j.lane.key
 	j.state, j.err = stateDone, err
-	j.fn, j.est, j.ctx = nil, nil, nil // a record may outlive its job in the grace queue
+	j.fn, j.est, j.ctx = nil, nil, nil // a Handle may keep the record long after
 	if s.npending == 0 {
 		s.grace.reset() // nothing waits
 	} else {

@@ -230,14 +230,16 @@ func (p *agingParams) fixedRank(key uint64) rank {
 	return rank{base, key & (1<<fixedSeqBits - 1)}
 }
 
-// graceQueue holds queued jobs in submission order until their grace
-// period ends, so that the end of every job's grace is noticed in order, in
-// O(1) per job. A job that leaves the queue before then clears its entry,
-// found through the number it keeps, leaving a hole: the queue never holds
-// an ended job, so no record outlives its job here. Holes at the front are
-// skipped; once holes are more than half of the entries, the entries are
-// compacted, which keeps the queue within twice the jobs it holds:
-// amortised O(1) per job.
+// graceQueue holds jobs in submission order from when they are queued
+// until their grace period ends, so that the end of every job's grace is
+// noticed in order, in O(1) per job. A job that ends before then clears its
+// entry, found through the number it keeps, leaving a hole: the queue never
+// holds an ended job, so no record outlives its job here. (A job that
+// starts or is parked keeps its entry until it ends or its grace does.)
+// Holes and entries at the front are dropped once they are more than half
+// of the buffer; holes behind a live entry are compacted away once they
+// are more than half of the entries. Both keep the buffer within a
+// constant factor of the jobs in it: amortised O(1) per job.
 //
 // Entries are numbered in push order: buf[i] is entry base+i, and a job in
 // the queue has inGrace set and graceAt its entry's number. Dropping the
@@ -255,14 +257,16 @@ func (q *graceQueue) push(j *job) {
 }
 
 // popDue removes and returns the oldest entry if its grace period is over.
+// It skips the holes at the front and drops the consumed front whether or
+// not anything is due: when jobs end within their grace period while an
+// older one waits, holes are all the front ever gets.
 func (q *graceQueue) popDue(p *agingParams, now int64) *job {
 	for q.head < len(q.buf) && q.buf[q.head] == nil {
 		q.head++
 		q.holes--
 	}
+	q.dropFront()
 	if q.head == len(q.buf) {
-		q.base += int64(len(q.buf))
-		q.buf, q.head = q.buf[:0], 0
 		return nil
 	}
 	j := q.buf[q.head]
@@ -272,13 +276,23 @@ func (q *graceQueue) popDue(p *agingParams, now int64) *job {
 	q.buf[q.head] = nil
 	q.head++
 	j.inGrace = false
-	if q.head > 1024 && q.head*2 > len(q.buf) {
+	return j
+}
+
+// dropFront drops the consumed front once it is all of the buffer or more
+// than half of a large one. Amortised O(1): each entry is copied at most
+// once per drop of a front at least as long as what is copied.
+func (q *graceQueue) dropFront() {
+	switch {
+	case q.head == len(q.buf):
+		q.base += int64(len(q.buf))
+		q.buf, q.head = q.buf[:0], 0
+	case q.head > 1024 && q.head*2 > len(q.buf):
 		n := copy(q.buf, q.buf[q.head:])
 		clear(q.buf[n:])
 		q.base += int64(q.head)
 		q.buf, q.head = q.buf[:n], 0
 	}
-	return j
 }
 
 // leave clears the entry of j, which is leaving the queue for good, if it

@@ -257,10 +257,10 @@ func (s *Scheduler) newSyncJobLocked(fn func(context.Context) error, ctx *jobCon
 	return j
 }
 
-// recycleLocked keeps an ended RunSync job's record for reuse, unless the
-// grace queue still holds it.
+// recycleLocked keeps an ended RunSync job's record for reuse. Nothing
+// else holds it: an ending job leaves the grace queue (endLocked).
 func (s *Scheduler) recycleLocked(j *job) {
-	if j.inGrace || len(s.spare) == maxSpareJobs {
+	if len(s.spare) == maxSpareJobs {
 		return
 	}
 	*j = job{}

@@ -340,9 +340,29 @@ func (s *Scheduler) verifyGraceLocked() error {
 		i := j.graceAt - g.base
 		return i >= int64(g.head) && i < int64(len(g.buf)) && g.buf[i] == j
 	}
-	for _, j := range s.running {
+	others := append([]*job(nil), s.running...) // jobs that may keep an entry
+	for _, sl := range s.conflicts {
+		others = append(others, sl.waiters...)
+	}
+	for _, k := range s.keys {
+		for i := 0; i < k.parked.Len(); i++ {
+			j, _ := k.parked.At(i)
+			others = append(others, j)
+		}
+		for _, l := range k.lanes {
+			for i := 0; i < l.rising.Len(); i++ {
+				j, _ := l.rising.At(i)
+				others = append(others, j)
+			}
+			for i := 0; i < l.capped.Len(); i++ {
+				j, _ := l.capped.At(i)
+				others = append(others, j)
+			}
+		}
+	}
+	for _, j := range others {
 		if j.inGrace && !filed(j) {
-			return fmt.Errorf("running job %d has inGrace but no entry %d", j.seq, j.graceAt)
+			return fmt.Errorf("job %d (state %d) has inGrace but no entry %d", j.seq, j.state, j.graceAt)
 		}
 	}
 	if !s.aging.on || s.aging.grace == 0 {

@@ -1,0 +1,94 @@
+package fairsched
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestGraceQueueModel drives the grace queue with random pushes, ends and
+// pops, against a plain list of the jobs it should hold. After each step
+// its live entries must be the list's, in order, each filed under its own
+// number, and the buffer must stay within a constant factor of the most
+// jobs it has held. Phases in which an old job holds the front while newer
+// ones end within their grace period are the case where holes are all the
+// front ever gets.
+func TestGraceQueueModel(t *testing.T) {
+	p := agingParams{on: true, grace: 1000}
+	rng := rand.New(rand.NewPCG(5, 6))
+	var q graceQueue
+	var model []*job // the jobs with entries, in push order
+	var now int64
+	peak := 0
+	push := func() *job {
+		j := &job{sub: now, state: stateQueued}
+		q.push(j)
+		model = append(model, j)
+		return j
+	}
+	end := func(i int) {
+		j := model[i]
+		j.state = stateDone
+		q.leave(j)
+		if j.inGrace {
+			t.Fatalf("an ended job keeps inGrace")
+		}
+		model = slices.Delete(model, i, i+1)
+	}
+	pop := func() {
+		for {
+			j := q.popDue(&p, now)
+			if j == nil {
+				break
+			}
+			if len(model) == 0 || j != model[0] || j.inGrace {
+				t.Fatalf("popDue returned a job out of order, or left it inGrace")
+			}
+			model = model[1:]
+		}
+		if len(model) > 0 && p.pastGrace(model[0].sub, now) {
+			t.Fatalf("popDue left a due job at the front")
+		}
+	}
+	for step := 0; step < 300000; step++ {
+		if step%50000 < 25000 { // random mix, time moving
+			switch op := rng.IntN(10); {
+			case op < 4:
+				push()
+			case op < 7 && len(model) > 0:
+				end(rng.IntN(len(model)))
+			default:
+				now += rng.Int64N(40)
+				pop()
+			}
+		} else { // an old job holds the front; new ones end within grace
+			if step%50000 == 25000 {
+				now += 2 * p.grace
+				pop() // everything older is due: the holder is now first
+				push()
+			}
+			push()
+			if len(model) > 100 {
+				end(1 + rng.IntN(len(model)-1))
+			}
+			pop()
+		}
+		peak = max(peak, len(model))
+		live := 0
+		for i, j := range q.buf[q.head:] {
+			if j == nil {
+				continue
+			}
+			if live >= len(model) || model[live] != j || !j.inGrace || j.graceAt != q.base+int64(q.head+i) {
+				t.Fatalf("step %d: entry %d is not the model's job %d, or misnumbered", step, i, live)
+			}
+			live++
+		}
+		if live != len(model) || len(q.buf)-q.head-live != q.holes {
+			t.Fatalf("step %d: %d live entries and %d holes, want %d and %d", step, live, q.holes, len(model), len(q.buf)-q.head-live)
+		}
+		if len(q.buf)-q.head > 2*peak+64 || q.head > 1025 && 2*(q.head-1) > len(q.buf) {
+			t.Fatalf("step %d: buffer of %d (front %d) for at most %d jobs", step, len(q.buf), q.head, peak)
+		}
+	}
+}
