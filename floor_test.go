@@ -116,7 +116,8 @@ func BenchmarkFloor(b *testing.B) {
 // its first job and charge the key for it. It has no types, tiers, caps,
 // conflicts, aging, learnt costs, slots, statistics or lock, each of which
 // a conforming scheduler adds to it, and its heaps have no handles: it
-// never takes a job or a key from the middle of one.
+// never takes a job or a key from the middle of one. Keys of equal virtual
+// time are taken in no particular order, which costs nothing.
 type floorQueue struct {
 	byName map[string]*floorKey
 	ready  plainHeap[*floorKey] // keys with queued jobs, by virtual time
