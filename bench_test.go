@@ -271,7 +271,7 @@ func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string, wai
 type benchDriver struct {
 	s       *Scheduler
 	clk     *clock.Fake
-	started []*job // in start order, ended ones removed lazily
+	started []*task // in start order, ended ones removed lazily
 }
 
 // newBenchDriver returns a driver for s. Its running jobs have no
@@ -287,21 +287,23 @@ func (d *benchDriver) finishAll() {
 	s := d.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.running) > 0 { // finishLocked does not dispatch: the queue stays for Close
-
-		s.finishLocked(s.running[0], nil, true, s.nowLocked())
+	for _, t := range d.started { // no dispatch: the queue stays for Close
+		if t.rec.Running() {
+			s.finishLocked(t, nil, true, s.nowLocked())
+		}
 	}
 }
 
 func (d *benchDriver) submit(desc Job) {
 	s := d.s
 	s.mu.Lock()
-	j := newSubmitJob(noop) // a queued RunSync job holds 64 bytes more: its caller's context
-	if err := s.enqueueLocked(j, desc, s.nowLocked()); err != nil {
+	t := newSubmitTask(noop) // a queued RunSync job holds 64 bytes more: its caller's context
+	if err := s.enqueueLocked(t, desc, s.nowLocked()); err != nil {
 		panic(err)
 	}
-	if j.state == stateRunning { // started at once: nothing else waited
-		d.started = append(d.started, j)
+	if t.rec.Running() { // started at once: nothing else waited
+		s.startedLocked(t)
+		d.started = append(d.started, t)
 	}
 	s.mu.Unlock()
 }
@@ -312,17 +314,15 @@ func (d *benchDriver) dispatch() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
-	if s.aging.on && s.aging.grace > 0 {
-		s.endGraceLocked(now)
-	}
 	n := 0
 	for {
-		j, how := s.pickLocked(now)
+		j := s.eng.Next(now)
 		if j == nil {
 			return n
 		}
-		s.startLocked(j, how, now)
-		d.started = append(d.started, j)
+		t := taskOf(j)
+		s.startedLocked(t)
+		d.started = append(d.started, t)
 		n++
 	}
 }
@@ -334,10 +334,10 @@ func (d *benchDriver) finishOldest(skip int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(d.started) > skip {
-		j := d.started[skip]
+		t := d.started[skip]
 		d.started = append(d.started[:skip], d.started[skip+1:]...)
-		if j.state == stateRunning {
-			s.finishLocked(j, nil, true, s.nowLocked())
+		if t.rec.Running() {
+			s.finishLocked(t, nil, true, s.nowLocked())
 			return
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/fairsched/fairsched/internal/refmodel"
 )
 
@@ -532,7 +533,7 @@ func (r *diffRunner) arrive(i int) error {
 	var qf *QueueFullError
 	switch {
 	case err == nil:
-		j.accepted, j.h, j.release, j.seq = true, h, release, (*job)(h).seq
+		j.accepted, j.h, j.release, j.seq = true, h, release, seqOf(h)
 		r.bySeq[j.seq] = i
 		r.pending++
 		r.trace = append(r.trace, fmt.Sprintf("%v submit j%d (seq %d)", r.now, i, j.seq))
@@ -633,21 +634,21 @@ func (r *diffRunner) await(i int) error {
 // last event and compares them, after checking the scheduler's invariants.
 func (r *diffRunner) sync() error {
 	r.s.mu.Lock()
-	err := r.verifyLocked()
+	err := r.s.verifyLocked()
 	var got []diffStart
 	// A dispatch appends the jobs it starts to the running list in start
 	// order, and an event ends at most one job before dispatching, so the
 	// new jobs are the list's tail, in order.
-	for _, j := range r.s.running {
-		i, ok := r.bySeq[j.seq]
+	for _, j := range r.s.eng.RunningJobs() {
+		i, ok := r.bySeq[j.Seq()]
 		if !ok {
-			err = errors.Join(err, fmt.Errorf("unknown job seq %d running", j.seq))
+			err = errors.Join(err, fmt.Errorf("unknown job seq %d running", j.Seq()))
 			continue
 		}
 		if jr := &r.jobs[i]; !jr.started {
 			jr.started, jr.start = true, r.now
 			r.order = append(r.order, i)
-			got = append(got, diffStart{i, r.now, diffKindName(j.kind)})
+			got = append(got, diffStart{i, r.now, diffKindName(j.Kind())})
 		}
 	}
 	r.s.mu.Unlock()
@@ -691,7 +692,7 @@ func (r *diffRunner) checkLimits(started []diffStart) error {
 	tiers := map[Tier]int{}
 	types := map[string]int{}
 	keys := map[string]int{}
-	held := map[conflictKey]int{}
+	held := map[[2]string]int{}
 	for _, i := range r.order {
 		if r.jobs[i].ended {
 			continue
@@ -703,7 +704,7 @@ func (r *diffRunner) checkLimits(started []diffStart) error {
 		types[d.Type]++
 		keys[d.Key]++
 		if tc.ConflictGroup != "" {
-			ck := conflictKey{tc.ConflictGroup, d.ID}
+			ck := [2]string{tc.ConflictGroup, d.ID}
 			if held[ck]++; held[ck] > 1 {
 				return fmt.Errorf("conflict %v held %d times", ck, held[ck])
 			}
@@ -743,29 +744,6 @@ func (r *diffRunner) keyConfig(name string) KeyConfig {
 	return r.w.Cfg.DefaultKey
 }
 
-// verifyLocked runs the scheduler's invariant check. That check requires
-// every key to run no more than its cap, but a cap lowered at run time
-// (SetKey, ResetKeys) may leave a key running more than its new cap
-// until jobs end: caps bind when a job starts, and checkLimits checks
-// them then. So keys in that state have their cap raised to what they
-// run for the duration of the check, which keeps them at their cap (and
-// the capped flag's check meaningful) without the false alarm. The
-// caller holds r.s.mu.
-func (r *diffRunner) verifyLocked() error {
-	caps := map[*keyState]int{}
-	for _, k := range r.s.keys {
-		if k.cfg.MaxConcurrency > 0 && k.running > k.cfg.MaxConcurrency {
-			caps[k] = k.cfg.MaxConcurrency
-			k.cfg.MaxConcurrency = k.running
-		}
-	}
-	err := r.s.verifyLocked()
-	for k, c := range caps {
-		k.cfg.MaxConcurrency = c
-	}
-	return err
-}
-
 func (r *diffRunner) refJob(seq uint64) int {
 	for i, j := range r.jobs {
 		if j.accepted && j.refSeq == seq {
@@ -775,11 +753,11 @@ func (r *diffRunner) refJob(seq uint64) int {
 	return -1
 }
 
-func diffKindName(k startKind) string {
+func diffKindName(k engine.Kind) string {
 	switch k {
-	case startReserved:
+	case engine.Reserved:
 		return refmodel.Reserved.String()
-	case startUrgent:
+	case engine.Urgent:
 		return refmodel.Urgent.String()
 	}
 	return refmodel.Fair.String()
@@ -809,13 +787,11 @@ func (r *diffRunner) compareState() error {
 	vt := map[refmodel.FlowID]float64{}
 	est := map[refmodel.EstimateID]float64{}
 	r.s.mu.Lock()
-	for name, k := range r.s.keys {
-		for _, f := range k.flows {
-			vt[refmodel.FlowID{Key: name, Tier: int(f.tier.level)}] = f.v
-		}
+	for id, v := range r.s.eng.VirtualTimes() {
+		vt[refmodel.FlowID(id)] = v
 	}
-	for ck, e := range r.s.costs.m {
-		est[refmodel.EstimateID{Type: ck.typ.name, ID: ck.id}] = e.seconds
+	for id, e := range r.s.eng.Estimates() {
+		est[refmodel.EstimateID(id)] = e
 	}
 	r.s.mu.Unlock()
 	if want := r.ref.VirtualTimes(); !maps.Equal(vt, want) {

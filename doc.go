@@ -81,18 +81,13 @@
 // slots, A weight 3 cap 12, B weight 1 cap 6 MinSlots 2) B holds its 2
 // reserved slots and the other 14 split 3:1, so A runs 10-11 and B 5-6.
 //
-// Idle keys: each tier keeps a floor, the highest minimum settled V its
-// active flows (those with queued or running jobs) have had. Settled means
-// without the charges of running jobs whose cost was still the type's
-// DefaultCost, a guess: a newcomer placed on an incumbent's guesses would
-// fall behind it once they are corrected to the real (often much smaller)
-// slot time, and learned estimates are kept because a newcomer placed
-// below them would burst past its share. A flow that becomes
-// active starts at max(its own V, the floor): it cannot bank credit while
-// idle, nor escape the cost of its recent use, and a brand-new key starts
-// level with the least-served of the others. Keys idle for Config.IdleTTL are forgotten (unless
-// configured), as are cost estimates unused for as long, so memory stays
-// bounded with many ephemeral keys.
+// Idle keys: a key that comes back after being idle starts level with the
+// least-served of the keys with work in its tier, or keeps its own virtual
+// time if that is higher: it can neither bank credit while idle nor escape
+// the cost of its recent use, and a brand-new key starts level with the
+// others. Keys idle for Config.IdleTTL are forgotten (unless configured),
+// as are cost estimates unused for as long, so memory stays bounded with
+// many ephemeral keys.
 //
 // Cost: the estimate of (type, ID) is an exponential moving average of
 // observed wall time with Config.CostAlpha (0.3), starting from the type's
@@ -117,49 +112,15 @@
 // overload; no scheduler bounds every wait when more work arrives than can
 // run.
 //
-// Aging costs no periodic pass over the queue. Past the grace period,
-// score(t) = base + Step·(t − sub − G)/I, and with time scaled by I,
+// # Cost of scheduling
 //
-//	I·score(t) = A + Step·(t − G),   A = base·I − Step·sub,
-//
-// where A does not depend on t. All aged jobs rise at the same rate, so
-// their relative order never changes: a heap keyed by A orders them by
-// score at every instant, and the job with the greatest A is the first to
-// reach any threshold. Each lane (the jobs of one type for one key) keeps
-// three heaps: jobs whose effective priority is fixed (in their grace
-// period, or based at or above the ceiling) by base; aged jobs below the
-// ceiling by A; and jobs aged to the ceiling, which tie, by submission.
-// Fixed jobs mostly arrive already in their order (the same or a lower
-// priority than the last, in submission order); those queue in a sorted
-// array beside the fixed heap, in O(1), and only the others pay the heap.
-// Jobs move between them when they cross the grace period (noticed through
-// one FIFO of submissions, in time order) or the ceiling (noticed at the
-// top of the rising heap): each move O(log n), at most twice per job. Per
-// type, one more heap keyed by A holds the aged jobs: its top is the most
-// urgent job of the type. Arithmetic is in integer microseconds, exact.
-//
-// # Keeping blocked work out of sight
-//
-// The dispatcher never scans the queue. Per type, the lanes with work are
-// kept in a heap by their flow's (V, tie); per tier the types are few, so
-// step 3-5 looks at the first lane of each type that is not at its cap and
-// takes the best: O(types + log n). What blocks a job is handled where it
-// is, so a blocked job is not looked at again until what blocks it
-// changes:
-//
-//   - a type or tier at its cap is passed over as a whole, one check each;
-//   - a key at its cap has its lanes taken out of the type heaps, and put
-//     back when one of its jobs ends; an urgent job of such a key is parked
-//     on the key, in urgent order;
-//   - a job whose conflict holder runs is parked on that resource's slot,
-//     and the slot's waiters return when the holder ends.
-//
-// So submit and dispatch cost O(log n) in pending jobs, plus the number of
-// job types in a tier and of keys with reservations (both configured, so
-// small), whatever the mix of keys, conflicts and aging. One exception is
-// paid only on the resource concerned: when a conflict holder ends, its w
-// waiters compete again (O(w log n)), since any of them may come first by
-// the order.
+// Submitting and dispatching cost O(log n) in the pending jobs, plus the
+// job types of a tier and the keys with reservations (both configured, so
+// few), whatever the mix of keys, conflicts and aging: no periodic pass
+// over the queue, and a job held back by a cap or a conflict is not looked
+// at again until what holds it changes. One exception is paid only on the
+// resource concerned: when a conflict holder ends, the jobs waiting on
+// that resource compete again.
 //
 // # Calling it
 //

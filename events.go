@@ -2,11 +2,12 @@ package fairsched
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // EventKind says what an Event reports.
@@ -52,9 +53,9 @@ func (o Outcome) String() string {
 type AllocationReason uint8
 
 const (
-	ReasonConfigChange AllocationReason = iota + 1 // weight, reservation or cap changed
-	ReasonRebalance                                // another key arrived or left
-	ReasonKeyDrained                               // the key itself ran out of work
+	ReasonConfigChange = AllocationReason(engine.ReasonConfigChange) // weight, reservation or cap changed
+	ReasonRebalance    = AllocationReason(engine.ReasonRebalance)    // another key arrived or left
+	ReasonKeyDrained   = AllocationReason(engine.ReasonKeyDrained)   // the key itself ran out of work
 )
 
 var reasonNames = [...]string{"", "config_change", "rebalance", "key_drained"}
@@ -186,158 +187,83 @@ func (s *Scheduler) timeOf(us int64) time.Time {
 	return s.epoch.Add(time.Duration(us) * time.Microsecond)
 }
 
-func (s *Scheduler) jobEvent(kind EventKind, j *job, now int64) Event {
+// observer turns what the engine reports into Events for the hook. Its
+// methods run under Scheduler.mu and never block.
+type observer Scheduler
+
+func (o *observer) jobEvent(kind EventKind, j *engine.Job, now int64) Event {
+	s := (*Scheduler)(o)
 	return Event{
-		Kind: kind, Time: s.timeOf(now), Seq: j.seq,
-		Type: j.lane.typ.name, ID: j.id, Key: j.lane.key.name, Tier: j.lane.typ.cfg.Tier,
-		BasePriority: int(j.base), EffectivePriority: int(j.base),
+		Kind: kind, Time: s.timeOf(now), Seq: j.Seq(),
+		Type: j.Type(), ID: j.ID(), Key: j.Key(), Tier: Tier(j.Tier()),
+		BasePriority: j.Base(), EffectivePriority: j.Base(),
 	}
 }
 
-func (s *Scheduler) recordSubmitLocked(j *job, now int64) {
-	s.counters.submitted++
-	if s.events != nil {
-		s.events.send(s.jobEvent(EventSubmitted, j, now))
-	}
+func (o *observer) Submitted(j *engine.Job, now int64) {
+	o.events.send(o.jobEvent(EventSubmitted, j, now))
 }
 
-// rejectLocked counts and reports a refused submission and returns err.
-// t is nil when the type is unknown.
-func (s *Scheduler) rejectLocked(d Job, t *typeState, err error, now int64) error {
-	ev := Event{Kind: EventRejected, Time: s.timeOf(now), Type: d.Type, ID: d.ID, Key: d.Key, Err: err}
-	switch {
-	case t == nil:
-		s.counters.rejectedUnknownType++
-	case errors.Is(err, ErrClosed):
-		t.stats.rejectedClosed++
-		ev.Tier = t.cfg.Tier
-	default: // ErrQueueFull
-		t.stats.rejectedFull++
-		ev.Tier = t.cfg.Tier
-	}
-	if s.events != nil {
-		s.events.send(ev)
-	}
-	return err
-}
-
-func (s *Scheduler) recordStartLocked(j *job, now int64) {
-	c := &s.counters
-	t := j.lane.typ
-	t.stats.started++
-	wait := now - j.sub
-	c.wait.observe(float64(wait) / 1e6)
-	eff := s.aging.effective(int(j.base), j.sub, now)
-	c.effective[eff/10]++
-	aged := eff > int(j.base) || j.kind == startUrgent
-	switch j.kind {
-	case startUrgent:
-		c.urgentStarts++
-	case startReserved:
-		c.reservedStarts++
-	}
+func (o *observer) Started(j *engine.Job, eff int, aged bool, now int64) {
+	ev := o.jobEvent(EventStarted, j, now)
+	ev.EffectivePriority, ev.Wait = eff, usDuration(now-j.Submitted())
+	ev.Urgent, ev.Reserved = j.Kind() == engine.Urgent, j.Kind() == engine.Reserved
+	o.events.send(ev)
 	if aged {
-		c.promotions++
+		ev.Kind = EventAged
+		o.events.send(ev)
 	}
-	if k := j.lane.key; s.cfg.MaxConcurrency > 0 && k.cfg.MinSlots == 0 {
-		// A start beyond the key's weighted share of the tier, made with
-		// capacity that keys with a claim to it left idle.
-		if share := float64(s.cfg.MaxConcurrency) * k.cfg.Weight / t.tier.activeWeight; float64(j.lane.flow.running) > share+1e-9 {
-			c.excess++
-		}
+}
+
+func (o *observer) Finished(j *engine.Job, out engine.Outcome, now int64) {
+	ev := o.jobEvent(EventFinished, j, now)
+	ev.Wait = usDuration(j.Started() - j.Submitted())
+	ev.Duration = usDuration(now - j.Started())
+	ev.Outcome, ev.Err = outcomeOf(out), taskOf(j).err
+	ev.Urgent, ev.Reserved = j.Kind() == engine.Urgent, j.Kind() == engine.Reserved
+	o.events.send(ev)
+}
+
+func (o *observer) Cancelled(j *engine.Job, now int64) {
+	ev := o.jobEvent(EventFinished, j, now)
+	ev.Wait = usDuration(now - j.Submitted())
+	ev.Outcome, ev.Err = OutcomeCancelled, taskOf(j).err
+	o.events.send(ev)
+}
+
+func (o *observer) AllocationChanged(key string, old, new float64, r engine.AllocationReason, now int64) {
+	s := (*Scheduler)(o)
+	o.events.send(Event{Kind: EventAllocationChanged, Time: s.timeOf(now), Key: key,
+		OldSlots: old, NewSlots: new, Reason: AllocationReason(r)})
+}
+
+func outcomeOf(o engine.Outcome) Outcome {
+	switch o {
+	case engine.Completed:
+		return OutcomeCompleted
+	case engine.Failed:
+		return OutcomeFailed
 	}
+	return OutcomeCancelled
+}
+
+func usDuration(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+// rejectedLocked reports a refused submission to the hook. typed is false
+// when the type is unknown.
+func (s *Scheduler) rejectedLocked(d Job, typed bool, err error, now int64) {
 	if s.events == nil {
 		return
 	}
-	ev := s.jobEvent(EventStarted, j, now)
-	ev.EffectivePriority, ev.Wait = eff, time.Duration(wait)*time.Microsecond
-	ev.Urgent, ev.Reserved = j.kind == startUrgent, j.kind == startReserved
+	ev := Event{Kind: EventRejected, Time: s.timeOf(now), Type: d.Type, ID: d.ID, Key: d.Key, Err: err}
+	if typed {
+		ev.Tier = s.tierOfTypeLocked(d.Type)
+	}
 	s.events.send(ev)
-	if aged {
-		ev.Kind = EventAged
-		s.events.send(ev)
-	}
 }
 
-func (s *Scheduler) recordFinishLocked(j *job, err error, ran bool, now int64) {
-	c := &s.counters
-	t := j.lane.typ
-	dur := now - j.start
-	out := OutcomeCompleted
-	switch {
-	case !ran:
-		out = OutcomeCancelled
-		c.cancelled++
-		t.stats.cancelled++
-	case err != nil:
-		out = OutcomeFailed
-		c.failed++
-		t.stats.failed++
-	default:
-		c.completed++
-		t.stats.completed++
-		if int(j.base) >= 75 {
-			c.highCompleted++
-		} else if int(j.base) < 25 {
-			c.lowCompleted++
-		}
-	}
-	if ran {
-		c.duration.observe(float64(dur) / 1e6)
-	}
-	if s.events != nil {
-		ev := s.jobEvent(EventFinished, j, now)
-		ev.Wait = time.Duration(j.start-j.sub) * time.Microsecond
-		ev.Duration = time.Duration(dur) * time.Microsecond
-		ev.Outcome, ev.Err = out, err
-		ev.Urgent, ev.Reserved = j.kind == startUrgent, j.kind == startReserved
-		s.events.send(ev)
-	}
-}
-
-func (s *Scheduler) recordCancelLocked(j *job, err error, now int64) {
-	s.counters.cancelled++
-	j.lane.typ.stats.cancelled++
-	if s.events != nil {
-		ev := s.jobEvent(EventFinished, j, now)
-		ev.Wait = time.Duration(now-j.sub) * time.Microsecond
-		ev.Outcome, ev.Err = OutcomeCancelled, err
-		s.events.send(ev)
-	}
-}
-
-// emitAllocationLocked reports changes of the configured keys' allocations
-// after key k started or stopped having work, or was reconfigured. It is
-// called on those transitions only, not as queues grow and shrink, and only
-// with a hook and configured keys: computing allocations is O(b log b) in
-// the busy keys b.
-//
-// Only busy keys and k can have changed: a configured key's allocation
-// falls to 0 when it drains, and that is reported then, with k the key.
-func (s *Scheduler) emitAllocationLocked(k *keyState, reason AllocationReason) {
-	if s.events == nil || s.nconfigured == 0 {
-		return
-	}
-	alloc := s.allocationsLocked()
-	now := s.nowLocked()
-	report := s.busy
-	if k.busyIdx < 0 {
-		report = append(report[:len(report):len(report)], k)
-	}
-	for _, other := range report {
-		if !other.configured {
-			continue
-		}
-		a := alloc[other]
-		if a == other.alloc {
-			continue
-		}
-		r := reason
-		if other != k {
-			r = ReasonRebalance
-		}
-		s.events.send(Event{Kind: EventAllocationChanged, Time: s.timeOf(now), Key: other.name,
-			OldSlots: other.alloc, NewSlots: a, Reason: r})
-		other.alloc = a
-	}
+// tierOfTypeLocked returns the tier of a registered job type.
+func (s *Scheduler) tierOfTypeLocked(name string) Tier {
+	t, _ := s.eng.TypeTier(name)
+	return Tier(t)
 }

@@ -730,10 +730,7 @@ func TestFairShareKeyReturnsAfterTTL(t *testing.T) {
 	m.run(10*time.Minute + time.Second)
 	m.add("back", 11*time.Minute+time.Second, Job{Key: "k"}, time.Hour)
 	m.run(11*time.Minute + time.Second)
-	m.s.mu.Lock()
-	defer m.s.mu.Unlock()
-	k := m.s.keys["k"]
-	require.NotNil(t, k)
-	require.Equal(t, 1, k.running, "the job runs under the key's filed record")
-	require.Less(t, k.flows[0].v, 600.0, "forgotten: it did not keep its old virtual time")
+	ks := fairKeyStats(t, m.s, "k")
+	require.Equal(t, 1, ks.Running, "the job runs under the key's filed record")
+	require.Less(t, ks.VirtualTime[Background], 600.0, "forgotten: it did not keep its old virtual time")
 }

@@ -49,20 +49,20 @@ func BenchmarkFloor(b *testing.B) {
 		var s Scheduler
 		for i := 0; i < b.N; i++ {
 			s.mu.Lock()
-			s.seq++
+			s.closing = !s.closing
 			s.mu.Unlock()
 		}
 	})
 	const live = 1000000
 	b.Run("record-alloc-1M-live", func(b *testing.B) {
-		ring := make([]*job, live)
+		ring := make([]*task, live)
 		for i := range ring {
-			ring[i] = newSubmitJob(noop)
+			ring[i] = newSubmitTask(noop)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			ring[i%live] = newSubmitJob(noop)
+			ring[i%live] = newSubmitTask(noop)
 		}
 	})
 	b.Run("cold-read-1M", func(b *testing.B) {
@@ -70,7 +70,7 @@ func BenchmarkFloor(b *testing.B) {
 		// random order: each step's address depends on the last read.
 		type record struct {
 			next *record
-			_    [unsafe.Sizeof(job{}) - 8]byte
+			_    [unsafe.Sizeof(task{}) - 8]byte
 		}
 		recs := make([]*record, live)
 		for i := range recs {
@@ -124,10 +124,18 @@ type floorQueue struct {
 	seq    uint64
 }
 
+// floorJob is a queued job: the scheduler's own record of a Submit job,
+// and the cost the floor charges, read from it as the scheduler reads its
+// estimate.
+type floorJob struct {
+	task
+	cost float64
+}
+
 type floorKey struct {
 	v     float64
-	jobs  plainHeap[*job] // by fixedOrder: highest priority, then oldest
-	ready bool            // in floorQueue.ready
+	jobs  plainHeap[*floorJob] // highest priority, then oldest
+	ready bool                 // in floorQueue.ready
 }
 
 func newFloorQueue() *floorQueue { return &floorQueue{byName: make(map[string]*floorKey)} }
@@ -139,19 +147,19 @@ func (q *floorQueue) submit(name string, priority int, cost float64) {
 		q.byName[name] = k
 	}
 	q.seq++
-	j := newSubmitJob(noop)
-	j.base, j.seq, j.estimate = uint8(priority), q.seq, cost
-	k.jobs.push(iheap.Key{Hi: j.fixedOrder()}, j)
+	j := &floorJob{cost: cost}
+	j.rec.Owner = &j.task
+	k.jobs.push(iheap.Key{Hi: uint64(100-priority)<<56 | q.seq}, j)
 	if !k.ready {
 		k.ready = true
 		q.ready.push(iheap.Key{Hi: iheap.Float(k.v)}, k)
 	}
 }
 
-func (q *floorQueue) dispatch() *job {
+func (q *floorQueue) dispatch() *floorJob {
 	k := q.ready[0].x
 	j := k.jobs.pop()
-	k.v += j.estimate
+	k.v += j.cost
 	if len(k.jobs) == 0 {
 		k.ready = false
 		q.ready.pop()

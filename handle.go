@@ -4,30 +4,30 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // Handle is a job given to Submit. Its methods are safe for concurrent use.
-type Handle job
+type Handle task
 
-// newSubmitJob returns the record of a Submit job. Its context is made
-// when it starts (startLocked), so that a queued job, which needs none,
-// does not hold one: a quarter less memory per job while it waits.
-func newSubmitJob(fn func(context.Context) error) *job { return &job{fn: fn} }
+// scheduler returns the scheduler that runs the job.
+func (h *Handle) scheduler() *Scheduler { return h.rec.Engine().Owner.(*Scheduler) }
 
 // Done returns a channel that is closed when the job has ended: it ran, or
 // it was cancelled or discarded before it started.
 func (h *Handle) Done() <-chan struct{} {
-	j := (*job)(h)
-	s := j.lane.s
+	t := (*task)(h)
+	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if j.state == stateDone {
+	if t.rec.State() == engine.StateDone {
 		return closedChan
 	}
-	if j.wake == nil {
-		j.wake = make(chan struct{})
+	if t.wake == nil {
+		t.wake = make(chan struct{})
 	}
-	return j.wake
+	return t.wake
 }
 
 // Wait waits for the job to end and returns its error: fn's error, a
@@ -45,11 +45,10 @@ func (h *Handle) Wait(ctx context.Context) error {
 
 // Err returns the job's error once it has ended, and nil before.
 func (h *Handle) Err() error {
-	j := (*job)(h)
-	s := j.lane.s
+	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return j.err
+	return h.err
 }
 
 // Cancel cancels the job. A queued job leaves the queue at once and ends
@@ -57,15 +56,15 @@ func (h *Handle) Err() error {
 // ends with whatever its function returns. Cancel does nothing once the job
 // has ended.
 func (h *Handle) Cancel() {
-	j := (*job)(h)
-	s := j.lane.s
+	t := (*task)(h)
+	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch j.state {
-	case stateQueued, stateParked:
-		s.removeQueuedLocked(j, context.Canceled, s.nowLocked())
-	case stateRunning:
-		j.ctx.cancel(context.Canceled)
+	switch t.rec.State() {
+	case engine.StateQueued, engine.StateParked:
+		s.cancelQueuedLocked(t, context.Canceled, s.nowLocked())
+	case engine.StateRunning:
+		t.ctx.cancel(context.Canceled)
 	}
 }
 

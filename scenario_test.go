@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairsched/fairsched/internal/engine"
 )
 
 const scenSecond = time.Second
@@ -435,8 +437,8 @@ func TestSeed002Scenario3CostlyVersusCheap(t *testing.T) {
 	// Estimates move from the default (10s) toward the observed time by
 	// alpha = 0.3: linux 0.3*15 + 0.7*10 = 11.5s, small 0.3*2 + 0.7*10 = 7.6s.
 	m.s.mu.Lock()
-	ty := m.s.types[scenClone]
-	gotLinux, gotSmall := m.s.costs.lookup(ty, "linux").seconds, m.s.costs.lookup(ty, "small1").seconds
+	est := m.s.eng.Estimates()
+	gotLinux, gotSmall := est[engine.EstimateID{Type: scenClone, ID: "linux"}], est[engine.EstimateID{Type: scenClone, ID: "small1"}]
 	m.s.mu.Unlock()
 	if math.Abs(gotLinux-11.5) > 1e-6 || math.Abs(gotSmall-7.6) > 1e-6 {
 		t.Errorf("learned costs: linux %.3fs, small %.3fs; want 11.5s and 7.6s", gotLinux, gotSmall)

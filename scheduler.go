@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/internal/clock"
-	"github.com/fairsched/fairsched/internal/iheap"
+	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // ErrClosed is returned for work submitted after Shutdown or Close began,
@@ -55,46 +55,25 @@ func (e *PanicError) Error() string {
 // key caps and conflict exclusion, by the one order of doc.go. Create one
 // with New; the zero value is not usable. A Scheduler is safe for
 // concurrent use.
+//
+// The Scheduler is the shell around its engine (internal/engine), which
+// holds every decision: the Scheduler adds the lock, the goroutines that
+// run jobs, contexts, handles and events. Methods named ...Locked are
+// called with mu held.
 type Scheduler struct {
-	cfg         Config
-	clock       Clock
-	realClock   bool // clock is the system clock: read it with time.Since
-	epoch       time.Time
-	aging       agingParams
-	defaultCost float64 // seconds
-	idleTTL     int64   // µs
+	// Set by New, then read-only.
+	cfg       Config
+	clock     Clock
+	realClock bool // clock is the system clock: read it with time.Since
+	epoch     time.Time
 
 	mu sync.Mutex
 	// Guarded by mu.
-	types     map[string]*typeState
-	anyType   *typeState   // the default type, ""
-	anyKey    *keyState    // the empty key, "": kept for good
-	tiers     []*tierState // highest first
-	keys      map[string]*keyState
-	busy      []*keyState            // keys with work queued or running, in no order
-	reserving []*keyState            // keys with MinSlots, by name
-	keyParked iheap.Keyed[*keyState] // uncapped keys with parked jobs, by their first
-	conflicts map[conflictKey]*conflictSlot
-	costs     costTable
-	grace     graceQueue
-	running   []*job
-	spare     []*job // ended RunSync records, for reuse
-	idleHead  *keyState
-	idleTail  *keyState
-	seq       uint64
-	stamp     uint64
-	nrunning  int
-	npending  int           // queued and parked
-	nqueued   int           // visible in lanes
-	closing   bool          // Shutdown or Close began: no new work
-	closed    bool          // Close began: queued work discarded
-	idle      chan struct{} // closed when nothing is pending or running, while closing
-	counters  counters
-	// Parked counts, for Stats.
-	parkedConflict int
-	parkedKey      int
-	keysForgotten  uint64
-	nconfigured    int // keys with configured set
+	eng     *engine.Engine
+	spare   []*task       // ended RunSync records, for reuse
+	closing bool          // Shutdown or Close began: no new work
+	closed  bool          // Close began: queued work discarded
+	idle    chan struct{} // closed when nothing is pending or running, while closing
 
 	wg     sync.WaitGroup // job goroutines
 	events *eventSink     // nil without Config.OnEvent
@@ -106,55 +85,23 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{
-		cfg:         cfg,
-		clock:       cfg.Clock,
-		aging:       newAgingParams(cfg.Aging),
-		defaultCost: defaultCost.Seconds(),
-		idleTTL:     defaultIdleTTL.Microseconds(),
-		types:       make(map[string]*typeState),
-		keys:        make(map[string]*keyState),
-		conflicts:   make(map[conflictKey]*conflictSlot),
-	}
+	s := &Scheduler{cfg: cfg, clock: cfg.Clock}
 	if s.clock == nil {
 		s.clock = clock.Real{}
 	}
 	_, s.realClock = s.clock.(clock.Real)
 	s.epoch = s.clock.Now()
-	alpha := cfg.CostAlpha
-	if alpha == 0 {
-		alpha = defaultAlpha
-	}
-	s.costs = newCostTable(alpha)
-	if cfg.DefaultCost > 0 {
-		s.defaultCost = cfg.DefaultCost.Seconds()
-	}
-	if cfg.IdleTTL > 0 {
-		s.idleTTL = cfg.IdleTTL.Microseconds()
-	}
-	s.keyParked = iheap.NewKeyed(func(k *keyState, i int) { k.kpIdx = i })
-	for t := range cfg.TierLimits {
-		s.tierLocked(t)
-	}
-	if err := s.registerTypeLocked("", TypeConfig{}); err != nil {
-		return nil, err
-	}
-	s.anyType = s.types[""]
-	for _, name := range sortedKeys(cfg.Types) {
-		if err := s.registerTypeLocked(name, cfg.Types[name]); err != nil {
-			return nil, err
-		}
-	}
-	for _, name := range sortedKeys(cfg.Keys) {
-		k := s.keyLocked(name)
-		k.cfg, k.configured = resolveKey(cfg.Keys[name]), true
-		s.nconfigured++
-	}
-	s.anyKey = s.keyLocked("")
-	s.anyKey.pinned = true
-	s.rebuildReservingLocked()
+	var obs engine.Observer
 	if cfg.OnEvent != nil {
 		s.events = newEventSink(cfg.OnEvent, cfg.EventBuffer, cfg.Logger)
+		obs = (*observer)(s)
+	}
+	s.eng = engine.New(cfg.engine(), obs)
+	s.eng.Owner = s
+	for _, name := range sortedKeys(cfg.Types) {
+		if err := s.eng.RegisterType(name, cfg.Types[name].engine()); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -169,6 +116,29 @@ func (s *Scheduler) nowLocked() int64 {
 	return s.clock.Now().Sub(s.epoch).Microseconds()
 }
 
+// task is the shell's side of one job: what it runs and who waits for it.
+// Its engine record is embedded, with rec.Owner pointing back at it.
+type task struct {
+	rec engine.Job
+	// fn is a Submit job's function. A RunSync job's stays with its
+	// caller, so nil fn marks a RunSync job.
+	fn  func(context.Context) error
+	err error
+	// wake is closed when a waiting RunSync job starts or ends (then
+	// cleared), and when a Submit job ends (made on demand by Handle.Done).
+	wake chan struct{}
+	// ctx is the context fn receives. It is a separate object because fn
+	// may keep it after returning, while a RunSync job's record is reused.
+	// A Submit job's is made when it starts.
+	ctx *jobContext
+}
+
+func taskOf(j *engine.Job) *task { return j.Owner.(*task) }
+
+// isSync reports whether t is a RunSync job: its function runs on its
+// caller's goroutine.
+func (t *task) isSync() bool { return t.fn == nil }
+
 // RunSync waits until the job may start, runs fn on the calling goroutine
 // and returns its error. If ctx ends while the job is queued, the job
 // leaves the queue at once and ctx.Err() is returned; fn is not called and
@@ -178,93 +148,105 @@ func (s *Scheduler) nowLocked() int64 {
 // gives its slot back.
 //
 // RunSync fails at once, changing nothing, with ErrClosed after Shutdown or
-// Close, with an error wrapping ErrUnknownType, or with a *QueueFullError.
+// Close, with an error wrapping ErrUnknownType, with a *QueueFullError, or
+// if fn is nil.
 func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Context) error) error {
+	if fn == nil {
+		return errNilFunc
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	jc := &jobContext{parent: ctx}
 	s.mu.Lock()
-	j := s.newSyncJobLocked(fn, jc)
+	t := s.newSyncTaskLocked(jc)
 	now := s.nowLocked()
-	if err := s.enqueueLocked(j, desc, now); err != nil {
-		s.recycleLocked(j)
+	if err := s.enqueueLocked(t, desc, now); err != nil {
+		s.recycleLocked(t)
 		s.mu.Unlock()
 		return err
 	}
-	if j.state != stateRunning {
-		j.wake = make(chan struct{})
+	if !t.rec.Running() {
+		t.wake = make(chan struct{})
 		s.dispatchLocked(now, false)
 	}
-	if j.state == stateRunning {
+	if t.rec.Running() {
 		s.mu.Unlock()
 	} else {
-		ready := j.wake
+		ready := t.wake
 		s.mu.Unlock()
 		select {
 		case <-ready:
 		case <-ctx.Done():
 		}
 		s.mu.Lock()
-		switch j.state {
-		case stateQueued, stateParked:
-			s.removeQueuedLocked(j, ctx.Err(), s.nowLocked())
+		switch t.rec.State() {
+		case engine.StateQueued, engine.StateParked:
+			s.cancelQueuedLocked(t, ctx.Err(), s.nowLocked())
 			s.mu.Unlock()
 			return ctx.Err()
-		case stateDone: // discarded by Close
+		case engine.StateDone: // discarded by Close
 			s.mu.Unlock()
-			return j.err
+			return t.err
 		}
 		if err := ctx.Err(); err != nil {
 			// Started just as the caller gave up: give the slot back.
-			s.finishLocked(j, err, false, s.nowLocked())
+			s.finishLocked(t, err, false, s.nowLocked())
 			s.dispatchLocked(s.nowLocked(), false)
 			s.mu.Unlock()
 			return err
 		}
 		s.mu.Unlock()
 	}
-	err := s.call(j)
+	err := s.call(t, fn)
 	jc.end()
 	s.mu.Lock()
 	now = s.nowLocked()
-	s.finishLocked(j, err, true, now)
-	if s.npending > 0 {
-		s.dispatchLocked(now, false)
-	}
-	s.recycleLocked(j)
+	s.finishLocked(t, err, true, now)
+	s.dispatchLocked(now, false)
+	s.recycleLocked(t)
 	s.mu.Unlock()
 	return err
 }
 
-// maxSpareJobs bounds the records kept for reuse by RunSync: enough for
+// maxSpareTasks bounds the records kept for reuse by RunSync: enough for
 // the callers running at once in a busy service, about 10 kB in all.
-const maxSpareJobs = 64
+const maxSpareTasks = 64
 
-// newSyncJobLocked returns a record for a RunSync job, reusing one when it
-// can: the record never leaves the scheduler, so reuse is safe, and it
+// newSyncTaskLocked returns a record for a RunSync job, reusing one when
+// it can: the record never leaves the scheduler, so reuse is safe, and it
 // spares the allocation that dominates an uncontended RunSync.
-func (s *Scheduler) newSyncJobLocked(fn func(context.Context) error, ctx *jobContext) *job {
-	var j *job
+func (s *Scheduler) newSyncTaskLocked(ctx *jobContext) *task {
+	var t *task
 	if n := len(s.spare); n > 0 {
-		j = s.spare[n-1]
+		t = s.spare[n-1]
 		s.spare[n-1] = nil
 		s.spare = s.spare[:n-1]
 	} else {
-		j = new(job)
+		t = new(task)
+		t.rec.Owner = t
 	}
-	j.fn, j.sync, j.ctx = fn, true, ctx
-	return j
+	t.ctx = ctx
+	return t
 }
 
-// recycleLocked keeps an ended RunSync job's record for reuse. Nothing
-// else holds it: an ending job leaves the grace queue (endLocked).
-func (s *Scheduler) recycleLocked(j *job) {
-	if len(s.spare) == maxSpareJobs {
+// recycleLocked keeps an ended RunSync job's record for reuse.
+func (s *Scheduler) recycleLocked(t *task) {
+	if len(s.spare) == maxSpareTasks {
 		return
 	}
-	*j = job{}
-	s.spare = append(s.spare, j)
+	*t = task{}
+	t.rec.Owner = t
+	s.spare = append(s.spare, t)
+}
+
+// newSubmitTask returns the record of a Submit job. Its context is made
+// when it starts (startedLocked), so that a queued job, which needs none,
+// does not hold one: a quarter less memory per job while it waits.
+func newSubmitTask(fn func(context.Context) error) *task {
+	t := &task{fn: fn}
+	t.rec.Owner = t
+	return t
 }
 
 // Submit queues the job and returns at once with a Handle to wait on or
@@ -273,125 +255,134 @@ func (s *Scheduler) recycleLocked(j *job) {
 // becomes the job's error, a *PanicError.
 //
 // Submit fails at once, changing nothing, with ErrClosed after Shutdown or
-// Close, with an error wrapping ErrUnknownType, or with a *QueueFullError.
+// Close, with an error wrapping ErrUnknownType, with a *QueueFullError, or
+// if fn is nil.
 func (s *Scheduler) Submit(desc Job, fn func(context.Context) error) (*Handle, error) {
-	j := newSubmitJob(fn)
+	if fn == nil {
+		return nil, errNilFunc
+	}
+	t := newSubmitTask(fn)
 	s.mu.Lock()
 	now := s.nowLocked()
-	if err := s.enqueueLocked(j, desc, now); err != nil {
+	if err := s.enqueueLocked(t, desc, now); err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
-	if j.state == stateRunning {
+	if t.rec.Running() {
+		s.startedLocked(t)
 		s.wg.Add(1)
-		go s.work(j)
+		go s.work(t)
 	} else {
 		s.dispatchLocked(now, false)
 	}
 	s.mu.Unlock()
-	return (*Handle)(j), nil
+	return (*Handle)(t), nil
 }
 
-// enqueueLocked admits a job to the queue, or starts it at once when
-// nothing else is pending and it is admissible (then the order has nothing
-// to decide). On error nothing has changed.
-func (s *Scheduler) enqueueLocked(j *job, desc Job, now int64) error {
-	t := s.anyType
-	if desc.Type != "" {
-		var err error
-		if t, err = s.typeLocked(desc.Type); err != nil {
-			return s.rejectLocked(desc, nil, err, now)
-		}
-	}
-	if s.closing {
-		return s.rejectLocked(desc, t, ErrClosed, now)
-	}
-	if s.cfg.MaxQueue > 0 && s.npending >= s.cfg.MaxQueue {
-		return s.rejectLocked(desc, t, &QueueFullError{Limit: s.cfg.MaxQueue, Size: s.npending}, now)
-	}
-	// Peek at the key: a refused submission must not create one.
-	k := s.anyKey
-	if desc.Key != "" {
-		k = s.keys[desc.Key]
-	}
-	if k != nil && k.cfg.MaxPending > 0 && k.pending >= k.cfg.MaxPending {
-		return s.rejectLocked(desc, t, &QueueFullError{Key: desc.Key, Limit: k.cfg.MaxPending, Size: k.pending}, now)
-	}
-	// Forget what has been idle too long, then take the key's record: a
-	// key past its TTL comes back brand-new, not as its forgotten record.
-	stale := k != nil && k.idle && now-k.idleSince >= s.idleTTL
-	s.forgetLocked(now)
-	if k == nil || stale {
-		k = s.keyLocked(desc.Key)
-	}
-	s.unidleLocked(k)
-	j.id = desc.ID
-	j.base = uint8(t.priority)
-	if desc.Priority != 0 {
-		j.base = uint8(clampPriority(desc.Priority))
-	}
-	s.seq++
-	j.seq, j.sub, j.uidx = s.seq, now, -1
-	l := s.laneLocked(t, k)
-	j.lane = l
-	f := l.flow
-	if f.pending == 0 && f.running == 0 {
-		s.activateLocked(f)
-	}
-	s.npending++
-	k.pending++
-	f.pending++
-	t.pending++
-	s.recordSubmitLocked(j, now)
-	if k.pending == 1 && k.running == 0 {
-		s.busyLocked(k)
-		s.emitAllocationLocked(k, ReasonRebalance) // the key has work again
-	}
-	if s.npending == 1 && s.keyParked.Len() == 0 && s.admissibleLocked(j) {
-		// Nothing else waits: the order has nothing to decide.
-		s.startLocked(j, s.kindOfLoneLocked(j, now), now)
+// enqueueLocked hands a job to the engine, which queues it or starts it at
+// once. On error nothing has changed.
+func (s *Scheduler) enqueueLocked(t *task, desc Job, now int64) error {
+	r := s.eng.Enqueue(&t.rec, (*engine.Desc)(&desc), now)
+	if r == nil {
 		return nil
 	}
-	s.showLocked(j, now)
-	if s.aging.on && s.aging.grace > 0 {
-		s.grace.push(j)
+	var err error
+	switch r.Reason {
+	case engine.RefusedUnknownType:
+		err = fmt.Errorf("%w %q", ErrUnknownType, desc.Type)
+	case engine.RefusedClosed:
+		err = ErrClosed
+	default:
+		err = &QueueFullError{Key: r.Key, Limit: r.Limit, Size: r.Size}
 	}
-	return nil
+	s.rejectedLocked(desc, r.Reason != engine.RefusedUnknownType, err, now)
+	return err
 }
 
-// admissibleLocked reports whether j passes every hard limit now.
-func (s *Scheduler) admissibleLocked(j *job) bool {
-	return !s.full() && !j.lane.typ.blocked() && !j.lane.key.atCap() && s.conflictLocked(j) == nil
+// dispatchLocked starts every job that can start now. If self is true the
+// caller is a job goroutine that can run one more Submit job itself: the
+// first one started is returned instead of being given a new goroutine.
+func (s *Scheduler) dispatchLocked(now int64, self bool) (next *task) {
+	for {
+		j := s.eng.Next(now)
+		if j == nil {
+			return next
+		}
+		t := taskOf(j)
+		s.startedLocked(t)
+		switch {
+		case t.isSync():
+			close(t.wake)
+			t.wake = nil
+		case self && next == nil:
+			next = t
+		default:
+			s.wg.Add(1)
+			go s.work(t)
+		}
+	}
 }
 
-// kindOfLoneLocked says how a job with no competitor starts, by the same
-// order as pickLocked: urgent, else under its key's reservation, else fair.
-func (s *Scheduler) kindOfLoneLocked(j *job, now int64) startKind {
+// startedLocked readies a job the engine started to run.
+func (s *Scheduler) startedLocked(t *task) {
+	if t.ctx == nil { // a Submit job: its context is made as it starts
+		t.ctx = &jobContext{parent: context.Background()}
+	}
+}
+
+// kickLocked dispatches after a change that may have made jobs admissible.
+func (s *Scheduler) kickLocked() {
+	if s.eng.Pending() > 0 {
+		s.dispatchLocked(s.nowLocked(), false)
+	}
+}
+
+// finishLocked ends a running job with err. ran is false when fn did not
+// run (its caller gave up as it started), so no cost is learnt.
+func (s *Scheduler) finishLocked(t *task, err error, ran bool, now int64) {
+	o := engine.Completed
 	switch {
-	case s.aging.isUrgent(int(j.base), j.sub, now):
-		return startUrgent
-	case j.lane.key.cfg.MinSlots > j.lane.key.reserved:
-		return startReserved
+	case !ran:
+		o = engine.NotRun
+	case err != nil:
+		o = engine.Failed
 	}
-	return startFair
+	t.err = err // before the engine reports the end
+	s.eng.Finish(&t.rec, o, now)
+	s.endedLocked(t)
 }
 
-// forgetLocked drops idle keys and unused cost estimates past IdleTTL.
-func (s *Scheduler) forgetLocked(now int64) {
-	if s.idleHead != nil {
-		s.forgetIdleLocked(now)
-	}
-	s.costs.expire(now, s.idleTTL)
+// cancelQueuedLocked takes a job that has not started out of the queue
+// and ends it with err (cancelled, or the scheduler closed).
+func (s *Scheduler) cancelQueuedLocked(t *task, err error, now int64) {
+	t.err = err
+	s.eng.Cancel(&t.rec, now)
+	s.endedLocked(t)
 }
+
+// endedLocked wakes whoever waits for a job that ended.
+func (s *Scheduler) endedLocked(t *task) {
+	t.fn, t.ctx = nil, nil // a Handle may keep the record long after
+	if t.wake != nil {
+		close(t.wake)
+	}
+	if s.idle != nil && s.eng.Idle() {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
+// errNilFunc is the error of a RunSync or Submit given no function.
+var errNilFunc = errors.New("fairsched: the job's function is nil")
 
 // errGoexit is the error of a job whose function called runtime.Goexit
 // (t.FailNow in a test, say).
 var errGoexit = errors.New("fairsched: job function called runtime.Goexit")
 
-// call runs a job's function, turning a panic into a *PanicError. If the
-// function calls runtime.Goexit, the goroutine is ending and nothing after
-// call will run on it, so call itself ends the job and gives its slot back.
-func (s *Scheduler) call(j *job) (err error) {
+// call runs a job's function fn, turning a panic into a *PanicError. If
+// fn calls runtime.Goexit, the goroutine is ending and nothing after call
+// will run on it, so call itself ends the job and gives its slot back.
+func (s *Scheduler) call(t *task, fn func(context.Context) error) (err error) {
 	returned := false
 	defer func() {
 		if v := recover(); v != nil {
@@ -399,33 +390,30 @@ func (s *Scheduler) call(j *job) (err error) {
 			return
 		}
 		if !returned {
-			j.ctx.end()
+			t.ctx.end()
 			s.mu.Lock()
 			now := s.nowLocked()
-			s.finishLocked(j, errGoexit, true, now)
+			s.finishLocked(t, errGoexit, true, now)
 			s.dispatchLocked(now, false)
 			s.mu.Unlock()
 		}
 	}()
-	err = j.fn(j.ctx)
+	err = fn(t.ctx)
 	returned = true
 	return err
 }
 
-// work runs Submit jobs on a goroutine of the scheduler's: j, then any job
+// work runs Submit jobs on a goroutine of the scheduler's: t, then any job
 // the dispatcher hands back to it, until there is none.
-func (s *Scheduler) work(j *job) {
+func (s *Scheduler) work(t *task) {
 	defer s.wg.Done()
-	for j != nil {
-		err := s.call(j)
-		j.ctx.end()
+	for t != nil {
+		err := s.call(t, t.fn)
+		t.ctx.end()
 		s.mu.Lock()
 		now := s.nowLocked()
-		s.finishLocked(j, err, true, now)
-		j = nil
-		if s.npending > 0 {
-			j = s.dispatchLocked(now, true)
-		}
+		s.finishLocked(t, err, true, now)
+		t = s.dispatchLocked(now, true)
 		s.mu.Unlock()
 	}
 }
@@ -441,6 +429,7 @@ func (s *Scheduler) work(j *job) {
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
+	s.eng.StopAccepting()
 	idle := s.idleChanLocked()
 	s.mu.Unlock()
 	select {
@@ -465,28 +454,13 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 func (s *Scheduler) Close() error {
 	s.mu.Lock()
 	s.closing, s.closed = true, true
+	s.eng.StopAccepting()
 	now := s.nowLocked()
-	// Discard every queued job: visible in a lane, parked on its key's
-	// cap, or waiting on a conflict. (Ending a job never deletes a key.)
-	for _, k := range s.keys {
-		for _, l := range k.lanes {
-			for l.n > 0 {
-				j, _ := l.head(&s.aging, now)
-				s.removeQueuedLocked(j, ErrClosed, now)
-			}
-		}
-		for k.parked.Len() > 0 {
-			j, _ := k.parked.Top()
-			s.removeQueuedLocked(j, ErrClosed, now)
-		}
+	for _, j := range s.eng.PendingJobs() {
+		s.cancelQueuedLocked(taskOf(j), ErrClosed, now)
 	}
-	for _, sl := range s.conflicts {
-		for len(sl.waiters) > 0 {
-			s.removeQueuedLocked(sl.waiters[0], ErrClosed, now)
-		}
-	}
-	for _, j := range s.running {
-		j.ctx.cancel(context.Canceled)
+	for _, j := range s.eng.RunningJobs() {
+		taskOf(j).ctx.cancel(context.Canceled)
 	}
 	idle := s.idleChanLocked()
 	s.mu.Unlock()
@@ -498,7 +472,7 @@ func (s *Scheduler) Close() error {
 // idleChanLocked returns a channel closed once nothing is pending or
 // running.
 func (s *Scheduler) idleChanLocked() <-chan struct{} {
-	if s.npending == 0 && s.nrunning == 0 {
+	if s.eng.Idle() {
 		return closedChan
 	}
 	if s.idle == nil {

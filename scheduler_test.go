@@ -474,7 +474,7 @@ func TestJobTypes(t *testing.T) {
 	_, err := s.Submit(Job{Type: "nope"}, func(context.Context) error { return nil })
 	require.ErrorIs(t, err, ErrUnknownType)
 	require.ErrorContains(t, err, `"nope"`)
-	require.ErrorIs(t, s.RunSync(context.Background(), Job{Type: "nope"}, nil), ErrUnknownType)
+	require.ErrorIs(t, s.RunSync(context.Background(), Job{Type: "nope"}, noop), ErrUnknownType)
 
 	require.NoError(t, s.RegisterType("clone", TypeConfig{Tier: Foreground}), "same config: no-op")
 	require.ErrorContains(t, s.RegisterType("clone", TypeConfig{Tier: Background}), "already registered with a different configuration")
@@ -509,4 +509,18 @@ func TestZeroConfigRunsEverythingAtOnce(t *testing.T) {
 	}
 	require.Equal(t, 100, s.Stats().Active)
 	close(g.open)
+}
+
+// A nil function is a programming error: refused at once with an error
+// that says so, changing nothing, and the scheduler goes on working.
+func TestNilFunctionRefused(t *testing.T) {
+	s := newTestScheduler(t, Config{MaxConcurrency: 1})
+	err := s.RunSync(context.Background(), Job{}, nil)
+	require.ErrorContains(t, err, "function is nil")
+	h, err := s.Submit(Job{}, nil)
+	require.ErrorContains(t, err, "function is nil")
+	require.Nil(t, h)
+	st := s.Stats()
+	require.Zero(t, st.Submitted+st.Rejected, "a refused nil function is no submission")
+	require.NoError(t, s.RunSync(context.Background(), Job{}, noop), "the scheduler still runs jobs")
 }

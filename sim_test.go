@@ -169,7 +169,7 @@ func (m *sim) submit(sj *simJob) {
 		return
 	}
 	sj.h = h
-	m.bySeq[(*job)(h).seq] = sj
+	m.bySeq[seqOf(h)] = sj
 	m.collect()
 }
 
@@ -183,8 +183,9 @@ func (m *sim) collect() {
 		m.t.Fatalf("sim at %v: invariant broken: %v", m.now, err)
 	}
 	started := make([]*simJob, 0)
-	for _, j := range m.s.running {
-		sj := m.bySeq[j.seq]
+	running := m.s.eng.RunningJobs()
+	for _, j := range running {
+		sj := m.bySeq[j.Seq()]
 		if sj != nil && !sj.started() {
 			started = append(started, sj)
 		}
@@ -195,7 +196,7 @@ func (m *sim) collect() {
 		sj.Start = m.now
 		m.order = append(m.order, sj)
 	}
-	if n := len(m.s.running); n > m.maxRunning {
+	if n := len(running); n > m.maxRunning {
 		m.maxRunning = n
 	}
 }

@@ -1,4 +1,4 @@
-package fairsched
+package engine
 
 // sortedRun holds queued jobs of a lane's fixed phase that arrived in
 // increasing fixed order, which is how they usually arrive: a job of the
@@ -28,7 +28,7 @@ type sortedRun struct {
 
 type runEntry struct {
 	key uint64 // the job's fixedOrder
-	j   *job   // nil for a hole
+	j   *Job   // nil for a hole
 }
 
 // len returns the number of jobs in the run. O(1).
@@ -40,7 +40,7 @@ func (r *sortedRun) accepts(key uint64) bool {
 }
 
 // push appends j, whose key accepts said yes to. O(1) amortised.
-func (r *sortedRun) push(key uint64, j *job) {
+func (r *sortedRun) push(key uint64, j *Job) {
 	j.heap, j.idx = inRun, int32(len(r.buf))
 	if r.head == len(r.buf) {
 		r.first = runEntry{key, j}
@@ -49,7 +49,7 @@ func (r *sortedRun) push(key uint64, j *job) {
 }
 
 // front returns the first job and its key, if any. O(1).
-func (r *sortedRun) front() (*job, uint64, bool) {
+func (r *sortedRun) front() (*Job, uint64, bool) {
 	if r.head == len(r.buf) {
 		return nil, 0, false
 	}
@@ -57,7 +57,7 @@ func (r *sortedRun) front() (*job, uint64, bool) {
 }
 
 // remove takes j out of the run. O(1) amortised.
-func (r *sortedRun) remove(j *job) {
+func (r *sortedRun) remove(j *Job) {
 	r.buf[j.idx].j = nil
 	j.idx = -1
 	r.holes++
@@ -98,7 +98,7 @@ func (r *sortedRun) compact() {
 }
 
 // each calls f for every job in the run, in order.
-func (r *sortedRun) each(f func(j *job, key uint64)) {
+func (r *sortedRun) each(f func(j *Job, key uint64)) {
 	for _, e := range r.buf[r.head:] {
 		if e.j != nil {
 			f(e.j, e.key)

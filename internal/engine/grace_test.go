@@ -1,4 +1,4 @@
-package fairsched
+package engine
 
 import (
 	"math/rand/v2"
@@ -17,18 +17,18 @@ func TestGraceQueueModel(t *testing.T) {
 	p := agingParams{on: true, grace: 1000}
 	rng := rand.New(rand.NewPCG(5, 6))
 	var q graceQueue
-	var model []*job // the jobs with entries, in push order
+	var model []*Job // the jobs with entries, in push order
 	var now int64
 	peak := 0
-	push := func() *job {
-		j := &job{sub: now, state: stateQueued}
+	push := func() *Job {
+		j := &Job{sub: now, state: StateQueued}
 		q.push(j)
 		model = append(model, j)
 		return j
 	}
 	end := func(i int) {
 		j := model[i]
-		j.state = stateDone
+		j.state = StateDone
 		q.leave(j)
 		if j.inGrace {
 			t.Fatalf("an ended job keeps inGrace")
@@ -79,7 +79,7 @@ func TestGraceQueueModel(t *testing.T) {
 			if j == nil {
 				continue
 			}
-			if live >= len(model) || model[live] != j || !j.inGrace || j.graceAt != q.base+int64(q.head+i) {
+			if live >= len(model) || model[live] != j || !j.inGrace || j.at != q.base+int64(q.head+i) {
 				t.Fatalf("step %d: entry %d is not the model's job %d, or misnumbered", step, i, live)
 			}
 			live++

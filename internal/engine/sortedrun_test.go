@@ -1,4 +1,4 @@
-package fairsched
+package engine
 
 import (
 	"math/rand/v2"
@@ -12,7 +12,7 @@ import (
 func TestSortedRun(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	var r sortedRun
-	var model []*job // in key order
+	var model []*Job // in key order
 	key := uint64(0)
 	for step := 0; step < 50000; step++ {
 		switch op := rng.IntN(10); {
@@ -21,7 +21,7 @@ func TestSortedRun(t *testing.T) {
 			if !r.accepts(key) {
 				t.Fatalf("step %d: run refused key %d above its last", step, key)
 			}
-			j := &job{seq: key}
+			j := &Job{seq: key}
 			r.push(key, j)
 			model = append(model, j)
 		case op < 7:
@@ -39,8 +39,8 @@ func TestSortedRun(t *testing.T) {
 		if n := len(model); n > 0 && r.accepts(model[n-1].seq) {
 			t.Fatalf("step %d: run accepts key %d, not above its last job's", step, model[n-1].seq)
 		}
-		var got []*job
-		r.each(func(j *job, k uint64) {
+		var got []*Job
+		r.each(func(j *Job, k uint64) {
 			if k != j.seq || r.buf[j.idx].j != j || j.heap != inRun {
 				t.Fatalf("step %d: job %d misfiled", step, j.seq)
 			}

@@ -1,0 +1,123 @@
+// Package engine is fairsched's decision state and its order, apart from
+// everything that runs jobs. This comment is for maintainers: it derives
+// the structures and says why each operation costs what it does. Users
+// read the fairsched package documentation.
+//
+// # The engine and its shell
+//
+// An Engine holds every decision of SPEC sections 2 to 5: which jobs wait,
+// which run, the caps, the conflict slots, the fair-share clocks, the
+// learnt costs and the counts. It has no lock, no goroutine, no channel,
+// no context and no clock: time is an int64 count of µs passed into every
+// call that depends on it, and it must never decrease. fairsched.Scheduler
+// is its shell: it holds a mutex around every call, makes the contexts,
+// runs the functions on goroutines, wakes waiters and delivers events. The
+// engine tells the shell what it decided through return values (Enqueue,
+// Next) and through an Observer, called within its calls.
+//
+// A Job is a record with an identity: its sequence number, unique in the
+// engine, handed out by Enqueue in submission order. The caller allocates
+// the record and attaches its own state as Job.Owner; the engine never
+// reads Owner.
+//
+// # The order
+//
+// Next starts the first admissible job by the order of SPEC section 3, and
+// pick (order.go) carries it out step by step: urgent jobs, then keys
+// below their reservation, then by tier, virtual time and priority. A job
+// that arrives while nothing else is pending and is admissible starts at
+// once, by stepOf: the same predicates as pick's steps applied to a queue
+// of one, without filing the job first.
+//
+// # Fair share
+//
+// Each tier is its own fair queue over flows, one flow per (tier, key). A
+// flow's virtual time is the cost charged to it divided by its key's
+// weight:
+//
+//	V(tier, key) = Σ charged slot-seconds / weight.
+//
+// A job starting by fair share (or as urgent) charges its cost estimate at
+// its key's current weight; when it ends the charge is corrected to the
+// observed wall time, so V is measured in slot-seconds whatever the
+// estimates were. Serving the lowest V first makes every backlogged key's
+// V advance at the same rate, so each key's slot time is proportional to
+// its weight: weighted max-min fairness, within caps. A weight change
+// applies to charges from then on; V is not rescaled. Ties in V go to the
+// flow whose V was set first (its stamp), which serves equals round-robin.
+//
+// Reservations: up to MinSlots of a key's jobs start ahead of fair share
+// and are not charged, so a reservation adds to the key's weighted share
+// of the rest. A job started under the reservation holds it until it ends,
+// when the key's next job takes it over.
+//
+// Idle keys: each tier keeps a floor, the highest minimum settled V its
+// active flows (those with queued or running jobs) have had. Settled means
+// without the charges of running jobs whose cost was still the type's
+// default cost, a guess: a newcomer placed on an incumbent's guesses would
+// fall behind it once they are corrected to the real (often much smaller)
+// slot time, and learned estimates are kept because a newcomer placed
+// below them would burst past its share. A flow that becomes active starts
+// at max(its own V, the floor): it cannot bank credit while idle, nor
+// escape the cost of its recent use. Keys idle for IdleTTL are forgotten
+// (unless configured), as are cost estimates unused for as long, each
+// from a list kept in the order they went idle: amortised O(1).
+//
+// # Aging without a pass over the queue
+//
+// Past the grace period G, a job's score is base + Step·(t − sub − G)/I.
+// With scores scaled by I and time in µs, every comparison is exact
+// integer arithmetic:
+//
+//	I·score(t) = A + Step·(t − G),   A = base·I − Step·sub,
+//
+// where A does not depend on t. All aged jobs rise at the same rate, so
+// their relative order never changes: a heap keyed by A orders them by
+// score at every instant, and the job with the greatest A is the first to
+// reach any threshold.
+//
+// Each lane (the jobs of one type for one key, lane.go) keeps three heaps:
+// jobs whose effective priority is fixed (in their grace period, or based
+// at or above the ceiling) by base, then submission; aged jobs below the
+// ceiling by A; and jobs aged to the ceiling, which tie, by submission.
+// Fixed jobs mostly arrive already in their order (the same or a lower
+// priority than the last, later): those queue in a sorted run beside the
+// fixed heap (sortedrun.go), in O(1), and only the others pay the heap.
+// Jobs move between them when they cross the grace period, noticed through
+// one queue of submissions in time order (grace.go), or the ceiling,
+// noticed at the top of the rising heap: each move O(log n), at most twice
+// per job. Per type, one more heap keyed by A holds the aged jobs: its top
+// is the most urgent job of the type.
+//
+// Every heap keeps its entries' sort keys inline (iheap.Keyed), so sifting
+// through a long queue does not read every job record it passes: of a
+// lane's candidates only the winner's record is read.
+//
+// # Keeping blocked work out of sight
+//
+// The engine never scans the queue. Per type, the lanes with work are kept
+// in a heap by their flow's (V, stamp); per tier the types are few, so the
+// fair steps look at the first lane of each type not at its cap and take
+// the best: O(types + log n). What blocks a job is handled where it is, so
+// a blocked job is not looked at again until what blocks it changes:
+//
+//   - a type or tier at its cap is passed over as a whole, one check each;
+//   - a key at its cap has its lanes taken out of the type heaps, and put
+//     back when one of its jobs ends; an urgent job of such a key is parked
+//     on the key, in urgent order;
+//   - a job whose conflict holder runs is parked on that resource's slot,
+//     and the slot's waiters return when the holder ends.
+//
+// So Enqueue and Next cost O(log n) in pending jobs, plus the job types of
+// a tier and the keys with reservations (both configured, so few),
+// whatever the mix of keys, conflicts and aging. One exception is paid
+// only on the resource concerned: when a conflict holder ends, its w
+// waiters compete again (O(w log n)).
+//
+// # Checking it
+//
+// Verify checks every invariant of these structures (each heap's order
+// and handles, every count against a recount, the grace queue, the hard
+// limits) in O(n). The tests call it after every step of the scenario,
+// differential and fuzz runs.
+package engine

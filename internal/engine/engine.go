@@ -1,0 +1,335 @@
+package engine
+
+import (
+	"sort"
+
+	"github.com/fairsched/fairsched/internal/iheap"
+)
+
+// Config is the part of fairsched.Config the engine decides with, with
+// every default resolved and every value already validated.
+type Config struct {
+	MaxConcurrency int // 0: no global limit
+	MaxQueue       int // 0: unlimited
+	TierLimits     map[int]int
+	Keys           map[string]Key // configured keys
+	DefaultKey     Key
+	Aging          Aging
+	CostAlpha      float64 // in (0, 1]
+	DefaultCost    float64 // seconds, > 0
+	IdleTTL        int64   // µs, > 0
+}
+
+// Type configures a job type; it mirrors fairsched.TypeConfig.
+type Type struct {
+	Tier            int
+	MaxConcurrency  int
+	ConflictGroup   string
+	DefaultCost     float64 // seconds; 0: Config.DefaultCost
+	DefaultPriority int     // 0: 50
+}
+
+// Key configures a fairness key; it mirrors fairsched.KeyConfig.
+type Key struct {
+	Weight         float64 // 0: 1
+	MinSlots       int
+	MaxConcurrency int
+	MaxPending     int
+}
+
+// Aging mirrors fairsched.AgingConfig, with durations in µs.
+type Aging struct {
+	GracePeriod     int64
+	Interval        int64
+	Step            int
+	MaxEffective    int
+	UrgentThreshold int
+}
+
+// Desc describes a job to Enqueue; it mirrors fairsched.Job.
+type Desc struct {
+	Type, ID, Key string
+	Priority      int
+}
+
+// Engine is the whole decision state of a scheduler and the order of
+// SPEC section 3. It holds no lock, starts no goroutine and never reads a
+// clock: every method that depends on time takes now, in µs since the
+// caller's epoch, and now must never decrease. The caller serialises
+// calls (fairsched.Scheduler holds its mutex around each).
+//
+// The fields are grouped by concern; doc.go derives the structures.
+type Engine struct {
+	// Owner is whatever the caller attaches to the engine: in fairsched,
+	// its Scheduler. The engine never reads it.
+	Owner any
+
+	cfg   Config
+	aging agingParams
+	obs   Observer // nil: no one listens
+
+	// Shape: types, tiers and keys.
+	types     map[string]*typeState
+	anyType   *typeState   // the default type, ""
+	anyKey    *keyState    // the empty key, "": kept for good
+	tiers     []*tierState // highest first
+	keys      map[string]*keyState
+	busy      []*keyState // keys with work queued or running, in no order
+	reserving []*keyState // keys with MinSlots, by name
+	idleHead  *keyState   // idle keys, least recently idle first
+	idleTail  *keyState
+
+	// What waits and what runs.
+	keyParked iheap.Keyed[*keyState] // uncapped keys with parked jobs, by their first
+	conflicts map[conflictKey]*conflictSlot
+	grace     graceQueue
+	running   []runningJob // Job.idx is the position
+	seq       uint64       // the last sequence number handed out
+	stamp     uint64       // the last flow stamp handed out
+	nrunning  int
+	npending  int  // queued and parked
+	nqueued   int  // visible in lanes
+	closing   bool // no new work is accepted
+
+	// What it has learnt and counted.
+	costs          costTable
+	counters       Counters
+	parkedConflict int
+	parkedKey      int
+	keysForgotten  uint64
+	nconfigured    int // keys with configured set
+}
+
+// New returns an engine configured by cfg, with the default type "" and
+// the configured keys. Types are added with RegisterType.
+func New(cfg Config, obs Observer) *Engine {
+	e := &Engine{
+		cfg:       cfg,
+		obs:       obs,
+		aging:     newAgingParams(cfg.Aging),
+		types:     make(map[string]*typeState),
+		keys:      make(map[string]*keyState),
+		conflicts: make(map[conflictKey]*conflictSlot),
+		costs:     newCostTable(cfg.CostAlpha),
+	}
+	e.keyParked = iheap.NewKeyed(func(k *keyState, i int) { k.kpIdx = i })
+	for t := range cfg.TierLimits {
+		e.tierOf(t)
+	}
+	e.registerType("", Type{})
+	e.anyType = e.types[""]
+	for _, name := range sortedNames(cfg.Keys) {
+		k := e.keyOrNew(name)
+		k.cfg, k.configured = resolveKey(cfg.Keys[name]), true
+		e.nconfigured++
+	}
+	e.anyKey = e.keyOrNew("")
+	e.anyKey.pinned = true
+	e.rebuildReserving()
+	return e
+}
+
+// Refusal says why Enqueue refused a job.
+type Refusal struct {
+	Reason RefusalReason
+	Key    string // RefusedKeyFull: the key whose MaxPending was reached
+	Limit  int    // RefusedFull, RefusedKeyFull: the limit
+	Size   int    // and the jobs pending under it
+}
+
+// RefusalReason is why a submission was refused.
+type RefusalReason uint8
+
+const (
+	Accepted           RefusalReason = iota
+	RefusedUnknownType               // no such type
+	RefusedClosed                    // StopAccepting was called
+	RefusedFull                      // MaxQueue reached
+	RefusedKeyFull                   // the key's MaxPending reached
+)
+
+// StopAccepting makes every later Enqueue refuse with RefusedClosed.
+func (e *Engine) StopAccepting() { e.closing = true }
+
+// Enqueue admits j, described by d, at now: it gets its sequence number
+// and is queued, or started at once when nothing else is pending and it
+// is admissible (then j.State() is StateRunning), and Enqueue returns nil.
+// A refused job changes nothing but the rejection counts. O(log n).
+func (e *Engine) Enqueue(j *Job, d *Desc, now int64) *Refusal {
+	t := e.anyType
+	if d.Type != "" {
+		if t = e.types[d.Type]; t == nil {
+			e.counters.RejectedUnknownType++
+			return &Refusal{Reason: RefusedUnknownType}
+		}
+	}
+	if e.closing {
+		t.stats.rejectedClosed++
+		return &Refusal{Reason: RefusedClosed}
+	}
+	if e.cfg.MaxQueue > 0 && e.npending >= e.cfg.MaxQueue {
+		t.stats.rejectedFull++
+		return &Refusal{Reason: RefusedFull, Limit: e.cfg.MaxQueue, Size: e.npending}
+	}
+	// Peek at the key: a refused submission must not create one.
+	k := e.anyKey
+	if d.Key != "" {
+		k = e.keys[d.Key]
+	}
+	if k != nil && k.cfg.MaxPending > 0 && k.pending >= k.cfg.MaxPending {
+		t.stats.rejectedFull++
+		return &Refusal{Reason: RefusedKeyFull, Key: d.Key, Limit: k.cfg.MaxPending, Size: k.pending}
+	}
+	// Forget what has been idle too long, then take the key's record: a
+	// key past its TTL comes back brand-new, not as its forgotten record.
+	stale := k != nil && k.idle && now-k.idleSince >= e.cfg.IdleTTL
+	e.forget(now)
+	if k == nil || stale {
+		k = e.keyOrNew(d.Key)
+	}
+	e.unmarkIdle(k)
+	j.id = d.ID
+	j.base = uint8(t.priority)
+	if d.Priority != 0 {
+		j.base = uint8(clampPriority(d.Priority))
+	}
+	e.seq++
+	j.seq, j.sub, j.uidx = e.seq, now, -1
+	l := e.laneOf(t, k)
+	j.lane = l
+	f := l.flow
+	if f.pending == 0 && f.running == 0 {
+		e.activate(f)
+	}
+	e.npending++
+	k.pending++
+	f.pending++
+	t.pending++
+	e.counters.Submitted++
+	if e.obs != nil {
+		e.obs.Submitted(j, now)
+	}
+	if k.pending == 1 && k.running == 0 {
+		e.addBusy(k)
+		e.emitAllocation(k, ReasonRebalance, now) // the key has work again
+	}
+	if e.npending == 1 && e.keyParked.Len() == 0 && e.admissible(j) {
+		// Nothing else waits: the order has nothing to decide but the step.
+		e.start(j, e.stepOf(j, now), now)
+		return nil
+	}
+	e.show(j, now)
+	if e.aging.on && e.aging.grace > 0 {
+		e.grace.push(j)
+	}
+	return nil
+}
+
+// forget drops idle keys and unused cost estimates past IdleTTL.
+func (e *Engine) forget(now int64) {
+	if e.idleHead != nil {
+		e.forgetIdle(now)
+	}
+	e.costs.expire(now, e.cfg.IdleTTL)
+}
+
+// Next starts the first admissible job by the order and returns it, or
+// returns nil if no pending job can start now. The caller runs the job
+// and calls Finish when it ends. O(log n) amortised, plus the types of a
+// tier and the keys with reservations.
+func (e *Engine) Next(now int64) *Job {
+	if e.npending == 0 {
+		return nil
+	}
+	if e.aging.on && e.aging.grace > 0 {
+		e.endGrace(now)
+	}
+	j, how := e.pick(now)
+	if j == nil {
+		return nil
+	}
+	e.start(j, how, now)
+	return j
+}
+
+// Finish ends a running job. With NotRun its function did not run (its
+// caller gave up as it started), so no cost is learnt. O(log n).
+func (e *Engine) Finish(j *Job, o Outcome, now int64) {
+	e.finish(j, o, now)
+}
+
+// Cancel takes a job that has not started out of the queue and ends it,
+// as not run. O(log n).
+func (e *Engine) Cancel(j *Job, now int64) {
+	e.removeQueued(j, now)
+}
+
+// Pending returns the number of jobs waiting, queued or parked.
+func (e *Engine) Pending() int { return e.npending }
+
+// Running returns the number of jobs holding a slot.
+func (e *Engine) Running() int { return e.nrunning }
+
+// Idle reports whether nothing is pending or running.
+func (e *Engine) Idle() bool { return e.npending == 0 && e.nrunning == 0 }
+
+// runningJob is a running job and the conflict slot it holds, if any.
+type runningJob struct {
+	j    *Job
+	slot *conflictSlot
+}
+
+// RunningJobs returns the running jobs, in no order the caller may rely on
+// but this: the jobs started since the last call of Enqueue, Finish or
+// Cancel come last, in the order they started. O(running).
+func (e *Engine) RunningJobs() []*Job {
+	out := make([]*Job, len(e.running))
+	for i, r := range e.running {
+		out[i] = r.j
+	}
+	return out
+}
+
+// PendingJobs returns every pending job, in no particular order. O(n).
+func (e *Engine) PendingJobs() []*Job {
+	var out []*Job
+	for _, k := range e.keys {
+		for _, l := range k.lanes {
+			l.run.each(func(j *Job, _ uint64) { out = append(out, j) })
+			out = appendJobs(out, &l.fixed)
+			out = appendJobs(out, &l.rising)
+			out = appendJobs(out, &l.capped)
+		}
+		out = appendJobs(out, &k.parked)
+	}
+	for _, sl := range e.conflicts {
+		out = append(out, sl.waiters...)
+	}
+	return out
+}
+
+func appendJobs(out []*Job, h *iheap.Keyed[*Job]) []*Job {
+	for i := 0; i < h.Len(); i++ {
+		j, _ := h.At(i)
+		out = append(out, j)
+	}
+	return out
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func clampPriority(p int) int { return min(max(p, 0), 100) }
+
+func resolveKey(c Key) Key {
+	if c.Weight == 0 {
+		c.Weight = 1
+	}
+	return c
+}

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/iheap"
+)
+
+// newTestEngine returns an engine for cfg with the defaults fairsched
+// would resolve, and a type "t" in tier 0.
+func newTestEngine(t *testing.T, cfg Config) *Engine {
+	t.Helper()
+	if cfg.CostAlpha == 0 {
+		cfg.CostAlpha = 0.3
+	}
+	if cfg.DefaultCost == 0 {
+		cfg.DefaultCost = 1
+	}
+	if cfg.IdleTTL == 0 {
+		cfg.IdleTTL = (10 * time.Minute).Microseconds()
+	}
+	e := New(cfg, nil)
+	if err := e.RegisterType("t", Type{}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestGraceQueueForgetsEndedJobs: jobs that end within their grace period
+// while an older one still waits leave no entry behind. Without that, the
+// grace queue would grow with throughput × GracePeriod rather than with
+// the queue, and keep every ended record alive.
+func TestGraceQueueForgetsEndedJobs(t *testing.T) {
+	e := newTestEngine(t, Config{MaxConcurrency: 1, Aging: Aging{GracePeriod: 3600e6, Interval: 1e6, Step: 1}})
+	var now int64
+	holder := new(Job)
+	e.Enqueue(holder, &Desc{Type: "t"}, now)
+	if holder.State() != StateRunning {
+		t.Fatalf("the first job is %v, want running", holder.State())
+	}
+	waiter := new(Job) // waits, in its grace period, for the whole test
+	e.Enqueue(waiter, &Desc{Type: "t"}, now)
+	for i := 0; i < 1000; i++ {
+		now++
+		j := new(Job)
+		e.Enqueue(j, &Desc{Type: "t"}, now)
+		e.Cancel(j, now)
+		if err := e.Verify(now); err != nil {
+			t.Fatalf("after %d jobs: %v", i+1, err)
+		}
+	}
+	if live := e.grace.len(); live != 1 {
+		t.Fatalf("the grace queue holds %d jobs, want only the one still waiting", live)
+	}
+	if n := len(e.grace.buf); n > 200 {
+		t.Fatalf("the grace queue's buffer has %d entries for 1 job", n)
+	}
+}
+
+// TestErrorf checks Verify's formatter on every kind of value it is given.
+func TestErrorf(t *testing.T) {
+	got := errorf("%q %d %d %d %d %d %v %v %v %v", "k", 1, int32(-2), int64(3), uint64(4), StateDone, true, 0.5,
+		iheap.Key{Hi: 5, Lo: 6}, conflictKey{"g", "id"}).Error()
+	want := `"k" 1 -2 3 4 4 true 0.5 {5 6} {"g" "id"}`
+	if got != want {
+		t.Fatalf("errorf gives %s, want %s", got, want)
+	}
+}

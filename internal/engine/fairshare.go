@@ -1,0 +1,416 @@
+package engine
+
+import (
+	"sort"
+
+	"github.com/fairsched/fairsched/internal/iheap"
+)
+
+// Fair share. Each tier is its own fair queue over flows, one flow per
+// (tier, key). A flow's virtual time V is the cost charged to its key in
+// that tier divided by the key's weight; the ready flow with the lowest V
+// goes next. Ties in V go to the flow whose V was set first (stamp), which
+// serves equals round-robin.
+
+// keyState is one fairness key.
+type keyState struct {
+	name       string
+	cfg        Key  // resolved: Weight > 0
+	configured bool // named in Config.Keys or set at run time: never forgotten
+	pinned     bool // the empty key: never forgotten either
+
+	running  int // running jobs of the key, all tiers
+	reserved int // running jobs started under the key's MinSlots
+	pending  int // queued and parked jobs
+	capped   bool
+
+	flows []*flow // one per tier the key has used
+	lanes []*lane // one per job type the key has used
+	// laneTypes[i] is lanes[i].typ, kept beside them so that finding a
+	// key's lane reads one small array, not every lane record.
+	laneTypes []*typeState
+
+	// parked holds the key's urgent jobs found blocked by its cap, in urgent
+	// order; kpIdx is the key's handle in Scheduler.keyParked.
+	parked iheap.Keyed[*Job]
+	kpIdx  int
+
+	busyIdx int // position in Scheduler.busy, -1 when the key has no work
+
+	idleSince        int64 // µs; valid while idle
+	idlePrev, idleNx *keyState
+	idle             bool // on the idle list
+
+	alloc float64 // last allocation reported in an event
+}
+
+// belowReservation reports whether the key runs fewer jobs under its
+// reservation than its MinSlots.
+func (k *keyState) belowReservation() bool { return k.cfg.MinSlots > k.reserved }
+
+func (k *keyState) atCap() bool {
+	return k.cfg.MaxConcurrency > 0 && k.running >= k.cfg.MaxConcurrency
+}
+
+// flow is a key's share of one tier.
+type flow struct {
+	key  *keyState
+	tier *tierState
+	v    float64 // virtual time: charged slot-seconds / weight
+	// guessed is the part of v charged for running jobs at a type's
+	// default cost, a guess not yet backed by any observation of their
+	// (type, ID); v - guessed is the flow's settled virtual time.
+	guessed float64
+	stamp   uint64 // when v was last set, for ties
+	pending int
+	running int
+	lanes   []*lane // the key's lanes of types in this tier
+	actIdx  int     // handle in tier.active, -1 when inactive
+	actW    float64 // the key's weight when the flow became active
+}
+
+func flowBefore(a, b *flow) bool { return a.order().Less(b.order()) }
+
+// order is the flow's place in the fair order, (V, stamp), kept inline in
+// the type heaps so that sifting never dereferences a lane or a flow.
+func (f *flow) order() iheap.Key { return iheap.Key{Hi: iheap.Float(f.v), Lo: f.stamp} }
+
+// settledKey is the flow's place in its tier's active heap.
+func (f *flow) settledKey() iheap.Key { return iheap.Key{Hi: iheap.Float(f.settled())} }
+
+// settled returns the flow's virtual time without the default-cost guesses
+// charged for its running jobs. Learned estimates count: they are evidence.
+func (f *flow) settled() float64 { return f.v - f.guessed }
+
+// tierState is one tier: its cap, its types and its active flows.
+type tierState struct {
+	level   int
+	limit   int
+	running int
+	types   []*typeState
+
+	// active holds the flows with queued or running jobs, by settled V, so
+	// that a flow entering the tier starts level with the least-served of
+	// those present. Settled, because charges of running jobs are
+	// corrected when they end, and default-cost guesses are the ones most
+	// likely to be far off: a newcomer placed on an incumbent's guesses
+	// would fall behind it once they are refunded (seed 002, scenario 2),
+	// while one placed below an incumbent's learned estimates would burst
+	// past its share.
+	active iheap.Keyed[*flow]
+	// activeWeight is the sum of the weights of the active flows.
+	activeWeight float64
+	// floor is the highest such minimum seen: the tier's virtual clock. It
+	// never goes back, so a key cannot bank credit while the tier is idle.
+	floor float64
+}
+
+func (t *tierState) atCap() bool { return t.limit > 0 && t.running >= t.limit }
+
+func (t *tierState) raiseFloor() {
+	if f, ok := t.active.Top(); ok && f.settled() > t.floor {
+		t.floor = f.settled()
+	}
+}
+
+// keyOrNew returns the state of key name, creating it with the defaults.
+func (e *Engine) keyOrNew(name string) *keyState {
+	if k := e.keys[name]; k != nil {
+		return k
+	}
+	k := &keyState{name: name, cfg: resolveKey(e.cfg.DefaultKey), kpIdx: -1, busyIdx: -1}
+	k.parked = iheap.NewKeyed(jobSetIdx)
+	e.keys[name] = k
+	return k
+}
+
+// laneOf returns the lane of (t, k), creating it and its flow.
+func (e *Engine) laneOf(t *typeState, k *keyState) *lane {
+	for i, lt := range k.laneTypes {
+		if lt == t {
+			return k.lanes[i]
+		}
+	}
+	var f *flow
+	for _, g := range k.flows {
+		if g.tier == t.tier {
+			f = g
+			break
+		}
+	}
+	if f == nil {
+		f = &flow{key: k, tier: t.tier, actIdx: -1, v: t.tier.floor}
+		k.flows = append(k.flows, f)
+	}
+	l := newLane(e, t, k, f)
+	k.lanes = append(k.lanes, l)
+	k.laneTypes = append(k.laneTypes, t)
+	f.lanes = append(f.lanes, l)
+	return l
+}
+
+// activate brings an idle flow into its tier: it starts at the
+// tier's current minimum V, or keeps its own if that is higher.
+func (e *Engine) activate(f *flow) {
+	t := f.tier
+	t.raiseFloor()
+	if f.v < t.floor {
+		f.v = t.floor
+	}
+	e.restamp(f)
+	t.active.Push(f.settledKey(), f)
+	f.actW = f.key.cfg.Weight
+	t.activeWeight += f.actW
+}
+
+// deactivate takes a flow with nothing queued or running out of its
+// tier, remembering the minimum V the tier had with it.
+func (e *Engine) deactivate(f *flow) {
+	t := f.tier
+	t.raiseFloor()
+	t.active.Remove(f.actIdx)
+	t.activeWeight -= f.actW
+	if t.active.Len() == 0 {
+		t.activeWeight = 0 // no rounding drift
+	}
+}
+
+func (e *Engine) restamp(f *flow) {
+	e.stamp++
+	f.stamp = e.stamp
+}
+
+// charge adds d slot-seconds at weight w to a flow's virtual time,
+// of which guess are default-cost guesses for running jobs (negative to
+// settle them), and re-sorts the flow wherever it is ordered by V.
+// O(lanes of the flow * log k).
+func (e *Engine) charge(f *flow, d, guess, w float64) {
+	f.v += d / w
+	f.guessed += guess / w
+	if f.running == 0 {
+		f.guessed = 0 // no rounding drift
+	}
+	e.restamp(f)
+	if f.actIdx >= 0 {
+		f.tier.active.Fix(f.actIdx, f.settledKey())
+	}
+	for _, l := range f.lanes {
+		if l.tyIdx >= 0 {
+			l.typ.lanes.Fix(l.tyIdx, f.order())
+		}
+	}
+}
+
+// ready puts a lane in its type's fair order if it has queued jobs
+// and its key is below its cap.
+func (e *Engine) ready(l *lane) {
+	if l.tyIdx < 0 && l.n > 0 && !l.key.capped {
+		l.typ.lanes.Push(l.flow.order(), l)
+	}
+}
+
+func (e *Engine) unready(l *lane) {
+	if l.tyIdx >= 0 {
+		l.typ.lanes.Remove(l.tyIdx)
+	}
+}
+
+// capKey takes a key that reached its cap out of every fair order.
+func (e *Engine) capKey(k *keyState) {
+	k.capped = true
+	for _, l := range k.lanes {
+		e.unready(l)
+	}
+	if k.kpIdx >= 0 {
+		e.keyParked.Remove(k.kpIdx)
+	}
+}
+
+// uncapKey returns a key that fell below its cap to the fair orders.
+func (e *Engine) uncapKey(k *keyState) {
+	k.capped = false
+	for _, l := range k.lanes {
+		e.ready(l)
+	}
+	if k.parked.Len() > 0 && k.kpIdx < 0 {
+		top, _ := k.parked.Top()
+		e.keyParked.Push(top.agedOrder(), k)
+	}
+}
+
+// recap brings a key's capped flag in line with its running count
+// and cap, after either changed.
+func (e *Engine) recap(k *keyState) {
+	switch at := k.atCap(); {
+	case at && !k.capped:
+		e.capKey(k)
+	case !at && k.capped:
+		e.uncapKey(k)
+	}
+}
+
+// SetKey sets the configuration of key name, which is then never
+// forgotten, and returns whether it did: not if the keys' reservations
+// would add up to more than MaxConcurrency. c is valid. The change applies
+// from the next start: a new weight to the cost charged from then on.
+func (e *Engine) SetKey(name string, c Key, now int64) bool {
+	return e.setKey(name, func(Key) Key { return c }, now)
+}
+
+// SetKeyWeight changes the weight of key name, keeping the rest of its
+// configuration. The weight is valid.
+func (e *Engine) SetKeyWeight(name string, weight float64, now int64) {
+	e.setKey(name, func(c Key) Key { c.Weight = weight; return c }, now)
+}
+
+// setKey applies change to key name's configuration.
+func (e *Engine) setKey(name string, change func(Key) Key, now int64) bool {
+	k := e.keys[name]
+	if k != nil && k.idle && now-k.idleSince >= e.cfg.IdleTTL {
+		// Idle past its TTL: as good as forgotten, so configured afresh.
+		e.forgetKey(k)
+		k = nil
+	}
+	old := resolveKey(e.cfg.DefaultKey)
+	if k != nil {
+		old = k.cfg
+	}
+	c := resolveKey(change(old))
+	if e.cfg.MaxConcurrency > 0 && e.reservedWith(name, c.MinSlots) > e.cfg.MaxConcurrency {
+		return false
+	}
+	if k == nil {
+		k = e.keyOrNew(name)
+	}
+	e.configureKey(k, c, true, now)
+	return true
+}
+
+// ReservedWith returns what the keys' reservations would add up to with
+// key name reserving minSlots.
+func (e *Engine) ReservedWith(name string, minSlots int) int { return e.reservedWith(name, minSlots) }
+
+func (e *Engine) reservedWith(name string, minSlots int) int {
+	total := minSlots
+	for _, r := range e.reserving {
+		if r.name != name {
+			total += r.cfg.MinSlots
+		}
+	}
+	return total
+}
+
+// ResetKeys returns every key to the default configuration; none is
+// configured afterwards. Virtual times are kept.
+func (e *Engine) ResetKeys(now int64) {
+	for _, k := range e.keys {
+		e.configureKey(k, resolveKey(e.cfg.DefaultKey), false, now)
+	}
+}
+
+func (e *Engine) configureKey(k *keyState, c Key, configured bool, now int64) {
+	old := k.cfg
+	k.cfg = c
+	if k.configured != configured {
+		if configured {
+			e.nconfigured++
+		} else {
+			e.nconfigured--
+			k.alloc = 0 // no longer reported: a later report starts afresh
+		}
+		k.configured = configured
+	}
+	for _, f := range k.flows {
+		if f.actIdx >= 0 {
+			f.tier.activeWeight += c.Weight - f.actW
+			f.actW = c.Weight
+		}
+	}
+	if configured {
+		e.unmarkIdle(k)
+	} else if k.running == 0 && k.pending == 0 && !k.idle {
+		e.markIdle(k, now)
+	}
+	if old.MinSlots != c.MinSlots {
+		e.rebuildReserving()
+	}
+	e.recap(k)
+	if old != c {
+		e.emitAllocation(k, ReasonConfigChange, now)
+	}
+}
+
+func (e *Engine) rebuildReserving() {
+	e.reserving = e.reserving[:0]
+	for _, k := range e.keys {
+		if k.cfg.MinSlots > 0 {
+			e.reserving = append(e.reserving, k)
+		}
+	}
+	sort.Slice(e.reserving, func(i, j int) bool { return e.reserving[i].name < e.reserving[j].name })
+}
+
+// addBusy adds a key that has just got work to Scheduler.busy. O(1).
+func (e *Engine) addBusy(k *keyState) {
+	k.busyIdx = len(e.busy)
+	e.busy = append(e.busy, k)
+}
+
+// removeBusy takes a key that has run out of work out of
+// Scheduler.busy. O(1).
+func (e *Engine) removeBusy(k *keyState) {
+	last := len(e.busy) - 1
+	moved := e.busy[last]
+	e.busy[k.busyIdx], moved.busyIdx = moved, k.busyIdx
+	e.busy[last] = nil
+	e.busy = e.busy[:last]
+	k.busyIdx = -1
+}
+
+// markIdle puts a key with nothing queued or running on the idle list,
+// to be forgotten after IdleTTL unless it is configured.
+func (e *Engine) markIdle(k *keyState, now int64) {
+	if k.configured || k.pinned || k.idle {
+		return
+	}
+	k.idle, k.idleSince = true, now
+	k.idlePrev, k.idleNx = e.idleTail, nil
+	if e.idleTail != nil {
+		e.idleTail.idleNx = k
+	} else {
+		e.idleHead = k
+	}
+	e.idleTail = k
+}
+
+func (e *Engine) unmarkIdle(k *keyState) {
+	if !k.idle {
+		return
+	}
+	if k.idlePrev != nil {
+		k.idlePrev.idleNx = k.idleNx
+	} else {
+		e.idleHead = k.idleNx
+	}
+	if k.idleNx != nil {
+		k.idleNx.idlePrev = k.idlePrev
+	} else {
+		e.idleTail = k.idlePrev
+	}
+	k.idle, k.idlePrev, k.idleNx = false, nil, nil
+}
+
+// forgetIdle forgets keys idle for longer than IdleTTL. Amortised
+// O(1) per key.
+func (e *Engine) forgetIdle(now int64) {
+	for k := e.idleHead; k != nil && now-k.idleSince >= e.cfg.IdleTTL; k = e.idleHead {
+		e.forgetKey(k)
+	}
+}
+
+// forgetKey drops an idle key's record.
+func (e *Engine) forgetKey(k *keyState) {
+	e.unmarkIdle(k)
+	delete(e.keys, k.name)
+	e.keysForgotten++
+}

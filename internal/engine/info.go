@@ -1,0 +1,172 @@
+package engine
+
+import "sort"
+
+// What the engine tells about itself, for fairsched's Stats and Snapshot.
+// Each is a copy: the caller may keep it.
+
+// Summary is the engine's counts at one instant.
+type Summary struct {
+	Counters
+	Running, Pending, Parked int
+	KeysTracked, Estimates   int
+	KeysForgotten, Forgot    uint64
+}
+
+// Summary returns the engine's counts. O(1).
+func (e *Engine) Summary() Summary {
+	return Summary{
+		Counters: e.counters,
+		Running:  e.nrunning, Pending: e.npending, Parked: e.parkedConflict + e.parkedKey,
+		KeysTracked: len(e.keys), KeysForgotten: e.keysForgotten,
+		Estimates: e.costs.len(), Forgot: e.costs.forgotten,
+	}
+}
+
+// TierInfo describes one tier.
+type TierInfo struct {
+	Tier, Limit, Running, Queued int
+}
+
+// Tiers describes the tiers, highest first. O(types).
+func (e *Engine) Tiers() []TierInfo {
+	out := make([]TierInfo, 0, len(e.tiers))
+	for _, t := range e.tiers {
+		ti := TierInfo{Tier: t.level, Limit: t.limit, Running: t.running}
+		for _, ty := range t.types {
+			ti.Queued += ty.pending
+		}
+		out = append(out, ti)
+	}
+	return out
+}
+
+// TypeInfo describes one job type.
+type TypeInfo struct {
+	Name                                  string
+	Tier, Limit, Running, Queued          int
+	Started, Completed, Failed, Cancelled uint64
+	RejectedFull, RejectedClosed          uint64
+}
+
+// Types describes the job types, by name. O(t log t).
+func (e *Engine) Types() []TypeInfo {
+	out := make([]TypeInfo, 0, len(e.types))
+	for _, name := range sortedNames(e.types) {
+		t := e.types[name]
+		out = append(out, TypeInfo{
+			Name: name, Tier: t.cfg.Tier, Limit: t.cfg.MaxConcurrency, Running: t.running, Queued: t.pending,
+			Started: t.stats.started, Completed: t.stats.completed, Failed: t.stats.failed, Cancelled: t.stats.cancelled,
+			RejectedFull: t.stats.rejectedFull, RejectedClosed: t.stats.rejectedClosed,
+		})
+	}
+	return out
+}
+
+// KeyInfo describes one fairness key.
+type KeyInfo struct {
+	Key             string
+	Configured      bool
+	Cfg             Key
+	Running, Queued int
+	Allocation      float64
+	VirtualTime     map[int]float64 // by tier
+}
+
+// KeySummary sums up keys not listed by name.
+type KeySummary struct {
+	Keys, Running, Queued int
+}
+
+// Keys describes the configured keys and the max busiest others, by
+// name, and sums up the other keys with work. O(k + b log b) for k keys
+// remembered and b with work.
+func (e *Engine) Keys(max int) ([]KeyInfo, KeySummary) {
+	alloc := e.allocations()
+	var listed []KeyInfo
+	var others []*keyState
+	for _, k := range e.keys {
+		if k.configured {
+			listed = append(listed, k.info(alloc[k]))
+		} else if k.running+k.pending > 0 {
+			others = append(others, k)
+		}
+	}
+	sort.Slice(others, func(i, j int) bool {
+		a, b := others[i], others[j]
+		if a.running+a.pending != b.running+b.pending {
+			return a.running+a.pending > b.running+b.pending
+		}
+		return a.name < b.name
+	})
+	var rest KeySummary
+	for i, k := range others {
+		if i < max {
+			listed = append(listed, k.info(alloc[k]))
+			continue
+		}
+		rest.Keys++
+		rest.Running += k.running
+		rest.Queued += k.pending
+	}
+	sort.Slice(listed, func(i, j int) bool { return listed[i].Key < listed[j].Key })
+	return listed, rest
+}
+
+func (k *keyState) info(alloc float64) KeyInfo {
+	ki := KeyInfo{
+		Key: k.name, Configured: k.configured, Cfg: k.cfg, Running: k.running, Queued: k.pending,
+		Allocation: alloc, VirtualTime: make(map[int]float64, len(k.flows)),
+	}
+	for _, f := range k.flows {
+		ki.VirtualTime[f.tier.level] = f.v
+	}
+	return ki
+}
+
+// Effective returns j's effective priority at now, rounded down.
+func (e *Engine) Effective(j *Job, now int64) int {
+	return e.aging.effective(int(j.base), j.sub, now)
+}
+
+// Urgent reports whether a pending j is urgent at now.
+func (e *Engine) Urgent(j *Job, now int64) bool {
+	return e.aging.isUrgent(int(j.base), j.sub, now)
+}
+
+// TypeTier returns the tier of the job type name, if it is registered.
+func (e *Engine) TypeTier(name string) (int, bool) {
+	if t := e.types[name]; t != nil {
+		return t.cfg.Tier, true
+	}
+	return 0, false
+}
+
+// FlowID names a flow: one key's share of one tier.
+type FlowID struct {
+	Key  string
+	Tier int
+}
+
+// VirtualTimes returns every flow's virtual time. O(flows).
+func (e *Engine) VirtualTimes() map[FlowID]float64 {
+	out := map[FlowID]float64{}
+	for name, k := range e.keys {
+		for _, f := range k.flows {
+			out[FlowID{name, f.tier.level}] = f.v
+		}
+	}
+	return out
+}
+
+// EstimateID names a cost estimate: a job type and a job ID.
+type EstimateID struct{ Type, ID string }
+
+// Estimates returns every learnt cost estimate, in seconds. O(estimates).
+func (e *Engine) Estimates() map[EstimateID]float64 {
+	out := map[EstimateID]float64{}
+	for ck, est := range e.costs.m {
+		out[EstimateID{ck.typ.name, ck.id}] = est.seconds
+	}
+	return out
+}

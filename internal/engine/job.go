@@ -1,0 +1,126 @@
+package engine
+
+// State is where a job is in its life. Every job moves forward through
+// these states and ends exactly once.
+type State uint8
+
+const (
+	StateNew     State = iota // not yet enqueued, or refused
+	StateQueued               // visible in its lane
+	StateParked               // held out of sight by what blocks it: a conflict or its key's cap
+	StateRunning              // holding a slot
+	StateDone                 // ended
+)
+
+// Kind is the step of the order that started a job, which decides how it
+// is charged.
+type Kind uint8
+
+const (
+	Fair     Kind = iota // by fair share: charged to its key's clock
+	Reserved             // under its key's MinSlots: not charged
+	Urgent               // aged past the urgent threshold: charged
+)
+
+// Outcome is how a job ended.
+type Outcome uint8
+
+const (
+	Completed Outcome = iota + 1 // ran and returned nil
+	Failed                       // ran and returned an error, or panicked
+	NotRun                       // left without running to the end: cancelled, or its caller gave up as it started
+)
+
+// Where a pending job is filed: which of its lane's heaps holds a queued
+// job, and what holds a parked one.
+const (
+	inFixed  uint8 = iota // effective priority == base (in grace, or base >= ceiling)
+	inRun                 // as inFixed, in the lane's sorted run (sortedrun.go)
+	inRising              // aged, below the ceiling: ordered by the aged key A
+	inCapped              // aged to the ceiling: FIFO among equals
+	onKey                 // parked on its key's cap, in the key's parked heap
+	onSlot                // parked on a conflict slot, among its waiters
+)
+
+// Job is the engine's record of one job, from Enqueue to its end. The
+// caller allocates it (the zero Job is ready to enqueue) and may reuse it
+// once it is done; Owner is the caller's, never read by the engine.
+type Job struct {
+	// Owner is whatever the caller attaches to the job: in fairsched, what
+	// runs it and who waits for it.
+	Owner any
+
+	// Fixed at Enqueue. Its type and key are its lane's.
+	lane *lane
+	id   string
+	seq  uint64 // submission order, unique in the engine, the final tie-break
+	sub  int64  // submission time, µs
+	base uint8  // clamped priority
+
+	// The small fields first, packed together.
+	state   State
+	heap    uint8 // pending: where it is filed (inFixed ... onSlot)
+	kind    Kind
+	guessed bool  // its estimate was the type's default cost, not learned
+	inGrace bool  // has an entry in the grace queue, numbered at
+	idx     int32 // handle in a lane heap or its key's parked heap; position in the run, a slot's waiters or the running list
+	uidx    int32 // handle in typ.aged, -1 when absent
+	// at is, while the job is pending and inGrace, the number of its entry
+	// in the grace queue, and once it has started, its start time in µs.
+	// The two never overlap, as a job leaves the grace queue when it starts,
+	// and sharing the word keeps the record of a queued job 8 bytes smaller.
+	at       int64
+	estimate float64   // cost estimate at start, seconds
+	est      *estimate // the learnt estimate it came from, if any
+	weight   float64   // key weight at start
+}
+
+// Seq returns the job's sequence number: its submission order, unique in
+// the engine. 0 before Enqueue.
+func (j *Job) Seq() uint64 { return j.seq }
+
+// State returns where the job is in its life.
+func (j *Job) State() State { return j.state }
+
+// Kind returns the step of the order that started the job.
+func (j *Job) Kind() Kind { return j.kind }
+
+// Type, ID and Key return the job's description as enqueued.
+func (j *Job) Type() string { return j.lane.typ.name }
+func (j *Job) ID() string   { return j.id }
+func (j *Job) Key() string  { return j.lane.key.name }
+
+// Tier returns the tier of the job's type.
+func (j *Job) Tier() int { return j.lane.typ.cfg.Tier }
+
+// Base returns the job's clamped base priority.
+func (j *Job) Base() int { return int(j.base) }
+
+// Submitted and Started return when the job was enqueued and started, in
+// µs of the engine's time; Started is meaningful once the job has started.
+func (j *Job) Submitted() int64 { return j.sub }
+func (j *Job) Started() int64   { return j.at }
+
+// Engine returns the engine that holds the job, once it was enqueued.
+func (j *Job) Engine() *Engine { return j.lane.e }
+
+// Running reports whether the job holds a slot.
+func (j *Job) Running() bool { return j.state == StateRunning }
+
+// Pending reports whether the job waits: queued or parked.
+func (j *Job) Pending() bool { return j.state == StateQueued || j.state == StateParked }
+
+func jobSetIdx(j *Job, i int)  { j.idx = int32(i) }
+func jobSetUIdx(j *Job, i int) { j.uidx = int32(i) }
+
+// byAgedKey orders aged jobs by score, highest first, then oldest: the
+// urgent order, and the order of rising jobs within a lane.
+func byAgedKey(a, b *Job) bool { return a.agedOrder().Less(b.agedOrder()) }
+
+// guessOf returns the part of j's charge that was a default-cost guess.
+func (j *Job) guessOf() float64 {
+	if j.guessed {
+		return j.estimate
+	}
+	return 0
+}

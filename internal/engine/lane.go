@@ -1,0 +1,155 @@
+package engine
+
+import "github.com/fairsched/fairsched/internal/iheap"
+
+// The heaps of jobs keep each job's sort key inline (iheap.Keyed), so that
+// sifting through a large queue does not dereference every job it passes.
+// A fixed-phase job's key is its fixedOrder in Hi; an aged job's is its
+// agedOrder; a capped job's is its submission number in Hi.
+
+// fixedOrder packs "highest base priority, then oldest" into one word:
+// (100-base) in the top byte, the submission number below (2^56 jobs).
+// fixedRank takes it apart again.
+func (j *Job) fixedOrder() uint64 { return uint64(100-j.base)<<fixedSeqBits | j.seq }
+
+const fixedSeqBits = 56
+
+// agedOrder is the job's place in the urgent order: the aged key A,
+// highest first (Hi holds it complemented), then the submission number.
+func (j *Job) agedOrder() iheap.Key { return iheap.Key{Hi: ^iheap.Int(j.agedKey()), Lo: j.seq} }
+
+// agedKeyOf returns the aged key A from an agedOrder.
+func agedKeyOf(k iheap.Key) int64 { return iheap.IntOf(^k.Hi) }
+
+// agedKey returns the job's aged order key A (aging.go). It depends only
+// on the base priority and submission time, so it is computed, not kept.
+func (j *Job) agedKey() int64 { return j.lane.e.aging.agedKey(int(j.base), j.sub) }
+
+// lane holds the queued jobs of one job type for one fairness key, in the
+// order "highest effective priority, then earliest submission", with aging
+// applied at the moment of asking (head).
+//
+// A job's effective priority is constant (its base) in its grace period and
+// when its base is at or above the ceiling: those jobs are in fixed, by
+// base. Aged jobs below the ceiling rise at the same rate, so among them the
+// order is by A and never changes: they are in rising. Jobs aged to the
+// ceiling tie and go in submission order: capped. Jobs move fixed -> rising
+// -> capped as time passes, each move O(log n), each at most once. Fixed
+// jobs that arrive in order, the usual case, skip the heap: they queue in
+// run, in O(1).
+type lane struct {
+	e      *Engine
+	typ    *typeState
+	key    *keyState
+	flow   *flow
+	run    sortedRun         // fixed jobs that arrived in order
+	fixed  iheap.Keyed[*Job] // the other fixed jobs, by fixedOrder
+	rising iheap.Keyed[*Job] // by agedOrder
+	capped iheap.Keyed[*Job] // by seq
+	n      int               // queued jobs in the run and the three heaps
+	tyIdx  int               // handle in typ.lanes, -1 when not ready
+}
+
+func newLane(e *Engine, t *typeState, k *keyState, f *flow) *lane {
+	return &lane{
+		e: e, typ: t, key: k, flow: f, tyIdx: -1,
+		fixed:  iheap.NewKeyed(jobSetIdx),
+		rising: iheap.NewKeyed(jobSetIdx),
+		capped: iheap.NewKeyed(jobSetIdx),
+	}
+}
+
+// insert places a queued job in the heap its phase at now calls for.
+// O(log n).
+func (l *lane) insert(p *agingParams, j *Job, now int64) {
+	switch {
+	case !p.pastGrace(j.sub, now) || int64(j.base) >= p.maxEff:
+		if key := j.fixedOrder(); l.run.accepts(key) {
+			l.run.push(key, j)
+		} else {
+			j.heap = inFixed
+			l.fixed.Push(iheap.Key{Hi: key}, j)
+		}
+	case p.reached(p.agedKey(int(j.base), j.sub), now, p.maxEff):
+		j.heap = inCapped
+		l.capped.Push(iheap.Key{Hi: j.seq}, j)
+	default:
+		j.heap = inRising
+		l.rising.Push(j.agedOrder(), j)
+	}
+	l.n++
+}
+
+// remove takes a queued job out of the lane. O(log n).
+func (l *lane) remove(j *Job) {
+	switch j.heap {
+	case inFixed:
+		l.fixed.Remove(int(j.idx))
+	case inRun:
+		l.run.remove(j)
+	case inRising:
+		l.rising.Remove(int(j.idx))
+	case inCapped:
+		l.capped.Remove(int(j.idx))
+	}
+	l.n--
+}
+
+// head returns the lane's first job at now and its rank, or nil. It first
+// moves rising jobs that reached the ceiling to capped: amortised
+// O(log n). The candidates are ranked by the keys their run or heap keeps
+// inline, so of the (cold, in a long queue) job records only the winner's
+// is touched, by the caller.
+func (l *lane) head(p *agingParams, now int64) (*Job, rank) {
+	if p.on {
+		for {
+			j, top, ok := l.rising.TopKey()
+			if !ok || !p.reached(agedKeyOf(top), now, p.maxEff) {
+				break
+			}
+			l.rising.Pop()
+			j.heap = inCapped
+			l.capped.Push(iheap.Key{Hi: j.seq}, j)
+		}
+	}
+	var best *Job
+	var br rank
+	consider := func(j *Job, r rank) {
+		if best == nil || r.before(br) {
+			best, br = j, r
+		}
+	}
+	if j, key, ok := l.run.front(); ok {
+		consider(j, p.fixedRank(key))
+	}
+	if j, key, ok := l.fixed.TopKey(); ok {
+		consider(j, p.fixedRank(key.Hi))
+	}
+	if p.on {
+		if j, key, ok := l.rising.TopKey(); ok {
+			consider(j, rank{p.agedScore(agedKeyOf(key), now), key.Lo})
+		}
+		if j, key, ok := l.capped.TopKey(); ok {
+			consider(j, rank{p.maxEff * p.interval, key.Hi})
+		}
+	}
+	return best, br
+}
+
+// rank is a queued job's place within its key: its scaled effective
+// priority at some instant, highest first, then its submission number.
+type rank struct {
+	eff int64
+	seq uint64
+}
+
+func (a rank) before(b rank) bool { return a.eff > b.eff || (a.eff == b.eff && a.seq < b.seq) }
+
+// fixedRank returns the rank of a fixed-phase job from its fixedOrder.
+func (p *agingParams) fixedRank(key uint64) rank {
+	base := int64(100 - key>>fixedSeqBits)
+	if p.on {
+		base *= p.interval
+	}
+	return rank{base, key & (1<<fixedSeqBits - 1)}
+}

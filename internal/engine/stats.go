@@ -1,0 +1,262 @@
+package engine
+
+import (
+	"math"
+	"sort"
+)
+
+// Observer is told what the engine decided, as it decides it, for events
+// and metrics. Its methods are called within the engine's calls (so under
+// the caller's lock) and must not call back into the engine.
+type Observer interface {
+	// Submitted: j was accepted (it may start at once; Started follows).
+	Submitted(j *Job, now int64)
+	// Started: j got a slot; eff is its effective priority at now.
+	Started(j *Job, eff int, aged bool, now int64)
+	// Finished: j ran and ended with o (Completed, Failed, or NotRun if
+	// its function never ran).
+	Finished(j *Job, o Outcome, now int64)
+	// Cancelled: j left the queue without starting.
+	Cancelled(j *Job, now int64)
+	// AllocationChanged: a configured key's fair allocation moved.
+	AllocationChanged(key string, old, new float64, r AllocationReason, now int64)
+}
+
+// AllocationReason says why a key's allocation changed.
+type AllocationReason uint8
+
+const (
+	ReasonConfigChange AllocationReason = iota + 1 // weight, reservation or cap changed
+	ReasonRebalance                                // another key arrived or left
+	ReasonKeyDrained                               // the key itself ran out of work
+)
+
+// Counters are the engine's cumulative counts.
+type Counters struct {
+	Submitted, Completed, Failed, Cancelled  uint64
+	RejectedUnknownType                      uint64 // the other refusals are counted by type
+	HighCompleted, LowCompleted              uint64 // base priority >= 75, < 25
+	Promotions, UrgentStarts, ReservedStarts uint64
+	Excess                                   uint64
+	Wait, Duration                           Histogram  // seconds
+	Effective                                [11]uint64 // started jobs by effective priority / 10
+}
+
+// typeCounters are one job type's cumulative counts.
+type typeCounters struct {
+	started, completed, failed, cancelled uint64
+	rejectedFull, rejectedClosed          uint64
+}
+
+// Buckets are the upper bounds, in seconds, of the histograms.
+var Buckets = [...]float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800}
+
+// Histogram counts durations in seconds by Buckets, not cumulatively:
+// Counts[i] is the observations in (Buckets[i-1], Buckets[i]].
+type Histogram struct {
+	Count  uint64
+	Sum    float64
+	Counts [len(Buckets)]uint64
+}
+
+func (h *Histogram) observe(seconds float64) {
+	h.Count++
+	h.Sum += seconds
+	for i, b := range &Buckets { // & so as not to copy the array
+		if seconds <= b {
+			h.Counts[i]++
+			return
+		}
+	}
+}
+
+func (e *Engine) recordStart(j *Job, now int64) {
+	c := &e.counters
+	t := j.lane.typ
+	t.stats.started++
+	c.Wait.observe(float64(now-j.sub) / 1e6)
+	eff := e.aging.effective(int(j.base), j.sub, now)
+	c.Effective[eff/10]++
+	aged := eff > int(j.base) || j.kind == Urgent
+	switch j.kind {
+	case Urgent:
+		c.UrgentStarts++
+	case Reserved:
+		c.ReservedStarts++
+	}
+	if aged {
+		c.Promotions++
+	}
+	if k := j.lane.key; e.cfg.MaxConcurrency > 0 && k.cfg.MinSlots == 0 {
+		// A start beyond the key's weighted share of the tier, made with
+		// capacity that keys with a claim to it left idle.
+		if share := float64(e.cfg.MaxConcurrency) * k.cfg.Weight / t.tier.activeWeight; float64(j.lane.flow.running) > share+1e-9 {
+			c.Excess++
+		}
+	}
+	if e.obs != nil {
+		e.obs.Started(j, eff, aged, now)
+	}
+}
+
+func (e *Engine) recordFinish(j *Job, o Outcome, now int64) {
+	c := &e.counters
+	t := j.lane.typ
+	switch o {
+	case NotRun:
+		c.Cancelled++
+		t.stats.cancelled++
+	case Failed:
+		c.Failed++
+		t.stats.failed++
+	default:
+		c.Completed++
+		t.stats.completed++
+		if int(j.base) >= 75 {
+			c.HighCompleted++
+		} else if int(j.base) < 25 {
+			c.LowCompleted++
+		}
+	}
+	if o != NotRun {
+		c.Duration.observe(float64(now-j.at) / 1e6)
+	}
+	if e.obs != nil {
+		e.obs.Finished(j, o, now)
+	}
+}
+
+func (e *Engine) recordCancel(j *Job, now int64) {
+	e.counters.Cancelled++
+	j.lane.typ.stats.cancelled++
+	if e.obs != nil {
+		e.obs.Cancelled(j, now)
+	}
+}
+
+// emitAllocation reports changes of the configured keys' allocations
+// after key k started or stopped having work, or was reconfigured. It is
+// called on those transitions only, not as queues grow and shrink, and only
+// with an observer and configured keys: computing allocations is
+// O(b log b) in the busy keys b.
+//
+// Only busy keys and k can have changed: a configured key's allocation
+// falls to 0 when it drains, and that is reported then, with k the key.
+func (e *Engine) emitAllocation(k *keyState, reason AllocationReason, now int64) {
+	if e.obs != nil && e.nconfigured > 0 {
+		e.reportAllocations(k, reason, now)
+	}
+}
+
+func (e *Engine) reportAllocations(k *keyState, reason AllocationReason, now int64) {
+	alloc := e.allocations()
+	report := e.busy
+	if k.busyIdx < 0 {
+		report = append(report[:len(report):len(report)], k)
+	}
+	for _, other := range report {
+		if !other.configured {
+			continue
+		}
+		a := alloc[other]
+		if a == other.alloc {
+			continue
+		}
+		r := reason
+		if other != k {
+			r = ReasonRebalance
+		}
+		e.obs.AllocationChanged(other.name, other.alloc, a, r, now)
+		other.alloc = a
+	}
+}
+
+// allocations returns each busy key's allocation: its entitlement to
+// slots as a key with work, whatever the length of its queue. It changes
+// when keys start or stop having work or are reconfigured; a key using
+// more than its allocation is using capacity others left idle.
+// O(b log b) in the busy keys b; keys without work are not looked at.
+func (e *Engine) allocations() map[*keyState]float64 {
+	demands := make([]Demand, len(e.busy))
+	for i, k := range e.busy {
+		d := k.running + k.pending
+		if e.cfg.MaxConcurrency > 0 {
+			d = e.cfg.MaxConcurrency // able to use any share
+		}
+		demands[i] = Demand{Weight: k.cfg.Weight, MinSlots: k.cfg.MinSlots, Limit: k.cfg.MaxConcurrency, Demand: d}
+	}
+	out := make(map[*keyState]float64, len(e.busy))
+	for i, a := range Allocate(e.cfg.MaxConcurrency, demands) {
+		out[e.busy[i]] = a
+	}
+	return out
+}
+
+// Demand is one key's input to Allocate; it mirrors
+// fairsched.AllocationDemand.
+type Demand struct {
+	Weight   float64
+	MinSlots int
+	Limit    int // 0: no cap
+	Demand   int // jobs running or queued
+}
+
+// Allocate computes weighted max-min fair allocations of capacity slots
+// (0: unlimited, every key gets its demand) between keys, the way the
+// dispatcher shares them in the long run: each key first gets its
+// reservation (up to its demand), then the rest is water-filled by weight:
+// every key gets weight*λ more, for the largest λ that fits, except keys
+// that reach their cap or demand first, whose excess goes to the others.
+// O(k log k) for k keys.
+func Allocate(capacity int, keys []Demand) []float64 {
+	out := make([]float64, len(keys))
+	room := make([]float64, len(keys)) // what each key can still take
+	for i, k := range keys {
+		limit := float64(k.Demand)
+		if k.Limit > 0 && float64(k.Limit) < limit {
+			limit = float64(k.Limit)
+		}
+		if capacity <= 0 {
+			out[i] = limit
+			continue
+		}
+		out[i] = math.Min(float64(k.MinSlots), limit)
+		room[i] = limit - out[i]
+	}
+	if capacity <= 0 {
+		return out
+	}
+	left := float64(capacity)
+	var weight float64
+	order := make([]int, 0, len(keys))
+	for i, k := range keys {
+		left -= out[i]
+		if room[i] > 0 && k.Weight > 0 {
+			order = append(order, i)
+			weight += k.Weight
+		}
+	}
+	// Keys that saturate first are those with the least room per weight.
+	sort.Slice(order, func(a, b int) bool {
+		i, j := order[a], order[b]
+		return room[i]/keys[i].Weight < room[j]/keys[j].Weight
+	})
+	for n, i := range order {
+		if left <= 0 {
+			break
+		}
+		w := keys[i].Weight
+		if share := left * w / weight; room[i] <= share {
+			out[i] += room[i]
+			left -= room[i]
+			weight -= w
+			continue
+		}
+		// Nobody from here on saturates: share the rest by weight.
+		for _, j := range order[n:] {
+			out[j] += left * keys[j].Weight / weight
+		}
+		break
+	}
+	return out
+}

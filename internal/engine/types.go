@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"errors"
+	"sort"
+	"strconv"
+
+	"github.com/fairsched/fairsched/internal/iheap"
+)
+
+// typeState is one registered job type.
+type typeState struct {
+	name     string
+	cfg      Type
+	tier     *tierState
+	priority int     // default priority, clamped
+	cost     float64 // default cost, seconds
+	// blankCost is the learnt estimate for jobs without an ID, also in
+	// the cost table's map; nil when there is none.
+	blankCost *estimate
+	running   int
+	pending   int
+
+	// lanes holds the ready lanes of this type (queued jobs, key below its
+	// cap) in fair order: by their flow's virtual time.
+	lanes iheap.Keyed[*lane]
+	// aged holds this type's queued jobs past their grace period in urgent
+	// order; kept only when jobs can become urgent.
+	aged iheap.Keyed[*Job]
+
+	stats typeCounters
+}
+
+func (t *typeState) atCap() bool {
+	return t.cfg.MaxConcurrency > 0 && t.running >= t.cfg.MaxConcurrency
+}
+
+// blocked reports whether a job of this type cannot start because of a type
+// or tier cap.
+func (t *typeState) blocked() bool { return t.atCap() || t.tier.atCap() }
+
+// RegisterType registers a job type, valid. Registering a name again with
+// the same configuration does nothing; with a different one it fails with
+// an error and changes nothing.
+func (e *Engine) RegisterType(name string, c Type) error { return e.registerType(name, c) }
+
+func (e *Engine) registerType(name string, c Type) error {
+	if t := e.types[name]; t != nil {
+		switch {
+		case t.cfg == c:
+			return nil
+		case name == "":
+			return errors.New(`fairsched: job type "": the default job type cannot be configured; give the type a name`)
+		}
+		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
+	}
+	t := &typeState{
+		name:     name,
+		cfg:      c,
+		tier:     e.tierOf(c.Tier),
+		priority: defaultPriority,
+		cost:     e.cfg.DefaultCost,
+		lanes:    iheap.NewKeyed(func(l *lane, i int) { l.tyIdx = i }),
+		aged:     iheap.NewKeyed(jobSetUIdx),
+	}
+	if c.DefaultPriority != 0 {
+		t.priority = clampPriority(c.DefaultPriority)
+	}
+	if c.DefaultCost > 0 {
+		t.cost = c.DefaultCost
+	}
+	t.tier.types = append(t.tier.types, t)
+	sort.Slice(t.tier.types, func(i, j int) bool { return t.tier.types[i].name < t.tier.types[j].name })
+	e.types[name] = t
+	return nil
+}
+
+// tierOf returns tier level, creating it; tiers are kept highest first.
+func (e *Engine) tierOf(level int) *tierState {
+	for _, t := range e.tiers {
+		if t.level == level {
+			return t
+		}
+	}
+	t := &tierState{
+		level:  level,
+		limit:  e.cfg.TierLimits[level],
+		active: iheap.NewKeyed(func(f *flow, i int) { f.actIdx = i }),
+	}
+	e.tiers = append(e.tiers, t)
+	sort.Slice(e.tiers, func(i, j int) bool { return e.tiers[i].level > e.tiers[j].level })
+	return t
+}
+
+// defaultPriority is the priority of a job that sets none, of a type that
+// sets none.
+const defaultPriority = 50

@@ -1,0 +1,478 @@
+package engine
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/fairsched/fairsched/internal/iheap"
+)
+
+// Verify checks every invariant of the engine's structures and the hard
+// limits of SPEC section 2 at now, returning the first violation. For
+// tests, after every step; O(n). (A key's cap binds when a job starts, and
+// SetKey may lower it below what the key runs, so running > cap is not a
+// violation here; the tests check every start against the caps in force.)
+func (e *Engine) Verify(now int64) error {
+	byIdx := func(j *Job) int { return int(j.idx) }
+	byUIdx := func(j *Job) int { return int(j.uidx) }
+	laneIdx := func(l *lane) int { return l.tyIdx }
+	actIdx := func(f *flow) int { return f.actIdx }
+	kpIdx := func(k *keyState) int { return k.kpIdx }
+
+	// Hard limits.
+	if e.cfg.MaxConcurrency > 0 && e.nrunning > e.cfg.MaxConcurrency {
+		return errorf("running %d > MaxConcurrency %d", e.nrunning, e.cfg.MaxConcurrency)
+	}
+	if len(e.running) != e.nrunning {
+		return errorf("running list %d != nrunning %d", len(e.running), e.nrunning)
+	}
+	holders := map[conflictKey]*Job{}
+	tierRun := map[*tierState]int{}
+	typeRun := map[*typeState]int{}
+	keyRun := map[*keyState]int{}
+	flowRun := map[*flow]int{}
+	keyReserved := map[*keyState]int{}
+	for i, r := range e.running {
+		j := r.j
+		if int(j.idx) != i || j.state != StateRunning {
+			return errorf("running[%d] has idx %d state %d", i, j.idx, j.state)
+		}
+		tierRun[j.lane.typ.tier]++
+		typeRun[j.lane.typ]++
+		keyRun[j.lane.key]++
+		flowRun[j.lane.flow]++
+		if j.kind == Reserved {
+			keyReserved[j.lane.key]++
+		}
+		if g := j.lane.typ.cfg.ConflictGroup; g != "" {
+			ck := conflictKey{g, j.id}
+			if other := holders[ck]; other != nil {
+				return errorf("conflict overlap on %v: jobs %d and %d", ck, other.seq, j.seq)
+			}
+			holders[ck] = j
+			if sl := e.conflicts[ck]; sl == nil || sl.holder != j || r.slot != sl {
+				return errorf("job %d runs in conflict group %v but does not hold its slot", j.seq, ck)
+			}
+		} else if r.slot != nil {
+			return errorf("job %d runs outside a conflict group but holds a slot", j.seq)
+		}
+	}
+	for _, t := range e.tiers {
+		if tierRun[t] != t.running {
+			return errorf("tier %d: running %d, counted %d", t.level, t.running, tierRun[t])
+		}
+		if t.limit > 0 && t.running > t.limit {
+			return errorf("tier %d: running %d > cap %d", t.level, t.running, t.limit)
+		}
+		if !t.active.Verify(actIdx) {
+			return errorf("tier %d: active heap broken", t.level)
+		}
+		for i := 0; i < t.active.Len(); i++ {
+			f, key := t.active.At(i)
+			if key != f.settledKey() {
+				return errorf("tier %d: flow of %q filed at settled V %v, has %v", t.level, f.key.name, key, f.settledKey())
+			}
+			if f.pending+f.running == 0 {
+				return errorf("tier %d: idle flow of key %q is active", t.level, f.key.name)
+			}
+			if f.v < 0 && t.floor >= 0 && f.v < t.floor-1e6 {
+				return errorf("tier %d: flow of %q far below floor", t.level, f.key.name)
+			}
+		}
+	}
+	queued := 0
+	for _, t := range e.types {
+		if typeRun[t] != t.running {
+			return errorf("type %q: running %d, counted %d", t.name, t.running, typeRun[t])
+		}
+		if t.cfg.MaxConcurrency > 0 && t.running > t.cfg.MaxConcurrency {
+			return errorf("type %q: running %d > cap %d", t.name, t.running, t.cfg.MaxConcurrency)
+		}
+		if !t.lanes.Verify(laneIdx) {
+			return errorf("type %q: lane heap broken", t.name)
+		}
+		if !t.aged.Verify(byUIdx) {
+			return errorf("type %q: aged heap broken", t.name)
+		}
+		for i := 0; i < t.lanes.Len(); i++ {
+			l, key := t.lanes.At(i)
+			if key != l.flow.order() {
+				return errorf("type %q: lane of %q filed at %v, flow is at %v", t.name, l.key.name, key, l.flow.order())
+			}
+			if l.n == 0 || l.key.capped || l.typ != t {
+				return errorf("type %q: lane of %q ready with n=%d capped=%v", t.name, l.key.name, l.n, l.key.capped)
+			}
+		}
+	}
+	pendingKey := map[*keyState]int{}
+	pendingFlow := map[*flow]int{}
+	pendingType := map[*typeState]int{}
+	parkedKey := 0
+	busy := 0
+	for _, k := range e.keys {
+		if k.running+k.pending > 0 {
+			busy++
+			if k.busyIdx < 0 || k.busyIdx >= len(e.busy) || e.busy[k.busyIdx] != k {
+				return errorf("key %q: has work but is not at its place in the busy keys", k.name)
+			}
+		} else if k.busyIdx >= 0 {
+			return errorf("key %q: has no work but is listed busy", k.name)
+		}
+		if keyRun[k] != k.running {
+			return errorf("key %q: running %d, counted %d", k.name, k.running, keyRun[k])
+		}
+		if keyReserved[k] != k.reserved {
+			return errorf("key %q: reserved %d, counted %d", k.name, k.reserved, keyReserved[k])
+		}
+		// A key's cap binds when a job starts; SetKey may lower it below
+		// what already runs, so running > cap is not checked here. The
+		// tests check every start against the caps in force.
+		if k.capped != k.atCap() {
+			return errorf("key %q: capped flag %v, at cap %v", k.name, k.capped, k.atCap())
+		}
+		if !k.parked.Verify(byIdx) {
+			return errorf("key %q: parked heap broken", k.name)
+		}
+		if (k.kpIdx >= 0) != (!k.capped && k.parked.Len() > 0) {
+			return errorf("key %q: in keyParked=%v, capped=%v, parked=%d", k.name, k.kpIdx >= 0, k.capped, k.parked.Len())
+		}
+		for i := 0; i < k.parked.Len(); i++ {
+			j, key := k.parked.At(i)
+			if key != j.agedOrder() {
+				return errorf("key %q: parked job %d filed under a stale key", k.name, j.seq)
+			}
+			if j.state != StateParked || j.heap != onKey {
+				return errorf("key %q: parked job %d in state %d", k.name, j.seq, j.state)
+			}
+			pendingKey[k]++
+			pendingFlow[j.lane.flow]++
+			pendingType[j.lane.typ]++
+			parkedKey++
+		}
+		for _, f := range k.flows {
+			if flowRun[f] != f.running {
+				return errorf("key %q tier %d: flow running %d, counted %d", k.name, f.tier.level, f.running, flowRun[f])
+			}
+			if (f.actIdx >= 0) != (f.pending+f.running > 0) {
+				return errorf("key %q tier %d: active=%v with pending %d running %d", k.name, f.tier.level, f.actIdx >= 0, f.pending, f.running)
+			}
+		}
+		if len(k.laneTypes) != len(k.lanes) {
+			return errorf("key %q: %d lane types for %d lanes", k.name, len(k.laneTypes), len(k.lanes))
+		}
+		for i, l := range k.lanes {
+			if k.laneTypes[i] != l.typ {
+				return errorf("key %q: lane %d of type %q listed as %q", k.name, i, l.typ.name, k.laneTypes[i].name)
+			}
+			n := 0
+			var jobs []*Job
+			var runErr error
+			last, first := uint64(0), true
+			l.run.each(func(j *Job, key uint64) {
+				switch {
+				case j.heap != inRun || key != j.fixedOrder() || l.run.buf[j.idx].j != j:
+					runErr = errorf("job %d misfiled in a sorted run", j.seq)
+				case !first && key <= last:
+					runErr = errorf("job %d out of order in a sorted run", j.seq)
+				}
+				last, first = key, false
+				jobs = append(jobs, j)
+			})
+			if runErr != nil {
+				return runErr
+			}
+			switch {
+			case l.run.head < len(l.run.buf) && l.run.first != l.run.buf[l.run.head]:
+				return errorf("key %q type %q: sorted run's front copy is stale", k.name, l.typ.name)
+			case l.run.head == len(l.run.buf) && l.run.first != (runEntry{}):
+				return errorf("key %q type %q: empty sorted run keeps a front entry", k.name, l.typ.name)
+			}
+			if l.run.head < len(l.run.buf) && l.run.buf[l.run.head].j == nil {
+				return errorf("key %q type %q: a sorted run starts with a hole", k.name, l.typ.name)
+			}
+			holes := 0
+			for _, e := range l.run.buf[l.run.head:] {
+				if e.j == nil {
+					holes++
+				}
+			}
+			if holes != l.run.holes {
+				return errorf("key %q type %q: sorted run counts %d holes, has %d", k.name, l.typ.name, l.run.holes, holes)
+			}
+			for i := 0; i < l.fixed.Len(); i++ {
+				j, key := l.fixed.At(i)
+				if j.heap != inFixed || key != (iheap.Key{Hi: j.fixedOrder()}) {
+					return errorf("job %d misfiled in a fixed heap", j.seq)
+				}
+				jobs = append(jobs, j)
+			}
+			for i := 0; i < l.rising.Len(); i++ {
+				j, key := l.rising.At(i)
+				if j.heap != inRising || key != j.agedOrder() {
+					return errorf("job %d misfiled in a rising heap", j.seq)
+				}
+				jobs = append(jobs, j)
+			}
+			for i := 0; i < l.capped.Len(); i++ {
+				j, key := l.capped.At(i)
+				if j.heap != inCapped || key != (iheap.Key{Hi: j.seq}) {
+					return errorf("job %d misfiled in a capped heap", j.seq)
+				}
+				jobs = append(jobs, j)
+			}
+			if !l.fixed.Verify(byIdx) || !l.rising.Verify(byIdx) || !l.capped.Verify(byIdx) {
+				return errorf("key %q type %q: a lane heap is broken", k.name, l.typ.name)
+			}
+			for _, j := range jobs {
+				if j.state != StateQueued || j.lane != l {
+					return errorf("job %d in a lane heap has state %d", j.seq, j.state)
+				}
+				if e.aging.urgentOn() && e.aging.pastGrace(j.sub, now) && j.uidx < 0 && !e.graceDue(j) {
+					return errorf("job %d past grace but not in its type's aged heap", j.seq)
+				}
+				n++
+			}
+			if n != l.n {
+				return errorf("key %q type %q: lane n=%d, counted %d", k.name, l.typ.name, l.n, n)
+			}
+			queued += n
+			pendingKey[k] += n
+			pendingFlow[l.flow] += n
+			pendingType[l.typ] += n
+			ready := l.n > 0 && !k.capped
+			if ready != (l.tyIdx >= 0) {
+				return errorf("key %q type %q: ready=%v but in type heap=%v", k.name, l.typ.name, ready, l.tyIdx >= 0)
+			}
+		}
+	}
+	parkedConflict := 0
+	for ck, sl := range e.conflicts {
+		if sl.key != ck {
+			return errorf("conflict slot %v filed under %v", sl.key, ck)
+		}
+		if sl.holder == nil && len(sl.waiters) == 0 {
+			return errorf("empty conflict slot %v kept", ck)
+		}
+		if len(sl.waiters) > 0 && sl.holder == nil {
+			return errorf("conflict slot %v has waiters but no holder", ck)
+		}
+		for i, j := range sl.waiters {
+			if int(j.idx) != i || j.heap != onSlot || e.slotOf(j) != sl || j.state != StateParked {
+				return errorf("conflict waiter %d misfiled", j.seq)
+			}
+			pendingKey[j.lane.key]++
+			pendingFlow[j.lane.flow]++
+			pendingType[j.lane.typ]++
+			parkedConflict++
+		}
+	}
+	if queued != e.nqueued {
+		return errorf("nqueued %d, counted %d", e.nqueued, queued)
+	}
+	if busy != len(e.busy) {
+		return errorf("%d keys listed busy, %d have work", len(e.busy), busy)
+	}
+	if parkedConflict != e.parkedConflict || parkedKey != e.parkedKey {
+		return errorf("parked conflict %d/%d key %d/%d", parkedConflict, e.parkedConflict, parkedKey, e.parkedKey)
+	}
+	if queued+parkedConflict+parkedKey != e.npending {
+		return errorf("npending %d, counted %d", e.npending, queued+parkedConflict+parkedKey)
+	}
+	for _, k := range e.keys {
+		if pendingKey[k] != k.pending {
+			return errorf("key %q: pending %d, counted %d", k.name, k.pending, pendingKey[k])
+		}
+		for _, f := range k.flows {
+			if pendingFlow[f] != f.pending {
+				return errorf("key %q tier %d: flow pending %d, counted %d", k.name, f.tier.level, f.pending, pendingFlow[f])
+			}
+		}
+	}
+	for _, t := range e.types {
+		if pendingType[t] != t.pending {
+			return errorf("type %q: pending %d, counted %d", t.name, t.pending, pendingType[t])
+		}
+	}
+	if !e.keyParked.Verify(kpIdx) {
+		return errorf("keyParked heap broken")
+	}
+	for i := 0; i < e.keyParked.Len(); i++ {
+		k, key := e.keyParked.At(i)
+		if top, _ := k.parked.Top(); key != top.agedOrder() {
+			return errorf("key %q filed in keyParked under a stale key", k.name)
+		}
+	}
+	if err := e.verifyKeys(); err != nil {
+		return err
+	}
+	for _, k := range e.keys {
+		for _, l := range k.lanes {
+			if l.n > 0 && e.keys[k.name] != k {
+				return errorf("queued jobs of a forgotten record of key %q", k.name)
+			}
+		}
+	}
+	if err := e.verifyGrace(now); err != nil {
+		return err
+	}
+	c := &e.counters
+	if c.Submitted != c.Completed+c.Failed+c.Cancelled+uint64(e.nrunning+e.npending) {
+		return errorf("submitted %d != completed %d + failed %d + cancelled %d + running %d + pending %d",
+			c.Submitted, c.Completed, c.Failed, c.Cancelled, e.nrunning, e.npending)
+	}
+	return nil
+}
+
+// verifyGraceLocked checks the grace queue: each entry is a job that has
+// not ended, numbered where it stands, holes are counted, and every queued
+// job in its fixed phase whose grace is not over has an entry.
+func (e *Engine) verifyGrace(now int64) error {
+	g := &e.grace
+	holes := 0
+	for i, j := range g.buf[g.head:] {
+		switch {
+		case j == nil:
+			holes++
+		case !j.inGrace || j.at != g.base+int64(g.head+i):
+			return errorf("grace queue: job %d at entry %d has inGrace=%v, number %d", j.seq, g.base+int64(g.head+i), j.inGrace, j.at)
+		case j.state == StateDone:
+			return errorf("grace queue: holds ended job %d", j.seq)
+		}
+	}
+	if holes != g.holes {
+		return errorf("grace queue: %d holes, counted %d", holes, g.holes)
+	}
+	filed := func(j *Job) bool {
+		i := j.at - g.base
+		return i >= int64(g.head) && i < int64(len(g.buf)) && g.buf[i] == j
+	}
+	for _, r := range e.running {
+		if j := r.j; j.inGrace {
+			return errorf("running job %d kept its grace entry", j.seq)
+		}
+	}
+	var others []*Job // pending jobs outside the fixed phase, which may keep an entry
+	for _, sl := range e.conflicts {
+		others = append(others, sl.waiters...)
+	}
+	for _, k := range e.keys {
+		for i := 0; i < k.parked.Len(); i++ {
+			j, _ := k.parked.At(i)
+			others = append(others, j)
+		}
+		for _, l := range k.lanes {
+			for i := 0; i < l.rising.Len(); i++ {
+				j, _ := l.rising.At(i)
+				others = append(others, j)
+			}
+			for i := 0; i < l.capped.Len(); i++ {
+				j, _ := l.capped.At(i)
+				others = append(others, j)
+			}
+		}
+	}
+	for _, j := range others {
+		if j.inGrace && !filed(j) {
+			return errorf("job %d (state %d) has inGrace but no entry %d", j.seq, j.state, j.at)
+		}
+	}
+	if !e.aging.on || e.aging.grace == 0 {
+		return nil
+	}
+	check := func(j *Job) error {
+		if !e.aging.pastGrace(j.sub, now) && !j.inGrace || j.inGrace && !filed(j) {
+			return errorf("job %d in its grace period: inGrace=%v, entry %d not its own", j.seq, j.inGrace, j.at)
+		}
+		return nil
+	}
+	for _, k := range e.keys {
+		for _, l := range k.lanes {
+			for _, e := range l.run.buf[l.run.head:] {
+				if e.j != nil {
+					if err := check(e.j); err != nil {
+						return err
+					}
+				}
+			}
+			for i := 0; i < l.fixed.Len(); i++ {
+				if j, _ := l.fixed.At(i); check(j) != nil {
+					return check(j)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// graceDueLocked reports whether j's grace has ended but the dispatcher has
+// not yet moved it (it does so at the next dispatch).
+func (e *Engine) graceDue(j *Job) bool {
+	return (j.heap == inFixed || j.heap == inRun) && e.aging.grace > 0
+}
+
+// verifyKeys checks that every key reachable from a queued or
+// running job is the one the engine files under its name.
+func (e *Engine) verifyKeys() error {
+	for _, r := range e.running {
+		if j := r.j; e.keys[j.lane.key.name] != j.lane.key {
+			return errorf("running job %d belongs to a forgotten record of key %q", j.seq, j.lane.key.name)
+		}
+	}
+	return nil
+}
+
+// errorf formats a Verify failure with %d, %q and %v. The engine does not
+// import fmt, which would bring sync and os into its dependencies, and its
+// messages need only these verbs over a few types.
+func errorf(format string, args ...any) error {
+	var b []byte
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' || i+1 == len(format) || len(args) == 0 {
+			b = append(b, format[i])
+			continue
+		}
+		i++
+		b = appendArg(b, format[i], args[0])
+		args = args[1:]
+	}
+	return errors.New(string(b))
+}
+
+func appendArg(b []byte, verb byte, arg any) []byte {
+	switch v := arg.(type) {
+	case string:
+		if verb == 'q' {
+			return strconv.AppendQuote(b, v)
+		}
+		return append(b, v...)
+	case int:
+		return strconv.AppendInt(b, int64(v), 10)
+	case int32:
+		return strconv.AppendInt(b, int64(v), 10)
+	case int64:
+		return strconv.AppendInt(b, v, 10)
+	case uint64:
+		return strconv.AppendUint(b, v, 10)
+	case uint8:
+		return strconv.AppendUint(b, uint64(v), 10)
+	case State:
+		return strconv.AppendUint(b, uint64(v), 10)
+	case bool:
+		return strconv.AppendBool(b, v)
+	case float64:
+		return strconv.AppendFloat(b, v, 'g', -1, 64)
+	case iheap.Key:
+		b = append(b, '{')
+		b = strconv.AppendUint(b, v.Hi, 10)
+		b = append(b, ' ')
+		b = strconv.AppendUint(b, v.Lo, 10)
+		return append(b, '}')
+	case conflictKey:
+		b = append(b, '{')
+		b = strconv.AppendQuote(b, v.group)
+		b = append(b, ' ')
+		b = strconv.AppendQuote(b, v.id)
+		return append(b, '}')
+	}
+	return append(b, "%!(unsupported)"...)
+}
