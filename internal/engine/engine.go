@@ -69,15 +69,19 @@ type Engine struct {
 	obs   Observer // nil: no one listens
 
 	// Shape: types, tiers and keys.
-	types     map[string]*typeState
-	anyType   *typeState   // the default type, ""
-	anyKey    *keyState    // the empty key, "": kept for good
-	tiers     []*tierState // highest first
-	keys      map[string]*keyState
-	busy      []*keyState // keys with work queued or running, in no order
-	reserving []*keyState // keys with MinSlots, by name
-	idleHead  *keyState   // idle keys, least recently idle first
-	idleTail  *keyState
+	types   map[string]*typeState
+	anyType *typeState   // the default type, ""
+	anyKey  *keyState    // the empty key, "": kept for good
+	tiers   []*tierState // highest first
+	keys    map[string]*keyState
+	// The keys with work queued or running: the configured ones, in no
+	// order, and how many others. Unconfigured keys all have DefaultKey's
+	// configuration, so for fair allocations a count of them is enough.
+	busyConfigured []*keyState
+	busyOthers     int
+	reserving      []*keyState // keys with MinSlots, by name
+	idleHead       *keyState   // idle keys, least recently idle first
+	idleTail       *keyState
 
 	// What waits and what runs.
 	keyParked iheap.Keyed[*keyState] // uncapped keys with parked jobs, by their first

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -65,5 +68,58 @@ func TestErrorf(t *testing.T) {
 	want := `"k" 1 -2 3 4 4 true 0.5 {5 6} {"g" "id"}`
 	if got != want {
 		t.Fatalf("errorf gives %s, want %s", got, want)
+	}
+}
+
+// TestAllocationsGroupTheOtherKeys checks the allocations the engine
+// computes, with the unconfigured keys entering the water-filling as one,
+// against Allocate over every busy key one by one.
+func TestAllocationsGroupTheOtherKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := 0; round < 200; round++ {
+		slots := rng.IntN(40)
+		cfg := Config{
+			MaxConcurrency: slots,
+			DefaultKey:     Key{Weight: float64(1 + rng.IntN(3)), MaxConcurrency: rng.IntN(4)},
+			Keys:           map[string]Key{},
+		}
+		reserved := 0
+		for i := 0; i < rng.IntN(5); i++ {
+			k := Key{Weight: 0.5 + 4*rng.Float64(), MaxConcurrency: rng.IntN(6)}
+			if min := rng.IntN(3); reserved+min <= slots && (k.MaxConcurrency == 0 || min <= k.MaxConcurrency) {
+				k.MinSlots, reserved = min, reserved+min
+			}
+			cfg.Keys["c"+strconv.Itoa(i)] = k
+		}
+		e := newTestEngine(t, cfg)
+		var now int64
+		for i := 0; i < rng.IntN(60); i++ {
+			name := "o" + strconv.Itoa(rng.IntN(20))
+			if rng.IntN(3) == 0 {
+				name = "c" + strconv.Itoa(rng.IntN(5))
+			}
+			now++
+			e.Enqueue(new(Job), &Desc{Type: "t", Key: name}, now)
+			for e.Next(now) != nil {
+			}
+		}
+		if err := e.Verify(now); err != nil {
+			t.Fatal(err)
+		}
+		var keys []*keyState
+		var demands []Demand
+		for _, k := range e.keys {
+			if k.busy() {
+				keys = append(keys, k)
+				demands = append(demands, e.demandOf(k))
+			}
+		}
+		want := Allocate(slots, demands)
+		a := e.allocations()
+		for i, k := range keys {
+			if got := e.allocationOf(k, a); math.Abs(got-want[i]) > 1e-9 {
+				t.Fatalf("round %d: key %q (configured %v) has allocation %v, want %v", round, k.name, k.configured, got, want[i])
+			}
+		}
 	}
 }

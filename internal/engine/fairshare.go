@@ -35,7 +35,7 @@ type keyState struct {
 	parked iheap.Keyed[*Job]
 	kpIdx  int
 
-	busyIdx int // position in Scheduler.busy, -1 when the key has no work
+	busyIdx int // position in Engine.busyConfigured, -1 when not there
 
 	idleSince        int64 // µs; valid while idle
 	idlePrev, idleNx *keyState
@@ -312,6 +312,9 @@ func (e *Engine) configureKey(k *keyState, c Key, configured bool, now int64) {
 	old := k.cfg
 	k.cfg = c
 	if k.configured != configured {
+		if k.busy() {
+			e.removeBusy(k) // as it was, to be counted as it is
+		}
 		if configured {
 			e.nconfigured++
 		} else {
@@ -319,6 +322,9 @@ func (e *Engine) configureKey(k *keyState, c Key, configured bool, now int64) {
 			k.alloc = 0 // no longer reported: a later report starts afresh
 		}
 		k.configured = configured
+		if k.busy() {
+			e.addBusy(k)
+		}
 	}
 	for _, f := range k.flows {
 		if f.actIdx >= 0 {
@@ -350,22 +356,34 @@ func (e *Engine) rebuildReserving() {
 	sort.Slice(e.reserving, func(i, j int) bool { return e.reserving[i].name < e.reserving[j].name })
 }
 
-// addBusy adds a key that has just got work to Scheduler.busy. O(1).
+// addBusy counts a key that has just got work among the busy keys: a
+// configured one in busyConfigured, any other in busyOthers. O(1).
 func (e *Engine) addBusy(k *keyState) {
-	k.busyIdx = len(e.busy)
-	e.busy = append(e.busy, k)
+	if !k.configured {
+		e.busyOthers++
+		return
+	}
+	k.busyIdx = len(e.busyConfigured)
+	e.busyConfigured = append(e.busyConfigured, k)
 }
 
-// removeBusy takes a key that has run out of work out of
-// Scheduler.busy. O(1).
+// removeBusy takes a key that has run out of work out of the busy keys.
+// O(1).
 func (e *Engine) removeBusy(k *keyState) {
-	last := len(e.busy) - 1
-	moved := e.busy[last]
-	e.busy[k.busyIdx], moved.busyIdx = moved, k.busyIdx
-	e.busy[last] = nil
-	e.busy = e.busy[:last]
+	if !k.configured {
+		e.busyOthers--
+		return
+	}
+	last := len(e.busyConfigured) - 1
+	moved := e.busyConfigured[last]
+	e.busyConfigured[k.busyIdx], moved.busyIdx = moved, k.busyIdx
+	e.busyConfigured[last] = nil
+	e.busyConfigured = e.busyConfigured[:last]
 	k.busyIdx = -1
 }
+
+// busy reports whether the key has work queued or running.
+func (k *keyState) busy() bool { return k.running+k.pending > 0 }
 
 // markIdle puts a key with nothing queued or running on the idle list,
 // to be forgotten after IdleTTL unless it is configured.

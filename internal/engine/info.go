@@ -82,12 +82,12 @@ type KeySummary struct {
 // name, and sums up the other keys with work. O(k + b log b) for k keys
 // remembered and b with work.
 func (e *Engine) Keys(max int) ([]KeyInfo, KeySummary) {
-	alloc := e.allocations()
+	a := e.allocations()
 	var listed []KeyInfo
 	var others []*keyState
 	for _, k := range e.keys {
 		if k.configured {
-			listed = append(listed, k.info(alloc[k]))
+			listed = append(listed, k.info(e.allocationOf(k, a)))
 		} else if k.running+k.pending > 0 {
 			others = append(others, k)
 		}
@@ -102,7 +102,7 @@ func (e *Engine) Keys(max int) ([]KeyInfo, KeySummary) {
 	var rest KeySummary
 	for i, k := range others {
 		if i < max {
-			listed = append(listed, k.info(alloc[k]))
+			listed = append(listed, k.info(e.allocationOf(k, a)))
 			continue
 		}
 		rest.Keys++

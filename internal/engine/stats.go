@@ -137,11 +137,12 @@ func (e *Engine) recordCancel(j *Job, now int64) {
 // emitAllocation reports changes of the configured keys' allocations
 // after key k started or stopped having work, or was reconfigured. It is
 // called on those transitions only, not as queues grow and shrink, and only
-// with an observer and configured keys: computing allocations is
-// O(b log b) in the busy keys b.
+// with an observer and configured keys.
 //
-// Only busy keys and k can have changed: a configured key's allocation
-// falls to 0 when it drains, and that is reported then, with k the key.
+// Only busy configured keys and k can have changed: a configured key's
+// allocation falls to 0 when it drains, and that is reported then, with k
+// the key. O(c log c) for c configured keys with work, whatever the number
+// of other keys with work.
 func (e *Engine) emitAllocation(k *keyState, reason AllocationReason, now int64) {
 	if e.obs != nil && e.nconfigured > 0 {
 		e.reportAllocations(k, reason, now)
@@ -149,8 +150,8 @@ func (e *Engine) emitAllocation(k *keyState, reason AllocationReason, now int64)
 }
 
 func (e *Engine) reportAllocations(k *keyState, reason AllocationReason, now int64) {
-	alloc := e.allocations()
-	report := e.busy
+	a := e.allocations()
+	report := e.busyConfigured
 	if k.busyIdx < 0 {
 		report = append(report[:len(report):len(report)], k)
 	}
@@ -158,38 +159,78 @@ func (e *Engine) reportAllocations(k *keyState, reason AllocationReason, now int
 		if !other.configured {
 			continue
 		}
-		a := alloc[other]
-		if a == other.alloc {
+		n := e.allocationOf(other, a)
+		if n == other.alloc {
 			continue
 		}
 		r := reason
 		if other != k {
 			r = ReasonRebalance
 		}
-		e.obs.AllocationChanged(other.name, other.alloc, a, r, now)
-		other.alloc = a
+		e.obs.AllocationChanged(other.name, other.alloc, n, r, now)
+		other.alloc = n
 	}
 }
 
-// allocations returns each busy key's allocation: its entitlement to
+// allocation is the keys' fair allocations at one instant: each busy
+// configured key's, and the one every busy unconfigured key has.
+type allocation struct {
+	configured map[*keyState]float64
+	other      float64
+}
+
+// allocations computes each busy key's allocation: its entitlement to
 // slots as a key with work, whatever the length of its queue. It changes
 // when keys start or stop having work or are reconfigured; a key using
 // more than its allocation is using capacity others left idle.
-// O(b log b) in the busy keys b; keys without work are not looked at.
-func (e *Engine) allocations() map[*keyState]float64 {
-	demands := make([]Demand, len(e.busy))
-	for i, k := range e.busy {
-		d := k.running + k.pending
-		if e.cfg.MaxConcurrency > 0 {
-			d = e.cfg.MaxConcurrency // able to use any share
-		}
-		demands[i] = Demand{Weight: k.cfg.Weight, MinSlots: k.cfg.MinSlots, Limit: k.cfg.MaxConcurrency, Demand: d}
+//
+// The unconfigured keys all have the default configuration and, with a
+// global limit, the same demand (any share they can get), so they enter
+// the water-filling as one key of their summed weight and cap, whose
+// allocation they share equally. O(c log c) for c busy configured keys.
+func (e *Engine) allocations() allocation {
+	slots := e.cfg.MaxConcurrency
+	demands := make([]Demand, 0, len(e.busyConfigured)+1)
+	for _, k := range e.busyConfigured {
+		demands = append(demands, e.demandOf(k))
 	}
-	out := make(map[*keyState]float64, len(e.busy))
-	for i, a := range Allocate(e.cfg.MaxConcurrency, demands) {
-		out[e.busy[i]] = a
+	m := e.busyOthers
+	if slots > 0 && m > 0 {
+		def := resolveKey(e.cfg.DefaultKey)
+		demands = append(demands, Demand{Weight: def.Weight * float64(m), Limit: def.MaxConcurrency * m, Demand: slots * m})
 	}
-	return out
+	shares := Allocate(slots, demands)
+	a := allocation{configured: make(map[*keyState]float64, len(e.busyConfigured))}
+	for i, k := range e.busyConfigured {
+		a.configured[k] = shares[i]
+	}
+	if slots > 0 && m > 0 {
+		a.other = shares[len(shares)-1] / float64(m)
+	}
+	return a
+}
+
+// demandOf returns a busy key's input to the water-filling.
+func (e *Engine) demandOf(k *keyState) Demand {
+	d := k.running + k.pending
+	if e.cfg.MaxConcurrency > 0 {
+		d = e.cfg.MaxConcurrency // able to use any share
+	}
+	return Demand{Weight: k.cfg.Weight, MinSlots: k.cfg.MinSlots, Limit: k.cfg.MaxConcurrency, Demand: d}
+}
+
+// allocationOf returns key k's allocation from a: 0 without work; without
+// a global limit, all it has or can run.
+func (e *Engine) allocationOf(k *keyState, a allocation) float64 {
+	switch {
+	case !k.busy():
+		return 0
+	case e.cfg.MaxConcurrency == 0:
+		return Allocate(0, []Demand{e.demandOf(k)})[0]
+	case k.configured:
+		return a.configured[k]
+	}
+	return a.other
 }
 
 // Demand is one key's input to Allocate; it mirrors

@@ -108,15 +108,21 @@ func (e *Engine) Verify(now int64) error {
 	pendingFlow := map[*flow]int{}
 	pendingType := map[*typeState]int{}
 	parkedKey := 0
-	busy := 0
+	busyConfigured, busyOthers := 0, 0
 	for _, k := range e.keys {
-		if k.running+k.pending > 0 {
-			busy++
-			if k.busyIdx < 0 || k.busyIdx >= len(e.busy) || e.busy[k.busyIdx] != k {
+		switch {
+		case k.busy() && k.configured:
+			busyConfigured++
+			if k.busyIdx < 0 || k.busyIdx >= len(e.busyConfigured) || e.busyConfigured[k.busyIdx] != k {
 				return errorf("key %q: has work but is not at its place in the busy keys", k.name)
 			}
-		} else if k.busyIdx >= 0 {
-			return errorf("key %q: has no work but is listed busy", k.name)
+		case k.busy():
+			busyOthers++
+			fallthrough
+		default:
+			if k.busyIdx >= 0 {
+				return errorf("key %q: listed among the busy configured keys, with work %v", k.name, k.busy())
+			}
 		}
 		if keyRun[k] != k.running {
 			return errorf("key %q: running %d, counted %d", k.name, k.running, keyRun[k])
@@ -269,8 +275,9 @@ func (e *Engine) Verify(now int64) error {
 	if queued != e.nqueued {
 		return errorf("nqueued %d, counted %d", e.nqueued, queued)
 	}
-	if busy != len(e.busy) {
-		return errorf("%d keys listed busy, %d have work", len(e.busy), busy)
+	if busyConfigured != len(e.busyConfigured) || busyOthers != e.busyOthers {
+		return errorf("busy keys: %d configured listed, %d counted; %d others, %d counted",
+			len(e.busyConfigured), busyConfigured, e.busyOthers, busyOthers)
 	}
 	if parkedConflict != e.parkedConflict || parkedKey != e.parkedKey {
 		return errorf("parked conflict %d/%d key %d/%d", parkedConflict, e.parkedConflict, parkedKey, e.parkedKey)
