@@ -113,10 +113,16 @@ func (a AgingConfig) MaxWait(base int) (time.Duration, bool) {
 	return a.GracePeriod + d, true
 }
 
-// Clock is the scheduler's time source. Durations are measured between its
-// readings, so it must never run backwards.
+// Clock is the scheduler's time source: it reads the time and runs a
+// function at a time. Durations are measured between its readings, so it
+// must never run backwards. AfterFunc runs f once d has passed (on a
+// goroutine of the clock's, as time.AfterFunc does, or, for a test clock,
+// when the test moves time past it) and returns a function that cancels it
+// and reports whether it did so before f started, as context.AfterFunc's
+// stop does.
 type Clock interface {
 	Now() time.Time
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
 // Config configures a Scheduler. Every field is optional; the zero Config is
