@@ -307,7 +307,7 @@ type diffJobRun struct {
 	accepted bool
 	seq      uint64 // the real scheduler's
 	refSeq   uint64
-	h        *Handle
+	h        Handle
 	release  chan struct{}
 	started  bool
 	ended    bool

@@ -158,7 +158,7 @@ func TestSlowHookDoesNotStallDispatch(t *testing.T) {
 	s, err := New(Config{MaxConcurrency: 4, EventBuffer: 8, OnEvent: func(Event) { <-block },
 		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 	require.NoError(t, err)
-	var hs []*Handle
+	var hs []Handle
 	for i := 0; i < 2000; i++ {
 		h, err := s.Submit(Job{Key: "k"}, noop)
 		require.NoError(t, err)

@@ -2,39 +2,65 @@ package fairsched
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
-// Handle is a job given to Submit. Its methods are safe for concurrent use.
-type Handle task
+// Handle refers to a job given to Submit: to wait for it, read its result
+// or cancel it. It stays valid after the job has ended, for as long as it
+// is kept. Handles are comparable; copies refer to the same job. Its
+// methods are safe for concurrent use.
+//
+// The zero Handle refers to no job: Seq returns 0, Done a closed channel,
+// Err and Wait an error saying so, and Cancel does nothing.
+type Handle struct {
+	t *task // a Submit job's record, never reused while a Handle may hold it
+}
+
+// errNoJob is the error of the zero Handle.
+var errNoJob = errors.New("fairsched: the zero Handle refers to no job")
+
+// Seq returns the job's sequence number: unique in its Scheduler, in
+// submission order, and the Seq of its Events and Snapshot entries.
+func (h Handle) Seq() uint64 {
+	if h.t == nil {
+		return 0
+	}
+	return h.t.rec.Seq()
+}
 
 // scheduler returns the scheduler that runs the job.
-func (h *Handle) scheduler() *Scheduler { return h.rec.Engine().Owner.(*Scheduler) }
+func (h Handle) scheduler() *Scheduler { return h.t.rec.Engine().Owner.(*Scheduler) }
 
 // Done returns a channel that is closed when the job has ended: it ran, or
 // it was cancelled or discarded before it started.
-func (h *Handle) Done() <-chan struct{} {
-	t := (*task)(h)
+func (h Handle) Done() <-chan struct{} {
+	if h.t == nil {
+		return closedChan
+	}
 	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t.rec.State() == engine.StateDone {
+	if h.t.rec.State() == engine.StateDone {
 		return closedChan
 	}
-	if t.wake == nil {
-		t.wake = make(chan struct{})
+	if h.t.wake == nil {
+		h.t.wake = make(chan struct{})
 	}
-	return t.wake
+	return h.t.wake
 }
 
 // Wait waits for the job to end and returns its error: fn's error, a
 // *PanicError, context.Canceled if it was cancelled before it started, or
 // ErrClosed if Close discarded it. If ctx ends first, Wait returns ctx.Err()
 // and the job is left as it was.
-func (h *Handle) Wait(ctx context.Context) error {
+//
+// Waiting from inside a job for another job can deadlock: if every slot is
+// taken by jobs that wait, the job they wait for never starts.
+func (h Handle) Wait(ctx context.Context) error {
 	select {
 	case <-h.Done():
 		return h.Err()
@@ -44,27 +70,32 @@ func (h *Handle) Wait(ctx context.Context) error {
 }
 
 // Err returns the job's error once it has ended, and nil before.
-func (h *Handle) Err() error {
+func (h Handle) Err() error {
+	if h.t == nil {
+		return errNoJob
+	}
 	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return h.err
+	return h.t.err
 }
 
 // Cancel cancels the job. A queued job leaves the queue at once and ends
 // with context.Canceled; a running job's context is cancelled, and the job
 // ends with whatever its function returns. Cancel does nothing once the job
 // has ended.
-func (h *Handle) Cancel() {
-	t := (*task)(h)
+func (h Handle) Cancel() {
+	if h.t == nil {
+		return
+	}
 	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch t.rec.State() {
+	switch h.t.rec.State() {
 	case engine.StateQueued, engine.StateParked:
-		s.cancelQueuedLocked(t, context.Canceled, s.nowLocked())
+		s.cancelQueuedLocked(h.t, context.Canceled, s.nowLocked())
 	case engine.StateRunning:
-		t.ctx.cancel(context.Canceled)
+		h.t.ctx.cancel(context.Canceled)
 	}
 }
 

@@ -15,12 +15,12 @@ func (s *Scheduler) verify() error {
 func (s *Scheduler) verifyLocked() error { return s.eng.Verify(s.nowLocked()) }
 
 // seqOf returns the sequence number of a Submit job.
-func seqOf(h *Handle) uint64 { return h.rec.Seq() }
+func seqOf(h Handle) uint64 { return h.Seq() }
 
 // stateOf returns where a Submit job is in its life.
-func stateOf(h *Handle) engine.State {
+func stateOf(h Handle) engine.State {
 	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return h.rec.State()
+	return h.t.rec.State()
 }

@@ -42,12 +42,13 @@ func (e *QueueFullError) Is(target error) bool { return target == ErrQueueFull }
 // PanicError is the error of a job whose function panicked. The slot is
 // released and the scheduler carries on.
 type PanicError struct {
+	Seq   uint64 // the job's sequence number
 	Value any    // what was passed to panic
 	Stack []byte // the goroutine's stack at the panic
 }
 
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("fairsched: job panicked: %v\n%s", e.Value, e.Stack)
+	return fmt.Sprintf("fairsched: job %d panicked: %v\n%s", e.Seq, e.Value, e.Stack)
 }
 
 // Scheduler decides which job runs next: bounded concurrency, tiers,
@@ -150,6 +151,9 @@ func (t *task) isSync() bool { return t.fn == nil }
 // RunSync fails at once, changing nothing, with ErrClosed after Shutdown or
 // Close, with an error wrapping ErrUnknownType, with a *QueueFullError, or
 // if fn is nil.
+//
+// Calling RunSync from inside a job can deadlock: the inner job waits for
+// a slot, and if every slot is held by a job that waits so, none frees.
 func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Context) error) error {
 	if fn == nil {
 		return errNilFunc
@@ -257,16 +261,16 @@ func newSubmitTask(fn func(context.Context) error) *task {
 // Submit fails at once, changing nothing, with ErrClosed after Shutdown or
 // Close, with an error wrapping ErrUnknownType, with a *QueueFullError, or
 // if fn is nil.
-func (s *Scheduler) Submit(desc Job, fn func(context.Context) error) (*Handle, error) {
+func (s *Scheduler) Submit(desc Job, fn func(context.Context) error) (Handle, error) {
 	if fn == nil {
-		return nil, errNilFunc
+		return Handle{}, errNilFunc
 	}
 	t := newSubmitTask(fn)
 	s.mu.Lock()
 	now := s.nowLocked()
 	if err := s.enqueueLocked(t, desc, now); err != nil {
 		s.mu.Unlock()
-		return nil, err
+		return Handle{}, err
 	}
 	if t.rec.Running() {
 		s.startedLocked(t)
@@ -276,7 +280,7 @@ func (s *Scheduler) Submit(desc Job, fn func(context.Context) error) (*Handle, e
 		s.dispatchLocked(now, false)
 	}
 	s.mu.Unlock()
-	return (*Handle)(t), nil
+	return Handle{t}, nil
 }
 
 // enqueueLocked hands a job to the engine, which queues it or starts it at
@@ -386,7 +390,7 @@ func (s *Scheduler) call(t *task, fn func(context.Context) error) (err error) {
 	returned := false
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
+			err = &PanicError{Seq: t.rec.Seq(), Value: v, Stack: debug.Stack()}
 			return
 		}
 		if !returned {

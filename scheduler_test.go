@@ -105,7 +105,7 @@ func runSerially(t *testing.T, cfg Config, jobs []Job) []string {
 	<-blocker.entered
 	var mu sync.Mutex
 	var order []string
-	var handles []*Handle
+	var handles []Handle
 	for _, j := range jobs {
 		name := j.ID
 		h, err := s.Submit(j, func(context.Context) error {
@@ -189,7 +189,7 @@ func TestPriorityClampingAndDefaults(t *testing.T) {
 func TestQueueFullAndRecovery(t *testing.T) {
 	s := newTestScheduler(t, Config{MaxConcurrency: 1, MaxQueue: 3})
 	g := newGate()
-	var hs []*Handle
+	var hs []Handle
 	for i := 0; i < 4; i++ { // one runs, three queue
 		h, err := s.Submit(Job{}, g.fn)
 		require.NoError(t, err)
@@ -240,7 +240,7 @@ func TestNoSlotLeakAfterFailuresPanicsAndCancelledWaiters(t *testing.T) {
 
 	// Hold both slots, queue 1,000 RunSync callers, then cancel them all.
 	g := newGate()
-	var holders []*Handle
+	var holders []Handle
 	for i := 0; i < limit; i++ {
 		h, err := s.Submit(Job{}, g.fn)
 		require.NoError(t, err)
@@ -359,7 +359,7 @@ func TestHandleWaitContext(t *testing.T) {
 func TestShutdownDrainsAndRejects(t *testing.T) {
 	s := newTestScheduler(t, Config{MaxConcurrency: 2})
 	g := newGate()
-	var hs []*Handle
+	var hs []Handle
 	for i := 0; i < 10; i++ {
 		h, err := s.Submit(Job{}, g.fn)
 		require.NoError(t, err)
@@ -519,7 +519,7 @@ func TestNilFunctionRefused(t *testing.T) {
 	require.ErrorContains(t, err, "function is nil")
 	h, err := s.Submit(Job{}, nil)
 	require.ErrorContains(t, err, "function is nil")
-	require.Nil(t, h)
+	require.Zero(t, h.Seq(), "a refused Submit returns the zero Handle")
 	st := s.Stats()
 	require.Zero(t, st.Submitted+st.Rejected, "a refused nil function is no submission")
 	require.NoError(t, s.RunSync(context.Background(), Job{}, noop), "the scheduler still runs jobs")

@@ -41,7 +41,7 @@ type simJob struct {
 	End     time.Duration // -1 until ended
 	Err     error
 
-	h       *Handle
+	h       Handle
 	release chan struct{}
 	added   int
 }
@@ -244,7 +244,7 @@ func (m *sim) startOrder() []string {
 
 func (m *sim) close() {
 	for _, sj := range m.jobs {
-		if sj.h != nil && !sj.ended() {
+		if sj.h != (Handle{}) && !sj.ended() {
 			select {
 			case <-sj.release:
 			default:

@@ -47,7 +47,7 @@ func gated(gate <-chan error) func(context.Context) error {
 	}
 }
 
-func submit(t *testing.T, s *fairsched.Scheduler, job fairsched.Job, fn func(context.Context) error) *fairsched.Handle {
+func submit(t *testing.T, s *fairsched.Scheduler, job fairsched.Job, fn func(context.Context) error) fairsched.Handle {
 	t.Helper()
 	h, err := s.Submit(job, fn)
 	if err != nil {
@@ -421,7 +421,7 @@ func TestConcurrentScrapes(t *testing.T) {
 	}
 
 	gate := make(chan error)
-	var hs []*fairsched.Handle
+	var hs []fairsched.Handle
 	for i := 0; i < jobs; i++ {
 		job := fairsched.Job{Key: fmt.Sprintf("tenant-%d", i%10)}
 		if i%2 == 0 {
@@ -478,7 +478,7 @@ func testKeyLabelsBounded(t *testing.T, opts []Option, maxListed int) {
 	}
 
 	release := make(chan struct{})
-	var hs []*fairsched.Handle
+	var hs []fairsched.Handle
 	for i := 0; i < clients; i++ {
 		hs = append(hs, submit(t, s, fairsched.Job{Key: fmt.Sprintf("client-%04d", i)},
 			func(ctx context.Context) error {

@@ -1,0 +1,83 @@
+package fairsched
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Every accepted job has a sequence number, unique and in submission
+// order, the same on its Handle, in Snapshot and in its Events.
+func TestJobIdentity(t *testing.T) {
+	var log eventLog
+	s := newTestScheduler(t, Config{MaxConcurrency: 1, OnEvent: log.hook})
+	g := newGate()
+	var hs []Handle
+	for i := 0; i < 5; i++ {
+		h, err := s.Submit(Job{Key: "k"}, g.fn)
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	for i, h := range hs {
+		require.Equal(t, uint64(i+1), h.Seq(), "sequence numbers follow submission")
+	}
+	var snap []uint64
+	for _, ji := range s.Snapshot() {
+		snap = append(snap, ji.Seq)
+	}
+	require.Equal(t, []uint64{1, 2, 3, 4, 5}, snap)
+	close(g.open)
+	require.NoError(t, s.Shutdown(context.Background()))
+	for _, e := range log.of(EventFinished) {
+		require.Contains(t, []uint64{1, 2, 3, 4, 5}, e.Seq)
+	}
+	require.Len(t, log.of(EventFinished), 5)
+}
+
+// A Handle stays valid after its job ended, however many jobs ran since
+// (RunSync records are reused; a Submit job's is not while a Handle holds
+// it), and a copy is the same handle.
+func TestHandleOutlivesItsJob(t *testing.T) {
+	s := newTestScheduler(t, Config{MaxConcurrency: 2})
+	boom := errors.New("boom")
+	h, err := s.Submit(Job{}, func(context.Context) error { return boom })
+	require.NoError(t, err)
+	require.ErrorIs(t, h.Wait(context.Background()), boom)
+	for i := 0; i < 200; i++ {
+		require.NoError(t, s.RunSync(context.Background(), Job{}, noop))
+		h2, err := s.Submit(Job{}, noop)
+		require.NoError(t, err)
+		require.NoError(t, h2.Wait(context.Background()))
+	}
+	c := h
+	require.Equal(t, h, c)
+	require.Equal(t, uint64(1), c.Seq())
+	require.ErrorIs(t, c.Err(), boom, "the result is still the first job's")
+	<-c.Done()
+	c.Cancel() // does nothing: the job has ended
+	require.ErrorIs(t, c.Wait(context.Background()), boom)
+}
+
+// The zero Handle refers to no job and says so, without panicking.
+func TestZeroHandle(t *testing.T) {
+	var h Handle
+	require.Zero(t, h.Seq())
+	<-h.Done()
+	require.ErrorContains(t, h.Err(), "zero Handle")
+	require.ErrorContains(t, h.Wait(context.Background()), "zero Handle")
+	h.Cancel()
+}
+
+// A panic's error names the job it happened in.
+func TestPanicErrorNamesTheJob(t *testing.T) {
+	s := newTestScheduler(t, Config{})
+	h, err := s.Submit(Job{}, func(context.Context) error { panic("oops") })
+	require.NoError(t, err)
+	var pe *PanicError
+	require.ErrorAs(t, h.Wait(context.Background()), &pe)
+	require.Equal(t, h.Seq(), pe.Seq)
+	require.Equal(t, "oops", pe.Value)
+	require.Contains(t, pe.Error(), "job 1 panicked")
+}
