@@ -106,7 +106,7 @@ type eventSink struct {
 	stopped    bool // guarded by Scheduler.mu: no more sends, ch may be closed
 }
 
-func newEventSink(hook func(Event), size int, logger *slog.Logger) *eventSink {
+func newEventSink(hook func(Event), size int, logger *slog.Logger, signals *testSignals) *eventSink {
 	if size == 0 {
 		size = defaultEventBuffer
 	}
@@ -122,6 +122,9 @@ func newEventSink(hook func(Event), size int, logger *slog.Logger) *eventSink {
 				warned = true
 			}
 			e.unfinished.Add(-1) // after the user code: closeEvents may wait without ctx once it is 0
+			if signals != nil {
+				signals.delivered <- struct{}{}
+			}
 		}
 	}()
 	return e

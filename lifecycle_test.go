@@ -190,15 +190,16 @@ func TestShutdownAfterEventsDeliveredIgnoresExpiredContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for i := 0; i < 64; i++ {
-		s, err := New(Config{OnEvent: func(Event) {}})
+		sig := newTestSignals()
+		s, err := New(Config{OnEvent: func(Event) {}, signals: sig})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := s.RunSync(context.Background(), Job{}, noop); err != nil {
 			t.Fatal(err)
 		}
-		for s.events.unfinished.Load() > 0 { // the hook has had all three
-			runtime.Gosched()
+		for range 3 { // submitted, started, finished: all delivered
+			<-sig.delivered
 		}
 		if err := s.Shutdown(ctx); err != nil {
 			t.Fatalf("round %d: Shutdown = %v after every event was delivered", i, err)
@@ -255,18 +256,16 @@ func TestRejectedEventForEveryRefusal(t *testing.T) {
 	if _, err := s.Submit(Job{}, func(context.Context) error { <-release; return nil }); err != nil {
 		t.Fatal(err)
 	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Shutdown(ended); !errors.Is(err, context.Canceled) { // stops new work, drains nothing
+		t.Fatalf("Shutdown with an ended context: %v", err)
+	}
+	if _, err := s.Submit(Job{Key: "late"}, func(context.Context) error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Submit while shutting down: %v", err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
-	for {
-		_, err := s.Submit(Job{Key: "late"}, func(context.Context) error { return nil })
-		if errors.Is(err, ErrClosed) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("Submit while shutting down: %v", err)
-		}
-		runtime.Gosched() // Shutdown has not begun yet; that job just runs
-	}
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)

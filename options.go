@@ -172,6 +172,8 @@ type Config struct {
 	EventBuffer int
 	// Logger receives the scheduler's own rare messages; nil means none.
 	Logger *slog.Logger
+
+	signals *testSignals // the package's tests only
 }
 
 const defaultEventBuffer = 4096

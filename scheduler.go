@@ -94,7 +94,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s.epoch = s.clock.Now()
 	var obs engine.Observer
 	if cfg.OnEvent != nil {
-		s.events = newEventSink(cfg.OnEvent, cfg.EventBuffer, cfg.Logger)
+		s.events = newEventSink(cfg.OnEvent, cfg.EventBuffer, cfg.Logger, cfg.signals)
 		obs = (*observer)(s)
 	}
 	s.eng = engine.New(cfg.engine(), obs)
@@ -288,6 +288,9 @@ func (s *Scheduler) Submit(desc Job, fn func(context.Context) error) (Handle, er
 func (s *Scheduler) enqueueLocked(t *task, desc Job, now int64) error {
 	r := s.eng.Enqueue(&t.rec, (*engine.Desc)(&desc), now)
 	if r == nil {
+		if s.cfg.signals != nil {
+			s.cfg.signals.accepted <- t.rec.Seq()
+		}
 		return nil
 	}
 	var err error

@@ -3,7 +3,6 @@ package fairsched
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,17 +22,24 @@ func newTestScheduler(t *testing.T, cfg Config) *Scheduler {
 	return s
 }
 
-// waitUntil spins until cond holds, failing the test after ten seconds. It
-// waits for other goroutines to reach a state that only they can report
-// (a RunSync caller has queued its job), not for time to pass.
-func waitUntil(t *testing.T, what string, cond func() bool) {
+// newSignalledScheduler is newTestScheduler with the test signals on.
+func newSignalledScheduler(t *testing.T, cfg Config) (*Scheduler, *testSignals) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+	cfg.signals = newTestSignals()
+	return newTestScheduler(t, cfg), cfg.signals
+}
+
+// awaitAccepted waits until n more jobs have been queued or started.
+func awaitAccepted(t *testing.T, sig *testSignals, n int) {
+	t.Helper()
+	timeout := time.NewTimer(10 * time.Second) // turns a hang into a failure
+	defer timeout.Stop()
+	for i := 0; i < n; i++ {
+		select {
+		case <-sig.accepted:
+		case <-timeout.C:
+			t.Fatalf("only %d of %d jobs were accepted", i, n)
 		}
-		runtime.Gosched()
 	}
 }
 
@@ -66,7 +72,7 @@ func (g *gate) fn(ctx context.Context) error {
 
 func TestConcurrencyBoundHolds(t *testing.T) {
 	const limit, callers = 4, 64
-	s := newTestScheduler(t, Config{MaxConcurrency: limit})
+	s, sig := newSignalledScheduler(t, Config{MaxConcurrency: limit})
 	g := newGate()
 	var wg sync.WaitGroup
 	for i := 0; i < callers; i++ {
@@ -76,10 +82,7 @@ func TestConcurrencyBoundHolds(t *testing.T) {
 			assert.NoError(t, s.RunSync(context.Background(), Job{Key: "k"}, g.fn))
 		}()
 	}
-	waitUntil(t, "every caller is running or queued", func() bool {
-		st := s.Stats()
-		return st.Active+st.Queued == callers
-	})
+	awaitAccepted(t, sig, callers) // every caller is running or queued
 	st := s.Stats()
 	require.Equal(t, limit, st.Active)
 	require.Equal(t, callers-limit, st.Queued)
@@ -224,7 +227,7 @@ func TestQueueFullAndRecovery(t *testing.T) {
 
 func TestNoSlotLeakAfterFailuresPanicsAndCancelledWaiters(t *testing.T) {
 	const limit = 2
-	s := newTestScheduler(t, Config{MaxConcurrency: limit})
+	s, sig := newSignalledScheduler(t, Config{MaxConcurrency: limit})
 	boom := errors.New("boom")
 
 	require.ErrorIs(t, s.RunSync(context.Background(), Job{}, func(context.Context) error { return boom }), boom)
@@ -248,6 +251,7 @@ func TestNoSlotLeakAfterFailuresPanicsAndCancelledWaiters(t *testing.T) {
 	}
 	<-g.entered
 	<-g.entered
+	awaitAccepted(t, sig, 3+limit) // the jobs so far
 	const waiters = 1000
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -265,7 +269,7 @@ func TestNoSlotLeakAfterFailuresPanicsAndCancelledWaiters(t *testing.T) {
 			}
 		}()
 	}
-	waitUntil(t, "all waiters queued", func() bool { return s.Stats().Queued == waiters })
+	awaitAccepted(t, sig, waiters)
 	cancel()
 	wg.Wait()
 	require.EqualValues(t, waiters, cancelled.Load())
@@ -365,23 +369,19 @@ func TestShutdownDrainsAndRejects(t *testing.T) {
 		require.NoError(t, err)
 		hs = append(hs, h)
 	}
+	// A Shutdown whose context has ended stops new work, reports ctx's
+	// error and leaves the queued and running work alone.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, s.Shutdown(ctx), context.Canceled)
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
-	waitUntil(t, "shutdown began", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.closing
-	})
 	_, err := s.Submit(Job{}, g.fn)
 	require.ErrorIs(t, err, ErrClosed)
 	require.ErrorIs(t, s.RunSync(context.Background(), Job{}, g.fn), ErrClosed)
 	require.ErrorIs(t, s.RegisterType("late", TypeConfig{}), nil, "types may still be registered while draining")
 
-	// A Shutdown whose context ends first reports it and leaves work alone.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	require.ErrorIs(t, s.Shutdown(ctx), context.Canceled)
-
+	require.Equal(t, 10, s.Stats().Active+s.Stats().Queued, "the work is left alone")
 	close(g.open)
 	require.NoError(t, <-done)
 	for _, h := range hs {
@@ -394,7 +394,8 @@ func TestShutdownDrainsAndRejects(t *testing.T) {
 }
 
 func TestCloseCancelsRunningAndDiscardsQueued(t *testing.T) {
-	s, err := New(Config{MaxConcurrency: 1})
+	sig := newTestSignals()
+	s, err := New(Config{MaxConcurrency: 1, signals: sig})
 	require.NoError(t, err)
 	g := newGate()
 	running, err := s.Submit(Job{}, g.fn)
@@ -402,9 +403,10 @@ func TestCloseCancelsRunningAndDiscardsQueued(t *testing.T) {
 	<-g.entered
 	queued, err := s.Submit(Job{}, g.fn)
 	require.NoError(t, err)
+	awaitAccepted(t, sig, 2)
 	syncErr := make(chan error, 1)
 	go func() { syncErr <- s.RunSync(context.Background(), Job{Key: "sync"}, g.fn) }()
-	waitUntil(t, "RunSync queued", func() bool { return s.Stats().Queued == 2 })
+	awaitAccepted(t, sig, 1) // the RunSync job is queued
 
 	require.NoError(t, s.Close())
 	require.ErrorIs(t, running.Wait(context.Background()), context.Canceled, "running job's context cancelled")

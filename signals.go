@@ -1,0 +1,14 @@
+package fairsched
+
+// testSignals lets the package's tests wait for what only the scheduler's
+// own goroutines can tell, instead of polling: each channel, when a test
+// sets it, receives a value at that point. Config.signals is nil outside
+// the tests, and every send is behind that check.
+type testSignals struct {
+	accepted  chan uint64   // a job was queued or started: its Seq
+	delivered chan struct{} // the hook returned and the event is counted delivered
+}
+
+func newTestSignals() *testSignals {
+	return &testSignals{accepted: make(chan uint64, 1<<16), delivered: make(chan struct{}, 1<<16)}
+}
