@@ -95,6 +95,22 @@ func FuzzDifferential(f *testing.F) {
 	})
 }
 
+// FuzzEngine is FuzzDifferential on the engine alone, called directly as
+// the Scheduler calls it: with no goroutine to wait for, the fuzzer tries
+// far more workloads in the time.
+func FuzzEngine(f *testing.F) {
+	for _, s := range fuzzSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		w := fuzzWorkload(data)
+		r := newDiffRunner(w, diffOptions{engine: true, ref: true, stats: true, hook: true})
+		if err := r.run(); err != nil {
+			t.Fatal(r.report(err))
+		}
+	})
+}
+
 // TestFuzzSeedsDecode checks that the seed corpus decodes to the workloads
 // it was recorded from, so that the fuzz targets start from varied,
 // meaningful inputs rather than whatever the encoding drifted to.

@@ -1,0 +1,79 @@
+package fairsched
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// report describes a failed run: the error, the workload as Go source (to
+// paste into TestDifferentialRegressions), the events and both sequences.
+func (r *diffRunner) report(err error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v\n\nworkload:\n%s\n\nevents:\n", err, r.w.goString())
+	for _, e := range r.trace {
+		fmt.Fprintf(&b, "  %s\n", e)
+	}
+	b.WriteString("\nscheduler started:\n")
+	for _, s := range r.real {
+		fmt.Fprintf(&b, "  %v\n", s)
+	}
+	if r.ref != nil {
+		b.WriteString("reference started:\n")
+		for _, s := range r.model {
+			fmt.Fprintf(&b, "  %v\n", s)
+		}
+	}
+	return b.String()
+}
+
+func (w *diffWorkload) goString() string {
+	var b strings.Builder
+	c := w.Cfg
+	b.WriteString("&diffWorkload{\n\tCfg: Config{\n")
+	field := func(name string, v any, zero bool) {
+		if !zero {
+			fmt.Fprintf(&b, "\t\t%s: %s,\n", name, strings.ReplaceAll(fmt.Sprintf("%#v", v), "fairsched.", ""))
+		}
+	}
+	field("MaxConcurrency", c.MaxConcurrency, c.MaxConcurrency == 0)
+	field("MaxQueue", c.MaxQueue, c.MaxQueue == 0)
+	field("TierLimits", c.TierLimits, len(c.TierLimits) == 0)
+	field("Types", c.Types, len(c.Types) == 0)
+	field("Keys", c.Keys, len(c.Keys) == 0)
+	field("DefaultKey", c.DefaultKey, c.DefaultKey == KeyConfig{})
+	field("Aging", c.Aging, c.Aging == AgingConfig{})
+	field("CostAlpha", c.CostAlpha, c.CostAlpha == 0)
+	field("DefaultCost", c.DefaultCost, c.DefaultCost == 0)
+	field("IdleTTL", c.IdleTTL, c.IdleTTL == 0)
+	b.WriteString("\t},\n\tJobs: []diffJob{\n")
+	for i, j := range w.Jobs {
+		fmt.Fprintf(&b, "\t\t{Job: Job{Type: %q, ID: %q, Key: %q, Priority: %d}, At: %d * diffUnit, Dur: %d * diffUnit, CancelAt: %s}, // j%d\n",
+			j.Job.Type, j.Job.ID, j.Job.Key, j.Job.Priority, j.At/diffUnit, j.Dur/diffUnit, diffUnitsString(j.CancelAt), i)
+	}
+	b.WriteString("\t},\n")
+	if len(w.Changes) > 0 {
+		b.WriteString("\tChanges: []diffKeyChange{\n")
+		for _, c := range w.Changes {
+			switch {
+			case c.Reset:
+				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Reset: true},\n", c.At/diffUnit)
+			case c.Set != nil:
+				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Key: %q, Set: &%s},\n", c.At/diffUnit, c.Key,
+					strings.ReplaceAll(fmt.Sprintf("%#v", *c.Set), "fairsched.", ""))
+			default:
+				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Key: %q, Weight: %v},\n", c.At/diffUnit, c.Key, c.Weight)
+			}
+		}
+		b.WriteString("\t},\n")
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+func diffUnitsString(d time.Duration) string {
+	if d < 0 {
+		return "-1"
+	}
+	return fmt.Sprintf("%d * diffUnit", d/diffUnit)
+}

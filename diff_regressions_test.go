@@ -1,0 +1,50 @@
+package fairsched
+
+// diffRegression is a workload on which the scheduler once went wrong,
+// reduced to a few jobs, with the checks that show it.
+type diffRegression struct {
+	w    *diffWorkload
+	opts diffOptions
+}
+
+// diffRegressions are the subtests of TestDifferentialRegressions.
+var diffRegressions = map[string]diffRegression{
+	// A key idle for IdleTTL was forgotten by the very submission that
+	// brought it back: enqueueLocked looked the key up, then forgetLocked
+	// deleted it from s.keys, and the job was queued on the orphaned
+	// record. The key's next job got a fresh record, so the key's cap was
+	// counted twice: j1 and j2 ran together although key "z" may run one
+	// job at a time. (Checked without the reference, whose first
+	// complaint would be the key missing from s.keys.)
+	"ForgottenKeyCapCountedTwice": {&diffWorkload{
+		Cfg: Config{
+			DefaultKey: KeyConfig{MaxConcurrency: 1},
+			IdleTTL:    8 * diffUnit,
+		},
+		Jobs: []diffJob{
+			{Job: Job{Key: "z"}, At: 0 * diffUnit, Dur: 1 * diffUnit, CancelAt: -1}, // j0
+			{Job: Job{Key: "z"}, At: 9 * diffUnit, Dur: 5 * diffUnit, CancelAt: -1}, // j1
+			{Job: Job{Key: "z"}, At: 9 * diffUnit, Dur: 5 * diffUnit, CancelAt: -1}, // j2
+		},
+	}, diffOptions{stats: true, hook: true}},
+	// The same bug as seen by the scheduler's own invariants: j2 was
+	// queued on the orphaned record, which no longer counted among s.keys.
+	"ForgottenKeyQueuedJobLost": {&diffWorkload{
+		Cfg: Config{MaxConcurrency: 1, IdleTTL: 8 * diffUnit},
+		Jobs: []diffJob{
+			{Job: Job{Key: "z"}, At: 0 * diffUnit, Dur: 1 * diffUnit, CancelAt: -1},  // j0
+			{Job: Job{Key: "a"}, At: 2 * diffUnit, Dur: 10 * diffUnit, CancelAt: -1}, // j1
+			{Job: Job{Key: "z"}, At: 9 * diffUnit, Dur: 1 * diffUnit, CancelAt: -1},  // j2
+		},
+	}, diffOptions{ref: true, stats: true, hook: true}},
+	// And as seen by the reference: after j1's submission the scheduler no
+	// longer knew key "z" (its flow was gone from s.keys), while the
+	// reference had it back brand-new.
+	"ForgottenKeyOrphaned": {&diffWorkload{
+		Cfg: Config{IdleTTL: 8 * diffUnit},
+		Jobs: []diffJob{
+			{Job: Job{Key: "z"}, At: 0 * diffUnit, Dur: 1 * diffUnit, CancelAt: -1}, // j0
+			{Job: Job{Key: "z"}, At: 9 * diffUnit, Dur: 1 * diffUnit, CancelAt: -1}, // j1
+		},
+	}, diffOptions{ref: true}},
+}

@@ -1,0 +1,504 @@
+package fairsched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/refmodel"
+)
+
+// diffOptions says what a run checks besides the hard limits and the
+// engine's invariants (Verify, after every event), and on what.
+type diffOptions struct {
+	engine bool // replay on the engine alone, not on a Scheduler
+	ref    bool // replay on the reference model and compare starts
+	stats  bool // check Stats against the driver's own counts after every event
+	hook   bool // count each job's ends: each must end exactly once
+}
+
+// diffStart is one start as seen by the driver.
+type diffStart struct {
+	Job  int
+	At   time.Duration
+	Kind string
+}
+
+func (s diffStart) String() string { return fmt.Sprintf("%v j%d %s", s.At, s.Job, s.Kind) }
+
+// diffJobRun is the driver's view of one job of the workload.
+type diffJobRun struct {
+	accepted bool
+	seq      uint64 // the system's
+	refSeq   uint64
+	started  bool
+	ended    bool
+	start    time.Duration
+}
+
+// errDiffInvalid marks a workload whose configuration New rejects; the
+// shrinker never keeps one.
+var errDiffInvalid = errors.New("invalid configuration")
+
+// diffRunner replays a workload on a diffSystem, driving a fake clock
+// from event to event, and on the reference model in lockstep. The system
+// takes in each event completely before the next one, so a run is
+// deterministic.
+type diffRunner struct {
+	w     *diffWorkload
+	opts  diffOptions
+	sys   diffSystem
+	clk   *clock.Fake
+	now   time.Duration
+	ref   *refmodel.Model
+	jobs  []diffJobRun
+	bySeq map[uint64]int // real seq -> job index
+	order []int          // job indices in start order
+
+	real, model []diffStart // the start sequences
+	trace       []string    // the events applied, for reports
+
+	// The keys' current configurations, for the hard-limit check: those
+	// set at run time, then (until ResetKeys) Config.Keys, then DefaultKey.
+	keyCfg    map[string]KeyConfig
+	keysReset bool
+
+	// Counts the Stats must agree with.
+	rejected, completed, failed, cancelled, running, pending int
+}
+
+func newDiffRunner(w *diffWorkload, opts diffOptions) *diffRunner {
+	return &diffRunner{w: w, opts: opts, jobs: make([]diffJobRun, len(w.Jobs)), bySeq: map[uint64]int{}, keyCfg: map[string]KeyConfig{}}
+}
+
+// diffEvent is an arrival, a cancellation or a key change. At one instant
+// arrivals go first, then cancellations, then key changes, each kind in
+// workload order; then the jobs due to finish, in start order.
+type diffEvent struct {
+	at   time.Duration
+	kind int // diffArrival, diffCancellation or diffKeyChanged
+	idx  int // in Jobs, or in Changes for diffKeyChanged
+}
+
+// The kinds of diffEvent, in the order they are applied at one instant.
+const (
+	diffArrival = iota
+	diffCancellation
+	diffKeyChanged
+)
+
+func (r *diffRunner) events() []diffEvent {
+	var evs []diffEvent
+	for i, j := range r.w.Jobs {
+		evs = append(evs, diffEvent{j.At, diffArrival, i})
+		if j.CancelAt >= 0 {
+			evs = append(evs, diffEvent{max(j.CancelAt, j.At), diffCancellation, i})
+		}
+	}
+	for i, c := range r.w.Changes {
+		evs = append(evs, diffEvent{c.At, diffKeyChanged, i})
+	}
+	slices.SortStableFunc(evs, func(a, b diffEvent) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		return a.kind - b.kind
+	})
+	return evs
+}
+
+// run replays the workload and returns the first problem found.
+func (r *diffRunner) run() error {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.clk = clock.NewFake(t0)
+	var err error
+	if r.opts.engine {
+		r.sys, err = newDiffEngine(r.w.Cfg, r.clk)
+	} else {
+		r.sys, err = newDiffScheduler(r.w.Cfg, r.clk, r.opts.hook)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", errDiffInvalid, err)
+	}
+	defer r.sys.close()
+	if r.opts.ref {
+		r.ref = refmodel.New(diffRefConfig(r.w.Cfg))
+	}
+
+	evs := r.events()
+	for {
+		at, ok := r.next(evs)
+		if !ok {
+			break
+		}
+		r.clk.Set(t0.Add(at))
+		r.now = at
+		for len(evs) > 0 && evs[0].at == at {
+			ev := evs[0]
+			evs = evs[1:]
+			if err := r.apply(ev); err != nil {
+				return err
+			}
+		}
+		for _, i := range r.finishing(at) {
+			if err := r.finish(i); err != nil {
+				return err
+			}
+		}
+	}
+	return r.final()
+}
+
+// next returns the time of the next event: an arrival, cancellation or
+// key change, or a running job's finish.
+func (r *diffRunner) next(evs []diffEvent) (time.Duration, bool) {
+	at, ok := time.Duration(0), false
+	if len(evs) > 0 {
+		at, ok = evs[0].at, true
+	}
+	for _, i := range r.order {
+		if j := &r.jobs[i]; !j.ended {
+			if f := j.start + r.w.Jobs[i].Dur; !ok || f < at {
+				at, ok = f, true
+			}
+		}
+	}
+	return at, ok
+}
+
+// finishing returns the running jobs due to end at t, in start order.
+func (r *diffRunner) finishing(t time.Duration) []int {
+	var out []int
+	for _, i := range r.order {
+		if j := &r.jobs[i]; !j.ended && j.start+r.w.Jobs[i].Dur == t {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func (r *diffRunner) apply(ev diffEvent) error {
+	switch ev.kind {
+	case diffArrival:
+		return r.arrive(ev.idx)
+	case diffCancellation:
+		return r.cancel(ev.idx)
+	default:
+		return r.change(r.w.Changes[ev.idx])
+	}
+}
+
+// change applies a key change to both schedulers. SetKey may be refused
+// (the reservations would exceed MaxConcurrency); both must agree.
+func (r *diffRunner) change(c diffKeyChange) error {
+	now := r.now.Microseconds()
+	switch {
+	case c.Reset:
+		r.trace = append(r.trace, fmt.Sprintf("%v ResetKeys()", r.now))
+		r.sys.resetKeys()
+		if r.ref != nil {
+			r.ref.ResetKeys(now)
+		}
+		r.keyCfg, r.keysReset = map[string]KeyConfig{}, true
+	case c.Set != nil:
+		err := r.sys.setKey(c.Key, *c.Set)
+		r.trace = append(r.trace, fmt.Sprintf("%v SetKey(%q, %+v): %v", r.now, c.Key, *c.Set, err))
+		if r.ref != nil {
+			if ok := r.ref.SetKey(now, c.Key, refmodel.Key(*c.Set)); ok != (err == nil) {
+				return fmt.Errorf("at %v SetKey(%q, %+v): scheduler error %v, reference accepted=%v", r.now, c.Key, *c.Set, err, ok)
+			}
+		}
+		if err == nil {
+			r.keyCfg[c.Key] = *c.Set
+		}
+	default:
+		r.trace = append(r.trace, fmt.Sprintf("%v SetKeyWeight(%q, %v)", r.now, c.Key, c.Weight))
+		if err := r.sys.setKeyWeight(c.Key, c.Weight); err != nil {
+			return fmt.Errorf("SetKeyWeight(%q, %v): %v", c.Key, c.Weight, err)
+		}
+		if r.ref != nil {
+			r.ref.SetKeyWeight(now, c.Key, c.Weight)
+		}
+	}
+	return r.sync()
+}
+
+func (r *diffRunner) arrive(i int) error {
+	j := &r.jobs[i]
+	desc := r.w.Jobs[i].Job
+	seq, err := r.sys.submit(i, desc)
+	var qf *QueueFullError
+	switch {
+	case err == nil:
+		j.accepted, j.seq = true, seq
+		r.bySeq[j.seq] = i
+		r.pending++
+		r.trace = append(r.trace, fmt.Sprintf("%v submit j%d (seq %d)", r.now, i, j.seq))
+	case errors.As(err, &qf):
+		r.rejected++
+		r.trace = append(r.trace, fmt.Sprintf("%v submit j%d: %v", r.now, i, err))
+	default:
+		return fmt.Errorf("submit j%d: %v", i, err)
+	}
+	if r.ref != nil {
+		seq, ok := r.ref.Submit(r.now.Microseconds(), refmodel.Job(desc))
+		if ok != j.accepted {
+			return fmt.Errorf("j%d at %v: scheduler accepted=%v (err %v), reference accepted=%v", i, r.now, j.accepted, err, ok)
+		}
+		if ok && seq != j.seq {
+			return fmt.Errorf("j%d at %v: scheduler seq %d, reference seq %d", i, r.now, j.seq, seq)
+		}
+		j.refSeq = seq
+	}
+	return r.sync()
+}
+
+// cancel cancels a job: a queued one leaves the queue, a running one
+// returns at once (its function sees its context end) and counts as
+// failed. Cancelling a job that was rejected or has ended does nothing.
+func (r *diffRunner) cancel(i int) error {
+	j := &r.jobs[i]
+	if !j.accepted || j.ended {
+		return nil
+	}
+	if err := r.sys.cancel(i); !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("j%d cancelled at %v ended with %v, want context.Canceled", i, r.now, err)
+	}
+	j.ended = true
+	if j.started {
+		r.trace = append(r.trace, fmt.Sprintf("%v cancel running j%d", r.now, i))
+		r.running--
+		r.failed++
+		if r.ref != nil {
+			r.ref.Finish(r.now.Microseconds(), j.refSeq)
+		}
+	} else {
+		r.trace = append(r.trace, fmt.Sprintf("%v cancel queued j%d", r.now, i))
+		r.pending--
+		r.cancelled++
+		if r.ref != nil && !r.ref.Cancel(r.now.Microseconds(), j.refSeq) {
+			return fmt.Errorf("j%d at %v: queued in the scheduler, not in the reference", i, r.now)
+		}
+	}
+	return r.sync()
+}
+
+func (r *diffRunner) finish(i int) error {
+	j := &r.jobs[i]
+	r.trace = append(r.trace, fmt.Sprintf("%v finish j%d", r.now, i))
+	if err := r.sys.finish(i); err != nil {
+		return fmt.Errorf("j%d finished at %v with %v", i, r.now, err)
+	}
+	j.ended = true
+	r.running--
+	r.completed++
+	if r.ref != nil {
+		r.ref.Finish(r.now.Microseconds(), j.refSeq)
+	}
+	return r.sync()
+}
+
+// sync records the jobs the scheduler and the reference started since the
+// last event and compares them, after checking the scheduler's invariants.
+func (r *diffRunner) sync() error {
+	running, vt, est, err := r.sys.inspect()
+	var got []diffStart
+	// A dispatch appends the jobs it starts to the running list in start
+	// order, and an event ends at most one job before dispatching, so the
+	// new jobs are the list's tail, in order.
+	for _, j := range running {
+		i, ok := r.bySeq[j.Seq()]
+		if !ok {
+			err = errors.Join(err, fmt.Errorf("unknown job seq %d running", j.Seq()))
+			continue
+		}
+		if jr := &r.jobs[i]; !jr.started {
+			jr.started, jr.start = true, r.now
+			r.order = append(r.order, i)
+			got = append(got, diffStart{i, r.now, diffKindName(j.Kind())})
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("at %v: invariant broken: %v", r.now, err)
+	}
+	r.pending -= len(got)
+	r.running += len(got)
+	r.real = append(r.real, got...)
+	if err := r.checkLimits(got); err != nil {
+		return fmt.Errorf("at %v, after %q: hard limit broken: %v", r.now, r.trace[len(r.trace)-1], err)
+	}
+	if r.ref != nil {
+		var want []diffStart
+		for _, st := range r.ref.TakeStarts() {
+			want = append(want, diffStart{r.refJob(st.Seq), time.Duration(st.At) * time.Microsecond, st.Kind.String()})
+		}
+		r.model = append(r.model, want...)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("at %v, after %q: the scheduler started %v, the reference %v",
+				r.now, r.trace[len(r.trace)-1], got, want)
+		}
+		if err := r.compareState(vt, est); err != nil {
+			return fmt.Errorf("at %v, after %q: %v", r.now, r.trace[len(r.trace)-1], err)
+		}
+	}
+	if r.opts.stats {
+		return r.checkStats()
+	}
+	return nil
+}
+
+// checkLimits checks the hard limits of SPEC section 2 from the driver's
+// own record of which jobs run, independently of the scheduler's counts.
+// Key caps can be lowered at run time below what a key already runs, so
+// they are checked for the keys that just started jobs: the last of those
+// starts had to find the key below its cap.
+func (r *diffRunner) checkLimits(started []diffStart) error {
+	c := r.w.Cfg
+	all := 0
+	tiers := map[Tier]int{}
+	types := map[string]int{}
+	keys := map[string]int{}
+	held := map[[2]string]int{}
+	for _, i := range r.order {
+		if r.jobs[i].ended {
+			continue
+		}
+		d := r.w.Jobs[i].Job
+		tc := c.Types[d.Type]
+		all++
+		tiers[tc.Tier]++
+		types[d.Type]++
+		keys[d.Key]++
+		if tc.ConflictGroup != "" {
+			ck := [2]string{tc.ConflictGroup, d.ID}
+			if held[ck]++; held[ck] > 1 {
+				return fmt.Errorf("conflict %v held %d times", ck, held[ck])
+			}
+		}
+	}
+	over := func(n, limit int) bool { return limit > 0 && n > limit }
+	if over(all, c.MaxConcurrency) {
+		return fmt.Errorf("%d running, MaxConcurrency %d", all, c.MaxConcurrency)
+	}
+	for t, n := range tiers {
+		if over(n, c.TierLimits[t]) {
+			return fmt.Errorf("tier %d: %d running, cap %d", t, n, c.TierLimits[t])
+		}
+	}
+	for name, n := range types {
+		if over(n, c.Types[name].MaxConcurrency) {
+			return fmt.Errorf("type %q: %d running, cap %d", name, n, c.Types[name].MaxConcurrency)
+		}
+	}
+	for _, st := range started {
+		name := r.w.Jobs[st.Job].Job.Key
+		if limit := r.keyConfig(name).MaxConcurrency; over(keys[name], limit) {
+			return fmt.Errorf("key %q: %d running, cap %d", name, keys[name], limit)
+		}
+	}
+	return nil
+}
+
+// keyConfig returns key name's configuration as the driver knows it.
+func (r *diffRunner) keyConfig(name string) KeyConfig {
+	if kc, ok := r.keyCfg[name]; ok {
+		return kc
+	}
+	if kc, ok := r.w.Cfg.Keys[name]; ok && !r.keysReset {
+		return kc
+	}
+	return r.w.Cfg.DefaultKey
+}
+
+func (r *diffRunner) refJob(seq uint64) int {
+	for i, j := range r.jobs {
+		if j.accepted && j.refSeq == seq {
+			return i
+		}
+	}
+	return -1
+}
+
+func diffKindName(k engine.Kind) string {
+	switch k {
+	case engine.Reserved:
+		return refmodel.Reserved.String()
+	case engine.Urgent:
+		return refmodel.Urgent.String()
+	}
+	return refmodel.Fair.String()
+}
+
+// checkStats compares Stats (or the engine's counts) with the driver's
+// own counts.
+func (r *diffRunner) checkStats() error {
+	got := r.sys.counts()
+	accepted := r.completed + r.failed + r.cancelled + r.running + r.pending
+	want := []int{accepted, r.completed, r.failed, r.cancelled, r.rejected, r.running, r.pending}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("at %v: submitted, completed, failed, cancelled, rejected, active, queued = %v, want %v", r.now, got, want)
+	}
+	return nil
+}
+
+// compareState compares what the system and the reference carry from
+// event to event besides the queue: every flow's virtual time and every
+// cost estimate, exactly (both compute them by the same float operations
+// in the same order). A wrong charge or estimate shows here before it
+// changes an order, if it ever does.
+func (r *diffRunner) compareState(vts map[engine.FlowID]float64, ests map[engine.EstimateID]float64) error {
+	vt := map[refmodel.FlowID]float64{}
+	est := map[refmodel.EstimateID]float64{}
+	for id, v := range vts {
+		vt[refmodel.FlowID(id)] = v
+	}
+	for id, e := range ests {
+		est[refmodel.EstimateID(id)] = e
+	}
+	if want := r.ref.VirtualTimes(); !maps.Equal(vt, want) {
+		return fmt.Errorf("virtual times differ:\nscheduler %v\nreference %v", vt, want)
+	}
+	if want := r.ref.Estimates(); !maps.Equal(est, want) {
+		return fmt.Errorf("cost estimates differ:\nscheduler %v\nreference %v", est, want)
+	}
+	return nil
+}
+
+// final checks the end state: every accepted job ended, the reference
+// agrees that nothing is left, and each job was reported finished exactly
+// once.
+func (r *diffRunner) final() error {
+	for i, j := range r.jobs {
+		if j.accepted && !j.ended {
+			return fmt.Errorf("j%d never ended", i)
+		}
+	}
+	if r.ref != nil {
+		if p, n := r.ref.Pending(), r.ref.Running(); p != 0 || n != 0 {
+			return fmt.Errorf("the reference still has %d pending and %d running jobs", p, n)
+		}
+	}
+	if r.opts.hook {
+		if err := r.sys.close(); err != nil { // delivers every event
+			return fmt.Errorf("Close: %v", err)
+		}
+		ends := r.sys.ends()
+		if ends == nil {
+			return errors.New("events were dropped")
+		}
+		for i, j := range r.jobs {
+			if n := ends[j.seq]; j.accepted && n != 1 {
+				return fmt.Errorf("j%d (seq %d) reported ended %d times", i, j.seq, n)
+			}
+		}
+		if len(ends) != r.completed+r.failed+r.cancelled {
+			return fmt.Errorf("end reports for %d jobs, %d ended", len(ends), r.completed+r.failed+r.cancelled)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,294 @@
+package fairsched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// diffSystem is what a diffRunner replays a workload on: the Scheduler,
+// with its goroutines, contexts and events (diffScheduler), or its engine
+// alone, called directly as the Scheduler would call it (diffEngine). Each
+// method takes in one event completely before it returns.
+type diffSystem interface {
+	// submit submits job i and returns its sequence number, or the error
+	// that refused it.
+	submit(i int, d Job) (uint64, error)
+	// cancel cancels accepted job i, which has not ended, and returns the
+	// job's error: context.Canceled, whether it was queued or running.
+	cancel(i int) error
+	// finish lets running job i end, its function returning nil, and
+	// returns the job's error.
+	finish(i int) error
+	setKey(name string, c KeyConfig) error
+	setKeyWeight(name string, w float64) error
+	resetKeys()
+	// inspect checks the system's invariants and returns its running jobs
+	// in the order the engine lists them, every flow's virtual time and
+	// every cost estimate.
+	inspect() (running []*engine.Job, vt map[engine.FlowID]float64, est map[engine.EstimateID]float64, err error)
+	// counts returns what Stats counts: submitted, completed, failed,
+	// cancelled, rejected, active and queued.
+	counts() []int
+	// ends returns, after close, how many times each job was reported to
+	// have ended (by EventFinished, or the engine's Observer).
+	ends() map[uint64]int
+	// close ends the run: everything left is released, nothing outlives it.
+	close() error
+}
+
+// diffScheduler runs a workload's jobs as Submit jobs of a Scheduler whose
+// functions block until the runner releases them at their finish time.
+type diffScheduler struct {
+	s       *Scheduler
+	timer   *time.Timer // turns a hang into a failure
+	handles map[int]Handle
+	release map[int]chan struct{}
+
+	endMu   sync.Mutex     // the hook runs on a goroutine of the scheduler's
+	endSeqs map[uint64]int // EventFinished per seq, written by the hook
+}
+
+func newDiffScheduler(cfg Config, clk *clock.Fake, hook bool) (*diffScheduler, error) {
+	d := &diffScheduler{handles: map[int]Handle{}, release: map[int]chan struct{}{}, endSeqs: map[uint64]int{}}
+	cfg.Clock = clk
+	if hook {
+		cfg.EventBuffer = 1 << 12 // far more than a workload makes; checked
+		cfg.OnEvent = func(ev Event) {
+			if ev.Kind == EventFinished {
+				d.endMu.Lock()
+				d.endSeqs[ev.Seq]++
+				d.endMu.Unlock()
+			}
+		}
+	}
+	s, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.s = s
+	d.timer = time.NewTimer(time.Hour)
+	return d, nil
+}
+
+func (d *diffScheduler) submit(i int, desc Job) (uint64, error) {
+	release := make(chan struct{})
+	h, err := d.s.Submit(desc, func(ctx context.Context) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	d.handles[i], d.release[i] = h, release
+	return h.Seq(), nil
+}
+
+func (d *diffScheduler) cancel(i int) error {
+	d.handles[i].Cancel()
+	return d.await(i)
+}
+
+func (d *diffScheduler) finish(i int) error {
+	close(d.release[i])
+	return d.await(i)
+}
+
+// await waits until job i has ended and returns its error. The scheduler
+// ends a job and dispatches under one hold of its lock, so once Done is
+// closed and the lock taken (by inspect), the event has been taken in
+// completely.
+func (d *diffScheduler) await(i int) error {
+	h := d.handles[i]
+	done := h.Done()
+	select {
+	case <-done:
+		return h.Err()
+	default:
+	}
+	d.timer.Reset(10 * time.Second)
+	select {
+	case <-done:
+		d.timer.Stop()
+		return h.Err()
+	case <-d.timer.C:
+		return fmt.Errorf("j%d did not end", i)
+	}
+}
+
+func (d *diffScheduler) setKey(name string, c KeyConfig) error     { return d.s.SetKey(name, c) }
+func (d *diffScheduler) setKeyWeight(name string, w float64) error { return d.s.SetKeyWeight(name, w) }
+func (d *diffScheduler) resetKeys()                                { d.s.ResetKeys() }
+
+func (d *diffScheduler) inspect() ([]*engine.Job, map[engine.FlowID]float64, map[engine.EstimateID]float64, error) {
+	d.s.mu.Lock()
+	defer d.s.mu.Unlock()
+	return d.s.eng.RunningJobs(), d.s.eng.VirtualTimes(), d.s.eng.Estimates(), d.s.verifyLocked()
+}
+
+func (d *diffScheduler) counts() []int {
+	st := d.s.Stats()
+	if st.Submitted != st.Completed+st.Failed+st.Cancelled+uint64(st.Active+st.Queued) {
+		return nil // do not add up: no count can match
+	}
+	return []int{int(st.Submitted), int(st.Completed), int(st.Failed), int(st.Cancelled), int(st.Rejected), st.Active, st.Queued}
+}
+
+func (d *diffScheduler) ends() map[uint64]int {
+	if d.s.Stats().EventsDropped != 0 {
+		return nil
+	}
+	d.endMu.Lock()
+	defer d.endMu.Unlock()
+	return d.endSeqs
+}
+
+// close releases every job still blocked and closes the scheduler, so no
+// goroutine outlives a run, whatever went wrong.
+func (d *diffScheduler) close() error {
+	for _, r := range d.release {
+		select {
+		case <-r:
+		default:
+			close(r)
+		}
+	}
+	d.timer.Stop()
+	return d.s.Close()
+}
+
+// diffEngine drives the engine alone, with no goroutine: each event is
+// one call, followed, as in the Scheduler, by starting every job that can
+// start. Time is the runner's fake clock, in µs since the run began.
+type diffEngine struct {
+	e       *engine.Engine
+	cfg     Config
+	clk     *clock.Fake
+	t0      time.Time
+	jobs    map[int]*engine.Job
+	endSeqs map[uint64]int
+}
+
+func newDiffEngine(cfg Config, clk *clock.Fake) (*diffEngine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	d := &diffEngine{cfg: cfg, clk: clk, t0: clk.Now(), jobs: map[int]*engine.Job{}, endSeqs: map[uint64]int{}}
+	d.e = engine.New(cfg.engine(), diffEndCounter(d.endSeqs))
+	for _, name := range sortedKeys(cfg.Types) {
+		if err := d.e.RegisterType(name, cfg.Types[name].engine()); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func (d *diffEngine) now() int64 { return d.clk.Now().Sub(d.t0).Microseconds() }
+
+// dispatch starts every job that can start now, as the Scheduler does
+// after each event.
+func (d *diffEngine) dispatch() {
+	for now := d.now(); d.e.Next(now) != nil; {
+	}
+}
+
+func (d *diffEngine) submit(i int, desc Job) (uint64, error) {
+	j := new(engine.Job)
+	if r := d.e.Enqueue(j, (*engine.Desc)(&desc), d.now()); r != nil {
+		switch r.Reason {
+		case engine.RefusedFull, engine.RefusedKeyFull:
+			return 0, &QueueFullError{Key: r.Key, Limit: r.Limit, Size: r.Size}
+		}
+		return 0, fmt.Errorf("refused: reason %d", r.Reason)
+	}
+	d.jobs[i] = j
+	d.dispatch()
+	return j.Seq(), nil
+}
+
+// cancel ends a queued job as cancelled, or a running one as a Scheduler's
+// does: its function returns its context's error, so it ran and failed.
+func (d *diffEngine) cancel(i int) error {
+	j := d.jobs[i]
+	switch j.State() {
+	case engine.StateRunning:
+		d.e.Finish(j, engine.Failed, d.now())
+	case engine.StateQueued, engine.StateParked:
+		d.e.Cancel(j, d.now())
+	default:
+		return fmt.Errorf("j%d cancelled in state %d", i, j.State())
+	}
+	d.dispatch()
+	return context.Canceled
+}
+
+func (d *diffEngine) finish(i int) error {
+	j := d.jobs[i]
+	if !j.Running() {
+		return fmt.Errorf("j%d finished in state %d", i, j.State())
+	}
+	d.e.Finish(j, engine.Completed, d.now())
+	d.dispatch()
+	return nil
+}
+
+// setKey, setKeyWeight: the Scheduler's validation, then the engine.
+func (d *diffEngine) setKey(name string, c KeyConfig) error {
+	if err := c.validate(name); err != nil {
+		return err
+	}
+	if !d.e.SetKey(name, engine.Key(c), d.now()) {
+		return errors.New("the reservations would exceed MaxConcurrency")
+	}
+	d.dispatch()
+	return nil
+}
+
+func (d *diffEngine) setKeyWeight(name string, w float64) error {
+	if problem := weightProblem(w); problem != "" {
+		return errors.New(problem)
+	}
+	d.e.SetKeyWeight(name, w, d.now())
+	d.dispatch()
+	return nil
+}
+
+func (d *diffEngine) resetKeys() {
+	d.e.ResetKeys(d.now())
+	d.dispatch()
+}
+
+func (d *diffEngine) inspect() ([]*engine.Job, map[engine.FlowID]float64, map[engine.EstimateID]float64, error) {
+	return d.e.RunningJobs(), d.e.VirtualTimes(), d.e.Estimates(), d.e.Verify(d.now())
+}
+
+func (d *diffEngine) counts() []int {
+	sum := d.e.Summary()
+	rejected := sum.RejectedUnknownType
+	for _, t := range d.e.Types() {
+		rejected += t.RejectedFull + t.RejectedClosed
+	}
+	return []int{int(sum.Submitted), int(sum.Completed), int(sum.Failed), int(sum.Cancelled), int(rejected), sum.Running, sum.Pending}
+}
+
+func (d *diffEngine) ends() map[uint64]int { return d.endSeqs }
+func (d *diffEngine) close() error         { return nil }
+
+// diffEndCounter is an engine Observer that counts each job's ends.
+type diffEndCounter map[uint64]int
+
+func (c diffEndCounter) Submitted(*engine.Job, int64)                      {}
+func (c diffEndCounter) Started(*engine.Job, int, bool, int64)             {}
+func (c diffEndCounter) Finished(j *engine.Job, _ engine.Outcome, _ int64) { c[j.Seq()]++ }
+func (c diffEndCounter) Cancelled(j *engine.Job, _ int64)                  { c[j.Seq()]++ }
+func (c diffEndCounter) AllocationChanged(string, float64, float64, engine.AllocationReason, int64) {
+}

@@ -1,0 +1,284 @@
+package fairsched
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/refmodel"
+)
+
+// The differential test. internal/refmodel restates the order of SPEC
+// section 3 as literally as possible: at every dispatch it sorts all
+// pending jobs by their full key and starts the first admissible one. The
+// engine reaches the same decisions through heaps, parking and
+// incremental bookkeeping. Thousands of small random workloads are fed to
+// both, event by event, in virtual time: arrivals, cancellations of queued
+// and running jobs, finishes, and run-time key changes (SetKeyWeight,
+// SetKey, ResetKeys). The engine is driven either inside a Scheduler, its
+// jobs run by goroutines (TestDifferential), or alone, called directly
+// (TestDifferentialEngine). After every event
+//
+//   - the engine's invariants hold (Verify),
+//   - the hard limits hold, counted by the driver from what it saw start,
+//   - both started the same jobs, in the same order, by the same step of
+//     the order (urgent, reserved, fair),
+//   - both hold the same virtual time for every flow and the same cost
+//     estimate for every (type, ID), bit for bit,
+//   - and, for some workloads, Stats agree with the driver's counts.
+//
+// Any failure is shrunk to a small workload and reported as Go source,
+// with the events and both start sequences. The same generator and driver
+// serve the fuzz targets (fuzz_test.go).
+//
+// The files: diff_workload_test.go generates workloads, diff_system_test.go
+// drives a Scheduler or an engine, diff_runner_test.go replays a workload
+// and checks it, diff_shrink_test.go shrinks a failing one,
+// diff_print_test.go reports it, diff_regressions_test.go keeps the ones
+// that once failed, and differential_test.go runs them.
+
+// diffUnit is the granularity of workload times. Coarse units make
+// simultaneous events, equal virtual times and exact aging thresholds
+// common, which is where orderings go wrong.
+const diffUnit = 100 * time.Millisecond
+
+// diffWorkload is one randomized scenario: a configuration and the events
+// to replay.
+type diffWorkload struct {
+	Cfg     Config
+	Jobs    []diffJob
+	Changes []diffKeyChange
+}
+
+// diffJob is one job of a workload, named j<index> in reports.
+type diffJob struct {
+	Job      Job
+	At, Dur  time.Duration
+	CancelAt time.Duration // < 0: never; a running job cancelled ends at once
+}
+
+// diffKeyChange is a run-time change of the keys' configuration:
+// ResetKeys if Reset, else SetKey if Set is not nil, else SetKeyWeight.
+type diffKeyChange struct {
+	At     time.Duration
+	Key    string
+	Weight float64
+	Set    *KeyConfig
+	Reset  bool
+}
+
+// diffSource supplies the generator's choices: a seeded PRNG for the
+// differential test, the fuzzer's bytes for the fuzz targets. Choice 0 is
+// always the simplest, so an exhausted fuzz input yields a plain workload.
+type diffSource interface {
+	intn(n int) int // in [0, n)
+}
+
+type diffRandSource struct{ r *rand.Rand }
+
+func (s diffRandSource) intn(n int) int { return s.r.IntN(n) }
+
+// diffByteSource reads one byte per choice (two for choices over 256) and
+// answers 0 once the input is used up.
+type diffByteSource struct{ b []byte }
+
+func (s *diffByteSource) intn(n int) int {
+	if n <= 1 || len(s.b) == 0 {
+		return 0
+	}
+	v := int(s.b[0])
+	s.b = s.b[1:]
+	if n > 256 && len(s.b) > 0 {
+		v = v<<8 | int(s.b[0])
+		s.b = s.b[1:]
+	}
+	return v % n
+}
+
+// diffChance is true with probability num/den; false on a zero choice.
+func diffChance(src diffSource, num, den int) bool { return src.intn(den) >= den-num }
+
+func diffPick[T any](src diffSource, options ...T) T { return options[src.intn(len(options))] }
+
+func diffUnits(n int) time.Duration { return time.Duration(n) * diffUnit }
+
+// diffGenerate builds a workload of at most maxJobs jobs: 1 to 3 tiers,
+// up to 3 job types besides the default one (tiers, caps, conflict groups,
+// default costs and priorities), up to 5 keys (weights, reservations, caps,
+// pending limits), optional queue limit, aging and cost settings, then jobs
+// with priorities, arrival times, durations and cancellations, and key
+// changes. With forget, IdleTTL is a few units, so that idle keys and cost
+// estimates are forgotten during the run; otherwise it is an hour, longer
+// than any workload.
+func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
+	cfg := Config{IdleTTL: time.Hour}
+	cfg.MaxConcurrency = diffPick(src, 2, 1, 3, 4, 0, 6)
+
+	ntiers := 1 + src.intn(3)
+	for t := range ntiers {
+		if diffChance(src, 1, 3) {
+			if cfg.TierLimits == nil {
+				cfg.TierLimits = map[Tier]int{}
+			}
+			cfg.TierLimits[Tier(t)] = 1 + src.intn(3)
+		}
+	}
+
+	types := []string{""}
+	for i := range src.intn(4) {
+		tc := TypeConfig{Tier: Tier(src.intn(ntiers))}
+		if diffChance(src, 1, 3) {
+			tc.MaxConcurrency = 1 + src.intn(3)
+		}
+		if diffChance(src, 1, 2) {
+			tc.ConflictGroup = diffPick(src, "g0", "g1")
+		}
+		if diffChance(src, 1, 2) {
+			tc.DefaultCost = diffUnits(1 + src.intn(30))
+		}
+		if diffChance(src, 1, 2) {
+			tc.DefaultPriority = diffPick(src, 10, -1, 50, 80, 100, 120, 30, 75)
+		}
+		if cfg.Types == nil {
+			cfg.Types = map[string]TypeConfig{}
+		}
+		name := fmt.Sprintf("t%d", i)
+		cfg.Types[name] = tc
+		types = append(types, name)
+	}
+
+	keys := []string{"", "a", "b", "c", "d"}[:1+src.intn(5)]
+	budget := cfg.MaxConcurrency
+	if budget == 0 {
+		budget = 3
+	}
+	for _, k := range keys {
+		if !diffChance(src, 2, 3) {
+			continue
+		}
+		kc := KeyConfig{Weight: diffPick(src, 0, 1, 2, 0.5, 3, 1.5)}
+		if budget > 0 && diffChance(src, 1, 2) {
+			kc.MinSlots = 1 + src.intn(min(budget, 2))
+			budget -= kc.MinSlots
+		}
+		if diffChance(src, 1, 3) {
+			kc.MaxConcurrency = max(kc.MinSlots, 1) + src.intn(3)
+		}
+		if diffChance(src, 1, 5) {
+			kc.MaxPending = 1 + src.intn(4)
+		}
+		if cfg.Keys == nil {
+			cfg.Keys = map[string]KeyConfig{}
+		}
+		cfg.Keys[k] = kc
+	}
+	// Jobs may also use a key that is never configured.
+	keys = append(keys, "z")
+	if diffChance(src, 1, 3) {
+		cfg.DefaultKey.Weight = diffPick(src, 1, 2, 0.5)
+	}
+	if diffChance(src, 1, 4) {
+		cfg.DefaultKey.MaxConcurrency = 1 + src.intn(3)
+	}
+	if diffChance(src, 1, 6) {
+		cfg.DefaultKey.MaxPending = 1 + src.intn(5)
+	}
+	if diffChance(src, 1, 6) {
+		cfg.MaxQueue = 2 + src.intn(15)
+	}
+	if diffChance(src, 1, 2) {
+		// Round steps and thresholds make scores hit the ceiling and the
+		// urgent threshold exactly at event times, where >= and > differ.
+		cfg.Aging = AgingConfig{
+			GracePeriod: diffUnits(src.intn(6)),
+			Interval:    diffUnits(1 + src.intn(5)),
+			Step:        diffPick(src, 10, 5, 20, 3, 25, 40),
+		}
+		if diffChance(src, 1, 2) {
+			cfg.Aging.MaxEffective = diffPick(src, 80, 60, 90, 100, 45, 73)
+		}
+		if diffChance(src, 2, 3) {
+			cfg.Aging.UrgentThreshold = diffPick(src, 100, 60, 70, 120, 150, 85, 200, 101)
+		}
+	}
+	cfg.CostAlpha = diffPick(src, 0, 0.5, 1, 0.1)
+	cfg.DefaultCost = diffPick(src, 0, diffUnits(5), diffUnits(20), diffUnits(1))
+	if forget {
+		cfg.IdleTTL = diffUnits(3 + src.intn(20))
+	}
+
+	w := &diffWorkload{Cfg: cfg}
+	span := diffPick(src, 0, 10, 40, 20)
+	for range 1 + src.intn(maxJobs) {
+		j := diffJob{
+			Job: Job{
+				Type: types[src.intn(len(types))],
+				ID:   diffPick(src, "", "x", "y", "z"),
+				Key:  keys[src.intn(len(keys))],
+			},
+			At:       diffUnits(src.intn(span + 1)),
+			Dur:      diffUnits(1 + src.intn(20)),
+			CancelAt: -1,
+		}
+		if diffChance(src, 1, 2) {
+			j.Job.Priority = diffPick(src, 10, -1, 50, 80, 100, 120, 20, 90, 1)
+		}
+		if diffChance(src, 1, 8) {
+			j.CancelAt = j.At + diffUnits(src.intn(10))
+		}
+		w.Jobs = append(w.Jobs, j)
+	}
+	if diffChance(src, 1, 3) {
+		for range 1 + src.intn(4) {
+			c := diffKeyChange{At: diffUnits(src.intn(span + 1)), Key: keys[src.intn(len(keys))]}
+			switch src.intn(6) {
+			case 0, 1, 2:
+				c.Weight = diffPick(src, 2, 0.5, 1, 3, 4)
+			case 3, 4:
+				c.Set = &KeyConfig{Weight: diffPick(src, 0, 1, 2, 0.5, 3)}
+				if diffChance(src, 1, 2) {
+					c.Set.MinSlots = 1 + src.intn(2)
+				}
+				if diffChance(src, 1, 2) {
+					c.Set.MaxConcurrency = max(c.Set.MinSlots, 1) + src.intn(2)
+				}
+				if diffChance(src, 1, 4) {
+					c.Set.MaxPending = 1 + src.intn(3)
+				}
+			default:
+				c.Reset = true
+			}
+			w.Changes = append(w.Changes, c)
+		}
+	}
+	return w
+}
+
+// diffRefConfig translates a Config into the reference model's terms.
+func diffRefConfig(c Config) refmodel.Config {
+	r := refmodel.Config{
+		MaxConcurrency: c.MaxConcurrency,
+		MaxQueue:       c.MaxQueue,
+		TierLimits:     map[int]int{},
+		Types:          map[string]refmodel.Type{},
+		Keys:           map[string]refmodel.Key{},
+		DefaultKey:     refmodel.Key(c.DefaultKey),
+		Aging:          refmodel.Aging(c.Aging),
+		CostAlpha:      c.CostAlpha,
+		DefaultCost:    c.DefaultCost,
+		IdleTTL:        c.IdleTTL,
+	}
+	for t, n := range c.TierLimits {
+		r.TierLimits[int(t)] = n
+	}
+	for name, tc := range c.Types {
+		r.Types[name] = refmodel.Type{
+			Tier: int(tc.Tier), MaxConcurrency: tc.MaxConcurrency, ConflictGroup: tc.ConflictGroup,
+			DefaultCost: tc.DefaultCost, DefaultPriority: tc.DefaultPriority,
+		}
+	}
+	for name, kc := range c.Keys {
+		r.Keys[name] = refmodel.Key(kc)
+	}
+	return r
+}
