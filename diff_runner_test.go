@@ -443,6 +443,9 @@ func (r *diffRunner) checkStats() error {
 	if !slices.Equal(got, want) {
 		return fmt.Errorf("at %v: submitted, completed, failed, cancelled, rejected, active, queued = %v, want %v", r.now, got, want)
 	}
+	if counted, listed := r.sys.parked(); counted != listed {
+		return fmt.Errorf("at %v: %d jobs counted parked, %d listed parked", r.now, counted, listed)
+	}
 	return nil
 }
 

@@ -35,6 +35,8 @@ type diffSystem interface {
 	// counts returns what Stats counts: submitted, completed, failed,
 	// cancelled, rejected, active and queued.
 	counts() []int
+	// parked returns the parked jobs as counted and as listed one by one.
+	parked() (counted, listed int)
 	// ends returns, after close, how many times each job was reported to
 	// have ended (by EventFinished, or the engine's Observer).
 	ends() map[uint64]int
@@ -141,6 +143,16 @@ func (d *diffScheduler) counts() []int {
 		return nil // do not add up: no count can match
 	}
 	return []int{int(st.Submitted), int(st.Completed), int(st.Failed), int(st.Cancelled), int(st.Rejected), st.Active, st.Queued}
+}
+
+func (d *diffScheduler) parked() (int, int) {
+	n := 0
+	for _, ji := range d.s.Snapshot() {
+		if ji.Parked {
+			n++
+		}
+	}
+	return d.s.Stats().Parked, n
 }
 
 func (d *diffScheduler) ends() map[uint64]int {
@@ -278,6 +290,16 @@ func (d *diffEngine) counts() []int {
 		rejected += t.RejectedFull + t.RejectedClosed
 	}
 	return []int{int(sum.Submitted), int(sum.Completed), int(sum.Failed), int(sum.Cancelled), int(rejected), sum.Running, sum.Pending}
+}
+
+func (d *diffEngine) parked() (int, int) {
+	n := 0
+	for _, j := range d.e.PendingJobs() {
+		if d.e.Held(j) {
+			n++
+		}
+	}
+	return d.e.Summary().Parked, n
 }
 
 func (d *diffEngine) ends() map[uint64]int { return d.endSeqs }

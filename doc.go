@@ -118,9 +118,9 @@
 // job types of a tier and the keys with reservations (both configured, so
 // few), whatever the mix of keys, conflicts and aging: no periodic pass
 // over the queue, and a job held back by a cap or a conflict is not looked
-// at again until what holds it changes. One exception is paid only on the
-// resource concerned: when a conflict holder ends, the jobs waiting on
-// that resource compete again.
+// at again until what holds it changes. When a conflict holder ends, the
+// jobs waiting for its resource compete again at a cost in proportion to
+// the (type, key) pairs they come from, not to their number.
 //
 // # Calling it
 //

@@ -80,7 +80,7 @@ func (s *Scheduler) Snapshot() []JobInfo {
 func (s *Scheduler) infoLocked(j *engine.Job, now int64) JobInfo {
 	ji := JobInfo{
 		Seq: j.Seq(), Type: j.Type(), ID: j.ID(), Key: j.Key(), Tier: Tier(j.Tier()),
-		BasePriority: j.Base(), Running: j.Running(), Parked: j.State() == engine.StateParked,
+		BasePriority: j.Base(), Running: j.Running(), Parked: s.eng.Held(j),
 		Submitted: s.timeOf(j.Submitted()),
 	}
 	at := now

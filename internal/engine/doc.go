@@ -105,14 +105,16 @@
 //   - a key at its cap has its lanes taken out of the type heaps, and put
 //     back when one of its jobs ends; an urgent job of such a key is parked
 //     on the key, in urgent order;
-//   - a job whose conflict holder runs is parked on that resource's slot,
-//     and the slot's waiters return when the holder ends.
+//   - a job whose conflict holder runs waits on that resource's lock, in a
+//     wait lane per lane it comes from (conflict.go); when the holder ends,
+//     the wait lanes are attached to their lanes and compete as they are,
+//     and the next holder's start detaches them again.
 //
 // So Enqueue and Next cost O(log n) in pending jobs, plus the job types of
 // a tier and the keys with reservations (both configured, so few),
-// whatever the mix of keys, conflicts and aging. One exception is paid
-// only on the resource concerned: when a conflict holder ends, its w
-// waiters compete again (O(w log n)).
+// whatever the mix of keys, conflicts and aging. A conflict holder's end
+// and the next one's start cost O(L log n) for the L lanes its waiters
+// come from, however many they are.
 //
 // # Allocations
 //

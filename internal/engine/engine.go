@@ -85,7 +85,7 @@ type Engine struct {
 
 	// What waits and what runs.
 	keyParked iheap.Keyed[*keyState] // uncapped keys with parked jobs, by their first
-	conflicts map[conflictKey]*conflictSlot
+	conflicts map[conflictKey]*conflictLock
 	grace     graceQueue
 	running   []runningJob // Job.idx is the position
 	seq       uint64       // the last sequence number handed out
@@ -113,7 +113,7 @@ func New(cfg Config, obs Observer) *Engine {
 		aging:     newAgingParams(cfg.Aging),
 		types:     make(map[string]*typeState),
 		keys:      make(map[string]*keyState),
-		conflicts: make(map[conflictKey]*conflictSlot),
+		conflicts: make(map[conflictKey]*conflictLock),
 		costs:     newCostTable(cfg.CostAlpha),
 	}
 	e.keyParked = iheap.NewKeyed(func(k *keyState, i int) { k.kpIdx = i })
@@ -277,10 +277,10 @@ func (e *Engine) Running() int { return e.nrunning }
 // Idle reports whether nothing is pending or running.
 func (e *Engine) Idle() bool { return e.npending == 0 && e.nrunning == 0 }
 
-// runningJob is a running job and the conflict slot it holds, if any.
+// runningJob is a running job and the conflict lock it holds, if any.
 type runningJob struct {
 	j    *Job
-	slot *conflictSlot
+	lock *conflictLock
 }
 
 // RunningJobs returns the running jobs, in no order the caller may rely on
@@ -306,8 +306,13 @@ func (e *Engine) PendingJobs() []*Job {
 		}
 		out = appendJobs(out, &k.parked)
 	}
-	for _, sl := range e.conflicts {
-		out = append(out, sl.waiters...)
+	for _, lk := range e.conflicts {
+		for _, w := range lk.waits {
+			w.run.each(func(j *Job, _ uint64) { out = append(out, j) })
+			out = appendJobs(out, &w.fixed)
+			out = appendJobs(out, &w.rising)
+			out = appendJobs(out, &w.capped)
+		}
 	}
 	return out
 }

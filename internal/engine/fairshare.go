@@ -201,10 +201,10 @@ func (e *Engine) charge(f *flow, d, guess, w float64) {
 	}
 }
 
-// ready puts a lane in its type's fair order if it has queued jobs
-// and its key is below its cap.
+// ready puts a lane in its type's fair order if it has queued jobs (its
+// own or attached waiters) and its key is below its cap.
 func (e *Engine) ready(l *lane) {
-	if l.tyIdx < 0 && l.n > 0 && !l.key.capped {
+	if l.tyIdx < 0 && l.n+l.nwaiting > 0 && !l.key.capped {
 		l.typ.lanes.Push(l.flow.order(), l)
 	}
 }

@@ -170,3 +170,17 @@ func (e *Engine) Estimates() map[EstimateID]float64 {
 	}
 	return out
 }
+
+// Held reports whether a pending job is held out of the dispatcher's
+// sight: parked on its key's cap, or waiting on a conflict lock that is
+// held. (A waiter of a free lock competes as a queued job does.)
+func (e *Engine) Held(j *Job) bool {
+	if j.state != StateParked {
+		return false
+	}
+	if j.heap == onKey {
+		return true
+	}
+	lk := e.lockOf(j)
+	return lk != nil && lk.holder != nil
+}

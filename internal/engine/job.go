@@ -31,15 +31,15 @@ const (
 	NotRun                       // left without running to the end: cancelled, or its caller gave up as it started
 )
 
-// Where a pending job is filed: which of its lane's heaps holds a queued
-// job, and what holds a parked one.
+// Where a pending job is filed: which heap of its lane (or, for a parked
+// job waiting on a conflict lock, of its wait lane) holds it, or its key's
+// parked heap.
 const (
 	inFixed  uint8 = iota // effective priority == base (in grace, or base >= ceiling)
 	inRun                 // as inFixed, in the lane's sorted run (sortedrun.go)
 	inRising              // aged, below the ceiling: ordered by the aged key A
 	inCapped              // aged to the ceiling: FIFO among equals
 	onKey                 // parked on its key's cap, in the key's parked heap
-	onSlot                // parked on a conflict slot, among its waiters
 )
 
 // Job is the engine's record of one job, from Enqueue to its end. The
@@ -59,12 +59,12 @@ type Job struct {
 
 	// The small fields first, packed together.
 	state   State
-	heap    uint8 // pending: where it is filed (inFixed ... onSlot)
+	heap    uint8 // pending: where it is filed (inFixed ... onKey)
 	kind    Kind
 	guessed bool  // its estimate was the type's default cost, not learned
 	inGrace bool  // has an entry in the grace queue, numbered at
-	idx     int32 // handle in a lane heap or its key's parked heap; position in the run, a slot's waiters or the running list
-	uidx    int32 // handle in typ.aged, -1 when absent
+	idx     int32 // handle in a (wait) lane heap or its key's parked heap; position in the run or the running list
+	uidx    int32 // handle in typ.aged, or its wait lane's aged; -1 when absent
 	// at is, while the job is pending and inGrace, the number of its entry
 	// in the grace queue, and once it has started, its start time in µs.
 	// The two never overlap, as a job leaves the grace queue when it starts,

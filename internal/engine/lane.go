@@ -48,6 +48,31 @@ type lane struct {
 	capped iheap.Keyed[*Job] // by seq
 	n      int               // queued jobs in the run and the three heaps
 	tyIdx  int               // handle in typ.lanes, -1 when not ready
+
+	// attached are the wait lanes of free conflict locks whose waiters
+	// come from this lane (conflict.go), nwaiting their jobs: they
+	// compete as if they were in the lane.
+	attached []*waitLane
+	nwaiting int
+}
+
+// first returns the lane's first job at now and its rank, or nil: the
+// first of its own jobs and of its attached wait lanes' (usually none).
+func (l *lane) first(p *agingParams, now int64) (*Job, rank) {
+	if len(l.attached) == 0 {
+		return l.head(p, now)
+	}
+	return l.firstOfAll(p, now)
+}
+
+func (l *lane) firstOfAll(p *agingParams, now int64) (*Job, rank) {
+	best, br := l.head(p, now)
+	for _, w := range l.attached {
+		if j, r := w.head(p, now); j != nil && (best == nil || r.before(br)) {
+			best, br = j, r
+		}
+	}
+	return best, br
 }
 
 func newLane(e *Engine, t *typeState, k *keyState, f *flow) *lane {

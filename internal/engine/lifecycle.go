@@ -8,11 +8,13 @@ func (e *Engine) endGrace(now int64) {
 		if j == nil {
 			return
 		}
-		if j.state != StateQueued {
-			continue // parked jobs are placed when they return
-		}
-		e.hide(j)
-		e.show(j, now)
+		switch {
+		case j.state == StateQueued:
+			e.hide(j)
+			e.show(j, now)
+		case j.heap != onKey: // waiting on a conflict lock
+			e.regrace(j, now)
+		} // a job parked on its key's cap is aged already
 	}
 }
 
@@ -37,14 +39,13 @@ func (e *Engine) hide(j *Job) {
 		l.typ.aged.Remove(int(j.uidx))
 	}
 	e.nqueued--
-	if l.n == 0 {
+	if l.n+l.nwaiting == 0 {
 		e.unready(l)
 	}
 }
 
-// unpark returns a parked job to the queue.
-// Only key-parked jobs come back this way; conflict waiters return in
-// release.
+// unpark returns a job parked on its key's cap to the queue. (Conflict
+// waiters compete from their wait lanes when their lock is free.)
 func (e *Engine) unpark(j *Job, now int64) {
 	e.unparkKey(j)
 	e.show(j, now)
@@ -69,11 +70,14 @@ func (e *Engine) unparkKey(j *Job) {
 func (e *Engine) start(j *Job, how Kind, now int64) {
 	l := j.lane
 	k, f, t := l.key, l.flow, l.typ
-	switch j.state {
-	case StateQueued:
+	switch {
+	case j.state == StateQueued:
 		e.hide(j)
-	case StateParked:
+	case j.state != StateParked: // new: a lone job starting at once
+	case j.heap == onKey:
 		e.unparkKey(j)
+	default: // from an attached wait lane
+		e.unwait(j)
 	}
 	e.grace.leave(j) // before at becomes its start time
 	j.state, j.at, j.kind = StateRunning, now, how
@@ -110,7 +114,7 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 func (e *Engine) finish(j *Job, o Outcome, now int64) {
 	l := j.lane
 	k, f, t := l.key, l.flow, l.typ
-	sl := e.running[j.idx].slot
+	lk := e.running[j.idx].lock
 	last := len(e.running) - 1
 	e.running[j.idx] = e.running[last]
 	e.running[j.idx].j.idx = j.idx
@@ -121,7 +125,7 @@ func (e *Engine) finish(j *Job, o Outcome, now int64) {
 	t.tier.running--
 	k.running--
 	f.running--
-	e.release(sl, now)
+	e.release(lk)
 	if k.capped && !k.atCap() {
 		e.uncapKey(k)
 	}
@@ -164,11 +168,10 @@ func (e *Engine) removeQueued(j *Job, now int64) {
 	switch {
 	case j.state == StateQueued:
 		e.hide(j)
-	case j.heap == onSlot:
-		e.unparkSlot(j)
-		e.parkedConflict--
-	default:
+	case j.heap == onKey:
 		e.unparkKey(j)
+	default:
+		e.unwait(j)
 	}
 	e.npending--
 	j.lane.key.pending--

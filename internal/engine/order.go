@@ -8,7 +8,7 @@ package engine
 // Blocked work is kept out of sight rather than skipped over: a type or
 // tier at its cap is passed over as a whole (one check per type), a key at
 // its cap has its lanes taken out of the fair orders, and a job blocked by
-// a conflict is parked on the conflict's slot. Nothing is looked at again
+// a conflict waits on the conflict's lock. Nothing is looked at again
 // until what blocks it changes. See doc.go for the derivation.
 
 // pick returns the first admissible job by the order and the step that
@@ -36,7 +36,7 @@ func (e *Engine) pick(now int64) (*Job, Kind) {
 		if j == nil {
 			break
 		}
-		if e.parkIfBlocked(j) {
+		if e.parkIfBlocked(j, now) {
 			continue
 		}
 		return j, step
@@ -89,6 +89,12 @@ func (e *Engine) firstUrgent(now int64) *Job {
 			if ok && e.aging.reached(agedKeyOf(top), now, e.aging.urgent) && (best == nil || byAgedKey(j, best)) {
 				best = j
 			}
+			// The aged waiters of free conflict locks, by wait lane.
+			if w, top, ok := ty.openWaits.TopKey(); ok && e.aging.reached(agedKeyOf(top), now, e.aging.urgent) {
+				if j, _ := w.aged.Top(); best == nil || byAgedKey(j, best) {
+					best = j
+				}
+			}
 		}
 	}
 	for e.keyParked.Len() > 0 {
@@ -111,24 +117,31 @@ func (e *Engine) firstUrgent(now int64) *Job {
 // parkIfBlocked parks a job a step found that its key's cap (only an
 // urgent job can find it so) or a conflict blocks, and reports whether it
 // did.
-func (e *Engine) parkIfBlocked(j *Job) bool {
-	if j.state == StateParked { // from its key's parked heap: key now free
-		if sl := e.conflict(j); sl != nil {
+func (e *Engine) parkIfBlocked(j *Job, now int64) bool {
+	k := j.lane.key
+	switch {
+	case j.state == StateParked && j.heap == onKey: // from keyParked: its key is free now
+		if lk := e.conflict(j); lk != nil {
 			e.unparkKey(j)
-			e.waitOnSlot(j, sl)
+			e.waitOn(j, lk, now)
 			return true
 		}
 		return false
-	}
-	if k := j.lane.key; k.capped {
-		e.hide(j)
+	case k.capped: // queued, or waiting on a free lock
+		if j.state == StateQueued {
+			e.hide(j)
+		} else {
+			e.unwait(j)
+		}
 		j.state, j.heap = StateParked, onKey
 		k.parked.Push(j.agedOrder(), j)
 		e.parkedKey++
 		return true
 	}
-	if sl := e.conflict(j); sl != nil {
-		e.parkOnSlot(j, sl)
+	// A waiter from an attached wait lane has a free lock; a queued job
+	// may find it held.
+	if lk := e.conflict(j); lk != nil {
+		e.parkOnLock(j, lk, now)
 		return true
 	}
 	return false
@@ -159,10 +172,10 @@ func (e *Engine) keyHead(k *keyState, now int64) *Job {
 	var bestTier int
 	var bestRank rank
 	for _, l := range k.lanes {
-		if l.n == 0 || l.typ.blocked() {
+		if l.n+l.nwaiting == 0 || l.typ.blocked() {
 			continue
 		}
-		j, r := l.head(&e.aging, now)
+		j, r := l.first(&e.aging, now)
 		if level := l.typ.tier.level; best == nil || level > bestTier ||
 			level == bestTier && r.before(bestRank) {
 			best, bestTier, bestRank = j, level, r
@@ -196,16 +209,16 @@ func (e *Engine) firstFair(now int64) *Job {
 			case l.flow == best.flow:
 				// Two types of one flow: priority decides.
 				if bestJob == nil {
-					bestJob, bestRank = best.head(&e.aging, now)
+					bestJob, bestRank = best.first(&e.aging, now)
 				}
-				if j, r := l.head(&e.aging, now); r.before(bestRank) {
+				if j, r := l.first(&e.aging, now); r.before(bestRank) {
 					best, bestJob, bestRank = l, j, r
 				}
 			}
 		}
 		if best != nil {
 			if bestJob == nil {
-				bestJob, _ = best.head(&e.aging, now)
+				bestJob, _ = best.first(&e.aging, now)
 			}
 			return bestJob
 		}

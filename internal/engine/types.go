@@ -27,6 +27,9 @@ type typeState struct {
 	// aged holds this type's queued jobs past their grace period in urgent
 	// order; kept only when jobs can become urgent.
 	aged iheap.Keyed[*Job]
+	// openWaits holds the attached wait lanes of this type with aged
+	// waiters, by their most urgent one: the rest of the urgent order.
+	openWaits iheap.Keyed[*waitLane]
 
 	stats typeCounters
 }
@@ -63,6 +66,7 @@ func (e *Engine) registerType(name string, c Type) error {
 		lanes:    iheap.NewKeyed(func(l *lane, i int) { l.tyIdx = i }),
 		aged:     iheap.NewKeyed(jobSetUIdx),
 	}
+	t.openWaits = iheap.NewKeyed(func(w *waitLane, i int) { w.openIdx = i })
 	if c.DefaultPriority != 0 {
 		t.priority = clampPriority(c.DefaultPriority)
 	}

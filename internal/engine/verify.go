@@ -50,11 +50,11 @@ func (e *Engine) Verify(now int64) error {
 				return errorf("conflict overlap on %v: jobs %d and %d", ck, other.seq, j.seq)
 			}
 			holders[ck] = j
-			if sl := e.conflicts[ck]; sl == nil || sl.holder != j || r.slot != sl {
-				return errorf("job %d runs in conflict group %v but does not hold its slot", j.seq, ck)
+			if lk := e.conflicts[ck]; lk == nil || lk.holder != j || r.lock != lk {
+				return errorf("job %d runs in conflict group %v but does not hold its lock", j.seq, ck)
 			}
-		} else if r.slot != nil {
-			return errorf("job %d runs outside a conflict group but holds a slot", j.seq)
+		} else if r.lock != nil {
+			return errorf("job %d runs outside a conflict group but holds a lock", j.seq)
 		}
 	}
 	for _, t := range e.tiers {
@@ -99,7 +99,7 @@ func (e *Engine) Verify(now int64) error {
 			if key != l.flow.order() {
 				return errorf("type %q: lane of %q filed at %v, flow is at %v", t.name, l.key.name, key, l.flow.order())
 			}
-			if l.n == 0 || l.key.capped || l.typ != t {
+			if l.n+l.nwaiting == 0 || l.key.capped || l.typ != t {
 				return errorf("type %q: lane of %q ready with n=%d capped=%v", t.name, l.key.name, l.n, l.key.capped)
 			}
 		}
@@ -170,106 +170,79 @@ func (e *Engine) Verify(now int64) error {
 			if k.laneTypes[i] != l.typ {
 				return errorf("key %q: lane %d of type %q listed as %q", k.name, i, l.typ.name, k.laneTypes[i].name)
 			}
-			n := 0
-			var jobs []*Job
-			var runErr error
-			last, first := uint64(0), true
-			l.run.each(func(j *Job, key uint64) {
-				switch {
-				case j.heap != inRun || key != j.fixedOrder() || l.run.buf[j.idx].j != j:
-					runErr = errorf("job %d misfiled in a sorted run", j.seq)
-				case !first && key <= last:
-					runErr = errorf("job %d out of order in a sorted run", j.seq)
+			n, err := e.verifyLaneHeaps(l, StateQueued, now)
+			if err != nil {
+				return err
+			}
+			nwaiting := 0
+			for i, w := range l.attached {
+				if w.attIdx != i || w.of != l {
+					return errorf("key %q type %q: attached wait lane %d misfiled", k.name, l.typ.name, i)
 				}
-				last, first = key, false
-				jobs = append(jobs, j)
-			})
-			if runErr != nil {
-				return runErr
+				nwaiting += w.n
 			}
-			switch {
-			case l.run.head < len(l.run.buf) && l.run.first != l.run.buf[l.run.head]:
-				return errorf("key %q type %q: sorted run's front copy is stale", k.name, l.typ.name)
-			case l.run.head == len(l.run.buf) && l.run.first != (runEntry{}):
-				return errorf("key %q type %q: empty sorted run keeps a front entry", k.name, l.typ.name)
+			if nwaiting != l.nwaiting {
+				return errorf("key %q type %q: nwaiting %d, counted %d", k.name, l.typ.name, l.nwaiting, nwaiting)
 			}
-			if l.run.head < len(l.run.buf) && l.run.buf[l.run.head].j == nil {
-				return errorf("key %q type %q: a sorted run starts with a hole", k.name, l.typ.name)
-			}
-			holes := 0
-			for _, e := range l.run.buf[l.run.head:] {
-				if e.j == nil {
-					holes++
-				}
-			}
-			if holes != l.run.holes {
-				return errorf("key %q type %q: sorted run counts %d holes, has %d", k.name, l.typ.name, l.run.holes, holes)
-			}
-			for i := 0; i < l.fixed.Len(); i++ {
-				j, key := l.fixed.At(i)
-				if j.heap != inFixed || key != (iheap.Key{Hi: j.fixedOrder()}) {
-					return errorf("job %d misfiled in a fixed heap", j.seq)
-				}
-				jobs = append(jobs, j)
-			}
-			for i := 0; i < l.rising.Len(); i++ {
-				j, key := l.rising.At(i)
-				if j.heap != inRising || key != j.agedOrder() {
-					return errorf("job %d misfiled in a rising heap", j.seq)
-				}
-				jobs = append(jobs, j)
-			}
-			for i := 0; i < l.capped.Len(); i++ {
-				j, key := l.capped.At(i)
-				if j.heap != inCapped || key != (iheap.Key{Hi: j.seq}) {
-					return errorf("job %d misfiled in a capped heap", j.seq)
-				}
-				jobs = append(jobs, j)
-			}
-			if !l.fixed.Verify(byIdx) || !l.rising.Verify(byIdx) || !l.capped.Verify(byIdx) {
-				return errorf("key %q type %q: a lane heap is broken", k.name, l.typ.name)
-			}
-			for _, j := range jobs {
-				if j.state != StateQueued || j.lane != l {
-					return errorf("job %d in a lane heap has state %d", j.seq, j.state)
-				}
-				if e.aging.urgentOn() && e.aging.pastGrace(j.sub, now) && j.uidx < 0 && !e.graceDue(j) {
-					return errorf("job %d past grace but not in its type's aged heap", j.seq)
-				}
-				n++
-			}
-			if n != l.n {
-				return errorf("key %q type %q: lane n=%d, counted %d", k.name, l.typ.name, l.n, n)
-			}
+			queued += nwaiting
 			queued += n
 			pendingKey[k] += n
 			pendingFlow[l.flow] += n
 			pendingType[l.typ] += n
-			ready := l.n > 0 && !k.capped
+			ready := l.n+l.nwaiting > 0 && !k.capped
 			if ready != (l.tyIdx >= 0) {
 				return errorf("key %q type %q: ready=%v but in type heap=%v", k.name, l.typ.name, ready, l.tyIdx >= 0)
 			}
 		}
 	}
 	parkedConflict := 0
-	for ck, sl := range e.conflicts {
-		if sl.key != ck {
-			return errorf("conflict slot %v filed under %v", sl.key, ck)
+	for ck, lk := range e.conflicts {
+		if lk.key != ck {
+			return errorf("conflict lock %v filed under %v", lk.key, ck)
 		}
-		if sl.holder == nil && len(sl.waiters) == 0 {
-			return errorf("empty conflict slot %v kept", ck)
+		if lk.holder == nil && len(lk.waits) == 0 {
+			return errorf("empty conflict lock %v kept", ck)
 		}
-		if len(sl.waiters) > 0 && sl.holder == nil {
-			return errorf("conflict slot %v has waiters but no holder", ck)
-		}
-		for i, j := range sl.waiters {
-			if int(j.idx) != i || j.heap != onSlot || e.slotOf(j) != sl || j.state != StateParked {
-				return errorf("conflict waiter %d misfiled", j.seq)
+		for l, w := range lk.waits {
+			if w.of != l || w.lock != lk || w.n == 0 {
+				return errorf("conflict lock %v: wait lane misfiled or empty (%d jobs)", ck, w.n)
 			}
-			pendingKey[j.lane.key]++
-			pendingFlow[j.lane.flow]++
-			pendingType[j.lane.typ]++
-			parkedConflict++
+			if attached := w.attIdx >= 0; attached != (lk.holder == nil) {
+				return errorf("conflict lock %v: wait lane attached %v, lock held %v", ck, attached, lk.holder != nil)
+			}
+			if w.attIdx >= 0 && (w.attIdx >= len(l.attached) || l.attached[w.attIdx] != w) {
+				return errorf("conflict lock %v: wait lane not at its place among its lane's", ck)
+			}
+			n, err := e.verifyLaneHeaps(&w.lane, StateParked, now)
+			if err != nil {
+				return err
+			}
+			if !w.aged.Verify(byUIdx) {
+				return errorf("conflict lock %v: aged heap broken", ck)
+			}
+			for i := 0; i < w.aged.Len(); i++ {
+				if j, key := w.aged.At(i); key != j.agedOrder() || e.lockOf(j) != lk || j.lane != l {
+					return errorf("conflict lock %v: aged waiter %d misfiled", ck, j.seq)
+				}
+			}
+			if top, ok := w.aged.Top(); (w.openIdx >= 0) != (ok && w.attIdx >= 0) {
+				return errorf("conflict lock %v: in openWaits %v, attached %v, aged %d", ck, w.openIdx >= 0, w.attIdx >= 0, w.aged.Len())
+			} else if ok && w.openIdx >= 0 {
+				if l.typ.openWaits.KeyOf(w.openIdx) != top.agedOrder() {
+					return errorf("conflict lock %v: filed in openWaits under a stale key", ck)
+				}
+			}
+			pendingKey[l.key] += n
+			pendingFlow[l.flow] += n
+			pendingType[l.typ] += n
+			if w.attIdx < 0 {
+				parkedConflict += n
+			}
+		}
+	}
+	for _, t := range e.types {
+		if !t.openWaits.Verify(func(w *waitLane) int { return w.openIdx }) {
+			return errorf("type %q: openWaits heap broken", t.name)
 		}
 	}
 	if queued != e.nqueued {
@@ -359,8 +332,11 @@ func (e *Engine) verifyGrace(now int64) error {
 		}
 	}
 	var others []*Job // pending jobs outside the fixed phase, which may keep an entry
-	for _, sl := range e.conflicts {
-		others = append(others, sl.waiters...)
+	for _, lk := range e.conflicts {
+		for _, w := range lk.waits {
+			others = appendJobs(others, &w.rising)
+			others = appendJobs(others, &w.capped)
+		}
 	}
 	for _, k := range e.keys {
 		for i := 0; i < k.parked.Len(); i++ {
@@ -392,8 +368,17 @@ func (e *Engine) verifyGrace(now int64) error {
 		}
 		return nil
 	}
+	lanes := []*lane{}
 	for _, k := range e.keys {
-		for _, l := range k.lanes {
+		lanes = append(lanes, k.lanes...)
+	}
+	for _, lk := range e.conflicts {
+		for _, w := range lk.waits {
+			lanes = append(lanes, &w.lane)
+		}
+	}
+	for _, l := range lanes {
+		{
 			for _, e := range l.run.buf[l.run.head:] {
 				if e.j != nil {
 					if err := check(e.j); err != nil {
@@ -482,4 +467,82 @@ func appendArg(b []byte, verb byte, arg any) []byte {
 		return append(b, '}')
 	}
 	return append(b, "%!(unsupported)"...)
+}
+
+// verifyLaneHeaps checks the run and heaps of a lane (or a wait lane):
+// each job filed where it says, under its own key, in order, in the state
+// given; past its grace period, in an aged heap. It returns the number of
+// jobs, which must be the lane's n.
+func (e *Engine) verifyLaneHeaps(l *lane, state State, now int64) (int, error) {
+	byIdx := func(j *Job) int { return int(j.idx) }
+	var jobs []*Job
+	var runErr error
+	last, first := uint64(0), true
+	l.run.each(func(j *Job, key uint64) {
+		switch {
+		case j.heap != inRun || key != j.fixedOrder() || l.run.buf[j.idx].j != j:
+			runErr = errorf("job %d misfiled in a sorted run", j.seq)
+		case !first && key <= last:
+			runErr = errorf("job %d out of order in a sorted run", j.seq)
+		}
+		last, first = key, false
+		jobs = append(jobs, j)
+	})
+	if runErr != nil {
+		return 0, runErr
+	}
+	switch {
+	case l.run.head < len(l.run.buf) && l.run.first != l.run.buf[l.run.head]:
+		return 0, errorf("key %q type %q: sorted run's front copy is stale", l.key.name, l.typ.name)
+	case l.run.head == len(l.run.buf) && l.run.first != (runEntry{}):
+		return 0, errorf("key %q type %q: empty sorted run keeps a front entry", l.key.name, l.typ.name)
+	}
+	if l.run.head < len(l.run.buf) && l.run.buf[l.run.head].j == nil {
+		return 0, errorf("key %q type %q: a sorted run starts with a hole", l.key.name, l.typ.name)
+	}
+	holes := 0
+	for _, e := range l.run.buf[l.run.head:] {
+		if e.j == nil {
+			holes++
+		}
+	}
+	if holes != l.run.holes {
+		return 0, errorf("key %q type %q: sorted run counts %d holes, has %d", l.key.name, l.typ.name, l.run.holes, holes)
+	}
+	for i := 0; i < l.fixed.Len(); i++ {
+		j, key := l.fixed.At(i)
+		if j.heap != inFixed || key != (iheap.Key{Hi: j.fixedOrder()}) {
+			return 0, errorf("job %d misfiled in a fixed heap", j.seq)
+		}
+		jobs = append(jobs, j)
+	}
+	for i := 0; i < l.rising.Len(); i++ {
+		j, key := l.rising.At(i)
+		if j.heap != inRising || key != j.agedOrder() {
+			return 0, errorf("job %d misfiled in a rising heap", j.seq)
+		}
+		jobs = append(jobs, j)
+	}
+	for i := 0; i < l.capped.Len(); i++ {
+		j, key := l.capped.At(i)
+		if j.heap != inCapped || key != (iheap.Key{Hi: j.seq}) {
+			return 0, errorf("job %d misfiled in a capped heap", j.seq)
+		}
+		jobs = append(jobs, j)
+	}
+	if !l.fixed.Verify(byIdx) || !l.rising.Verify(byIdx) || !l.capped.Verify(byIdx) {
+		return 0, errorf("key %q type %q: a lane heap is broken", l.key.name, l.typ.name)
+	}
+	for _, j := range jobs {
+		if j.state != state || j.lane.typ != l.typ || j.lane.key != l.key {
+			return 0, errorf("job %d in a lane heap has state %d", j.seq, j.state)
+		}
+		if e.aging.urgentOn() && e.aging.pastGrace(j.sub, now) && j.uidx < 0 && !e.graceDue(j) {
+			return 0, errorf("job %d past grace but not in an aged heap", j.seq)
+		}
+	}
+	if len(jobs) != l.n {
+		return 0, errorf("key %q type %q: lane n=%d, counted %d", l.key.name, l.typ.name, l.n, len(jobs))
+	}
+	return len(jobs), nil
 }

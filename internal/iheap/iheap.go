@@ -105,6 +105,9 @@ func (h *Keyed[T]) TopKey() (x T, k Key, ok bool) {
 // At returns the item and key at position i, in no particular order.
 func (h *Keyed[T]) At(i int) (T, Key) { return h.items[i].x, h.items[i].key }
 
+// KeyOf returns the key of the item with handle hd. O(1).
+func (h *Keyed[T]) KeyOf(hd int) Key { return h.items[h.pos[hd]].key }
+
 // Push adds x with key k and gives it a handle through setHandle.
 // O(log n), amortised O(1) allocation.
 func (h *Keyed[T]) Push(k Key, x T) {
