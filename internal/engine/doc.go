@@ -93,28 +93,30 @@
 // through a long queue does not read every job record it passes: of a
 // lane's candidates only the winner's record is read.
 //
-// # Keeping blocked work out of sight
+// # Keeping blocked work out of sight: gates
 //
 // The engine never scans the queue. Per type, the lanes with work are kept
 // in a heap by their flow's (V, stamp); per tier the types are few, so the
 // fair steps look at the first lane of each type not at its cap and take
-// the best: O(types + log n). What blocks a job is handled where it is, so
-// a blocked job is not looked at again until what blocks it changes:
+// the best: O(types + log n). Whatever keeps a job from starting is a gate
+// (gates.go), and a gate keeps what it blocks out of sight until what
+// blocks it changes:
 //
-//   - a type or tier at its cap is passed over as a whole, one check each;
-//   - a key at its cap has its lanes taken out of the type heaps, and put
-//     back when one of its jobs ends; an urgent job of such a key is parked
-//     on the key, in urgent order;
-//   - a job whose conflict holder runs waits on that resource's lock, in a
-//     wait lane per lane it comes from (conflict.go); when the holder ends,
-//     the wait lanes are attached to their lanes and compete as they are,
-//     and the next holder's start detaches them again.
+//   - the global limit and a tier's or type's cap: pick passes over the
+//     whole tier or type, one check each;
+//   - a key's cap: its lanes leave the type heaps while it is shut;
+//   - a key's cap, for the key's urgent jobs, and a conflict lock: the
+//     gate holds the jobs, in a wait lane per lane they come from, out of
+//     every order while it is shut. When it opens, the wait lanes are
+//     attached to their lanes and their jobs compete as they are, and when
+//     it shuts again (the key reaches its cap, the lock's next holder
+//     starts) they are detached.
 //
 // So Enqueue and Next cost O(log n) in pending jobs, plus the job types of
 // a tier and the keys with reservations (both configured, so few),
-// whatever the mix of keys, conflicts and aging. A conflict holder's end
-// and the next one's start cost O(L log n) for the L lanes its waiters
-// come from, however many they are.
+// whatever the mix of keys, conflicts and aging. Opening or shutting a
+// gate costs O(L log n) for the L lanes the jobs it holds come from,
+// however many jobs those are.
 //
 // # Allocations
 //

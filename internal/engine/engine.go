@@ -84,24 +84,22 @@ type Engine struct {
 	idleTail       *keyState
 
 	// What waits and what runs.
-	keyParked iheap.Keyed[*keyState] // uncapped keys with parked jobs, by their first
 	conflicts map[conflictKey]*conflictLock
 	grace     graceQueue
 	running   []runningJob // Job.idx is the position
 	seq       uint64       // the last sequence number handed out
 	stamp     uint64       // the last flow stamp handed out
 	nrunning  int
-	npending  int  // queued and parked
+	npending  int  // queued and held
 	nqueued   int  // visible in lanes
 	closing   bool // no new work is accepted
 
 	// What it has learnt and counted.
-	costs          costTable
-	counters       Counters
-	parkedConflict int
-	parkedKey      int
-	keysForgotten  uint64
-	nconfigured    int // keys with configured set
+	costs         costTable
+	counters      Counters
+	nheld         int // held out of sight by a shut gate
+	keysForgotten uint64
+	nconfigured   int // keys with configured set
 }
 
 // New returns an engine configured by cfg, with the default type "" and
@@ -116,7 +114,6 @@ func New(cfg Config, obs Observer) *Engine {
 		conflicts: make(map[conflictKey]*conflictLock),
 		costs:     newCostTable(cfg.CostAlpha),
 	}
-	e.keyParked = iheap.NewKeyed(func(k *keyState, i int) { k.kpIdx = i })
 	for t := range cfg.TierLimits {
 		e.tierOf(t)
 	}
@@ -217,7 +214,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, now int64) *Refusal {
 		e.addBusy(k)
 		e.emitAllocation(k, ReasonRebalance, now) // the key has work again
 	}
-	if e.npending == 1 && e.keyParked.Len() == 0 && e.admissible(j) {
+	if e.npending == 1 && e.admissible(j) {
 		// Nothing else waits: the order has nothing to decide but the step.
 		e.start(j, e.stepOf(j, now), now)
 		return nil
@@ -304,15 +301,21 @@ func (e *Engine) PendingJobs() []*Job {
 			out = appendJobs(out, &l.rising)
 			out = appendJobs(out, &l.capped)
 		}
-		out = appendJobs(out, &k.parked)
+		out = appendHeld(out, &k.cap)
 	}
 	for _, lk := range e.conflicts {
-		for _, w := range lk.waits {
-			w.run.each(func(j *Job, _ uint64) { out = append(out, j) })
-			out = appendJobs(out, &w.fixed)
-			out = appendJobs(out, &w.rising)
-			out = appendJobs(out, &w.capped)
-		}
+		out = appendHeld(out, &lk.gate)
+	}
+	return out
+}
+
+// appendHeld appends the jobs gate g holds.
+func appendHeld(out []*Job, g *gate) []*Job {
+	for _, w := range g.waits {
+		w.run.each(func(j *Job, _ uint64) { out = append(out, j) })
+		out = appendJobs(out, &w.fixed)
+		out = appendJobs(out, &w.rising)
+		out = appendJobs(out, &w.capped)
 	}
 	return out
 }

@@ -22,18 +22,16 @@ type keyState struct {
 	running  int // running jobs of the key, all tiers
 	reserved int // running jobs started under the key's MinSlots
 	pending  int // queued and parked jobs
-	capped   bool
+	// cap is the key's cap as a gate (gates.go): shut while the key runs
+	// its MaxConcurrency, when its lanes are out of the fair orders and it
+	// holds the key's urgent jobs that the urgent step finds.
+	cap gate
 
 	flows []*flow // one per tier the key has used
 	lanes []*lane // one per job type the key has used
 	// laneTypes[i] is lanes[i].typ, kept beside them so that finding a
 	// key's lane reads one small array, not every lane record.
 	laneTypes []*typeState
-
-	// parked holds the key's urgent jobs found blocked by its cap, in urgent
-	// order; kpIdx is the key's handle in Scheduler.keyParked.
-	parked iheap.Keyed[*Job]
-	kpIdx  int
 
 	busyIdx int // position in Engine.busyConfigured, -1 when not there
 
@@ -118,8 +116,7 @@ func (e *Engine) keyOrNew(name string) *keyState {
 	if k := e.keys[name]; k != nil {
 		return k
 	}
-	k := &keyState{name: name, cfg: resolveKey(e.cfg.DefaultKey), kpIdx: -1, busyIdx: -1}
-	k.parked = iheap.NewKeyed(jobSetIdx)
+	k := &keyState{name: name, cfg: resolveKey(e.cfg.DefaultKey), busyIdx: -1}
 	e.keys[name] = k
 	return k
 }
@@ -204,7 +201,7 @@ func (e *Engine) charge(f *flow, d, guess, w float64) {
 // ready puts a lane in its type's fair order if it has queued jobs (its
 // own or attached waiters) and its key is below its cap.
 func (e *Engine) ready(l *lane) {
-	if l.tyIdx < 0 && l.n+l.nwaiting > 0 && !l.key.capped {
+	if l.tyIdx < 0 && l.n+l.nwaiting > 0 && !l.key.cap.shut {
 		l.typ.lanes.Push(l.flow.order(), l)
 	}
 }
@@ -215,36 +212,32 @@ func (e *Engine) unready(l *lane) {
 	}
 }
 
-// capKey takes a key that reached its cap out of every fair order.
+// capKey shuts the cap of a key that reached it: its lanes leave every
+// fair order, and the jobs its cap holds leave the urgent order.
 func (e *Engine) capKey(k *keyState) {
-	k.capped = true
+	e.shut(&k.cap)
 	for _, l := range k.lanes {
 		e.unready(l)
 	}
-	if k.kpIdx >= 0 {
-		e.keyParked.Remove(k.kpIdx)
-	}
 }
 
-// uncapKey returns a key that fell below its cap to the fair orders.
+// uncapKey opens the cap of a key that fell below it: its lanes and the
+// jobs its cap holds compete again.
 func (e *Engine) uncapKey(k *keyState) {
-	k.capped = false
+	k.cap.shut = false // before ready, which passes over a capped key
 	for _, l := range k.lanes {
 		e.ready(l)
 	}
-	if k.parked.Len() > 0 && k.kpIdx < 0 {
-		top, _ := k.parked.Top()
-		e.keyParked.Push(top.agedOrder(), k)
-	}
+	e.open(&k.cap)
 }
 
 // recap brings a key's capped flag in line with its running count
 // and cap, after either changed.
 func (e *Engine) recap(k *keyState) {
 	switch at := k.atCap(); {
-	case at && !k.capped:
+	case at && !k.cap.shut:
 		e.capKey(k)
-	case !at && k.capped:
+	case !at && k.cap.shut:
 		e.uncapKey(k)
 	}
 }

@@ -17,7 +17,7 @@ type Summary struct {
 func (e *Engine) Summary() Summary {
 	return Summary{
 		Counters: e.counters,
-		Running:  e.nrunning, Pending: e.npending, Parked: e.parkedConflict + e.parkedKey,
+		Running:  e.nrunning, Pending: e.npending, Parked: e.nheld,
 		KeysTracked: len(e.keys), KeysForgotten: e.keysForgotten,
 		Estimates: e.costs.len(), Forgot: e.costs.forgotten,
 	}
@@ -172,15 +172,8 @@ func (e *Engine) Estimates() map[EstimateID]float64 {
 }
 
 // Held reports whether a pending job is held out of the dispatcher's
-// sight: parked on its key's cap, or waiting on a conflict lock that is
-// held. (A waiter of a free lock competes as a queued job does.)
+// sight by a shut gate: its key's cap, or a conflict lock that is held.
+// (A job an open gate holds competes as a queued job does.)
 func (e *Engine) Held(j *Job) bool {
-	if j.state != StateParked {
-		return false
-	}
-	if j.heap == onKey {
-		return true
-	}
-	lk := e.lockOf(j)
-	return lk != nil && lk.holder != nil
+	return j.state == StateParked && e.gateOf(j).shut
 }

@@ -7,7 +7,7 @@ type State uint8
 const (
 	StateNew     State = iota // not yet enqueued, or refused
 	StateQueued               // visible in its lane
-	StateParked               // held out of sight by what blocks it: a conflict or its key's cap
+	StateParked               // held by a gate (gates.go): its key's cap or a conflict lock
 	StateRunning              // holding a slot
 	StateDone                 // ended
 )
@@ -31,15 +31,13 @@ const (
 	NotRun                       // left without running to the end: cancelled, or its caller gave up as it started
 )
 
-// Where a pending job is filed: which heap of its lane (or, for a parked
-// job waiting on a conflict lock, of its wait lane) holds it, or its key's
-// parked heap.
+// Which heap of its lane (or, for a job a gate holds, of its wait lane)
+// holds a pending job.
 const (
 	inFixed  uint8 = iota // effective priority == base (in grace, or base >= ceiling)
 	inRun                 // as inFixed, in the lane's sorted run (sortedrun.go)
 	inRising              // aged, below the ceiling: ordered by the aged key A
 	inCapped              // aged to the ceiling: FIFO among equals
-	onKey                 // parked on its key's cap, in the key's parked heap
 )
 
 // Job is the engine's record of one job, from Enqueue to its end. The
@@ -59,11 +57,12 @@ type Job struct {
 
 	// The small fields first, packed together.
 	state   State
-	heap    uint8 // pending: where it is filed (inFixed ... onKey)
+	heap    uint8 // pending: which heap of its (wait) lane holds it
+	held    uint8 // parked: the gate that holds it, heldByKey or heldByLock
 	kind    Kind
 	guessed bool  // its estimate was the type's default cost, not learned
 	inGrace bool  // has an entry in the grace queue, numbered at
-	idx     int32 // handle in a (wait) lane heap or its key's parked heap; position in the run or the running list
+	idx     int32 // handle in a (wait) lane heap; position in the run or the running list
 	uidx    int32 // handle in typ.aged, or its wait lane's aged; -1 when absent
 	// at is, while the job is pending and inGrace, the number of its entry
 	// in the grace queue, and once it has started, its start time in µs.

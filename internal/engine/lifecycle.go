@@ -8,13 +8,13 @@ func (e *Engine) endGrace(now int64) {
 		if j == nil {
 			return
 		}
-		switch {
-		case j.state == StateQueued:
+		switch j.state {
+		case StateQueued:
 			e.hide(j)
 			e.show(j, now)
-		case j.heap != onKey: // waiting on a conflict lock
+		case StateParked:
 			e.regrace(j, now)
-		} // a job parked on its key's cap is aged already
+		}
 	}
 }
 
@@ -44,41 +44,16 @@ func (e *Engine) hide(j *Job) {
 	}
 }
 
-// unpark returns a job parked on its key's cap to the queue. (Conflict
-// waiters compete from their wait lanes when their lock is free.)
-func (e *Engine) unpark(j *Job, now int64) {
-	e.unparkKey(j)
-	e.show(j, now)
-}
-
-func (e *Engine) unparkKey(j *Job) {
-	k := j.lane.key
-	top, _ := k.parked.Top()
-	k.parked.Remove(int(j.idx))
-	e.parkedKey--
-	if k.kpIdx >= 0 {
-		if k.parked.Len() == 0 {
-			e.keyParked.Remove(k.kpIdx)
-		} else if top == j {
-			next, _ := k.parked.Top()
-			e.keyParked.Fix(k.kpIdx, next.agedOrder())
-		}
-	}
-}
-
 // start gives j a slot.
 func (e *Engine) start(j *Job, how Kind, now int64) {
 	l := j.lane
 	k, f, t := l.key, l.flow, l.typ
-	switch {
-	case j.state == StateQueued:
+	switch j.state {
+	case StateQueued:
 		e.hide(j)
-	case j.state != StateParked: // new: a lone job starting at once
-	case j.heap == onKey:
-		e.unparkKey(j)
-	default: // from an attached wait lane
-		e.unwait(j)
-	}
+	case StateParked: // from an open gate's wait lane
+		e.unhold(j)
+	} // StateNew: a lone job starting at once
 	e.grace.leave(j) // before at becomes its start time
 	j.state, j.at, j.kind = StateRunning, now, how
 	e.npending--
@@ -91,8 +66,8 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 	k.running++
 	f.running++
 	j.idx = int32(len(e.running))
-	e.running = append(e.running, runningJob{j, e.hold(j)})
-	if k.atCap() && !k.capped {
+	e.running = append(e.running, runningJob{j, e.acquire(j)})
+	if k.atCap() && !k.cap.shut {
 		e.capKey(k)
 	}
 	if how == Reserved {
@@ -126,7 +101,7 @@ func (e *Engine) finish(j *Job, o Outcome, now int64) {
 	k.running--
 	f.running--
 	e.release(lk)
-	if k.capped && !k.atCap() {
+	if k.cap.shut && !k.atCap() {
 		e.uncapKey(k)
 	}
 	dur := float64(now-j.at) / 1e6
@@ -165,13 +140,10 @@ func (e *Engine) end(j *Job, o Outcome, now int64) {
 // removeQueued takes a job that has not started out of the queue and
 // ends it (cancelled, or the scheduler closed).
 func (e *Engine) removeQueued(j *Job, now int64) {
-	switch {
-	case j.state == StateQueued:
+	if j.state == StateQueued {
 		e.hide(j)
-	case j.heap == onKey:
-		e.unparkKey(j)
-	default:
-		e.unwait(j)
+	} else {
+		e.unhold(j)
 	}
 	e.npending--
 	j.lane.key.pending--

@@ -5,18 +5,18 @@ package engine
 // each call starts the first admissible job by the order of SPEC section 3,
 // which pick carries out step by step.
 //
-// Blocked work is kept out of sight rather than skipped over: a type or
-// tier at its cap is passed over as a whole (one check per type), a key at
-// its cap has its lanes taken out of the fair orders, and a job blocked by
-// a conflict waits on the conflict's lock. Nothing is looked at again
-// until what blocks it changes. See doc.go for the derivation.
+// Blocked work is kept out of sight rather than skipped over, by gates
+// (gates.go): a type or tier at its cap is passed over as a whole (one
+// check per type), a key at its cap has its lanes taken out of the fair
+// orders, and a job blocked by its key's cap or a conflict is held by
+// that gate. Nothing is looked at again until what blocks it changes.
 
 // pick returns the first admissible job by the order and the step that
 // took it, or nil if no pending job can start now. A job a step finds
-// blocked by what the step cannot see from above (its key's cap, for an
-// urgent job; a conflict) is parked out of sight, and the search goes on.
+// blocked by a gate the step cannot see from above (its key's cap, for an
+// urgent job; a conflict) is held by that gate, and the search goes on.
 func (e *Engine) pick(now int64) (*Job, Kind) {
-	for !e.full() && (e.nqueued > 0 || e.keyParked.Len() > 0) {
+	for !e.full() && e.nqueued > 0 {
 		// 1. Urgent: aged to the threshold; the highest score, then the
 		// oldest. Past tiers, weights and reservations, never past a hard
 		// limit.
@@ -69,9 +69,9 @@ func (e *Engine) admissible(j *Job) bool {
 }
 
 // firstUrgent returns the most urgent job that no type or tier cap
-// blocks, or nil. Each type keeps its aged jobs in urgent order, so this
-// looks at one job per type, plus the best job parked on a key cap that
-// has since freed.
+// blocks, or nil. Each type keeps its queued aged jobs in urgent order, and
+// its open gates' wait lanes by their most urgent job, so this looks at
+// two jobs per type.
 func (e *Engine) firstUrgent(now int64) *Job {
 	if !e.aging.urgentOn() {
 		return nil
@@ -89,7 +89,7 @@ func (e *Engine) firstUrgent(now int64) *Job {
 			if ok && e.aging.reached(agedKeyOf(top), now, e.aging.urgent) && (best == nil || byAgedKey(j, best)) {
 				best = j
 			}
-			// The aged waiters of free conflict locks, by wait lane.
+			// The aged jobs that open gates hold, by wait lane.
 			if w, top, ok := ty.openWaits.TopKey(); ok && e.aging.reached(agedKeyOf(top), now, e.aging.urgent) {
 				if j, _ := w.aged.Top(); best == nil || byAgedKey(j, best) {
 					best = j
@@ -97,51 +97,19 @@ func (e *Engine) firstUrgent(now int64) *Job {
 			}
 		}
 	}
-	for e.keyParked.Len() > 0 {
-		k, _ := e.keyParked.Top()
-		j, _ := k.parked.Top()
-		if j.lane.typ.blocked() {
-			// Its key is free but its type or tier is not: back to the
-			// queue, where that cap hides it until it frees.
-			e.unpark(j, now)
-			continue
-		}
-		if best == nil || byAgedKey(j, best) {
-			best = j
-		}
-		break
-	}
 	return best
 }
 
-// parkIfBlocked parks a job a step found that its key's cap (only an
-// urgent job can find it so) or a conflict blocks, and reports whether it
-// did.
+// parkIfBlocked has the gate that blocks a job a step found hold it, and
+// reports whether one did: its key's cap, which only the urgent step can
+// find shut, or its conflict lock, which a queued job may find held.
 func (e *Engine) parkIfBlocked(j *Job, now int64) bool {
-	k := j.lane.key
-	switch {
-	case j.state == StateParked && j.heap == onKey: // from keyParked: its key is free now
-		if lk := e.conflict(j); lk != nil {
-			e.unparkKey(j)
-			e.waitOn(j, lk, now)
-			return true
-		}
-		return false
-	case k.capped: // queued, or waiting on a free lock
-		if j.state == StateQueued {
-			e.hide(j)
-		} else {
-			e.unwait(j)
-		}
-		j.state, j.heap = StateParked, onKey
-		k.parked.Push(j.agedOrder(), j)
-		e.parkedKey++
+	if k := j.lane.key; k.cap.shut {
+		e.hold(j, &k.cap, heldByKey, now)
 		return true
 	}
-	// A waiter from an attached wait lane has a free lock; a queued job
-	// may find it held.
 	if lk := e.conflict(j); lk != nil {
-		e.parkOnLock(j, lk, now)
+		e.hold(j, &lk.gate, heldByLock, now)
 		return true
 	}
 	return false
@@ -155,7 +123,7 @@ func (e *Engine) firstReserved(now int64) *Job {
 	bestDeficit := 0
 	for _, k := range e.reserving {
 		d := k.cfg.MinSlots - k.reserved
-		if d <= bestDeficit || k.capped || k.pending == 0 { // d > 0: belowReservation
+		if d <= bestDeficit || k.cap.shut || k.pending == 0 { // d > 0: belowReservation
 			continue
 		}
 		if j := e.keyHead(k, now); j != nil {

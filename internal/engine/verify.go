@@ -13,11 +13,9 @@ import (
 // SetKey may lower it below what the key runs, so running > cap is not a
 // violation here; the tests check every start against the caps in force.)
 func (e *Engine) Verify(now int64) error {
-	byIdx := func(j *Job) int { return int(j.idx) }
 	byUIdx := func(j *Job) int { return int(j.uidx) }
 	laneIdx := func(l *lane) int { return l.tyIdx }
 	actIdx := func(f *flow) int { return f.actIdx }
-	kpIdx := func(k *keyState) int { return k.kpIdx }
 
 	// Hard limits.
 	if e.cfg.MaxConcurrency > 0 && e.nrunning > e.cfg.MaxConcurrency {
@@ -99,15 +97,21 @@ func (e *Engine) Verify(now int64) error {
 			if key != l.flow.order() {
 				return errorf("type %q: lane of %q filed at %v, flow is at %v", t.name, l.key.name, key, l.flow.order())
 			}
-			if l.n+l.nwaiting == 0 || l.key.capped || l.typ != t {
-				return errorf("type %q: lane of %q ready with n=%d capped=%v", t.name, l.key.name, l.n, l.key.capped)
+			if l.n+l.nwaiting == 0 || l.key.cap.shut || l.typ != t {
+				return errorf("type %q: lane of %q ready with n=%d capped=%v", t.name, l.key.name, l.n, l.key.cap.shut)
 			}
 		}
 	}
 	pendingKey := map[*keyState]int{}
 	pendingFlow := map[*flow]int{}
 	pendingType := map[*typeState]int{}
-	parkedKey := 0
+	nheld := 0
+	// pending counts the pending jobs of a lane's key, flow and type.
+	pending := func(l *lane, n int) {
+		pendingKey[l.key] += n
+		pendingFlow[l.flow] += n
+		pendingType[l.typ] += n
+	}
 	busyConfigured, busyOthers := 0, 0
 	for _, k := range e.keys {
 		switch {
@@ -133,28 +137,14 @@ func (e *Engine) Verify(now int64) error {
 		// A key's cap binds when a job starts; SetKey may lower it below
 		// what already runs, so running > cap is not checked here. The
 		// tests check every start against the caps in force.
-		if k.capped != k.atCap() {
-			return errorf("key %q: capped flag %v, at cap %v", k.name, k.capped, k.atCap())
+		if k.cap.shut != k.atCap() {
+			return errorf("key %q: capped flag %v, at cap %v", k.name, k.cap.shut, k.atCap())
 		}
-		if !k.parked.Verify(byIdx) {
-			return errorf("key %q: parked heap broken", k.name)
+		n, err := e.verifyGate(&k.cap, heldByKey, "key "+strconv.Quote(k.name)+"'s cap", pending, now)
+		if err != nil {
+			return err
 		}
-		if (k.kpIdx >= 0) != (!k.capped && k.parked.Len() > 0) {
-			return errorf("key %q: in keyParked=%v, capped=%v, parked=%d", k.name, k.kpIdx >= 0, k.capped, k.parked.Len())
-		}
-		for i := 0; i < k.parked.Len(); i++ {
-			j, key := k.parked.At(i)
-			if key != j.agedOrder() {
-				return errorf("key %q: parked job %d filed under a stale key", k.name, j.seq)
-			}
-			if j.state != StateParked || j.heap != onKey {
-				return errorf("key %q: parked job %d in state %d", k.name, j.seq, j.state)
-			}
-			pendingKey[k]++
-			pendingFlow[j.lane.flow]++
-			pendingType[j.lane.typ]++
-			parkedKey++
-		}
+		nheld += n
 		for _, f := range k.flows {
 			if flowRun[f] != f.running {
 				return errorf("key %q tier %d: flow running %d, counted %d", k.name, f.tier.level, f.running, flowRun[f])
@@ -189,13 +179,12 @@ func (e *Engine) Verify(now int64) error {
 			pendingKey[k] += n
 			pendingFlow[l.flow] += n
 			pendingType[l.typ] += n
-			ready := l.n+l.nwaiting > 0 && !k.capped
+			ready := l.n+l.nwaiting > 0 && !k.cap.shut
 			if ready != (l.tyIdx >= 0) {
 				return errorf("key %q type %q: ready=%v but in type heap=%v", k.name, l.typ.name, ready, l.tyIdx >= 0)
 			}
 		}
 	}
-	parkedConflict := 0
 	for ck, lk := range e.conflicts {
 		if lk.key != ck {
 			return errorf("conflict lock %v filed under %v", lk.key, ck)
@@ -203,42 +192,19 @@ func (e *Engine) Verify(now int64) error {
 		if lk.holder == nil && len(lk.waits) == 0 {
 			return errorf("empty conflict lock %v kept", ck)
 		}
-		for l, w := range lk.waits {
-			if w.of != l || w.lock != lk || w.n == 0 {
-				return errorf("conflict lock %v: wait lane misfiled or empty (%d jobs)", ck, w.n)
-			}
-			if attached := w.attIdx >= 0; attached != (lk.holder == nil) {
-				return errorf("conflict lock %v: wait lane attached %v, lock held %v", ck, attached, lk.holder != nil)
-			}
-			if w.attIdx >= 0 && (w.attIdx >= len(l.attached) || l.attached[w.attIdx] != w) {
-				return errorf("conflict lock %v: wait lane not at its place among its lane's", ck)
-			}
-			n, err := e.verifyLaneHeaps(&w.lane, StateParked, now)
-			if err != nil {
-				return err
-			}
-			if !w.aged.Verify(byUIdx) {
-				return errorf("conflict lock %v: aged heap broken", ck)
-			}
-			for i := 0; i < w.aged.Len(); i++ {
-				if j, key := w.aged.At(i); key != j.agedOrder() || e.lockOf(j) != lk || j.lane != l {
-					return errorf("conflict lock %v: aged waiter %d misfiled", ck, j.seq)
-				}
-			}
-			if top, ok := w.aged.Top(); (w.openIdx >= 0) != (ok && w.attIdx >= 0) {
-				return errorf("conflict lock %v: in openWaits %v, attached %v, aged %d", ck, w.openIdx >= 0, w.attIdx >= 0, w.aged.Len())
-			} else if ok && w.openIdx >= 0 {
-				if l.typ.openWaits.KeyOf(w.openIdx) != top.agedOrder() {
-					return errorf("conflict lock %v: filed in openWaits under a stale key", ck)
-				}
-			}
-			pendingKey[l.key] += n
-			pendingFlow[l.flow] += n
-			pendingType[l.typ] += n
-			if w.attIdx < 0 {
-				parkedConflict += n
+		if lk.shut != (lk.holder != nil) {
+			return errorf("conflict lock %v: shut %v, held %v", ck, lk.shut, lk.holder != nil)
+		}
+		n, err := e.verifyGate(&lk.gate, heldByLock, "conflict lock", pending, now)
+		if err != nil {
+			return err
+		}
+		for _, j := range appendHeld(nil, &lk.gate) {
+			if e.lockOf(j) != lk {
+				return errorf("conflict lock %v holds job %d of another", ck, j.seq)
 			}
 		}
+		nheld += n
 	}
 	for _, t := range e.types {
 		if !t.openWaits.Verify(func(w *waitLane) int { return w.openIdx }) {
@@ -252,11 +218,11 @@ func (e *Engine) Verify(now int64) error {
 		return errorf("busy keys: %d configured listed, %d counted; %d others, %d counted",
 			len(e.busyConfigured), busyConfigured, e.busyOthers, busyOthers)
 	}
-	if parkedConflict != e.parkedConflict || parkedKey != e.parkedKey {
-		return errorf("parked conflict %d/%d key %d/%d", parkedConflict, e.parkedConflict, parkedKey, e.parkedKey)
+	if nheld != e.nheld {
+		return errorf("held %d, counted %d", e.nheld, nheld)
 	}
-	if queued+parkedConflict+parkedKey != e.npending {
-		return errorf("npending %d, counted %d", e.npending, queued+parkedConflict+parkedKey)
+	if queued+nheld != e.npending {
+		return errorf("npending %d, counted %d", e.npending, queued+nheld)
 	}
 	for _, k := range e.keys {
 		if pendingKey[k] != k.pending {
@@ -271,15 +237,6 @@ func (e *Engine) Verify(now int64) error {
 	for _, t := range e.types {
 		if pendingType[t] != t.pending {
 			return errorf("type %q: pending %d, counted %d", t.name, t.pending, pendingType[t])
-		}
-	}
-	if !e.keyParked.Verify(kpIdx) {
-		return errorf("keyParked heap broken")
-	}
-	for i := 0; i < e.keyParked.Len(); i++ {
-		k, key := e.keyParked.At(i)
-		if top, _ := k.parked.Top(); key != top.agedOrder() {
-			return errorf("key %q filed in keyParked under a stale key", k.name)
 		}
 	}
 	if err := e.verifyKeys(); err != nil {
@@ -332,17 +289,20 @@ func (e *Engine) verifyGrace(now int64) error {
 		}
 	}
 	var others []*Job // pending jobs outside the fixed phase, which may keep an entry
+	gates := []*gate{}
+	for _, k := range e.keys {
+		gates = append(gates, &k.cap)
+	}
 	for _, lk := range e.conflicts {
-		for _, w := range lk.waits {
+		gates = append(gates, &lk.gate)
+	}
+	for _, g := range gates {
+		for _, w := range g.waits {
 			others = appendJobs(others, &w.rising)
 			others = appendJobs(others, &w.capped)
 		}
 	}
 	for _, k := range e.keys {
-		for i := 0; i < k.parked.Len(); i++ {
-			j, _ := k.parked.At(i)
-			others = append(others, j)
-		}
 		for _, l := range k.lanes {
 			for i := 0; i < l.rising.Len(); i++ {
 				j, _ := l.rising.At(i)
@@ -372,8 +332,8 @@ func (e *Engine) verifyGrace(now int64) error {
 	for _, k := range e.keys {
 		lanes = append(lanes, k.lanes...)
 	}
-	for _, lk := range e.conflicts {
-		for _, w := range lk.waits {
+	for _, g := range gates {
+		for _, w := range g.waits {
 			lanes = append(lanes, &w.lane)
 		}
 	}
@@ -545,4 +505,54 @@ func (e *Engine) verifyLaneHeaps(l *lane, state State, now int64) (int, error) {
 		return 0, errorf("key %q type %q: lane n=%d, counted %d", l.key.name, l.typ.name, l.n, len(jobs))
 	}
 	return len(jobs), nil
+}
+
+// verifyGate checks the jobs gate g (which by says) holds: each wait lane
+// filed under the lane its jobs come from, not empty, attached exactly
+// while g is open and then at its place among its lane's, its heaps in
+// order, its jobs held by g, its aged heap and its place in its type's
+// openWaits right. It counts the jobs into pending and returns how many
+// it holds out of sight.
+func (e *Engine) verifyGate(g *gate, by uint8, what string, pending func(*lane, int), now int64) (int, error) {
+	held := 0
+	for l, w := range g.waits {
+		if w.of != l || w.gate != g || w.n == 0 {
+			return 0, errorf("%s: wait lane misfiled or empty (%d jobs)", what, w.n)
+		}
+		if attached := w.attIdx >= 0; attached == g.shut {
+			return 0, errorf("%s: wait lane attached %v, gate shut %v", what, attached, g.shut)
+		}
+		if w.attIdx >= 0 && (w.attIdx >= len(l.attached) || l.attached[w.attIdx] != w) {
+			return 0, errorf("%s: wait lane not at its place among its lane's", what)
+		}
+		n, err := e.verifyLaneHeaps(&w.lane, StateParked, now)
+		if err != nil {
+			return 0, err
+		}
+		for _, j := range appendHeld(nil, &gate{waits: map[*lane]*waitLane{l: w}}) {
+			if j.held != by || j.lane != l {
+				return 0, errorf("%s: job %d held by %d, from another lane", what, j.seq, j.held)
+			}
+		}
+		if !w.aged.Verify(func(j *Job) int { return int(j.uidx) }) {
+			return 0, errorf("%s: aged heap broken", what)
+		}
+		for i := 0; i < w.aged.Len(); i++ {
+			if j, key := w.aged.At(i); key != j.agedOrder() || j.lane != l {
+				return 0, errorf("%s: aged job %d misfiled", what, j.seq)
+			}
+		}
+		top, ok := w.aged.Top()
+		switch {
+		case (w.openIdx >= 0) != (ok && w.attIdx >= 0):
+			return 0, errorf("%s: in openWaits %v, attached %v, aged %d", what, w.openIdx >= 0, w.attIdx >= 0, w.aged.Len())
+		case ok && w.openIdx >= 0 && l.typ.openWaits.KeyOf(w.openIdx) != top.agedOrder():
+			return 0, errorf("%s: filed in openWaits under a stale key", what)
+		}
+		pending(l, n)
+		if w.attIdx < 0 {
+			held += n
+		}
+	}
+	return held, nil
 }
