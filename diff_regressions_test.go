@@ -1,5 +1,7 @@
 package fairsched
 
+import "time"
+
 // diffRegression is a workload on which the scheduler once went wrong,
 // reduced to a few jobs, with the checks that show it.
 type diffRegression struct {
@@ -47,4 +49,22 @@ var diffRegressions = map[string]diffRegression{
 			{Job: Job{Key: "z"}, At: 9 * diffUnit, Dur: 1 * diffUnit, CancelAt: -1}, // j1
 		},
 	}, diffOptions{ref: true}},
+	// A refused SetKey changed something after all: key "a", idle past
+	// IdleTTL, was forgotten (and its virtual time with it) before the
+	// change was found to exceed MaxConcurrency with its reservation.
+	"RefusedSetKeyForgotNothing": {&diffWorkload{
+		Cfg: Config{
+			MaxConcurrency: 1,
+			Aging:          AgingConfig{Interval: 400 * time.Millisecond, Step: 10, UrgentThreshold: 100},
+			IdleTTL:        3 * diffUnit,
+		},
+		Jobs: []diffJob{
+			{Job: Job{Key: ""}, At: 7 * diffUnit, Dur: 9 * diffUnit, CancelAt: 15 * diffUnit},     // j0
+			{Job: Job{Key: "a", Priority: 80}, At: 0 * diffUnit, Dur: 9 * diffUnit, CancelAt: -1}, // j1
+			{Job: Job{Key: ""}, At: 7 * diffUnit, Dur: 9 * diffUnit, CancelAt: -1},                // j2
+		},
+		Changes: []diffKeyChange{
+			{At: 14 * diffUnit, Key: "a", Set: &KeyConfig{Weight: 0.5, MinSlots: 2}},
+		},
+	}, diffOptions{engine: true, ref: true, stats: true}},
 }

@@ -259,18 +259,21 @@ func (e *Engine) SetKeyWeight(name string, weight float64, now int64) {
 // setKey applies change to key name's configuration.
 func (e *Engine) setKey(name string, change func(Key) Key, now int64) bool {
 	k := e.keys[name]
-	if k != nil && k.idle && now-k.idleSince >= e.cfg.IdleTTL {
-		// Idle past its TTL: as good as forgotten, so configured afresh.
-		e.forgetKey(k)
-		k = nil
-	}
+	// Idle past its TTL, a key is as good as forgotten, so it is
+	// configured afresh: forgotten here, once the change is known to be
+	// accepted (a refused change changes nothing).
+	stale := k != nil && k.idle && now-k.idleSince >= e.cfg.IdleTTL
 	old := resolveKey(e.cfg.DefaultKey)
-	if k != nil {
+	if k != nil && !stale {
 		old = k.cfg
 	}
 	c := resolveKey(change(old))
 	if e.cfg.MaxConcurrency > 0 && e.reservedWith(name, c.MinSlots) > e.cfg.MaxConcurrency {
 		return false
+	}
+	if stale {
+		e.forgetKey(k)
+		k = nil
 	}
 	if k == nil {
 		k = e.keyOrNew(name)
