@@ -128,8 +128,10 @@
 // the caller's context ends while queued, the job leaves the queue at once.
 // Submit returns a Handle and runs the function on a goroutine the
 // scheduler owns (a goroutine that finishes a job goes on with the next
-// one it is handed, so a burst costs few goroutines). Panics are recovered
-// into *PanicError with the stack. Shutdown drains gracefully; Close
+// one it is handed, so a burst costs few goroutines). Every accepted job
+// has a sequence number, unique in its Scheduler and in submission order:
+// Handle.Seq, and the Seq of its Events, its Snapshot entry and a
+// PanicError. Panics are recovered into *PanicError with the stack. Shutdown drains gracefully; Close
 // discards queued work with ErrClosed and cancels running jobs' contexts.
 // Neither leaves a goroutine behind.
 //

@@ -239,8 +239,8 @@ func (e *Engine) forget(now int64) {
 // and calls Finish when it ends. O(log n) amortised, plus the types of a
 // tier and the keys with reservations.
 func (e *Engine) Next(now int64) *Job {
-	if e.npending == 0 {
-		return nil
+	if e.npending == 0 || e.full() {
+		return nil // the common answer to the last call of a dispatch
 	}
 	if e.aging.on && e.aging.grace > 0 {
 		e.endGrace(now)
