@@ -118,6 +118,16 @@
 // gate costs O(L log n) for the L lanes the jobs it holds come from,
 // however many jobs those are.
 //
+// # Time
+//
+// The engine reads no clock: every call that depends on time takes now.
+// What must happen at a time goes on one timeline (timeline.go), a heap of
+// timers by due time; NextDue tells the caller the earliest, so that the
+// caller keeps a single clock timer (the Clock's AfterFunc) however many
+// jobs wait for a time. The gates and lifecycle rules that act at a time
+// (a not-before time, a backoff, a rate limit's token, a start deadline)
+// put their timers there.
+//
 // # Allocations
 //
 // A key's allocation is its weighted max-min fair share of the slots among

@@ -86,6 +86,7 @@ type Engine struct {
 	// What waits and what runs.
 	conflicts map[conflictKey]*conflictLock
 	grace     graceQueue
+	timeline  timeline     // what falls due at a time
 	running   []runningJob // Job.idx is the position
 	seq       uint64       // the last sequence number handed out
 	stamp     uint64       // the last flow stamp handed out
@@ -113,6 +114,7 @@ func New(cfg Config, obs Observer) *Engine {
 		keys:      make(map[string]*keyState),
 		conflicts: make(map[conflictKey]*conflictLock),
 		costs:     newCostTable(cfg.CostAlpha),
+		timeline:  newTimeline(),
 	}
 	for t := range cfg.TierLimits {
 		e.tierOf(t)

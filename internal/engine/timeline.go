@@ -1,0 +1,73 @@
+package engine
+
+import "github.com/fairsched/fairsched/internal/iheap"
+
+// The timeline: what falls due at a time. A gate that opens at a time (a
+// not-before time, a retry's backoff, a rate limit's next token) or a rule
+// that acts at one (a start deadline) puts a timer on the timeline, and
+// the caller, which owns the clock, keeps one clock timer set at NextDue
+// and calls Due when it fires. All timers are in one heap by due time, so
+// adding, cancelling and taking the next one cost O(log t) for t timers,
+// and a caller never needs more than one clock timer however many jobs
+// wait for a time.
+
+// timer is one thing falling due at a time. What it does when it falls
+// due is its kind's; kinds come with the gates and rules that need them.
+type timer struct {
+	at  int64 // µs
+	seq uint64
+	idx int // handle in timeline.heap, -1 when not on the timeline
+}
+
+// timeline holds the timers in order of their time, then of their
+// adding.
+type timeline struct {
+	heap iheap.Keyed[*timer]
+	seq  uint64 // timers added
+}
+
+func newTimeline() timeline {
+	return timeline{heap: iheap.NewKeyed(func(t *timer, i int) { t.idx = i })}
+}
+
+// add puts t on the timeline at at, or moves it there if it is on it
+// already. O(log t).
+func (tl *timeline) add(t *timer, at int64) {
+	tl.seq++
+	t.at, t.seq = at, tl.seq
+	key := iheap.Key{Hi: iheap.Int(at), Lo: t.seq}
+	if t.idx >= 0 {
+		tl.heap.Fix(t.idx, key)
+		return
+	}
+	tl.heap.Push(key, t)
+}
+
+// cancel takes t off the timeline, if it is on it. O(log t).
+func (tl *timeline) cancel(t *timer) {
+	if t.idx >= 0 {
+		tl.heap.Remove(t.idx)
+	}
+}
+
+// next returns the time of the earliest timer, if there is one. O(1).
+func (tl *timeline) next() (int64, bool) {
+	t, ok := tl.heap.Top()
+	if !ok {
+		return 0, false
+	}
+	return t.at, true
+}
+
+// popDue takes the earliest timer off the timeline and returns it if it
+// is due at now, or returns nil. O(log t).
+func (tl *timeline) popDue(now int64) *timer {
+	if t, ok := tl.heap.Top(); ok && t.at <= now {
+		return tl.heap.Pop()
+	}
+	return nil
+}
+
+// NextDue returns the earliest time at which something falls due in the
+// engine, if anything will: the caller should call Due then. O(1).
+func (e *Engine) NextDue() (int64, bool) { return e.timeline.next() }
