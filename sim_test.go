@@ -152,17 +152,22 @@ func (m *sim) finishingAt(t time.Duration) []*simJob {
 	return out
 }
 
-func (m *sim) submit(sj *simJob) {
-	m.t.Helper()
-	release := sj.release
-	h, err := m.s.Submit(sj.Job, func(ctx context.Context) error {
+// untilReleased returns a job function that returns nil once release is
+// closed, or its context's error if that ends first.
+func untilReleased(release <-chan struct{}) func(context.Context) error {
+	return func(ctx context.Context) error {
 		select {
 		case <-release:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	})
+	}
+}
+
+func (m *sim) submit(sj *simJob) {
+	m.t.Helper()
+	h, err := m.s.Submit(sj.Job, untilReleased(sj.release))
 	if err != nil {
 		sj.Err = err
 		sj.End = m.now

@@ -242,13 +242,10 @@ type Demand struct {
 	Demand   int // jobs running or queued
 }
 
-// Allocate computes weighted max-min fair allocations of capacity slots
-// (0: unlimited, every key gets its demand) between keys, the way the
-// dispatcher shares them in the long run: each key first gets its
-// reservation (up to its demand), then the rest is water-filled by weight:
-// every key gets weight*λ more, for the largest λ that fits, except keys
-// that reach their cap or demand first, whose excess goes to the others.
-// O(k log k) for k keys.
+// Allocate is fairsched.Allocate, which states what it computes: the
+// reservations first, then the rest water-filled by weight, keys that
+// saturate first (least room per weight) giving their excess to the
+// others. O(k log k) for k keys.
 func Allocate(capacity int, keys []Demand) []float64 {
 	out := make([]float64, len(keys))
 	room := make([]float64, len(keys)) // what each key can still take
