@@ -59,8 +59,12 @@ func (h Handle) Done() <-chan struct{} {
 // and the job is left as it was.
 //
 // Waiting from inside a job for another job can deadlock: if every slot is
-// taken by jobs that wait, the job they wait for never starts.
+// taken by jobs that wait, the job they wait for never starts. A nil ctx
+// is a programming error: Wait panics, naming it.
 func (h Handle) Wait(ctx context.Context) error {
+	if ctx == nil {
+		panic("fairsched: Handle.Wait with a nil context")
+	}
 	select {
 	case <-h.Done():
 		return h.Err()

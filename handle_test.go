@@ -81,3 +81,34 @@ func TestPanicErrorNamesTheJob(t *testing.T) {
 	require.Equal(t, "oops", pe.Value)
 	require.Contains(t, pe.Error(), "job 1 panicked")
 }
+
+// A PanicError's message is one line (the stack is in its field, not in
+// what a handler might send to a client), and a panic(err) unwraps to err.
+func TestPanicErrorOneLineAndUnwrap(t *testing.T) {
+	s := newTestScheduler(t, Config{})
+	boom := errors.New("boom")
+	err := s.RunSync(context.Background(), Job{}, func(context.Context) error { panic(boom) })
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+	require.ErrorIs(t, err, boom, "a panic(err) unwraps to err")
+	require.NotContains(t, err.Error(), "\n", "one line")
+	require.Equal(t, "fairsched: job 1 panicked: boom", err.Error())
+	require.Contains(t, string(pe.Stack), "TestPanicErrorOneLineAndUnwrap", "the stack is kept")
+	err = s.RunSync(context.Background(), Job{}, func(context.Context) error { panic("text") })
+	require.ErrorAs(t, err, &pe)
+	require.Nil(t, pe.Unwrap(), "a panic with a non-error value wraps nothing")
+}
+
+// A nil context is a programming error: RunSync and Wait panic with a
+// message that names it, not with a bare nil dereference, and the
+// scheduler goes on working.
+func TestNilContextPanicsNamingIt(t *testing.T) {
+	s := newTestScheduler(t, Config{MaxConcurrency: 1})
+	h, err := s.Submit(Job{}, noop)
+	require.NoError(t, err)
+	require.PanicsWithValue(t, "fairsched: RunSync with a nil context", func() { _ = s.RunSync(nil, Job{}, noop) })
+	require.PanicsWithValue(t, "fairsched: Handle.Wait with a nil context", func() { _ = h.Wait(nil) })
+	require.NoError(t, h.Wait(context.Background()))
+	require.NoError(t, s.RunSync(context.Background(), Job{}, noop), "the scheduler still runs jobs")
+	require.Zero(t, s.Stats().Active)
+}

@@ -40,15 +40,24 @@ func (e *QueueFullError) Error() string {
 func (e *QueueFullError) Is(target error) bool { return target == ErrQueueFull }
 
 // PanicError is the error of a job whose function panicked. The slot is
-// released and the scheduler carries on.
+// released and the scheduler carries on. Its message is one line, safe
+// to show to a client; the stack is in Stack, for the logs.
 type PanicError struct {
 	Seq   uint64 // the job's sequence number
 	Value any    // what was passed to panic
 	Stack []byte // the goroutine's stack at the panic
 }
 
+// Error says which job panicked and with what, in one line.
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("fairsched: job %d panicked: %v\n%s", e.Seq, e.Value, e.Stack)
+	return fmt.Sprintf("fairsched: job %d panicked: %v", e.Seq, e.Value)
+}
+
+// Unwrap returns the value passed to panic if it is an error, so that
+// errors.Is and errors.As see through a panic(err).
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
 }
 
 // Scheduler decides which job runs next: bounded concurrency, tiers,
@@ -152,9 +161,14 @@ func (t *task) isSync() bool { return t.fn == nil }
 // Close, with an error wrapping ErrUnknownType, with a *QueueFullError, or
 // if fn is nil.
 //
-// Calling RunSync from inside a job can deadlock: the inner job waits for
-// a slot, and if every slot is held by a job that waits so, none frees.
+// A nil ctx is a programming error: RunSync panics, naming it, as the
+// standard library does. Calling RunSync from inside a job can deadlock:
+// the inner job waits for a slot, and if every slot is held by a job that
+// waits so, none frees.
 func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Context) error) error {
+	if ctx == nil {
+		panic("fairsched: RunSync with a nil context")
+	}
 	if fn == nil {
 		return errNilFunc
 	}
