@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -22,6 +23,18 @@ const (
 	Background Tier = 0
 	Foreground Tier = 1
 )
+
+// String returns "background" or "foreground" for those two tiers, and
+// the number for any other: the tier label of the Prometheus metrics.
+func (t Tier) String() string {
+	switch t {
+	case Background:
+		return "background"
+	case Foreground:
+		return "foreground"
+	}
+	return strconv.Itoa(int(t))
+}
 
 // TypeConfig configures a job type. The zero value is a type in the
 // Background tier with no cap, no conflict group, the scheduler's default

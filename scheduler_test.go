@@ -526,3 +526,10 @@ func TestNilFunctionRefused(t *testing.T) {
 	require.Zero(t, st.Submitted+st.Rejected, "a refused nil function is no submission")
 	require.NoError(t, s.RunSync(context.Background(), Job{}, noop), "the scheduler still runs jobs")
 }
+
+func TestTierString(t *testing.T) {
+	require.Equal(t, "background", Background.String())
+	require.Equal(t, "foreground", Foreground.String())
+	require.Equal(t, "7", Tier(7).String())
+	require.Equal(t, "-1", Tier(-1).String())
+}

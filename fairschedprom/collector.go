@@ -184,7 +184,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	for _, t := range st.Types {
-		tier := strconv.Itoa(int(t.Tier))
+		tier := t.Tier.String()
 		counter(c.started, t.Started, tier, t.Name)
 		counter(c.finished, t.Completed, tier, t.Name, fairsched.OutcomeCompleted.String())
 		counter(c.finished, t.Failed, tier, t.Name, fairsched.OutcomeFailed.String())

@@ -124,14 +124,14 @@ func TestCollectAndCompareMidScenario(t *testing.T) {
 		const want = `
 # HELP fairsched_running_jobs Running jobs, by tier and job type.
 # TYPE fairsched_running_jobs gauge
-fairsched_running_jobs{tier="0",type=""} 0
-fairsched_running_jobs{tier="0",type="index"} 1
-fairsched_running_jobs{tier="1",type="build"} 1
+fairsched_running_jobs{tier="background",type=""} 0
+fairsched_running_jobs{tier="background",type="index"} 1
+fairsched_running_jobs{tier="foreground",type="build"} 1
 # HELP fairsched_queued_jobs Queued jobs, including parked ones, by tier and job type.
 # TYPE fairsched_queued_jobs gauge
-fairsched_queued_jobs{tier="0",type=""} 0
-fairsched_queued_jobs{tier="0",type="index"} 2
-fairsched_queued_jobs{tier="1",type="build"} 0
+fairsched_queued_jobs{tier="background",type=""} 0
+fairsched_queued_jobs{tier="background",type="index"} 2
+fairsched_queued_jobs{tier="foreground",type="build"} 0
 # HELP fairsched_parked_jobs Queued jobs waiting on a conflicting job or their key's concurrency cap.
 # TYPE fairsched_parked_jobs gauge
 fairsched_parked_jobs 0
@@ -183,28 +183,28 @@ func TestCollectAndCompareAfterScenario(t *testing.T) {
 fairsched_jobs_submitted_total 4
 # HELP fairsched_jobs_started_total Jobs that got a slot, by tier and job type.
 # TYPE fairsched_jobs_started_total counter
-fairsched_jobs_started_total{tier="0",type=""} 0
-fairsched_jobs_started_total{tier="0",type="index"} 2
-fairsched_jobs_started_total{tier="1",type="build"} 1
+fairsched_jobs_started_total{tier="background",type=""} 0
+fairsched_jobs_started_total{tier="background",type="index"} 2
+fairsched_jobs_started_total{tier="foreground",type="build"} 1
 # HELP fairsched_jobs_finished_total Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting.
 # TYPE fairsched_jobs_finished_total counter
-fairsched_jobs_finished_total{outcome="cancelled",tier="0",type=""} 0
-fairsched_jobs_finished_total{outcome="completed",tier="0",type=""} 0
-fairsched_jobs_finished_total{outcome="failed",tier="0",type=""} 0
-fairsched_jobs_finished_total{outcome="cancelled",tier="0",type="index"} 1
-fairsched_jobs_finished_total{outcome="completed",tier="0",type="index"} 1
-fairsched_jobs_finished_total{outcome="failed",tier="0",type="index"} 1
-fairsched_jobs_finished_total{outcome="cancelled",tier="1",type="build"} 0
-fairsched_jobs_finished_total{outcome="completed",tier="1",type="build"} 1
-fairsched_jobs_finished_total{outcome="failed",tier="1",type="build"} 0
+fairsched_jobs_finished_total{outcome="cancelled",tier="background",type=""} 0
+fairsched_jobs_finished_total{outcome="completed",tier="background",type=""} 0
+fairsched_jobs_finished_total{outcome="failed",tier="background",type=""} 0
+fairsched_jobs_finished_total{outcome="cancelled",tier="background",type="index"} 1
+fairsched_jobs_finished_total{outcome="completed",tier="background",type="index"} 1
+fairsched_jobs_finished_total{outcome="failed",tier="background",type="index"} 1
+fairsched_jobs_finished_total{outcome="cancelled",tier="foreground",type="build"} 0
+fairsched_jobs_finished_total{outcome="completed",tier="foreground",type="build"} 1
+fairsched_jobs_finished_total{outcome="failed",tier="foreground",type="build"} 0
 # HELP fairsched_jobs_rejected_total Submissions of a known job type refused, by tier, job type and reason: queue_full (the queue or the key's pending limit) or closed.
 # TYPE fairsched_jobs_rejected_total counter
-fairsched_jobs_rejected_total{reason="closed",tier="0",type=""} 0
-fairsched_jobs_rejected_total{reason="closed",tier="0",type="index"} 0
-fairsched_jobs_rejected_total{reason="closed",tier="1",type="build"} 1
-fairsched_jobs_rejected_total{reason="queue_full",tier="0",type=""} 0
-fairsched_jobs_rejected_total{reason="queue_full",tier="0",type="index"} 1
-fairsched_jobs_rejected_total{reason="queue_full",tier="1",type="build"} 0
+fairsched_jobs_rejected_total{reason="closed",tier="background",type=""} 0
+fairsched_jobs_rejected_total{reason="closed",tier="background",type="index"} 0
+fairsched_jobs_rejected_total{reason="closed",tier="foreground",type="build"} 1
+fairsched_jobs_rejected_total{reason="queue_full",tier="background",type=""} 0
+fairsched_jobs_rejected_total{reason="queue_full",tier="background",type="index"} 1
+fairsched_jobs_rejected_total{reason="queue_full",tier="foreground",type="build"} 0
 # HELP fairsched_jobs_rejected_unknown_type_total Submissions refused because they named a job type that is not registered.
 # TYPE fairsched_jobs_rejected_unknown_type_total counter
 fairsched_jobs_rejected_unknown_type_total 1
@@ -229,9 +229,9 @@ fairsched_aging_promotions_total 0
 fairsched_urgent_starts_total 0
 # HELP fairsched_running_jobs Running jobs, by tier and job type.
 # TYPE fairsched_running_jobs gauge
-fairsched_running_jobs{tier="0",type=""} 0
-fairsched_running_jobs{tier="0",type="index"} 0
-fairsched_running_jobs{tier="1",type="build"} 0
+fairsched_running_jobs{tier="background",type=""} 0
+fairsched_running_jobs{tier="background",type="index"} 0
+fairsched_running_jobs{tier="foreground",type="build"} 0
 # HELP fairsched_queue_wait_seconds Time from submission to start of the jobs that started.
 # TYPE fairsched_queue_wait_seconds histogram
 fairsched_queue_wait_seconds_bucket{le="0.001"} 2

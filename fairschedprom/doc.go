@@ -76,10 +76,11 @@
 //	fairsched_other_keys_running_jobs            gauge      their running jobs
 //	fairsched_other_keys_queued_jobs             gauge      their queued jobs
 //
-// Tiers are labelled by their decimal value ("1" for fairsched.Foreground),
-// and the default job type and the empty fairness key by the empty string,
-// which Prometheus treats as the label being absent. Per-tier totals are
-// sums over types: sum by (tier) (fairsched_running_jobs).
+// Tiers are labelled by Tier.String ("background", "foreground", or the
+// number of any other tier), and the default job type and the empty
+// fairness key by the empty string, which Prometheus treats as the label
+// being absent. Per-tier totals are sums over types:
+// sum by (tier) (fairsched_running_jobs).
 //
 // The effective priority of started jobs is a counter per band of ten, not
 // a histogram: the scheduler counts jobs per band but does not keep the sum

@@ -177,7 +177,7 @@ func TestServeUntilCancelled(t *testing.T) {
 		t.Errorf("/work: status %d", code)
 	}
 	code, body := get("/metrics")
-	if code != http.StatusOK || !strings.Contains(body, `fairsched_jobs_started_total{tier="1",type="request"} 1`) {
+	if code != http.StatusOK || !strings.Contains(body, `fairsched_jobs_started_total{tier="foreground",type="request"} 1`) {
 		t.Errorf("/metrics: status %d, body:\n%s", code, body)
 	}
 
