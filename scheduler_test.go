@@ -533,3 +533,21 @@ func TestTierString(t *testing.T) {
 	require.Equal(t, "7", Tier(7).String())
 	require.Equal(t, "-1", Tier(-1).String())
 }
+
+// A Stats histogram is the caller's own: changing its bounds or counts
+// changes neither the scheduler's nor the next Stats'.
+func TestStatsHistogramsAreCopies(t *testing.T) {
+	s := newTestScheduler(t, Config{})
+	require.NoError(t, s.RunSync(context.Background(), Job{}, noop))
+	st := s.Stats()
+	want := append([]float64(nil), st.QueueWait.Buckets...)
+	require.Len(t, st.QueueWait.Counts, len(want))
+	st.QueueWait.Buckets[0] = -1
+	st.QueueWait.Buckets = append(st.QueueWait.Buckets, 1e9)
+	st.JobDuration.Counts[0] = 99
+	next := s.Stats()
+	require.Equal(t, want, next.QueueWait.Buckets)
+	require.Equal(t, want, next.JobDuration.Buckets)
+	require.EqualValues(t, 1, next.QueueWait.Counts[len(want)-1], "cumulative: the one job is in the last bucket")
+	require.NotEqualValues(t, 99, next.JobDuration.Counts[0])
+}

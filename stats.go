@@ -4,21 +4,19 @@ import (
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
-// HistogramBuckets are the upper bounds, in seconds, of the queue-wait and
-// job-duration histograms in Stats.
-var HistogramBuckets = engine.Buckets[:]
-
 // Histogram is a cumulative histogram of durations in seconds: Counts[i]
-// jobs took at most HistogramBuckets[i].
+// jobs took at most Buckets[i] seconds. Each Stats gives histograms of
+// their own: changing one changes nothing else.
 type Histogram struct {
-	Count  uint64
-	Sum    float64
-	Counts []uint64
+	Count   uint64
+	Sum     float64
+	Buckets []float64 // upper bounds, seconds, increasing
+	Counts  []uint64
 }
 
 // histogramOf turns the engine's histogram into a cumulative one.
 func histogramOf(h engine.Histogram) Histogram {
-	out := Histogram{Count: h.Count, Sum: h.Sum, Counts: make([]uint64, len(h.Counts))}
+	out := Histogram{Count: h.Count, Sum: h.Sum, Buckets: append([]float64(nil), engine.Buckets[:]...), Counts: make([]uint64, len(h.Counts))}
 	var c uint64
 	for i, n := range h.Counts {
 		c += n

@@ -246,10 +246,10 @@ var effectiveBands = func() []string {
 }()
 
 // histogram turns a cumulative fairsched.Histogram into a constant
-// Prometheus histogram with fairsched.HistogramBuckets as upper bounds.
+// Prometheus histogram with the same upper bounds.
 func histogram(d *prometheus.Desc, h fairsched.Histogram) prometheus.Metric {
-	buckets := make(map[float64]uint64, len(fairsched.HistogramBuckets))
-	for i, le := range fairsched.HistogramBuckets {
+	buckets := make(map[float64]uint64, len(h.Buckets))
+	for i, le := range h.Buckets {
 		if i < len(h.Counts) {
 			buckets[le] = h.Counts[i]
 		}
