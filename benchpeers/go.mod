@@ -1,6 +1,6 @@
 module github.com/fairsched/fairsched/benchpeers
 
-go 1.26.8
+go 1.26.0
 
 require github.com/fairsched/fairsched v0.0.0
 
