@@ -3,8 +3,6 @@ package fairsched
 import (
 	"context"
 	"errors"
-	"sync"
-	"time"
 
 	"github.com/fairsched/fairsched/internal/engine"
 )
@@ -101,79 +99,4 @@ func (h Handle) Cancel() {
 	case engine.StateRunning:
 		h.t.ctx.cancel(context.Canceled)
 	}
-}
-
-// jobContext is the context a job's function receives. It ends when its
-// parent does (the RunSync caller's context), when the job is cancelled or
-// the scheduler closed, and when the function returns. It allocates
-// nothing until Done is first called.
-type jobContext struct {
-	parent context.Context
-
-	mu         sync.Mutex
-	done       chan struct{}
-	err        error
-	stopParent func() bool
-}
-
-func (c *jobContext) Deadline() (time.Time, bool) { return c.parent.Deadline() }
-func (c *jobContext) Value(key any) any           { return c.parent.Value(key) }
-
-func (c *jobContext) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done == nil {
-		if c.err == nil && c.parent.Err() != nil {
-			c.err = c.parent.Err()
-		}
-		if c.err != nil {
-			c.done = closedChan
-			return c.done
-		}
-		c.done = make(chan struct{})
-		if c.parent.Done() != nil {
-			parent := c.parent
-			c.stopParent = context.AfterFunc(parent, func() { c.cancel(parent.Err()) })
-		}
-	}
-	return c.done
-}
-
-func (c *jobContext) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		if err := c.parent.Err(); err != nil {
-			c.cancelLocked(err)
-		}
-	}
-	return c.err
-}
-
-func (c *jobContext) cancel(err error) {
-	c.mu.Lock()
-	c.cancelLocked(err)
-	c.mu.Unlock()
-}
-
-func (c *jobContext) cancelLocked(err error) {
-	if c.err != nil {
-		return
-	}
-	c.err = err
-	if c.done != nil && c.done != closedChan {
-		close(c.done)
-	}
-}
-
-// end cancels the context once the function returned, as net/http does
-// with a request's, and detaches it from its parent.
-func (c *jobContext) end() {
-	c.mu.Lock()
-	if c.stopParent != nil {
-		c.stopParent()
-		c.stopParent = nil
-	}
-	c.cancelLocked(context.Canceled)
-	c.mu.Unlock()
 }

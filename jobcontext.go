@@ -1,0 +1,128 @@
+package fairsched
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// jobContext is the context a job's function receives. It ends when its
+// parent does (the RunSync caller's context), when the job is cancelled or
+// the scheduler closed, and when the function returns. It allocates
+// nothing until Done or AfterFunc is first called.
+//
+// It has an AfterFunc method, which the context package uses when it
+// derives a context from it (WithCancel, WithTimeout): without one, each
+// derived context would start a goroutine to watch this one's Done.
+type jobContext struct {
+	parent context.Context
+
+	mu         sync.Mutex
+	done       chan struct{}
+	err        error
+	stopParent func() bool  // stops watching parent; nil while not watching
+	afters     []*afterFunc // to run when it ends
+}
+
+// afterFunc is a function registered with jobContext.AfterFunc.
+type afterFunc struct{ f func() }
+
+func (c *jobContext) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+func (c *jobContext) Value(key any) any           { return c.parent.Value(key) }
+
+func (c *jobContext) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		if c.err == nil && c.parent.Err() != nil {
+			c.err = c.parent.Err()
+		}
+		if c.err != nil {
+			c.done = closedChan
+			return c.done
+		}
+		c.done = make(chan struct{})
+		c.watchParentLocked()
+	}
+	return c.done
+}
+
+// watchParentLocked makes the context end when its parent does, once.
+func (c *jobContext) watchParentLocked() {
+	if c.stopParent == nil && c.parent.Done() != nil {
+		parent := c.parent
+		c.stopParent = context.AfterFunc(parent, func() { c.cancel(parent.Err()) })
+	}
+}
+
+// AfterFunc arranges for f to run on a goroutine of its own once the
+// context is done, as context.AfterFunc does, and returns a function that
+// cancels that and reports whether it did so before f started.
+func (c *jobContext) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil && c.parent.Err() != nil {
+		c.cancelLocked(c.parent.Err())
+	}
+	if c.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	c.watchParentLocked()
+	a := &afterFunc{f: f}
+	c.afters = append(c.afters, a)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, b := range c.afters {
+			if b == a {
+				c.afters = append(c.afters[:i], c.afters[i+1:]...)
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func (c *jobContext) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		if err := c.parent.Err(); err != nil {
+			c.cancelLocked(err)
+		}
+	}
+	return c.err
+}
+
+func (c *jobContext) cancel(err error) {
+	c.mu.Lock()
+	c.cancelLocked(err)
+	c.mu.Unlock()
+}
+
+func (c *jobContext) cancelLocked(err error) {
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	if c.done != nil && c.done != closedChan {
+		close(c.done)
+	}
+	for _, a := range c.afters {
+		go a.f()
+	}
+	c.afters = nil
+}
+
+// end cancels the context once the function returned, as net/http does
+// with a request's, and detaches it from its parent.
+func (c *jobContext) end() {
+	c.mu.Lock()
+	if c.stopParent != nil {
+		c.stopParent()
+		c.stopParent = nil
+	}
+	c.cancelLocked(context.Canceled)
+	c.mu.Unlock()
+}
