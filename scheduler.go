@@ -439,6 +439,29 @@ func (s *Scheduler) work(t *task) {
 	}
 }
 
+// WaitIdle waits until nothing is queued or running, as errgroup's Wait
+// does, without closing the scheduler: work submitted meanwhile is waited
+// for too, and it returns at the first instant the scheduler is idle. If
+// ctx ends first it returns ctx.Err(); on a scheduler that is idle
+// already it returns nil, whatever ctx says. Like Shutdown, it must not be
+// called from a job, which it would wait for.
+func (s *Scheduler) WaitIdle(ctx context.Context) error {
+	s.mu.Lock()
+	idle := s.idleChanLocked()
+	s.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	default:
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Shutdown stops new work (which gets ErrClosed) and waits until every
 // queued and running job has ended and the OnEvent hook has been given
 // every event, then returns nil. Queued work still starts as usual. If ctx

@@ -551,3 +551,32 @@ func TestStatsHistogramsAreCopies(t *testing.T) {
 	require.EqualValues(t, 1, next.QueueWait.Counts[len(want)-1], "cumulative: the one job is in the last bucket")
 	require.NotEqualValues(t, 99, next.JobDuration.Counts[0])
 }
+
+// WaitIdle returns once nothing is queued or running, and the scheduler
+// goes on accepting work; a context that ends first bounds it.
+func TestWaitIdle(t *testing.T) {
+	s := newTestScheduler(t, Config{MaxConcurrency: 1})
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, s.WaitIdle(ended), "idle already: nil, whatever ctx says")
+	g := newGate()
+	for i := 0; i < 3; i++ {
+		_, err := s.Submit(Job{}, g.fn)
+		require.NoError(t, err)
+	}
+	require.ErrorIs(t, s.WaitIdle(ended), context.Canceled, "busy: ctx bounds the wait")
+	done := make(chan error, 1)
+	go func() { done <- s.WaitIdle(context.Background()) }()
+	<-g.entered
+	select {
+	case err := <-done:
+		t.Fatalf("WaitIdle returned %v while jobs run and wait", err)
+	default:
+	}
+	close(g.open)
+	require.NoError(t, <-done)
+	st := s.Stats()
+	require.Zero(t, st.Active+st.Queued)
+	require.EqualValues(t, 3, st.Completed)
+	require.NoError(t, s.RunSync(context.Background(), Job{}, noop), "not closed")
+}
