@@ -208,6 +208,7 @@ func (d *diffEngine) dispatch() {
 
 func (d *diffEngine) submit(i int, desc Job) (uint64, error) {
 	j := new(engine.Job)
+	would := d.e.WouldStart((*engine.Desc)(&desc))
 	if r := d.e.Enqueue(j, (*engine.Desc)(&desc), d.now()); r != nil {
 		switch r.Reason {
 		case engine.RefusedFull, engine.RefusedKeyFull:
@@ -217,6 +218,9 @@ func (d *diffEngine) submit(i int, desc Job) (uint64, error) {
 	}
 	d.jobs[i] = j
 	d.dispatch()
+	if would != j.Running() {
+		return 0, fmt.Errorf("j%d: WouldStart said %v, but it started %v", i, would, j.Running())
+	}
 	return j.Seq(), nil
 }
 

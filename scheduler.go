@@ -216,10 +216,61 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 		}
 		s.mu.Unlock()
 	}
+	return s.runStarted(t, fn)
+}
+
+// ErrWouldWait is returned by TryRunSync for a job that could not start at
+// once. Nothing was queued.
+var ErrWouldWait = errors.New("fairsched: the job would have to wait")
+
+// TryRunSync runs fn on the calling goroutine, as RunSync does, if the job
+// can start at once, and otherwise returns ErrWouldWait at once, queueing
+// nothing: semaphore.TryAcquire for a scheduler. A job can start at once
+// when it passes every hard limit (the slots, its tier's, type's and key's
+// caps, and no conflicting job running); jobs already queued do not stand
+// in its way, since each of them is held back by a limit. It fails as
+// RunSync does otherwise, and the queue's limits apply.
+func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Context) error) error {
+	if ctx == nil {
+		panic("fairsched: TryRunSync with a nil context")
+	}
+	if fn == nil {
+		return errNilFunc
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if !s.closing && !s.eng.WouldStart((*engine.Desc)(&desc)) {
+		s.mu.Unlock()
+		return ErrWouldWait
+	}
+	t := s.newSyncTaskLocked(&jobContext{parent: ctx})
+	now := s.nowLocked()
+	if err := s.enqueueLocked(t, desc, now); err != nil {
+		s.recycleLocked(t)
+		s.mu.Unlock()
+		return err
+	}
+	if !t.rec.Running() {
+		// Queued behind jobs that limits hold back: the dispatch starts it.
+		s.dispatchLocked(now, false)
+	}
+	if !t.rec.Running() {
+		panic("fairsched: internal error: a job that passed every limit did not start")
+	}
+	s.mu.Unlock()
+	return s.runStarted(t, fn)
+}
+
+// runStarted runs a started RunSync job's function on the calling
+// goroutine and ends the job.
+func (s *Scheduler) runStarted(t *task, fn func(context.Context) error) error {
+	jc := t.ctx
 	err := s.call(t, fn)
 	jc.end()
 	s.mu.Lock()
-	now = s.nowLocked()
+	now := s.nowLocked()
 	s.finishLocked(t, err, true, now)
 	s.dispatchLocked(now, false)
 	s.recycleLocked(t)

@@ -580,3 +580,28 @@ func TestWaitIdle(t *testing.T) {
 	require.EqualValues(t, 3, st.Completed)
 	require.NoError(t, s.RunSync(context.Background(), Job{}, noop), "not closed")
 }
+
+// TryRunSync runs a job that can start at once, and refuses one that
+// would wait, queueing nothing and counting nothing.
+func TestTryRunSync(t *testing.T) {
+	s := newTestScheduler(t, Config{MaxConcurrency: 2, Types: map[string]TypeConfig{"git": {ConflictGroup: "git"}}})
+	ran := false
+	require.NoError(t, s.TryRunSync(context.Background(), Job{}, func(context.Context) error { ran = true; return nil }))
+	require.True(t, ran)
+	g := newGate()
+	_, err := s.Submit(Job{Type: "git", ID: "repo"}, g.fn)
+	require.NoError(t, err)
+	<-g.entered
+	before := s.Stats()
+	require.ErrorIs(t, s.TryRunSync(context.Background(), Job{Type: "git", ID: "repo"}, noop), ErrWouldWait, "its conflict runs")
+	require.NoError(t, s.TryRunSync(context.Background(), Job{Type: "git", ID: "other"}, noop), "a slot is free")
+	_, err = s.Submit(Job{}, g.fn) // takes the second slot
+	require.NoError(t, err)
+	<-g.entered
+	require.ErrorIs(t, s.TryRunSync(context.Background(), Job{}, noop), ErrWouldWait, "every slot is taken")
+	after := s.Stats()
+	require.Equal(t, before.Submitted+2, after.Submitted, "the refusals counted no submission")
+	require.Equal(t, before.Rejected, after.Rejected, "nor a rejection")
+	require.ErrorIs(t, s.TryRunSync(context.Background(), Job{Type: "nope"}, noop), ErrUnknownType)
+	close(g.open)
+}

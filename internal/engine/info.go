@@ -177,3 +177,33 @@ func (e *Engine) Estimates() map[EstimateID]float64 {
 func (e *Engine) Held(j *Job) bool {
 	return j.state == StateParked && e.gateOf(j).shut
 }
+
+// WouldStart reports whether a job described by d, enqueued now, would
+// start at once: whether it passes every hard limit. Jobs already pending
+// do not stand in its way, since after every call that may start one none
+// that could is left waiting. It creates nothing. An unknown type answers
+// true: Enqueue then says why it refuses.
+func (e *Engine) WouldStart(d *Desc) bool {
+	t := e.anyType
+	if d.Type != "" {
+		if t = e.types[d.Type]; t == nil {
+			return true
+		}
+	}
+	if e.full() || t.blocked() {
+		return false
+	}
+	k := e.anyKey
+	if d.Key != "" {
+		k = e.keys[d.Key] // a key not yet known runs nothing
+	}
+	if k != nil && k.atCap() {
+		return false
+	}
+	if g := t.cfg.ConflictGroup; g != "" {
+		if lk := e.conflicts[conflictKey{g, d.ID}]; lk != nil && lk.holder != nil {
+			return false
+		}
+	}
+	return true
+}
