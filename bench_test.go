@@ -69,7 +69,7 @@ func BenchmarkSubmit(b *testing.B) {
 				return nil
 			}
 			for k := 0; k < burst; k++ {
-				if _, err := s.Submit(Job{}, fn); err != nil {
+				if _, err := s.Submit(context.Background(), Job{}, fn); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -375,7 +375,7 @@ func (d *benchDriver) finishAll() {
 func (d *benchDriver) submit(desc Job) {
 	s := d.s
 	s.mu.Lock()
-	t := newSubmitTask(noop) // a queued RunSync job holds 64 bytes more: its caller's context
+	t := newSubmitTask(context.Background(), noop) // a queued RunSync job holds 64 bytes more: its caller's context
 	if err := s.enqueueLocked(t, desc, s.nowLocked()); err != nil {
 		panic(err)
 	}

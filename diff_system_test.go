@@ -80,7 +80,7 @@ func newDiffScheduler(cfg Config, clk *clock.Fake, hook bool) (*diffScheduler, e
 
 func (d *diffScheduler) submit(i int, desc Job) (uint64, error) {
 	release := make(chan struct{})
-	h, err := d.s.Submit(desc, untilReleased(release))
+	h, err := d.s.Submit(context.Background(), desc, untilReleased(release))
 	if err != nil {
 		return 0, err
 	}

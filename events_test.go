@@ -56,13 +56,13 @@ func TestEventsOfOneJob(t *testing.T) {
 	require.NoError(t, err)
 
 	g := newGate()
-	h, err := s.Submit(Job{Type: "clone", ID: "r1", Key: "alice", Priority: 80}, g.fn)
+	h, err := s.Submit(context.Background(), Job{Type: "clone", ID: "r1", Key: "alice", Priority: 80}, g.fn)
 	require.NoError(t, err)
 	<-g.entered
 	clk.Advance(2 * time.Second)
-	queued, err := s.Submit(Job{Key: "bob"}, func(context.Context) error { return errors.New("no") })
+	queued, err := s.Submit(context.Background(), Job{Key: "bob"}, func(context.Context) error { return errors.New("no") })
 	require.NoError(t, err)
-	_, err = s.Submit(Job{Key: "carol"}, g.fn)
+	_, err = s.Submit(context.Background(), Job{Key: "carol"}, g.fn)
 	require.ErrorIs(t, err, ErrQueueFull)
 	clk.Advance(3 * time.Second)
 	close(g.open)
@@ -101,10 +101,10 @@ func TestAgedEvent(t *testing.T) {
 		Aging: AgingConfig{Interval: 5 * time.Second, Step: 10}})
 	require.NoError(t, err)
 	g := newGate()
-	_, err = s.Submit(Job{}, g.fn)
+	_, err = s.Submit(context.Background(), Job{}, g.fn)
 	require.NoError(t, err)
 	<-g.entered
-	old, err := s.Submit(Job{Priority: PriorityLowest}, noop)
+	old, err := s.Submit(context.Background(), Job{Priority: PriorityLowest}, noop)
 	require.NoError(t, err)
 	clk.Advance(25 * time.Second)
 	close(g.open)
@@ -127,7 +127,7 @@ func TestAllocationChangedEvents(t *testing.T) {
 	require.NoError(t, err)
 	g := newGate()
 	for _, k := range []string{"a", "a", "a", "a", "b", "b", "b", "b"} {
-		_, err := s.Submit(Job{Key: k}, g.fn)
+		_, err := s.Submit(context.Background(), Job{Key: k}, g.fn)
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.SetKeyWeight("a", 3))
@@ -160,7 +160,7 @@ func TestSlowHookDoesNotStallDispatch(t *testing.T) {
 	require.NoError(t, err)
 	var hs []Handle
 	for i := 0; i < 2000; i++ {
-		h, err := s.Submit(Job{Key: "k"}, noop)
+		h, err := s.Submit(context.Background(), Job{Key: "k"}, noop)
 		require.NoError(t, err)
 		hs = append(hs, h)
 	}

@@ -37,7 +37,7 @@ func ExampleScheduler_Submit() {
 	}
 	defer s.Close()
 
-	h, err := s.Submit(fairsched.Job{Type: "", ID: "repo-1", Priority: fairsched.PriorityLow}, func(ctx context.Context) error {
+	h, err := s.Submit(context.Background(), fairsched.Job{Type: "", ID: "repo-1", Priority: fairsched.PriorityLow}, func(ctx context.Context) error {
 		return errors.New("repack failed")
 	})
 	if err != nil {
@@ -62,7 +62,7 @@ func ExampleScheduler_RegisterType() {
 
 	fmt.Println(s.RegisterType("clone", fairsched.TypeConfig{Tier: fairsched.Foreground, ConflictGroup: "git", DefaultCost: 10 * time.Second}))
 	fmt.Println(s.RegisterType("repack", fairsched.TypeConfig{Tier: fairsched.Background, MaxConcurrency: 3, ConflictGroup: "git"}))
-	_, err = s.Submit(fairsched.Job{Type: "gc"}, func(context.Context) error { return nil })
+	_, err = s.Submit(context.Background(), fairsched.Job{Type: "gc"}, func(context.Context) error { return nil })
 	fmt.Println(err)
 	// Output:
 	// <nil>
@@ -84,16 +84,16 @@ func ExampleQueueFullError() {
 
 	release := make(chan struct{})
 	block := func(context.Context) error { <-release; return nil }
-	s.Submit(fairsched.Job{Key: "greedy"}, block) // runs
-	s.Submit(fairsched.Job{Key: "greedy"}, block) // queues
+	s.Submit(context.Background(), fairsched.Job{Key: "greedy"}, block) // runs
+	s.Submit(context.Background(), fairsched.Job{Key: "greedy"}, block) // queues
 
-	_, err = s.Submit(fairsched.Job{Key: "greedy"}, block)
+	_, err = s.Submit(context.Background(), fairsched.Job{Key: "greedy"}, block)
 	var full *fairsched.QueueFullError
 	if errors.As(err, &full) {
 		fmt.Println(http.StatusTooManyRequests, full.Key, full.Limit, full.Size)
 	}
 	// Another key is not affected by the greedy one's limit.
-	_, err = s.Submit(fairsched.Job{Key: "polite"}, block)
+	_, err = s.Submit(context.Background(), fairsched.Job{Key: "polite"}, block)
 	fmt.Println(err)
 	close(release)
 	// Output:
@@ -147,12 +147,12 @@ func ExampleScheduler_Shutdown() {
 		panic(err)
 	}
 	for i := 0; i < 3; i++ {
-		s.Submit(fairsched.Job{}, func(context.Context) error { return nil })
+		s.Submit(context.Background(), fairsched.Job{}, func(context.Context) error { return nil })
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	fmt.Println(s.Shutdown(ctx))
-	_, err = s.Submit(fairsched.Job{}, func(context.Context) error { return nil })
+	_, err = s.Submit(context.Background(), fairsched.Job{}, func(context.Context) error { return nil })
 	fmt.Println(err)
 	fmt.Println(s.Stats().Completed)
 	// Output:

@@ -603,7 +603,7 @@ func TestFairSharePerKeyPendingLimit(t *testing.T) {
 
 	var rejected []error
 	for range 20 {
-		if _, err := m.s.Submit(Job{Key: "flood"}, noop); err != nil {
+		if _, err := m.s.Submit(context.Background(), Job{Key: "flood"}, noop); err != nil {
 			rejected = append(rejected, err)
 		}
 	}
@@ -619,10 +619,10 @@ func TestFairSharePerKeyPendingLimit(t *testing.T) {
 	assert.EqualValues(t, 15, st.Rejected)
 
 	for i := range 5 {
-		_, err := m.s.Submit(Job{Key: "other"}, noop)
+		_, err := m.s.Submit(context.Background(), Job{Key: "other"}, noop)
 		require.NoErrorf(t, err, "the other client's job %d", i)
 	}
-	_, err := m.s.Submit(Job{Key: "other"}, noop)
+	_, err := m.s.Submit(context.Background(), Job{Key: "other"}, noop)
 	var qf *QueueFullError
 	require.ErrorAs(t, err, &qf, "the other client has its own limit")
 	assert.Equal(t, "other", qf.Key)

@@ -57,12 +57,12 @@ func BenchmarkFloor(b *testing.B) {
 	b.Run("record-alloc-1M-live", func(b *testing.B) {
 		ring := make([]*task, live)
 		for i := range ring {
-			ring[i] = newSubmitTask(noop)
+			ring[i] = newSubmitTask(context.Background(), noop)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			ring[i%live] = newSubmitTask(noop)
+			ring[i%live] = newSubmitTask(context.Background(), noop)
 		}
 	})
 	b.Run("cold-read-1M", func(b *testing.B) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +17,7 @@ func TestJobIdentity(t *testing.T) {
 	g := newGate()
 	var hs []Handle
 	for i := 0; i < 5; i++ {
-		h, err := s.Submit(Job{Key: "k"}, g.fn)
+		h, err := s.Submit(context.Background(), Job{Key: "k"}, g.fn)
 		require.NoError(t, err)
 		hs = append(hs, h)
 	}
@@ -42,12 +43,12 @@ func TestJobIdentity(t *testing.T) {
 func TestHandleOutlivesItsJob(t *testing.T) {
 	s := newTestScheduler(t, Config{MaxConcurrency: 2})
 	boom := errors.New("boom")
-	h, err := s.Submit(Job{}, func(context.Context) error { return boom })
+	h, err := s.Submit(context.Background(), Job{}, func(context.Context) error { return boom })
 	require.NoError(t, err)
 	require.ErrorIs(t, h.Wait(context.Background()), boom)
 	for i := 0; i < 200; i++ {
 		require.NoError(t, s.RunSync(context.Background(), Job{}, noop))
-		h2, err := s.Submit(Job{}, noop)
+		h2, err := s.Submit(context.Background(), Job{}, noop)
 		require.NoError(t, err)
 		require.NoError(t, h2.Wait(context.Background()))
 	}
@@ -73,7 +74,7 @@ func TestZeroHandle(t *testing.T) {
 // A panic's error names the job it happened in.
 func TestPanicErrorNamesTheJob(t *testing.T) {
 	s := newTestScheduler(t, Config{})
-	h, err := s.Submit(Job{}, func(context.Context) error { panic("oops") })
+	h, err := s.Submit(context.Background(), Job{}, func(context.Context) error { panic("oops") })
 	require.NoError(t, err)
 	var pe *PanicError
 	require.ErrorAs(t, h.Wait(context.Background()), &pe)
@@ -104,11 +105,48 @@ func TestPanicErrorOneLineAndUnwrap(t *testing.T) {
 // scheduler goes on working.
 func TestNilContextPanicsNamingIt(t *testing.T) {
 	s := newTestScheduler(t, Config{MaxConcurrency: 1})
-	h, err := s.Submit(Job{}, noop)
+	h, err := s.Submit(context.Background(), Job{}, noop)
 	require.NoError(t, err)
 	require.PanicsWithValue(t, "fairsched: RunSync with a nil context", func() { _ = s.RunSync(nil, Job{}, noop) })
 	require.PanicsWithValue(t, "fairsched: Handle.Wait with a nil context", func() { _ = h.Wait(nil) })
 	require.NoError(t, h.Wait(context.Background()))
 	require.NoError(t, s.RunSync(context.Background(), Job{}, noop), "the scheduler still runs jobs")
 	require.Zero(t, s.Stats().Active)
+}
+
+// A Submit job's context carries the values of the context it was
+// submitted with, not its end nor its deadline: the job outlives the call
+// that submitted it.
+func TestSubmitContextCarriesValuesOnly(t *testing.T) {
+	type key struct{}
+	s := newTestScheduler(t, Config{MaxConcurrency: 1})
+	g := newGate()
+	blocker, err := s.Submit(context.Background(), Job{}, g.fn)
+	require.NoError(t, err)
+	<-g.entered
+	parent, cancel := context.WithTimeout(context.WithValue(context.Background(), key{}, "trace-7"), time.Hour)
+	type seen struct {
+		value    any
+		deadline bool
+		err      error
+	}
+	got := make(chan seen, 1)
+	h, err := s.Submit(parent, Job{}, func(ctx context.Context) error {
+		_, hasDeadline := ctx.Deadline()
+		got <- seen{ctx.Value(key{}), hasDeadline, ctx.Err()}
+		return nil
+	})
+	require.NoError(t, err)
+	cancel() // while the job is queued: it does not end the job
+	close(g.open)
+	require.NoError(t, blocker.Wait(context.Background()))
+	require.NoError(t, h.Wait(context.Background()), "the job ran although its submitter's context ended")
+	require.Equal(t, seen{value: "trace-7"}, <-got, "the value, no deadline, not ended")
+
+	ended, cancelEnded := context.WithCancel(context.Background())
+	cancelEnded()
+	h, err = s.Submit(ended, Job{}, noop)
+	require.NoError(t, err, "an ended context does not matter to Submit")
+	require.NoError(t, h.Wait(context.Background()))
+	require.PanicsWithValue(t, "fairsched: Submit with a nil context", func() { _, _ = s.Submit(nil, Job{}, noop) })
 }

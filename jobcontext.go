@@ -8,14 +8,17 @@ import (
 
 // jobContext is the context a job's function receives. It ends when its
 // parent does (the RunSync caller's context), when the job is cancelled or
-// the scheduler closed, and when the function returns. It allocates
-// nothing until Done or AfterFunc is first called.
+// the scheduler closed, and when the function returns. With valuesOnly
+// (a Submit job's), it takes its parent's values and nothing else: not
+// its end, nor its deadline. It allocates nothing until Done or AfterFunc
+// is first called.
 //
 // It has an AfterFunc method, which the context package uses when it
 // derives a context from it (WithCancel, WithTimeout): without one, each
 // derived context would start a goroutine to watch this one's Done.
 type jobContext struct {
-	parent context.Context
+	parent     context.Context
+	valuesOnly bool
 
 	mu         sync.Mutex
 	done       chan struct{}
@@ -27,15 +30,20 @@ type jobContext struct {
 // afterFunc is a function registered with jobContext.AfterFunc.
 type afterFunc struct{ f func() }
 
-func (c *jobContext) Deadline() (time.Time, bool) { return c.parent.Deadline() }
-func (c *jobContext) Value(key any) any           { return c.parent.Value(key) }
+func (c *jobContext) Deadline() (time.Time, bool) {
+	if c.valuesOnly {
+		return time.Time{}, false
+	}
+	return c.parent.Deadline()
+}
+func (c *jobContext) Value(key any) any { return c.parent.Value(key) }
 
 func (c *jobContext) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done == nil {
-		if c.err == nil && c.parent.Err() != nil {
-			c.err = c.parent.Err()
+		if err := c.parentErr(); c.err == nil && err != nil {
+			c.err = err
 		}
 		if c.err != nil {
 			c.done = closedChan
@@ -47,9 +55,17 @@ func (c *jobContext) Done() <-chan struct{} {
 	return c.done
 }
 
+// parentErr returns the parent's error, if its end is this context's.
+func (c *jobContext) parentErr() error {
+	if c.valuesOnly {
+		return nil
+	}
+	return c.parent.Err()
+}
+
 // watchParentLocked makes the context end when its parent does, once.
 func (c *jobContext) watchParentLocked() {
-	if c.stopParent == nil && c.parent.Done() != nil {
+	if c.stopParent == nil && !c.valuesOnly && c.parent.Done() != nil {
 		parent := c.parent
 		c.stopParent = context.AfterFunc(parent, func() { c.cancel(parent.Err()) })
 	}
@@ -61,8 +77,8 @@ func (c *jobContext) watchParentLocked() {
 func (c *jobContext) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err == nil && c.parent.Err() != nil {
-		c.cancelLocked(c.parent.Err())
+	if err := c.parentErr(); c.err == nil && err != nil {
+		c.cancelLocked(err)
 	}
 	if c.err != nil {
 		go f()
@@ -88,7 +104,7 @@ func (c *jobContext) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err == nil {
-		if err := c.parent.Err(); err != nil {
+		if err := c.parentErr(); err != nil {
 			c.cancelLocked(err)
 		}
 	}

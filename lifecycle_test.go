@@ -93,7 +93,7 @@ func TestCloseRacingEveryCall(t *testing.T) {
 						_ = s.RunSync(ctx, desc, func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
 						cancel()
 					case 1:
-						h, err := s.Submit(desc, func(ctx context.Context) error { return nil })
+						h, err := s.Submit(context.Background(), desc, func(ctx context.Context) error { return nil })
 						if err == nil && r.IntN(2) == 0 {
 							h.Cancel()
 						}
@@ -139,7 +139,7 @@ func TestSetKeyAfterCloseDoesNotPanic(t *testing.T) {
 		OnEvent:        func(Event) {},
 	})
 	b := newRvBlocker()
-	h, err := s.Submit(Job{Key: "a"}, b.fn)
+	h, err := s.Submit(context.Background(), Job{Key: "a"}, b.fn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestGoexitInJobReleasesSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
-	h, err := s.Submit(Job{}, func(context.Context) error {
+	h, err := s.Submit(context.Background(), Job{}, func(context.Context) error {
 		defer close(exited)
 		runtime.Goexit()
 		return nil
@@ -248,12 +248,12 @@ func TestRejectedEventForEveryRefusal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Submit(Job{Type: "nope"}, func(context.Context) error { return nil }); !errors.Is(err, ErrUnknownType) {
+	if _, err := s.Submit(context.Background(), Job{Type: "nope"}, func(context.Context) error { return nil }); !errors.Is(err, ErrUnknownType) {
 		t.Fatalf("Submit: %v", err)
 	}
 	// Refuse a job while Shutdown drains (events stop once it returns).
 	release := make(chan struct{})
-	if _, err := s.Submit(Job{}, func(context.Context) error { <-release; return nil }); err != nil {
+	if _, err := s.Submit(context.Background(), Job{}, func(context.Context) error { <-release; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	ended, cancel := context.WithCancel(context.Background())
@@ -261,7 +261,7 @@ func TestRejectedEventForEveryRefusal(t *testing.T) {
 	if err := s.Shutdown(ended); !errors.Is(err, context.Canceled) { // stops new work, drains nothing
 		t.Fatalf("Shutdown with an ended context: %v", err)
 	}
-	if _, err := s.Submit(Job{Key: "late"}, func(context.Context) error { return nil }); !errors.Is(err, ErrClosed) {
+	if _, err := s.Submit(context.Background(), Job{Key: "late"}, func(context.Context) error { return nil }); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Submit while shutting down: %v", err)
 	}
 	done := make(chan error, 1)

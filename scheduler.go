@@ -139,8 +139,9 @@ type task struct {
 	wake chan struct{}
 	// ctx is the context fn receives. It is a separate object because fn
 	// may keep it after returning, while a RunSync job's record is reused.
-	// A Submit job's is made when it starts.
-	ctx *jobContext
+	// A Submit job's is made when it starts, from submitCtx's values.
+	ctx       *jobContext
+	submitCtx context.Context // a queued Submit job's: the context Submit was given
 }
 
 func taskOf(j *engine.Job) *task { return j.Owner.(*task) }
@@ -309,28 +310,36 @@ func (s *Scheduler) recycleLocked(t *task) {
 	s.spare = append(s.spare, t)
 }
 
-// newSubmitTask returns the record of a Submit job. Its context is made
-// when it starts (startedLocked), so that a queued job, which needs none,
-// does not hold one: a quarter less memory per job while it waits.
-func newSubmitTask(fn func(context.Context) error) *task {
-	t := &task{fn: fn}
+// newSubmitTask returns the record of a Submit job, submitted with ctx.
+// Its own context is made when it starts (startedLocked), so that a queued
+// job, which needs none, does not hold one: a quarter less memory per job
+// while it waits.
+func newSubmitTask(ctx context.Context, fn func(context.Context) error) *task {
+	t := &task{fn: fn, submitCtx: ctx}
 	t.rec.Owner = t
 	return t
 }
 
 // Submit queues the job and returns at once with a Handle to wait on or
-// cancel it; fn runs on a goroutine the scheduler owns, with a context
-// that Handle.Cancel and Close cancel. A panic in fn is recovered and
-// becomes the job's error, a *PanicError.
+// cancel it; fn runs on a goroutine the scheduler owns. Its context
+// carries ctx's values (trace IDs, loggers) but not ctx's cancellation or
+// deadline, since the job outlives the call that submitted it: it ends
+// when Handle.Cancel or Close cancels it, and when fn returns. So an ended
+// ctx does not matter; a nil one is a programming error, and Submit
+// panics, naming it. A panic in fn is recovered and becomes the job's
+// error, a *PanicError.
 //
 // Submit fails at once, changing nothing, with ErrClosed after Shutdown or
 // Close, with an error wrapping ErrUnknownType, with a *QueueFullError, or
 // if fn is nil.
-func (s *Scheduler) Submit(desc Job, fn func(context.Context) error) (Handle, error) {
+func (s *Scheduler) Submit(ctx context.Context, desc Job, fn func(context.Context) error) (Handle, error) {
+	if ctx == nil {
+		panic("fairsched: Submit with a nil context")
+	}
 	if fn == nil {
 		return Handle{}, errNilFunc
 	}
-	t := newSubmitTask(fn)
+	t := newSubmitTask(ctx, fn)
 	s.mu.Lock()
 	now := s.nowLocked()
 	if err := s.enqueueLocked(t, desc, now); err != nil {
@@ -398,7 +407,8 @@ func (s *Scheduler) dispatchLocked(now int64, self bool) (next *task) {
 // startedLocked readies a job the engine started to run.
 func (s *Scheduler) startedLocked(t *task) {
 	if t.ctx == nil { // a Submit job: its context is made as it starts
-		t.ctx = &jobContext{parent: context.Background()}
+		t.ctx = &jobContext{parent: t.submitCtx, valuesOnly: true}
+		t.submitCtx = nil
 	}
 }
 
@@ -434,7 +444,7 @@ func (s *Scheduler) cancelQueuedLocked(t *task, err error, now int64) {
 
 // endedLocked wakes whoever waits for a job that ended.
 func (s *Scheduler) endedLocked(t *task) {
-	t.fn, t.ctx = nil, nil // a Handle may keep the record long after
+	t.fn, t.ctx, t.submitCtx = nil, nil, nil // a Handle may keep the record long after
 	if t.wake != nil {
 		close(t.wake)
 	}

@@ -103,7 +103,7 @@ func runSerially(t *testing.T, cfg Config, jobs []Job) []string {
 	cfg.MaxConcurrency = 1
 	s := newTestScheduler(t, cfg)
 	blocker := newGate()
-	_, err := s.Submit(Job{Priority: PriorityCritical}, blocker.fn)
+	_, err := s.Submit(context.Background(), Job{Priority: PriorityCritical}, blocker.fn)
 	require.NoError(t, err)
 	<-blocker.entered
 	var mu sync.Mutex
@@ -111,7 +111,7 @@ func runSerially(t *testing.T, cfg Config, jobs []Job) []string {
 	var handles []Handle
 	for _, j := range jobs {
 		name := j.ID
-		h, err := s.Submit(j, func(context.Context) error {
+		h, err := s.Submit(context.Background(), j, func(context.Context) error {
 			mu.Lock()
 			order = append(order, name)
 			mu.Unlock()
@@ -162,7 +162,7 @@ func TestPriorityClampingAndDefaults(t *testing.T) {
 		},
 	})
 	blocker := newGate()
-	_, err := s.Submit(Job{}, blocker.fn)
+	_, err := s.Submit(context.Background(), Job{}, blocker.fn)
 	require.NoError(t, err)
 	for _, j := range []Job{
 		{ID: "over", Priority: 150},
@@ -173,7 +173,7 @@ func TestPriorityClampingAndDefaults(t *testing.T) {
 		{ID: "typed-high", Type: "toohigh"},
 		{ID: "override", Type: "low", Priority: 75},
 	} {
-		_, err := s.Submit(j, blocker.fn)
+		_, err := s.Submit(context.Background(), j, blocker.fn)
 		require.NoError(t, err)
 	}
 	got := map[string]int{}
@@ -194,12 +194,12 @@ func TestQueueFullAndRecovery(t *testing.T) {
 	g := newGate()
 	var hs []Handle
 	for i := 0; i < 4; i++ { // one runs, three queue
-		h, err := s.Submit(Job{}, g.fn)
+		h, err := s.Submit(context.Background(), Job{}, g.fn)
 		require.NoError(t, err)
 		hs = append(hs, h)
 	}
 	before := s.Stats()
-	_, err := s.Submit(Job{}, g.fn)
+	_, err := s.Submit(context.Background(), Job{}, g.fn)
 	require.ErrorIs(t, err, ErrQueueFull)
 	var qf *QueueFullError
 	require.ErrorAs(t, err, &qf)
@@ -219,7 +219,7 @@ func TestQueueFullAndRecovery(t *testing.T) {
 		require.NoError(t, h.Wait(context.Background()))
 	}
 	// Drained: the queue accepts work again.
-	h, err := s.Submit(Job{}, func(context.Context) error { return nil })
+	h, err := s.Submit(context.Background(), Job{}, func(context.Context) error { return nil })
 	require.NoError(t, err)
 	require.NoError(t, h.Wait(context.Background()))
 	require.EqualValues(t, 5, s.Stats().Completed)
@@ -236,7 +236,7 @@ func TestNoSlotLeakAfterFailuresPanicsAndCancelledWaiters(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, "kaboom", pe.Value)
 	require.Contains(t, string(pe.Stack), "TestNoSlotLeak", "the stack names the panicking caller")
-	h, err := s.Submit(Job{}, func(context.Context) error { panic(boom) })
+	h, err := s.Submit(context.Background(), Job{}, func(context.Context) error { panic(boom) })
 	require.NoError(t, err)
 	require.ErrorAs(t, h.Wait(context.Background()), &pe)
 	require.Equal(t, boom, pe.Value)
@@ -245,7 +245,7 @@ func TestNoSlotLeakAfterFailuresPanicsAndCancelledWaiters(t *testing.T) {
 	g := newGate()
 	var holders []Handle
 	for i := 0; i < limit; i++ {
-		h, err := s.Submit(Job{}, g.fn)
+		h, err := s.Submit(context.Background(), Job{}, g.fn)
 		require.NoError(t, err)
 		holders = append(holders, h)
 	}
@@ -285,7 +285,7 @@ func TestNoSlotLeakAfterFailuresPanicsAndCancelledWaiters(t *testing.T) {
 	var ran atomic.Int64
 	hs := holders
 	for i := 0; i < 1000; i++ {
-		h, err := s.Submit(Job{Key: "after"}, func(context.Context) error { ran.Add(1); return nil })
+		h, err := s.Submit(context.Background(), Job{Key: "after"}, func(context.Context) error { ran.Add(1); return nil })
 		require.NoError(t, err)
 		hs = append(hs, h)
 	}
@@ -328,10 +328,10 @@ func TestRunSyncContextReachesFunction(t *testing.T) {
 func TestHandleCancel(t *testing.T) {
 	s := newTestScheduler(t, Config{MaxConcurrency: 1})
 	g := newGate()
-	running, err := s.Submit(Job{}, g.fn)
+	running, err := s.Submit(context.Background(), Job{}, g.fn)
 	require.NoError(t, err)
 	<-g.entered
-	queued, err := s.Submit(Job{}, func(context.Context) error { t.Error("cancelled job ran"); return nil })
+	queued, err := s.Submit(context.Background(), Job{}, func(context.Context) error { t.Error("cancelled job ran"); return nil })
 	require.NoError(t, err)
 
 	queued.Cancel()
@@ -350,7 +350,7 @@ func TestHandleCancel(t *testing.T) {
 func TestHandleWaitContext(t *testing.T) {
 	s := newTestScheduler(t, Config{})
 	g := newGate()
-	h, err := s.Submit(Job{}, g.fn)
+	h, err := s.Submit(context.Background(), Job{}, g.fn)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -365,7 +365,7 @@ func TestShutdownDrainsAndRejects(t *testing.T) {
 	g := newGate()
 	var hs []Handle
 	for i := 0; i < 10; i++ {
-		h, err := s.Submit(Job{}, g.fn)
+		h, err := s.Submit(context.Background(), Job{}, g.fn)
 		require.NoError(t, err)
 		hs = append(hs, h)
 	}
@@ -376,7 +376,7 @@ func TestShutdownDrainsAndRejects(t *testing.T) {
 	require.ErrorIs(t, s.Shutdown(ctx), context.Canceled)
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
-	_, err := s.Submit(Job{}, g.fn)
+	_, err := s.Submit(context.Background(), Job{}, g.fn)
 	require.ErrorIs(t, err, ErrClosed)
 	require.ErrorIs(t, s.RunSync(context.Background(), Job{}, g.fn), ErrClosed)
 	require.ErrorIs(t, s.RegisterType("late", TypeConfig{}), nil, "types may still be registered while draining")
@@ -398,10 +398,10 @@ func TestCloseCancelsRunningAndDiscardsQueued(t *testing.T) {
 	s, err := New(Config{MaxConcurrency: 1, signals: sig})
 	require.NoError(t, err)
 	g := newGate()
-	running, err := s.Submit(Job{}, g.fn)
+	running, err := s.Submit(context.Background(), Job{}, g.fn)
 	require.NoError(t, err)
 	<-g.entered
-	queued, err := s.Submit(Job{}, g.fn)
+	queued, err := s.Submit(context.Background(), Job{}, g.fn)
 	require.NoError(t, err)
 	awaitAccepted(t, sig, 2)
 	syncErr := make(chan error, 1)
@@ -412,7 +412,7 @@ func TestCloseCancelsRunningAndDiscardsQueued(t *testing.T) {
 	require.ErrorIs(t, running.Wait(context.Background()), context.Canceled, "running job's context cancelled")
 	require.ErrorIs(t, queued.Wait(context.Background()), ErrClosed)
 	require.ErrorIs(t, <-syncErr, ErrClosed)
-	_, err = s.Submit(Job{}, g.fn)
+	_, err = s.Submit(context.Background(), Job{}, g.fn)
 	require.ErrorIs(t, err, ErrClosed)
 	require.NoError(t, s.Close(), "idempotent")
 	require.NoError(t, s.Shutdown(context.Background()), "nothing left to drain")
@@ -429,9 +429,9 @@ func TestCloseDiscardsParkedJobs(t *testing.T) {
 	})
 	require.NoError(t, err)
 	g := newGate()
-	_, err = s.Submit(Job{Type: "git", ID: "repo"}, g.fn)
+	_, err = s.Submit(context.Background(), Job{Type: "git", ID: "repo"}, g.fn)
 	require.NoError(t, err)
-	parked, err := s.Submit(Job{Type: "git", ID: "repo"}, g.fn)
+	parked, err := s.Submit(context.Background(), Job{Type: "git", ID: "repo"}, g.fn)
 	require.NoError(t, err)
 	require.Equal(t, 1, s.Stats().Parked)
 	require.NoError(t, s.Close())
@@ -473,7 +473,7 @@ func TestConfigValidation(t *testing.T) {
 
 func TestJobTypes(t *testing.T) {
 	s := newTestScheduler(t, Config{Types: map[string]TypeConfig{"clone": {Tier: Foreground}}})
-	_, err := s.Submit(Job{Type: "nope"}, func(context.Context) error { return nil })
+	_, err := s.Submit(context.Background(), Job{Type: "nope"}, func(context.Context) error { return nil })
 	require.ErrorIs(t, err, ErrUnknownType)
 	require.ErrorContains(t, err, `"nope"`)
 	require.ErrorIs(t, s.RunSync(context.Background(), Job{Type: "nope"}, noop), ErrUnknownType)
@@ -506,7 +506,7 @@ func TestZeroConfigRunsEverythingAtOnce(t *testing.T) {
 	s := newTestScheduler(t, Config{})
 	g := newGate()
 	for i := 0; i < 100; i++ {
-		_, err := s.Submit(Job{ID: "same"}, g.fn)
+		_, err := s.Submit(context.Background(), Job{ID: "same"}, g.fn)
 		require.NoError(t, err)
 	}
 	require.Equal(t, 100, s.Stats().Active)
@@ -519,7 +519,7 @@ func TestNilFunctionRefused(t *testing.T) {
 	s := newTestScheduler(t, Config{MaxConcurrency: 1})
 	err := s.RunSync(context.Background(), Job{}, nil)
 	require.ErrorContains(t, err, "function is nil")
-	h, err := s.Submit(Job{}, nil)
+	h, err := s.Submit(context.Background(), Job{}, nil)
 	require.ErrorContains(t, err, "function is nil")
 	require.Zero(t, h.Seq(), "a refused Submit returns the zero Handle")
 	st := s.Stats()
@@ -561,7 +561,7 @@ func TestWaitIdle(t *testing.T) {
 	require.NoError(t, s.WaitIdle(ended), "idle already: nil, whatever ctx says")
 	g := newGate()
 	for i := 0; i < 3; i++ {
-		_, err := s.Submit(Job{}, g.fn)
+		_, err := s.Submit(context.Background(), Job{}, g.fn)
 		require.NoError(t, err)
 	}
 	require.ErrorIs(t, s.WaitIdle(ended), context.Canceled, "busy: ctx bounds the wait")
@@ -589,13 +589,13 @@ func TestTryRunSync(t *testing.T) {
 	require.NoError(t, s.TryRunSync(context.Background(), Job{}, func(context.Context) error { ran = true; return nil }))
 	require.True(t, ran)
 	g := newGate()
-	_, err := s.Submit(Job{Type: "git", ID: "repo"}, g.fn)
+	_, err := s.Submit(context.Background(), Job{Type: "git", ID: "repo"}, g.fn)
 	require.NoError(t, err)
 	<-g.entered
 	before := s.Stats()
 	require.ErrorIs(t, s.TryRunSync(context.Background(), Job{Type: "git", ID: "repo"}, noop), ErrWouldWait, "its conflict runs")
 	require.NoError(t, s.TryRunSync(context.Background(), Job{Type: "git", ID: "other"}, noop), "a slot is free")
-	_, err = s.Submit(Job{}, g.fn) // takes the second slot
+	_, err = s.Submit(context.Background(), Job{}, g.fn) // takes the second slot
 	require.NoError(t, err)
 	<-g.entered
 	require.ErrorIs(t, s.TryRunSync(context.Background(), Job{}, noop), ErrWouldWait, "every slot is taken")

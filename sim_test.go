@@ -167,7 +167,7 @@ func untilReleased(release <-chan struct{}) func(context.Context) error {
 
 func (m *sim) submit(sj *simJob) {
 	m.t.Helper()
-	h, err := m.s.Submit(sj.Job, untilReleased(sj.release))
+	h, err := m.s.Submit(context.Background(), sj.Job, untilReleased(sj.release))
 	if err != nil {
 		sj.Err = err
 		sj.End = m.now

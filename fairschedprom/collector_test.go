@@ -49,7 +49,7 @@ func gated(gate <-chan error) func(context.Context) error {
 
 func submit(t *testing.T, s *fairsched.Scheduler, job fairsched.Job, fn func(context.Context) error) fairsched.Handle {
 	t.Helper()
-	h, err := s.Submit(job, fn)
+	h, err := s.Submit(context.Background(), job, fn)
 	if err != nil {
 		t.Fatalf("Submit(%+v): %v", job, err)
 	}
@@ -85,7 +85,7 @@ func scenario(t *testing.T, mid func(*Collector)) *Collector {
 	a := submit(t, s, fairsched.Job{Type: "build", Key: "alice"}, gated(gateA))
 	b := submit(t, s, fairsched.Job{Type: "index", Key: "bob"}, gated(gateB))
 	cj := submit(t, s, fairsched.Job{Type: "index", Key: "bob"}, gated(gateC))
-	if _, err := s.Submit(fairsched.Job{Type: "index", Key: "bob"}, gated(nil)); !errors.Is(err, fairsched.ErrQueueFull) {
+	if _, err := s.Submit(context.Background(), fairsched.Job{Type: "index", Key: "bob"}, gated(nil)); !errors.Is(err, fairsched.ErrQueueFull) {
 		t.Fatalf("fourth submission for bob: got %v, want ErrQueueFull", err)
 	}
 	e := submit(t, s, fairsched.Job{Type: "index", Key: "carol"}, gated(nil))
@@ -105,13 +105,13 @@ func scenario(t *testing.T, mid func(*Collector)) *Collector {
 	<-b.Done()
 	<-cj.Done()
 
-	if _, err := s.Submit(fairsched.Job{Type: "nope"}, gated(nil)); !errors.Is(err, fairsched.ErrUnknownType) {
+	if _, err := s.Submit(context.Background(), fairsched.Job{Type: "nope"}, gated(nil)); !errors.Is(err, fairsched.ErrUnknownType) {
 		t.Fatalf("submission of an unknown type: got %v, want ErrUnknownType", err)
 	}
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Submit(fairsched.Job{Type: "build"}, gated(nil)); !errors.Is(err, fairsched.ErrClosed) {
+	if _, err := s.Submit(context.Background(), fairsched.Job{Type: "build"}, gated(nil)); !errors.Is(err, fairsched.ErrClosed) {
 		t.Fatalf("submission after Shutdown: got %v, want ErrClosed", err)
 	}
 	return c

@@ -243,7 +243,7 @@ func run(ctx context.Context, opts options, w io.Writer) (*result, error) {
 				repo := fmt.Sprintf("%s/r%d", strings.TrimPrefix(org.key, "org-"), rng.IntN(org.repos))
 				rec := tr.add(org.key, typ, repo, prio, length(rng, typ))
 				fn := tr.fn(rec)
-				_, err := s.Submit(rec.job(), func(ctx context.Context) error {
+				_, err := s.Submit(ctx, rec.job(), func(ctx context.Context) error {
 					defer func() { <-tokens }()
 					return fn(ctx)
 				})

@@ -239,7 +239,7 @@ func run(ctx context.Context, opts options, w io.Writer) (*result, error) {
 			r := repos[rng.IntN(len(repos))]
 			submit := func(typ string, d time.Duration) {
 				rec := tr.add("", typ, r.name, d)
-				if _, err := s.Submit(fairsched.Job{Type: typ, ID: r.name}, tr.fn(rec)); err != nil {
+				if _, err := s.Submit(ctx, fairsched.Job{Type: typ, ID: r.name}, tr.fn(rec)); err != nil {
 					tr.forget(rec)
 					fail(err)
 				}

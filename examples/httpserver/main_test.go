@@ -83,11 +83,11 @@ func TestQueueFullIs429(t *testing.T) {
 		return nil
 	}
 	job := fairsched.Job{Type: "request", Key: "c"}
-	running, err := s.Submit(job, block)
+	running, err := s.Submit(context.Background(), job, block)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiting, err := s.Submit(job, block)
+	waiting, err := s.Submit(context.Background(), job, block)
 	if err != nil {
 		t.Fatal(err)
 	}

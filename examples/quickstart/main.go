@@ -35,7 +35,7 @@ func run(w io.Writer) error {
 	defer s.Close()
 
 	// Background work: Submit returns at once; the scheduler runs it.
-	report, err := s.Submit(fairsched.Job{Type: "report"}, func(ctx context.Context) error {
+	report, err := s.Submit(context.Background(), fairsched.Job{Type: "report"}, func(ctx context.Context) error {
 		time.Sleep(20 * time.Millisecond) // the work itself
 		return nil
 	})

@@ -181,7 +181,7 @@ func run(ctx context.Context, opts options, w io.Writer) (*result, error) {
 			length := time.Duration((0.5 + rng.Float64()) * float64(d(transfer)))
 			rec := tr.add(key, length)
 			fn := tr.fn(rec)
-			if _, err := s.Submit(fairsched.Job{Type: typ, Key: key}, func(ctx context.Context) error {
+			if _, err := s.Submit(ctx, fairsched.Job{Type: typ, Key: key}, func(ctx context.Context) error {
 				defer func() { <-tokens }()
 				return fn(ctx)
 			}); err != nil {
