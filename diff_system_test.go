@@ -132,10 +132,10 @@ func (d *diffScheduler) inspect() ([]*engine.Job, map[engine.FlowID]float64, map
 
 func (d *diffScheduler) counts() []int {
 	st := d.s.Stats()
-	if st.Submitted != st.Completed+st.Failed+st.Cancelled+uint64(st.Active+st.Queued) {
+	if st.Submitted != st.Completed+st.Failed+st.Cancelled+uint64(st.Running+st.Queued) {
 		return nil // do not add up: no count can match
 	}
-	return []int{int(st.Submitted), int(st.Completed), int(st.Failed), int(st.Cancelled), int(st.Rejected), st.Active, st.Queued}
+	return []int{int(st.Submitted), int(st.Completed), int(st.Failed), int(st.Cancelled), int(st.Rejected), st.Running, st.Queued}
 }
 
 func (d *diffScheduler) parked() (int, int) {

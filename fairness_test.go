@@ -439,7 +439,7 @@ func TestFairShareSeed001SixteenSlots(t *testing.T) {
 		f.start("s3://prod", 0, slots)
 		m.run(150 * time.Second)
 		st := m.s.Stats()
-		assert.Equal(t, slots-1, st.Active, "exactly one slot idle")
+		assert.Equal(t, slots-1, st.Running, "exactly one slot idle")
 		assert.Positive(t, st.Queued, "A has work queued, held back by its cap alone")
 		// Allocations are entitlements (B's 2 reserved, the other 14 split
 		// 3:1); utilisation shows A using the share B leaves idle.

@@ -111,7 +111,7 @@ func TestNilContextPanicsNamingIt(t *testing.T) {
 	require.PanicsWithValue(t, "fairsched: Handle.Wait with a nil context", func() { _ = h.Wait(nil) })
 	require.NoError(t, h.Wait(context.Background()))
 	require.NoError(t, s.RunSync(context.Background(), Job{}, noop), "the scheduler still runs jobs")
-	require.Zero(t, s.Stats().Active)
+	require.Zero(t, s.Stats().Running)
 }
 
 // A Submit job's context carries the values of the context it was

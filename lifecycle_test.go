@@ -120,7 +120,7 @@ func TestCloseRacingEveryCall(t *testing.T) {
 		wg.Wait()
 		_ = s.Close()
 		st := s.Stats()
-		if st.Active != 0 || st.Queued != 0 {
+		if st.Running != 0 || st.Queued != 0 {
 			t.Fatalf("after Close: %+v", st)
 		}
 		if st.Submitted != st.Completed+st.Failed+st.Cancelled {
@@ -226,7 +226,7 @@ func TestGoexitInJobReleasesSlot(t *testing.T) {
 	}
 	<-exited
 	s.wg.Wait() // the job goroutine is gone
-	running, state := s.Stats().Active, stateOf(h)
+	running, state := s.Stats().Running, stateOf(h)
 	if running != 0 || state != engine.StateDone {
 		t.Fatalf("job goroutine exited via Goexit but the job is in state %d and holds a slot (running %d); Close would block for ever", state, running)
 	}

@@ -335,8 +335,8 @@ func TestSeed002Scenario1RunSync(t *testing.T) {
 			t.Errorf("background job %s ended at %v before RunSync returned", sj.Name, sj.End)
 		}
 	}
-	if st := m.s.Stats(); st.Active != 4 || st.Completed != 1 {
-		t.Errorf("after RunSync: %d active, %d completed; want 4 and 1", st.Active, st.Completed)
+	if st := m.s.Stats(); st.Running != 4 || st.Completed != 1 {
+		t.Errorf("after RunSync: %d active, %d completed; want 4 and 1", st.Running, st.Completed)
 	}
 
 	m.run(25 * scenSecond)

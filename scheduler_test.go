@@ -84,14 +84,14 @@ func TestConcurrencyBoundHolds(t *testing.T) {
 	}
 	awaitAccepted(t, sig, callers) // every caller is running or queued
 	st := s.Stats()
-	require.Equal(t, limit, st.Active)
+	require.Equal(t, limit, st.Running)
 	require.Equal(t, callers-limit, st.Queued)
 	close(g.open)
 	wg.Wait()
 	require.EqualValues(t, limit, g.maxRunning.Load(), "most jobs ever running at once")
 	st = s.Stats()
 	require.EqualValues(t, callers, st.Completed)
-	require.Zero(t, st.Active)
+	require.Zero(t, st.Running)
 	require.Zero(t, st.Queued)
 	require.NoError(t, s.verify())
 }
@@ -275,7 +275,7 @@ func TestNoSlotLeakAfterFailuresPanicsAndCancelledWaiters(t *testing.T) {
 	require.EqualValues(t, waiters, cancelled.Load())
 	st := s.Stats()
 	require.Zero(t, st.Queued)
-	require.Equal(t, limit, st.Active)
+	require.Equal(t, limit, st.Running)
 	require.NoError(t, s.verify())
 
 	close(g.open)
@@ -294,7 +294,7 @@ func TestNoSlotLeakAfterFailuresPanicsAndCancelledWaiters(t *testing.T) {
 	}
 	require.EqualValues(t, 1000, ran.Load())
 	st = s.Stats()
-	require.Zero(t, st.Active)
+	require.Zero(t, st.Running)
 	require.EqualValues(t, waiters, st.Cancelled)
 	require.EqualValues(t, 3, st.Failed)
 	require.Equal(t, st.Submitted, st.Completed+st.Failed+st.Cancelled)
@@ -344,7 +344,7 @@ func TestHandleCancel(t *testing.T) {
 	st := s.Stats()
 	require.EqualValues(t, 1, st.Cancelled)
 	require.EqualValues(t, 1, st.Failed, "the running job returned an error")
-	require.Zero(t, st.Active)
+	require.Zero(t, st.Running)
 }
 
 func TestHandleWaitContext(t *testing.T) {
@@ -381,7 +381,7 @@ func TestShutdownDrainsAndRejects(t *testing.T) {
 	require.ErrorIs(t, s.RunSync(context.Background(), Job{}, g.fn), ErrClosed)
 	require.ErrorIs(t, s.RegisterType("late", TypeConfig{}), nil, "types may still be registered while draining")
 
-	require.Equal(t, 10, s.Stats().Active+s.Stats().Queued, "the work is left alone")
+	require.Equal(t, 10, s.Stats().Running+s.Stats().Queued, "the work is left alone")
 	close(g.open)
 	require.NoError(t, <-done)
 	for _, h := range hs {
@@ -417,7 +417,7 @@ func TestCloseCancelsRunningAndDiscardsQueued(t *testing.T) {
 	require.NoError(t, s.Close(), "idempotent")
 	require.NoError(t, s.Shutdown(context.Background()), "nothing left to drain")
 	st := s.Stats()
-	require.Zero(t, st.Active)
+	require.Zero(t, st.Running)
 	require.Zero(t, st.Queued)
 	require.EqualValues(t, 2, st.Cancelled)
 }
@@ -509,7 +509,7 @@ func TestZeroConfigRunsEverythingAtOnce(t *testing.T) {
 		_, err := s.Submit(context.Background(), Job{ID: "same"}, g.fn)
 		require.NoError(t, err)
 	}
-	require.Equal(t, 100, s.Stats().Active)
+	require.Equal(t, 100, s.Stats().Running)
 	close(g.open)
 }
 
@@ -576,7 +576,7 @@ func TestWaitIdle(t *testing.T) {
 	close(g.open)
 	require.NoError(t, <-done)
 	st := s.Stats()
-	require.Zero(t, st.Active+st.Queued)
+	require.Zero(t, st.Running+st.Queued)
 	require.EqualValues(t, 3, st.Completed)
 	require.NoError(t, s.RunSync(context.Background(), Job{}, noop), "not closed")
 }

@@ -27,9 +27,9 @@ func histogramOf(h engine.Histogram) Histogram {
 
 // Stats is a consistent view of the scheduler at one instant.
 type Stats struct {
-	Active int // running jobs
-	Queued int // pending jobs, including those parked on a conflict or key cap
-	Parked int // of Queued, those waiting on a conflict or their key's cap
+	Running int // running jobs
+	Queued  int // pending jobs, including those parked on a conflict or key cap
+	Parked  int // of Queued, those waiting on a conflict or their key's cap
 
 	Submitted uint64 // jobs accepted; each ends exactly once
 	Completed uint64 // ran and returned nil
@@ -80,16 +80,16 @@ type TierStats struct {
 
 // TypeStats describes one job type.
 type TypeStats struct {
-	Name      string
-	Tier      Tier
-	Limit     int
-	Running   int
-	Queued    int
-	Started   uint64
-	Completed uint64
-	Failed    uint64
-	Cancelled uint64
-	Rejected  uint64 // refusals of jobs of this type: RejectedFull + RejectedClosed
+	Name           string
+	Tier           Tier
+	MaxConcurrency int // its TypeConfig's cap; 0: no cap
+	Running        int
+	Queued         int
+	Started        uint64
+	Completed      uint64
+	Failed         uint64
+	Cancelled      uint64
+	Rejected       uint64 // refusals of jobs of this type: RejectedFull + RejectedClosed
 	// RejectedFull counts refusals with ErrQueueFull: the queue or the
 	// key's MaxPending was full. RejectedClosed counts refusals with
 	// ErrClosed, after Shutdown or Close began.
@@ -98,13 +98,13 @@ type TypeStats struct {
 
 // KeyStats describes one fairness key.
 type KeyStats struct {
-	Key        string
-	Configured bool
-	Weight     float64
-	MinSlots   int
-	Limit      int
-	Running    int
-	Queued     int
+	Key            string
+	Configured     bool
+	Weight         float64
+	MinSlots       int
+	MaxConcurrency int // the key's cap; 0: no cap
+	Running        int
+	Queued         int
 	// Allocation is the key's entitlement: its weighted max-min fair share
 	// of the slots among the keys that have work, after reservations and
 	// caps, as if each of them could use its share. It changes when keys
@@ -133,7 +133,7 @@ func (s *Scheduler) Stats() Stats {
 	defer s.mu.Unlock()
 	e := s.eng.Summary()
 	st := Stats{
-		Active: e.Running, Queued: e.Pending, Parked: e.Parked,
+		Running: e.Running, Queued: e.Pending, Parked: e.Parked,
 		Submitted: e.Submitted, Completed: e.Completed, Failed: e.Failed,
 		Cancelled: e.Cancelled, Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
 		HighPriorityCompleted: e.HighCompleted, LowPriorityCompleted: e.LowCompleted,
@@ -150,7 +150,7 @@ func (s *Scheduler) Stats() Stats {
 	}
 	for _, t := range s.eng.Types() {
 		st.Types = append(st.Types, TypeStats{
-			Name: t.Name, Tier: Tier(t.Tier), Limit: t.Limit, Running: t.Running, Queued: t.Queued,
+			Name: t.Name, Tier: Tier(t.Tier), MaxConcurrency: t.Limit, Running: t.Running, Queued: t.Queued,
 			Started: t.Started, Completed: t.Completed, Failed: t.Failed, Cancelled: t.Cancelled,
 			Rejected: t.RejectedFull + t.RejectedClosed, RejectedFull: t.RejectedFull, RejectedClosed: t.RejectedClosed,
 		})
@@ -160,7 +160,7 @@ func (s *Scheduler) Stats() Stats {
 	for _, k := range keys {
 		ks := KeyStats{
 			Key: k.Key, Configured: k.Configured, Weight: k.Cfg.Weight, MinSlots: k.Cfg.MinSlots,
-			Limit: k.Cfg.MaxConcurrency, Running: k.Running, Queued: k.Queued,
+			MaxConcurrency: k.Cfg.MaxConcurrency, Running: k.Running, Queued: k.Queued,
 			Allocation: k.Allocation, VirtualTime: make(map[Tier]float64, len(k.VirtualTime)),
 		}
 		if k.Allocation > 0 {

@@ -338,7 +338,7 @@ func live(w io.Writer, s *fairsched.Scheduler, tr *tracker, start time.Time, tic
 		for _, l := range letters {
 			slotMap.WriteString(strings.Repeat(l.letter, running[l.key]))
 		}
-		slotMap.WriteString(strings.Repeat(".", max(0, slots-st.Active)))
+		slotMap.WriteString(strings.Repeat(".", max(0, slots-st.Running)))
 		ran, submitted := tr.progress()
 		fmt.Fprintf(w, "%5.1fs  %14s %-*s  %2d %3d   %7d %6d %7d %9d  %6d\n",
 			time.Since(start).Seconds(), fmt.Sprintf("%d/%d", ran, submitted),

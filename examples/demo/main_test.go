@@ -50,9 +50,9 @@ func TestDemo(t *testing.T) {
 		t.Errorf("%d jobs submitted, %d ran, %d ran twice, %d failed; want each to run exactly once",
 			res.Submitted, res.Ran, res.RanTwice, res.Failed)
 	}
-	if st := res.Stats; st.Submitted != uint64(res.Submitted) || st.Completed != uint64(res.Submitted) || st.Active != 0 || st.Queued != 0 {
+	if st := res.Stats; st.Submitted != uint64(res.Submitted) || st.Completed != uint64(res.Submitted) || st.Running != 0 || st.Queued != 0 {
 		t.Errorf("Stats: submitted %d, completed %d, active %d, queued %d; want %d, %d, 0, 0",
-			st.Submitted, st.Completed, st.Active, st.Queued, res.Submitted, res.Submitted)
+			st.Submitted, st.Completed, st.Running, st.Queued, res.Submitted, res.Submitted)
 	}
 	if res.Overlaps != 0 {
 		t.Errorf("%d jobs started on a repository another job held", res.Overlaps)
