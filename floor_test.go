@@ -148,7 +148,6 @@ func (q *floorQueue) submit(name string, priority int, cost float64) {
 	}
 	q.seq++
 	j := &floorJob{cost: cost}
-	j.rec.Owner = &j.task
 	k.jobs.push(iheap.Key{Hi: uint64(100-priority)<<56 | q.seq}, j)
 	if !k.ready {
 		k.ready = true

@@ -1,6 +1,12 @@
 package fairsched
 
-import "github.com/fairsched/fairsched/internal/engine"
+import (
+	"context"
+	"testing"
+	"unsafe"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
 
 // Test access to the scheduler's insides.
 
@@ -23,4 +29,16 @@ func stateOf(h Handle) engine.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return h.t.rec.State()
+}
+
+// TestTaskRecordFirst checks the layout taskOf relies on: a task's engine
+// record is its first field, so the record's address is the task's.
+func TestTaskRecordFirst(t *testing.T) {
+	if off := unsafe.Offsetof(task{}.rec); off != 0 {
+		t.Fatalf("task.rec is at offset %d, want 0", off)
+	}
+	tk := newSubmitTask(context.Background(), noop)
+	if taskOf(&tk.rec) != tk {
+		t.Fatal("taskOf does not return the task of its record")
+	}
 }

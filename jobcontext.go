@@ -16,19 +16,35 @@ import (
 // It has an AfterFunc method, which the context package uses when it
 // derives a context from it (WithCancel, WithTimeout): without one, each
 // derived context would start a goroutine to watch this one's Done.
+//
+// It is 64 bytes, a size class of the allocator: what only some contexts
+// need is in watch, made when first needed.
 type jobContext struct {
 	parent     context.Context
 	valuesOnly bool
 
-	mu         sync.Mutex
-	done       chan struct{}
-	err        error
-	stopParent func() bool  // stops watching parent; nil while not watching
+	mu    sync.Mutex
+	done  chan struct{}
+	err   error
+	watch *jobWatch // nil until Done or AfterFunc
+}
+
+// jobWatch is what a jobContext keeps once something watches it.
+type jobWatch struct {
+	stopParent func() bool  // stops watching the parent; nil while not watching
 	afters     []*afterFunc // to run when it ends
 }
 
 // afterFunc is a function registered with jobContext.AfterFunc.
 type afterFunc struct{ f func() }
+
+// watchLocked returns the context's jobWatch, making it.
+func (c *jobContext) watchLocked() *jobWatch {
+	if c.watch == nil {
+		c.watch = new(jobWatch)
+	}
+	return c.watch
+}
 
 func (c *jobContext) Deadline() (time.Time, bool) {
 	if c.valuesOnly {
@@ -65,10 +81,11 @@ func (c *jobContext) parentErr() error {
 
 // watchParentLocked makes the context end when its parent does, once.
 func (c *jobContext) watchParentLocked() {
-	if c.stopParent == nil && !c.valuesOnly && c.parent.Done() != nil {
-		parent := c.parent
-		c.stopParent = context.AfterFunc(parent, func() { c.cancel(parent.Err()) })
+	if c.valuesOnly || c.parent.Done() == nil || c.watch != nil && c.watch.stopParent != nil {
+		return
 	}
+	parent := c.parent
+	c.watchLocked().stopParent = context.AfterFunc(parent, func() { c.cancel(parent.Err()) })
 }
 
 // AfterFunc arranges for f to run on a goroutine of its own once the
@@ -85,14 +102,15 @@ func (c *jobContext) AfterFunc(f func()) (stop func() bool) {
 		return func() bool { return false }
 	}
 	c.watchParentLocked()
+	w := c.watchLocked()
 	a := &afterFunc{f: f}
-	c.afters = append(c.afters, a)
+	w.afters = append(w.afters, a)
 	return func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		for i, b := range c.afters {
+		for i, b := range w.afters {
 			if b == a {
-				c.afters = append(c.afters[:i], c.afters[i+1:]...)
+				w.afters = append(w.afters[:i], w.afters[i+1:]...)
 				return true
 			}
 		}
@@ -125,19 +143,21 @@ func (c *jobContext) cancelLocked(err error) {
 	if c.done != nil && c.done != closedChan {
 		close(c.done)
 	}
-	for _, a := range c.afters {
-		go a.f()
+	if c.watch != nil {
+		for _, a := range c.watch.afters {
+			go a.f()
+		}
+		c.watch.afters = nil
 	}
-	c.afters = nil
 }
 
 // end cancels the context once the function returned, as net/http does
 // with a request's, and detaches it from its parent.
 func (c *jobContext) end() {
 	c.mu.Lock()
-	if c.stopParent != nil {
-		c.stopParent()
-		c.stopParent = nil
+	if c.watch != nil && c.watch.stopParent != nil {
+		c.watch.stopParent()
+		c.watch.stopParent = nil
 	}
 	c.cancelLocked(context.Canceled)
 	c.mu.Unlock()

@@ -17,8 +17,8 @@
 //
 // A Job is a record with an identity: its sequence number, unique in the
 // engine, handed out by Enqueue in submission order. The caller allocates
-// the record and attaches its own state as Job.Owner; the engine never
-// reads Owner.
+// the record, and may embed it in a record of its own (fairsched's task
+// does) to keep its own state beside it.
 //
 // # The order
 //

@@ -40,14 +40,11 @@ const (
 	inCapped              // aged to the ceiling: FIFO among equals
 )
 
-// Job is the engine's record of one job, from Enqueue to its end. The
-// caller allocates it (the zero Job is ready to enqueue) and may reuse it
-// once it is done; Owner is the caller's, never read by the engine.
+// Job is the engine's record of one job, from Enqueue to its end: data
+// with an identity, its sequence number. The caller allocates it (the
+// zero Job is ready to enqueue), may embed it in a record of its own, and
+// may reuse it once it is done.
 type Job struct {
-	// Owner is whatever the caller attaches to the job: in fairsched, what
-	// runs it and who waits for it.
-	Owner any
-
 	// Fixed at Enqueue. Its type and key are its lane's.
 	lane *lane
 	id   string
