@@ -35,7 +35,7 @@ func BenchmarkBurst(b *testing.B) {
 				return nil
 			}
 			for k := 0; k < burst; k++ {
-				if _, err := s.Submit(fairsched.Job{}, fn); err != nil {
+				if _, err := s.Submit(context.Background(), fairsched.Job{}, fn); err != nil {
 					b.Fatal(err)
 				}
 			}
