@@ -175,18 +175,11 @@ func (t *task) isSync() bool { return t.fn == nil }
 // the inner job waits for a slot, and if every slot is held by a job that
 // waits so, none frees.
 func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Context) error) error {
-	if ctx == nil {
-		panic("fairsched: RunSync with a nil context")
-	}
-	if fn == nil {
-		return errNilFunc
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkSyncCall(ctx, fn, "RunSync"); err != nil {
 		return err
 	}
-	jc := &jobContext{parent: ctx}
 	s.mu.Lock()
-	t := s.newSyncTaskLocked(jc)
+	t := s.newSyncTaskLocked(&jobContext{parent: ctx})
 	now := s.nowLocked()
 	if err := s.enqueueLocked(t, desc, now); err != nil {
 		s.recycleLocked(t)
@@ -240,13 +233,7 @@ var ErrWouldWait = errors.New("fairsched: the job would have to wait")
 // in its way, since each of them is held back by a limit. It fails as
 // RunSync does otherwise, and the queue's limits apply.
 func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Context) error) error {
-	if ctx == nil {
-		panic("fairsched: TryRunSync with a nil context")
-	}
-	if fn == nil {
-		return errNilFunc
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkSyncCall(ctx, fn, "TryRunSync"); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -270,6 +257,19 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 	}
 	s.mu.Unlock()
 	return s.runStarted(t, fn)
+}
+
+// checkSyncCall checks the arguments of RunSync or TryRunSync (named by
+// caller): a nil ctx panics, naming it; a nil fn or an ended ctx is the
+// call's error.
+func checkSyncCall(ctx context.Context, fn func(context.Context) error, caller string) error {
+	if ctx == nil {
+		panic("fairsched: " + caller + " with a nil context")
+	}
+	if fn == nil {
+		return errNilFunc
+	}
+	return ctx.Err()
 }
 
 // runStarted runs a started RunSync job's function on the calling
