@@ -388,7 +388,7 @@ func (s *Scheduler) enqueueLocked(t *task, desc Job, now int64) error {
 // caller is a job goroutine that can run one more Submit job itself: the
 // first one started is returned instead of being given a new goroutine.
 func (s *Scheduler) dispatchLocked(now int64, self bool) (next *task) {
-	for {
+	for s.eng.CanStart() {
 		j := s.eng.Next(now)
 		if j == nil {
 			return next
@@ -406,6 +406,7 @@ func (s *Scheduler) dispatchLocked(now int64, self bool) (next *task) {
 			go s.work(t)
 		}
 	}
+	return next
 }
 
 // startedLocked readies a job the engine started to run.

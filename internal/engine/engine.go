@@ -255,6 +255,11 @@ func (e *Engine) Next(now int64) *Job {
 	return j
 }
 
+// CanStart reports whether Next may start a job: something is pending and
+// a slot is free. O(1); a caller calls it before Next to spare the call
+// that would answer nil, as the last of every dispatch does.
+func (e *Engine) CanStart() bool { return e.npending > 0 && !e.full() }
+
 // Finish ends a running job. With NotRun its function did not run (its
 // caller gave up as it started), so no cost is learnt. O(log n).
 func (e *Engine) Finish(j *Job, o Outcome, now int64) {
