@@ -154,6 +154,9 @@ func (e *Engine) regrace(j *Job, now int64) {
 // shut closes g: its jobs go out of sight. O(L log n).
 func (e *Engine) shut(g *gate) {
 	g.shut = true
+	if len(g.waits) == 0 { // most gates hold nothing: spare the map's iteration
+		return
+	}
 	for _, w := range g.waits {
 		e.detach(w)
 	}
@@ -162,6 +165,9 @@ func (e *Engine) shut(g *gate) {
 // open opens g: its jobs compete again, from where they are. O(L log n).
 func (e *Engine) open(g *gate) {
 	g.shut = false
+	if len(g.waits) == 0 {
+		return
+	}
 	for _, w := range g.waits {
 		e.attach(w)
 	}

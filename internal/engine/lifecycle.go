@@ -54,7 +54,9 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 	case StateParked: // from an open gate's wait lane
 		e.unhold(j)
 	} // StateNew: a lone job starting at once
-	e.grace.leave(j) // before at becomes its start time
+	if j.inGrace {
+		e.grace.leave(j) // before at becomes its start time
+	}
 	j.state, j.at, j.kind = StateRunning, now, how
 	e.npending--
 	k.pending--
