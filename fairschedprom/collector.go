@@ -184,6 +184,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	for _, t := range st.Types {
+		if t.Name == "" && unused(t) {
+			continue // the default type is always there; its series only once used
+		}
 		tier := t.Tier.String()
 		counter(c.started, t.Started, tier, t.Name)
 		counter(c.finished, t.Completed, tier, t.Name, fairsched.OutcomeCompleted.String())
@@ -255,4 +258,9 @@ func histogram(d *prometheus.Desc, h fairsched.Histogram) prometheus.Metric {
 		}
 	}
 	return prometheus.MustNewConstHistogram(d, h.Count, h.Sum, buckets)
+}
+
+// unused reports whether a job type has never had a job.
+func unused(t fairsched.TypeStats) bool {
+	return t.Started+t.Cancelled+t.Rejected == 0 && t.Running+t.Queued == 0
 }

@@ -124,12 +124,10 @@ func TestCollectAndCompareMidScenario(t *testing.T) {
 		const want = `
 # HELP fairsched_running_jobs Running jobs, by tier and job type.
 # TYPE fairsched_running_jobs gauge
-fairsched_running_jobs{tier="background",type=""} 0
 fairsched_running_jobs{tier="background",type="index"} 1
 fairsched_running_jobs{tier="foreground",type="build"} 1
 # HELP fairsched_queued_jobs Queued jobs, including parked ones, by tier and job type.
 # TYPE fairsched_queued_jobs gauge
-fairsched_queued_jobs{tier="background",type=""} 0
 fairsched_queued_jobs{tier="background",type="index"} 2
 fairsched_queued_jobs{tier="foreground",type="build"} 0
 # HELP fairsched_parked_jobs Queued jobs waiting on a conflicting job or their key's concurrency cap.
@@ -183,14 +181,10 @@ func TestCollectAndCompareAfterScenario(t *testing.T) {
 fairsched_jobs_submitted_total 4
 # HELP fairsched_jobs_started_total Jobs that got a slot, by tier and job type.
 # TYPE fairsched_jobs_started_total counter
-fairsched_jobs_started_total{tier="background",type=""} 0
 fairsched_jobs_started_total{tier="background",type="index"} 2
 fairsched_jobs_started_total{tier="foreground",type="build"} 1
 # HELP fairsched_jobs_finished_total Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting.
 # TYPE fairsched_jobs_finished_total counter
-fairsched_jobs_finished_total{outcome="cancelled",tier="background",type=""} 0
-fairsched_jobs_finished_total{outcome="completed",tier="background",type=""} 0
-fairsched_jobs_finished_total{outcome="failed",tier="background",type=""} 0
 fairsched_jobs_finished_total{outcome="cancelled",tier="background",type="index"} 1
 fairsched_jobs_finished_total{outcome="completed",tier="background",type="index"} 1
 fairsched_jobs_finished_total{outcome="failed",tier="background",type="index"} 1
@@ -199,10 +193,8 @@ fairsched_jobs_finished_total{outcome="completed",tier="foreground",type="build"
 fairsched_jobs_finished_total{outcome="failed",tier="foreground",type="build"} 0
 # HELP fairsched_jobs_rejected_total Submissions of a known job type refused, by tier, job type and reason: queue_full (the queue or the key's pending limit) or closed.
 # TYPE fairsched_jobs_rejected_total counter
-fairsched_jobs_rejected_total{reason="closed",tier="background",type=""} 0
 fairsched_jobs_rejected_total{reason="closed",tier="background",type="index"} 0
 fairsched_jobs_rejected_total{reason="closed",tier="foreground",type="build"} 1
-fairsched_jobs_rejected_total{reason="queue_full",tier="background",type=""} 0
 fairsched_jobs_rejected_total{reason="queue_full",tier="background",type="index"} 1
 fairsched_jobs_rejected_total{reason="queue_full",tier="foreground",type="build"} 0
 # HELP fairsched_jobs_rejected_unknown_type_total Submissions refused because they named a job type that is not registered.
@@ -229,7 +221,6 @@ fairsched_aging_promotions_total 0
 fairsched_urgent_starts_total 0
 # HELP fairsched_running_jobs Running jobs, by tier and job type.
 # TYPE fairsched_running_jobs gauge
-fairsched_running_jobs{tier="background",type=""} 0
 fairsched_running_jobs{tier="background",type="index"} 0
 fairsched_running_jobs{tier="foreground",type="build"} 0
 # HELP fairsched_queue_wait_seconds Time from submission to start of the jobs that started.
@@ -558,5 +549,30 @@ func TestKeyNotUTF8(t *testing.T) {
 		close(gate)
 		<-h1.Done()
 		<-h2.Done()
+	}
+}
+
+// The default job type, always registered, has series only once a job of
+// it has been submitted: a service that names every job's type sees no
+// empty type="" series.
+func TestDefaultTypeSeriesOnlyOnceUsed(t *testing.T) {
+	s, err := fairsched.New(fairsched.Config{Types: map[string]fairsched.TypeConfig{"work": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := NewCollector(s)
+	count := func() int { return testutil.CollectAndCount(c, "fairsched_jobs_started_total") }
+	if err := s.RunSync(context.Background(), fairsched.Job{Type: "work"}, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d started series with the default type unused, want 1 (type=\"work\")", n)
+	}
+	if err := s.RunSync(context.Background(), fairsched.Job{}, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("%d started series once the default type ran a job, want 2", n)
 	}
 }

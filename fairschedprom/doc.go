@@ -79,7 +79,8 @@
 // Tiers are labelled by Tier.String ("background", "foreground", or the
 // number of any other tier), and the default job type and the empty
 // fairness key by the empty string, which Prometheus treats as the label
-// being absent. Per-tier totals are sums over types:
+// being absent. The default job type, which every scheduler has, gets
+// series only once a job of it has been submitted. Per-tier totals are sums over types:
 // sum by (tier) (fairsched_running_jobs).
 //
 // The effective priority of started jobs is a counter per band of ten, not

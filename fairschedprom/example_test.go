@@ -53,7 +53,7 @@ func ExampleRegister() {
 	}
 	mfs, _ := reg.Gather()
 	for _, mf := range mfs {
-		if mf.GetName() == "fairsched_running_jobs" {
+		if mf.GetName() == "fairsched_jobs_submitted_total" {
 			for _, m := range mf.GetMetric() {
 				for _, l := range m.GetLabel() {
 					if l.GetName() == "pool" {
