@@ -49,7 +49,12 @@ type TypeConfig struct {
 	// same time.
 	ConflictGroup string
 	// DefaultCost is the estimated slot time of a job of this type before
-	// its (type, ID) has been observed; 0 means Config.DefaultCost.
+	// its (type, ID) has been observed; 0 means Config.DefaultCost. Fair
+	// share charges a key this much when such a job starts and corrects the
+	// charge to the time the job took when it ends, so a default far from
+	// the truth skews shares only while jobs run; set it near the type's
+	// usual duration (milliseconds for HTTP requests, not the one second of
+	// Config.DefaultCost).
 	DefaultCost time.Duration
 	// DefaultPriority is used for jobs that set no priority; 0 means
 	// PriorityNormal, negative means 0.
@@ -169,7 +174,8 @@ type Config struct {
 	// CostAlpha*o + (1-CostAlpha)*e.
 	CostAlpha float64
 	// DefaultCost is the cost of a job whose type sets none and whose
-	// (type, ID) has not been observed; 0 means one second.
+	// (type, ID) has not been observed; 0 means one second, which suits
+	// background work better than requests: see TypeConfig.DefaultCost.
 	DefaultCost time.Duration
 	// IdleTTL is how long the scheduler remembers an idle fairness key
 	// (its virtual time) and a cost estimate that has not been used; 0

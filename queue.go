@@ -22,9 +22,13 @@ type Job struct {
 	// Key is the fairness key: who the work is for (a client address, a
 	// tenant). Capacity is shared fairly between keys.
 	Key string
-	// Priority orders work within one fairness key, 0..100, higher first.
-	// 0 means the type's default (PriorityNormal unless the type says
-	// otherwise); use PriorityLowest for priority 0.
+	// Priority orders work within one fairness key, 0..100, higher first;
+	// values outside are clamped.
+	//
+	// Beware: 0 does not mean priority 0. It means "not set": the job gets
+	// its type's DefaultPriority, or PriorityNormal (50). For the lowest
+	// priority, 0, write PriorityLowest (or any negative number).
+	// Snapshot's BasePriority shows the priority a job got.
 	Priority int
 }
 
@@ -45,7 +49,7 @@ type JobInfo struct {
 	Seq               uint64 // submission order
 	Type, ID, Key     string
 	Tier              Tier
-	BasePriority      int
+	BasePriority      int // as resolved: a Job's Priority, or its type's default, clamped
 	EffectivePriority int
 	Urgent            bool
 	Running           bool
