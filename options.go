@@ -181,7 +181,8 @@ type Config struct {
 	// (its virtual time) and a cost estimate that has not been used; 0
 	// means ten minutes. Configured keys are never forgotten.
 	IdleTTL time.Duration
-	// Clock is the time source; nil means the system clock.
+	// Clock is the time source; nil means the system clock. Tests may give
+	// a fairschedtest.Clock, which moves only when told to.
 	Clock Clock
 	// OnEvent, if set, receives every Event, on a goroutine of the
 	// scheduler's, never under its lock; see Event.
