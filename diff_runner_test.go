@@ -67,13 +67,14 @@ type diffRunner struct {
 	// set at run time, then (until ResetKeys) Config.Keys, then DefaultKey.
 	keyCfg    map[string]KeyConfig
 	keysReset bool
+	keyReset  map[string]bool // keys ResetKey reset
 
 	// Counts the Stats must agree with.
 	rejected, completed, failed, cancelled, running, pending int
 }
 
 func newDiffRunner(w *diffWorkload, opts diffOptions) *diffRunner {
-	return &diffRunner{w: w, opts: opts, jobs: make([]diffJobRun, len(w.Jobs)), bySeq: map[uint64]int{}, keyCfg: map[string]KeyConfig{}}
+	return &diffRunner{w: w, opts: opts, jobs: make([]diffJobRun, len(w.Jobs)), bySeq: map[uint64]int{}, keyCfg: map[string]KeyConfig{}, keyReset: map[string]bool{}}
 }
 
 // diffEvent is an arrival, a cancellation or a key change. At one instant
@@ -205,6 +206,14 @@ func (r *diffRunner) change(c diffKeyChange) error {
 			r.ref.ResetKeys(now)
 		}
 		r.keyCfg, r.keysReset = map[string]KeyConfig{}, true
+	case c.ResetKey:
+		r.trace = append(r.trace, fmt.Sprintf("%v ResetKey(%q)", r.now, c.Key))
+		r.sys.resetKey(c.Key)
+		if r.ref != nil {
+			r.ref.ResetKey(now, c.Key)
+		}
+		delete(r.keyCfg, c.Key)
+		r.keyReset[c.Key] = true
 	case c.Set != nil:
 		err := r.sys.setKey(c.Key, *c.Set)
 		r.trace = append(r.trace, fmt.Sprintf("%v SetKey(%q, %+v): %v", r.now, c.Key, *c.Set, err))
@@ -409,7 +418,7 @@ func (r *diffRunner) keyConfig(name string) KeyConfig {
 	if kc, ok := r.keyCfg[name]; ok {
 		return kc
 	}
-	if kc, ok := r.w.Cfg.Keys[name]; ok && !r.keysReset {
+	if kc, ok := r.w.Cfg.Keys[name]; ok && !r.keysReset && !r.keyReset[name] {
 		return kc
 	}
 	return r.w.Cfg.DefaultKey

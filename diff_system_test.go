@@ -28,6 +28,7 @@ type diffSystem interface {
 	setKey(name string, c KeyConfig) error
 	setKeyWeight(name string, w float64) error
 	resetKeys()
+	resetKey(name string)
 	// inspect checks the system's invariants and returns its running jobs
 	// in the order the engine lists them, every flow's virtual time and
 	// every cost estimate.
@@ -123,6 +124,7 @@ func (d *diffScheduler) await(i int) error {
 func (d *diffScheduler) setKey(name string, c KeyConfig) error     { return d.s.SetKey(name, c) }
 func (d *diffScheduler) setKeyWeight(name string, w float64) error { return d.s.SetKeyWeight(name, w) }
 func (d *diffScheduler) resetKeys()                                { d.s.ResetKeys() }
+func (d *diffScheduler) resetKey(name string)                      { d.s.ResetKey(name) }
 
 func (d *diffScheduler) inspect() ([]*engine.Job, map[engine.FlowID]float64, map[engine.EstimateID]float64, error) {
 	d.s.mu.Lock()
@@ -269,6 +271,11 @@ func (d *diffEngine) setKeyWeight(name string, w float64) error {
 	d.e.SetKeyWeight(name, w, d.now())
 	d.dispatch()
 	return nil
+}
+
+func (d *diffEngine) resetKey(name string) {
+	d.e.ResetKey(name, d.now())
+	d.dispatch()
 }
 
 func (d *diffEngine) resetKeys() {

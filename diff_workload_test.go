@@ -58,13 +58,15 @@ type diffJob struct {
 }
 
 // diffKeyChange is a run-time change of the keys' configuration:
-// ResetKeys if Reset, else SetKey if Set is not nil, else SetKeyWeight.
+// ResetKeys if Reset, else ResetKey if ResetKey, else SetKey if Set is not
+// nil, else SetKeyWeight.
 type diffKeyChange struct {
-	At     time.Duration
-	Key    string
-	Weight float64
-	Set    *KeyConfig
-	Reset  bool
+	At       time.Duration
+	Key      string
+	Weight   float64
+	Set      *KeyConfig
+	Reset    bool
+	ResetKey bool
 }
 
 // diffSource supplies the generator's choices: a seeded PRNG for the
@@ -231,7 +233,7 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 	if diffChance(src, 1, 3) {
 		for range 1 + src.intn(4) {
 			c := diffKeyChange{At: diffUnits(src.intn(span + 1)), Key: keys[src.intn(len(keys))]}
-			switch src.intn(6) {
+			switch src.intn(7) {
 			case 0, 1, 2:
 				c.Weight = diffPick(src, 2, 0.5, 1, 3, 4)
 			case 3, 4:
@@ -245,8 +247,10 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 				if diffChance(src, 1, 4) {
 					c.Set.MaxPending = 1 + src.intn(3)
 				}
-			default:
+			case 5:
 				c.Reset = true
+			default:
+				c.ResetKey = true
 			}
 			w.Changes = append(w.Changes, c)
 		}

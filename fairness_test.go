@@ -734,3 +734,27 @@ func TestFairShareKeyReturnsAfterTTL(t *testing.T) {
 	require.Equal(t, 1, ks.Running, "the job runs under the key's filed record")
 	require.Less(t, ks.VirtualTime[Background], 600.0, "forgotten: it did not keep its old virtual time")
 }
+
+// ResetKey returns one key to DefaultKey and leaves the others as they
+// are.
+func TestResetKey(t *testing.T) {
+	s := newTestScheduler(t, Config{MaxConcurrency: 4, Keys: map[string]KeyConfig{"a": {Weight: 3}, "b": {Weight: 2}}})
+	s.ResetKey("a")
+	s.ResetKey("nobody") // unknown: stays unknown
+	st := s.Stats()
+	var a, b *KeyStats
+	for i := range st.Keys {
+		switch st.Keys[i].Key {
+		case "a":
+			a = &st.Keys[i]
+		case "b":
+			b = &st.Keys[i]
+		case "nobody":
+			t.Fatal("ResetKey made a key it did not know")
+		}
+	}
+	require.Nil(t, a, "an unconfigured idle key is not listed")
+	require.NotNil(t, b)
+	require.True(t, b.Configured)
+	require.Equal(t, 2.0, b.Weight)
+}

@@ -44,6 +44,17 @@ func (s *Scheduler) SetKeyWeight(name string, weight float64) error {
 	return nil
 }
 
+// ResetKey returns fairness key name to Config.DefaultKey, as ResetKeys
+// does every key: it is configured no more, so it is forgotten once it has
+// been idle for IdleTTL. Its virtual time is kept. A key the scheduler does
+// not know is left unknown.
+func (s *Scheduler) ResetKey(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.eng.ResetKey(name, s.nowLocked())
+	s.kickLocked()
+}
+
 // ResetKeys returns every fairness key to Config.DefaultKey: equal weights,
 // no reservations, the default caps. Virtual times are kept. The keys of
 // Config.Keys are reset too: none is configured afterwards, so, like any

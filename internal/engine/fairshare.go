@@ -304,6 +304,14 @@ func (e *Engine) ResetKeys(now int64) {
 	}
 }
 
+// ResetKey returns key name, if the engine knows it, to the default
+// configuration, unconfigured. Its virtual time is kept.
+func (e *Engine) ResetKey(name string, now int64) {
+	if k := e.keys[name]; k != nil {
+		e.configureKey(k, resolveKey(e.cfg.DefaultKey), false, now)
+	}
+}
+
 func (e *Engine) configureKey(k *keyState, c Key, configured bool, now int64) {
 	old := k.cfg
 	k.cfg = c

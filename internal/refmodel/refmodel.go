@@ -411,6 +411,18 @@ func (m *Model) ResetKeys(now int64) {
 	m.dispatch(now)
 }
 
+// ResetKey returns one key to DefaultKey, unconfigured, as ResetKeys does
+// every key, then dispatches. A key it does not know is left unknown.
+func (m *Model) ResetKey(now int64, name string) {
+	if k := m.keys[name]; k != nil {
+		if k.configured && !m.busy(k) {
+			k.idleSince = now
+		}
+		k.cfg, k.configured = resolve(m.cfg.DefaultKey), false
+	}
+	m.dispatch(now)
+}
+
 // ended applies what happens when a job leaves the pending and running
 // set: its flow deactivates if it has nothing left, raising the tier's
 // floor to the minimum settled V of the active flows including itself,
