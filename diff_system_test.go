@@ -214,7 +214,7 @@ func (d *diffEngine) submit(i int, desc Job) (uint64, error) {
 	if r := d.e.Enqueue(j, (*engine.Desc)(&desc), d.now()); r != nil {
 		switch r.Reason {
 		case engine.RefusedFull, engine.RefusedKeyFull:
-			return 0, &QueueFullError{Key: r.Key, Limit: r.Limit, Size: r.Size}
+			return 0, &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size}
 		}
 		return 0, fmt.Errorf("refused: reason %d", r.Reason)
 	}

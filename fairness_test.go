@@ -612,7 +612,7 @@ func TestFairSharePerKeyPendingLimit(t *testing.T) {
 		require.ErrorIs(t, err, ErrQueueFull)
 		var qf *QueueFullError
 		require.ErrorAs(t, err, &qf)
-		assert.Equal(t, QueueFullError{Key: "flood", Limit: 5, Size: 5}, *qf)
+		assert.Equal(t, QueueFullError{KeyLimit: true, Key: "flood", Limit: 5, Size: 5}, *qf)
 	}
 	st := m.s.Stats()
 	assert.Equal(t, 5, st.Queued, "refused submissions changed nothing")

@@ -22,19 +22,22 @@ var ErrClosed = errors.New("fairsched: scheduler closed")
 // it to HTTP 429 with a Retry-After header.
 var ErrQueueFull = errors.New("fairsched: queue full")
 
-// QueueFullError reports which admission limit a submission hit. The
-// submission changed nothing.
+// QueueFullError reports which admission limit a submission hit: the
+// queue's (Config.MaxQueue) or, with KeyLimit, its key's
+// (KeyConfig.MaxPending; the empty key's too). The submission changed
+// nothing.
 type QueueFullError struct {
-	Key   string // the fairness key, when its own pending limit was hit
-	Limit int    // the limit
-	Size  int    // jobs pending under that limit
+	KeyLimit bool   // the key's MaxPending was hit, not MaxQueue
+	Key      string // the fairness key submitted for
+	Limit    int    // the limit
+	Size     int    // jobs pending under that limit
 }
 
 func (e *QueueFullError) Error() string {
-	if e.Key != "" {
-		return fmt.Sprintf("fairsched: queue full: key %q has %d pending jobs (limit %d)", e.Key, e.Size, e.Limit)
+	if e.KeyLimit {
+		return fmt.Sprintf("fairsched: queue full: key %q has %d pending jobs (its MaxPending is %d)", e.Key, e.Size, e.Limit)
 	}
-	return fmt.Sprintf("fairsched: queue full: %d pending jobs (limit %d)", e.Size, e.Limit)
+	return fmt.Sprintf("fairsched: queue full: %d pending jobs (MaxQueue is %d)", e.Size, e.Limit)
 }
 
 // Is makes errors.Is(err, ErrQueueFull) true.
@@ -378,7 +381,7 @@ func (s *Scheduler) enqueueLocked(t *task, desc Job, now int64) error {
 	case engine.RefusedClosed:
 		err = ErrClosed
 	default:
-		err = &QueueFullError{Key: r.Key, Limit: r.Limit, Size: r.Size}
+		err = &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size}
 	}
 	s.rejectedLocked(desc, r.Reason != engine.RefusedUnknownType, err, now)
 	return err

@@ -205,7 +205,7 @@ func TestQueueFullAndRecovery(t *testing.T) {
 	require.ErrorAs(t, err, &qf)
 	require.Equal(t, 3, qf.Limit)
 	require.Equal(t, 3, qf.Size)
-	require.Contains(t, err.Error(), "3 pending jobs (limit 3)")
+	require.Contains(t, err.Error(), "3 pending jobs (MaxQueue is 3)")
 	err = s.RunSync(context.Background(), Job{}, g.fn)
 	require.ErrorIs(t, err, ErrQueueFull)
 
@@ -603,5 +603,23 @@ func TestTryRunSync(t *testing.T) {
 	require.Equal(t, before.Submitted+2, after.Submitted, "the refusals counted no submission")
 	require.Equal(t, before.Rejected, after.Rejected, "nor a rejection")
 	require.ErrorIs(t, s.TryRunSync(context.Background(), Job{Type: "nope"}, noop), ErrUnknownType)
+	close(g.open)
+}
+
+// A QueueFullError says which limit was hit, the empty key's own
+// MaxPending included, which must not read like the queue's.
+func TestQueueFullErrorSaysWhichLimit(t *testing.T) {
+	s := newTestScheduler(t, Config{MaxConcurrency: 1, MaxQueue: 10, Keys: map[string]KeyConfig{"": {MaxPending: 1}}})
+	g := newGate()
+	_, err := s.Submit(context.Background(), Job{}, g.fn) // runs
+	require.NoError(t, err)
+	<-g.entered
+	_, err = s.Submit(context.Background(), Job{}, g.fn) // waits
+	require.NoError(t, err)
+	_, err = s.Submit(context.Background(), Job{}, g.fn)
+	var qf *QueueFullError
+	require.ErrorAs(t, err, &qf)
+	require.Equal(t, QueueFullError{KeyLimit: true, Key: "", Limit: 1, Size: 1}, *qf)
+	require.Equal(t, `fairsched: queue full: key "" has 1 pending jobs (its MaxPending is 1)`, err.Error())
 	close(g.open)
 }

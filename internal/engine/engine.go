@@ -135,9 +135,8 @@ func New(cfg Config, obs Observer) *Engine {
 // Refusal says why Enqueue refused a job.
 type Refusal struct {
 	Reason RefusalReason
-	Key    string // RefusedKeyFull: the key whose MaxPending was reached
-	Limit  int    // RefusedFull, RefusedKeyFull: the limit
-	Size   int    // and the jobs pending under it
+	Limit  int // RefusedFull, RefusedKeyFull: the limit
+	Size   int // and the jobs pending under it
 }
 
 // RefusalReason is why a submission was refused.
@@ -181,7 +180,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, now int64) *Refusal {
 	}
 	if k != nil && k.cfg.MaxPending > 0 && k.pending >= k.cfg.MaxPending {
 		t.stats.rejectedFull++
-		return &Refusal{Reason: RefusedKeyFull, Key: d.Key, Limit: k.cfg.MaxPending, Size: k.pending}
+		return &Refusal{Reason: RefusedKeyFull, Limit: k.cfg.MaxPending, Size: k.pending}
 	}
 	// Forget what has been idle too long, then take the key's record: a
 	// key past its TTL comes back brand-new, not as its forgotten record.
