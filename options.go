@@ -161,11 +161,14 @@ type Config struct {
 	// TypeConfig, and cannot be configured otherwise.
 	Types map[string]TypeConfig
 	// Keys configures fairness keys by name. Configured keys may carry
-	// reservations and are never forgotten, until ResetKeys unconfigures
-	// them.
+	// reservations and are never forgotten, until ResetKey or ResetKeys
+	// unconfigures them. Keys[""] configures the empty key, whose jobs are
+	// usually the service's own background work.
 	Keys map[string]KeyConfig
-	// DefaultKey is the configuration of every key not in Keys. It may not
-	// reserve slots.
+	// DefaultKey is the configuration of every key not in Keys: meant for
+	// clients, it applies to the empty key too unless Keys[""] is set, so
+	// a DefaultKey.MaxPending also bounds keyless work. It may not reserve
+	// slots.
 	DefaultKey KeyConfig
 	// Aging configures priority aging; off by default.
 	Aging AgingConfig
