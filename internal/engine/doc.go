@@ -6,7 +6,7 @@
 // # The engine and its shell
 //
 // An Engine holds every decision of SPEC sections 2 to 5: which jobs wait,
-// which run, the caps, the conflict slots, the fair-share clocks, the
+// which run, the caps, the conflict locks, the fair-share clocks, the
 // learnt costs and the counts. It has no lock, no goroutine, no channel,
 // no context and no clock: time is an int64 count of µs passed into every
 // call that depends on it, and it must never decrease. fairsched.Scheduler
