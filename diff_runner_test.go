@@ -69,6 +69,13 @@ type diffRunner struct {
 	keysReset bool
 	keyReset  map[string]bool // keys ResetKey reset
 
+	// The global, tier and type limits in force.
+	caps struct {
+		global int
+		tier   map[Tier]int
+		typ    map[string]int
+	}
+
 	// Counts the Stats must agree with.
 	rejected, completed, failed, cancelled, running, pending int
 }
@@ -129,6 +136,13 @@ func (r *diffRunner) run() error {
 	defer r.sys.close()
 	if r.opts.ref {
 		r.ref = refmodel.New(diffRefConfig(r.w.Cfg))
+	}
+	r.caps.global, r.caps.tier, r.caps.typ = r.w.Cfg.MaxConcurrency, maps.Clone(r.w.Cfg.TierLimits), map[string]int{}
+	if r.caps.tier == nil {
+		r.caps.tier = map[Tier]int{}
+	}
+	for name, tc := range r.w.Cfg.Types {
+		r.caps.typ[name] = tc.MaxConcurrency
 	}
 
 	evs := r.events()
@@ -206,6 +220,12 @@ func (r *diffRunner) change(c diffKeyChange) error {
 			r.ref.ResetKeys(now)
 		}
 		r.keyCfg, r.keysReset = map[string]KeyConfig{}, true
+	case c.Limit != nil:
+		err := r.setLimit(*c.Limit)
+		r.trace = append(r.trace, fmt.Sprintf("%v %v: %v", r.now, *c.Limit, err))
+		if err != nil && err != errDiffRefused {
+			return err
+		}
 	case c.ResetKey:
 		r.trace = append(r.trace, fmt.Sprintf("%v ResetKey(%q)", r.now, c.Key))
 		r.sys.resetKey(c.Key)
@@ -235,6 +255,52 @@ func (r *diffRunner) change(c diffKeyChange) error {
 		}
 	}
 	return r.sync()
+}
+
+// errDiffRefused marks a limit change that both sides refused.
+var errDiffRefused = errors.New("refused")
+
+// setLimit applies a change of the global, a tier's or a type's limit to
+// both sides, which must agree on whether it is refused.
+func (r *diffRunner) setLimit(c diffLimit) error {
+	now := r.now.Microseconds()
+	switch {
+	case c.Type != nil:
+		err := r.sys.setTypeLimit(*c.Type, c.N)
+		ok := true
+		if r.ref != nil {
+			ok = r.ref.SetTypeLimit(now, *c.Type, c.N)
+		}
+		if (err == nil) != ok {
+			return fmt.Errorf("SetTypeLimit(%q, %d): system error %v, reference accepted %v", *c.Type, c.N, err, ok)
+		}
+		if err != nil {
+			return errDiffRefused
+		}
+		r.caps.typ[*c.Type] = c.N
+	case c.Tier != nil:
+		if err := r.sys.setTierLimit(*c.Tier, c.N); err != nil {
+			return fmt.Errorf("SetTierLimit(%d, %d): %v", *c.Tier, c.N, err)
+		}
+		if r.ref != nil {
+			r.ref.SetTierLimit(now, int(*c.Tier), c.N)
+		}
+		r.caps.tier[*c.Tier] = c.N
+	default:
+		err := r.sys.setMaxConcurrency(c.N)
+		ok := true
+		if r.ref != nil {
+			ok = r.ref.SetMaxConcurrency(now, c.N)
+		}
+		if (err == nil) != ok {
+			return fmt.Errorf("SetMaxConcurrency(%d): system error %v, reference accepted %v", c.N, err, ok)
+		}
+		if err != nil {
+			return errDiffRefused
+		}
+		r.caps.global = c.N
+	}
+	return nil
 }
 
 func (r *diffRunner) arrive(i int) error {
@@ -390,24 +456,24 @@ func (r *diffRunner) checkLimits(started []diffStart) error {
 			}
 		}
 	}
+	// Every limit can be lowered at run time below what already runs, so
+	// each is checked where a job just started: that start had to find it
+	// not reached, so after the step its scope runs no more than it.
 	over := func(n, limit int) bool { return limit > 0 && n > limit }
-	if over(all, c.MaxConcurrency) {
-		return fmt.Errorf("%d running, MaxConcurrency %d", all, c.MaxConcurrency)
-	}
-	for t, n := range tiers {
-		if over(n, c.TierLimits[t]) {
-			return fmt.Errorf("tier %d: %d running, cap %d", t, n, c.TierLimits[t])
-		}
-	}
-	for name, n := range types {
-		if over(n, c.Types[name].MaxConcurrency) {
-			return fmt.Errorf("type %q: %d running, cap %d", name, n, c.Types[name].MaxConcurrency)
-		}
+	if len(started) > 0 && over(all, r.caps.global) {
+		return fmt.Errorf("%d running, MaxConcurrency %d", all, r.caps.global)
 	}
 	for _, st := range started {
-		name := r.w.Jobs[st.Job].Job.Key
-		if limit := r.keyConfig(name).MaxConcurrency; over(keys[name], limit) {
-			return fmt.Errorf("key %q: %d running, cap %d", name, keys[name], limit)
+		d := r.w.Jobs[st.Job].Job
+		tier := c.Types[d.Type].Tier
+		if limit := r.caps.tier[tier]; over(tiers[tier], limit) {
+			return fmt.Errorf("tier %d: %d running, cap %d", tier, tiers[tier], limit)
+		}
+		if limit := r.caps.typ[d.Type]; over(types[d.Type], limit) {
+			return fmt.Errorf("type %q: %d running, cap %d", d.Type, types[d.Type], limit)
+		}
+		if limit := r.keyConfig(d.Key).MaxConcurrency; over(keys[d.Key], limit) {
+			return fmt.Errorf("key %q: %d running, cap %d", d.Key, keys[d.Key], limit)
 		}
 	}
 	return nil

@@ -29,6 +29,9 @@ type diffSystem interface {
 	setKeyWeight(name string, w float64) error
 	resetKeys()
 	resetKey(name string)
+	setMaxConcurrency(n int) error
+	setTierLimit(t Tier, n int) error
+	setTypeLimit(name string, n int) error
 	// inspect checks the system's invariants and returns its running jobs
 	// in the order the engine lists them, every flow's virtual time and
 	// every cost estimate.
@@ -125,6 +128,9 @@ func (d *diffScheduler) setKey(name string, c KeyConfig) error     { return d.s.
 func (d *diffScheduler) setKeyWeight(name string, w float64) error { return d.s.SetKeyWeight(name, w) }
 func (d *diffScheduler) resetKeys()                                { d.s.ResetKeys() }
 func (d *diffScheduler) resetKey(name string)                      { d.s.ResetKey(name) }
+func (d *diffScheduler) setMaxConcurrency(n int) error             { return d.s.SetMaxConcurrency(n) }
+func (d *diffScheduler) setTierLimit(t Tier, n int) error          { return d.s.SetTierLimit(t, n) }
+func (d *diffScheduler) setTypeLimit(name string, n int) error     { return d.s.SetTypeLimit(name, n) }
 
 func (d *diffScheduler) inspect() ([]*engine.Job, map[engine.FlowID]float64, map[engine.EstimateID]float64, error) {
 	d.s.mu.Lock()
@@ -269,6 +275,28 @@ func (d *diffEngine) setKeyWeight(name string, w float64) error {
 		return errors.New(problem)
 	}
 	d.e.SetKeyWeight(name, w, d.now())
+	d.dispatch()
+	return nil
+}
+
+func (d *diffEngine) setMaxConcurrency(n int) error {
+	if !d.e.SetMaxConcurrency(n, d.now()) {
+		return errors.New("the reservations would exceed it")
+	}
+	d.dispatch()
+	return nil
+}
+
+func (d *diffEngine) setTierLimit(t Tier, n int) error {
+	d.e.SetTierLimit(int(t), n)
+	d.dispatch()
+	return nil
+}
+
+func (d *diffEngine) setTypeLimit(name string, n int) error {
+	if !d.e.SetTypeLimit(name, n) {
+		return ErrUnknownType
+	}
 	d.dispatch()
 	return nil
 }

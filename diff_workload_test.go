@@ -67,6 +67,39 @@ type diffKeyChange struct {
 	Set      *KeyConfig
 	Reset    bool
 	ResetKey bool
+	Limit    *diffLimit // a change of the global, a tier's or a type's limit instead
+}
+
+// diffLimit sets a type's limit if Type is set, else a tier's if Tier is,
+// else MaxConcurrency, to N.
+type diffLimit struct {
+	Type *string
+	Tier *Tier
+	N    int
+}
+
+// goString renders the change as a Go expression of this package.
+func (c diffLimit) goString() string {
+	switch {
+	case c.Type != nil:
+		return fmt.Sprintf("&diffLimit{Type: ptr(%q), N: %d}", *c.Type, c.N)
+	case c.Tier != nil:
+		return fmt.Sprintf("&diffLimit{Tier: ptr(Tier(%d)), N: %d}", *c.Tier, c.N)
+	}
+	return fmt.Sprintf("&diffLimit{N: %d}", c.N)
+}
+
+// ptr returns a pointer to a copy of v.
+func ptr[T any](v T) *T { return &v }
+
+func (c diffLimit) String() string {
+	switch {
+	case c.Type != nil:
+		return fmt.Sprintf("SetTypeLimit(%q, %d)", *c.Type, c.N)
+	case c.Tier != nil:
+		return fmt.Sprintf("SetTierLimit(%d, %d)", *c.Tier, c.N)
+	}
+	return fmt.Sprintf("SetMaxConcurrency(%d)", c.N)
 }
 
 // diffSource supplies the generator's choices: a seeded PRNG for the
@@ -233,7 +266,7 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 	if diffChance(src, 1, 3) {
 		for range 1 + src.intn(4) {
 			c := diffKeyChange{At: diffUnits(src.intn(span + 1)), Key: keys[src.intn(len(keys))]}
-			switch src.intn(7) {
+			switch src.intn(9) {
 			case 0, 1, 2:
 				c.Weight = diffPick(src, 2, 0.5, 1, 3, 4)
 			case 3, 4:
@@ -249,8 +282,21 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 				}
 			case 5:
 				c.Reset = true
-			default:
+			case 6:
 				c.ResetKey = true
+			default:
+				l := &diffLimit{N: src.intn(4)}
+				switch src.intn(3) {
+				case 0:
+					l.N = diffPick(src, 0, 1, 2, 3, 4, 6)
+				case 1:
+					tier := Tier(src.intn(ntiers))
+					l.Tier = &tier
+				default:
+					name := types[src.intn(len(types))]
+					l.Type = &name
+				}
+				c.Limit = l
 			}
 			w.Changes = append(w.Changes, c)
 		}

@@ -128,7 +128,10 @@
 // the caller's context ends while queued, the job leaves the queue at once.
 // TryRunSync runs it only if it can start at once, and otherwise returns
 // ErrWouldWait, queueing nothing. WaitIdle waits until nothing is queued
-// or running, without closing the scheduler.
+// or running, without closing the scheduler. SetMaxConcurrency,
+// SetTierLimit, SetTypeLimit, SetKey and ResetKey change limits and keys
+// at run time: a lowered limit stops new starts until the running jobs
+// drop below it, and cancels nothing.
 // Submit returns a Handle and runs the function on a goroutine the
 // scheduler owns (a goroutine that finishes a job goes on with the next
 // one it is handed, so a burst costs few goroutines). Every accepted job

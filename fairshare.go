@@ -25,7 +25,7 @@ func (s *Scheduler) SetKey(name string, c KeyConfig) error {
 	if !s.eng.SetKey(name, engine.Key(c), now) {
 		total := s.eng.ReservedWith(name, c.MinSlots)
 		return fmt.Errorf("fairsched: key %q: MinSlots %d would make the reservations add up to %d, more than MaxConcurrency %d",
-			name, c.MinSlots, total, s.cfg.MaxConcurrency)
+			name, c.MinSlots, total, s.eng.MaxConcurrency())
 	}
 	s.kickLocked()
 	return nil

@@ -146,8 +146,9 @@ type Clock interface {
 // Config configures a Scheduler. Every field is optional; the zero Config is
 // a scheduler with no limits at all, in which every job starts at once.
 type Config struct {
-	// MaxConcurrency is the number of slots: running jobs never exceed it.
-	// 0 means no global limit.
+	// MaxConcurrency is the number of slots: no job starts while as many
+	// run. 0 means no global limit. SetMaxConcurrency changes it at run
+	// time.
 	MaxConcurrency int
 	// MaxQueue bounds the pending jobs. A submission past it fails with
 	// ErrQueueFull and changes nothing. 0 means unlimited.

@@ -623,3 +623,41 @@ func TestQueueFullErrorSaysWhichLimit(t *testing.T) {
 	require.Equal(t, `fairsched: queue full: key "" has 1 pending jobs (its MaxPending is 1)`, err.Error())
 	close(g.open)
 }
+
+// Limits change at run time: a lowered one stops new starts until the
+// running jobs drop below it, cancelling nothing; a raised one lets queued
+// jobs start at once. Bad values are refused, changing nothing.
+func TestLimitsAtRunTime(t *testing.T) {
+	s, sig := newSignalledScheduler(t, Config{MaxConcurrency: 2, Types: map[string]TypeConfig{"t": {}},
+		Keys: map[string]KeyConfig{"r": {MinSlots: 1}}})
+	g := newGate()
+	for i := 0; i < 4; i++ {
+		_, err := s.Submit(context.Background(), Job{Type: "t"}, g.fn)
+		require.NoError(t, err)
+	}
+	awaitAccepted(t, sig, 4)
+	<-g.entered
+	<-g.entered
+	require.NoError(t, s.SetMaxConcurrency(1), "lowered below the 2 running")
+	require.Equal(t, 2, s.Stats().Running, "nothing running is cancelled")
+	require.NoError(t, s.SetMaxConcurrency(3))
+	<-g.entered // a queued job starts at once
+	require.Equal(t, 3, s.Stats().Running)
+	require.NoError(t, s.SetTypeLimit("t", 3))
+	require.NoError(t, s.SetTierLimit(Background, 3))
+
+	require.ErrorContains(t, s.SetMaxConcurrency(-1), "MaxConcurrency -1")
+	require.NoError(t, s.SetMaxConcurrency(0), "no limit")
+	require.NoError(t, s.SetMaxConcurrency(3))
+	require.ErrorContains(t, s.SetTierLimit(Foreground, -2), "limit -2")
+	require.ErrorIs(t, s.SetTypeLimit("nope", 1), ErrUnknownType)
+	require.ErrorContains(t, s.SetTypeLimit("t", -1), "limit -1")
+	require.NoError(t, s.SetKey("r", KeyConfig{MinSlots: 3}))
+	require.ErrorContains(t, s.SetMaxConcurrency(2), "reservations, 3")
+	st := s.Stats()
+	require.Equal(t, 3, st.Types[1].MaxConcurrency)
+	require.Equal(t, 3, st.Tiers[0].Limit)
+	close(g.open)
+	require.NoError(t, s.WaitIdle(context.Background()))
+	require.EqualValues(t, 4, s.Stats().Completed)
+}

@@ -304,6 +304,45 @@ func (e *Engine) ResetKeys(now int64) {
 	}
 }
 
+// SetMaxConcurrency changes the number of slots (0: no limit) and reports
+// whether it did: not if the keys' reservations would add up to more. Jobs
+// running above a lowered limit run on; none starts until they drop below
+// it. Allocations follow.
+func (e *Engine) SetMaxConcurrency(n int, now int64) bool {
+	if n > 0 && e.ReservedTotal() > n {
+		return false
+	}
+	e.cfg.MaxConcurrency = n
+	e.emitAllocations(now)
+	return true
+}
+
+// ReservedTotal returns what the keys' reservations add up to.
+func (e *Engine) ReservedTotal() int {
+	total := 0
+	for _, k := range e.reserving {
+		total += k.cfg.MinSlots
+	}
+	return total
+}
+
+// MaxConcurrency returns the number of slots; 0: no limit.
+func (e *Engine) MaxConcurrency() int { return e.cfg.MaxConcurrency }
+
+// SetTierLimit changes the cap on a tier's running jobs (0: none).
+func (e *Engine) SetTierLimit(level, n int) { e.tierOf(level).limit = n }
+
+// SetTypeLimit changes the cap on a job type's running jobs (0: none) and
+// reports whether the type is known.
+func (e *Engine) SetTypeLimit(name string, n int) bool {
+	t := e.types[name]
+	if t == nil {
+		return false
+	}
+	t.limit = n
+	return true
+}
+
 // ResetKey returns key name, if the engine knows it, to the default
 // configuration, unconfigured. Its virtual time is kept.
 func (e *Engine) ResetKey(name string, now int64) {

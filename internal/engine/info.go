@@ -55,7 +55,7 @@ func (e *Engine) Types() []TypeInfo {
 	for _, name := range sortedNames(e.types) {
 		t := e.types[name]
 		out = append(out, TypeInfo{
-			Name: name, Tier: t.cfg.Tier, Limit: t.cfg.MaxConcurrency, Running: t.running, Queued: t.pending,
+			Name: name, Tier: t.cfg.Tier, Limit: t.limit, Running: t.running, Queued: t.pending,
 			Started: t.stats.started, Completed: t.stats.completed, Failed: t.stats.failed, Cancelled: t.stats.cancelled,
 			RejectedFull: t.stats.rejectedFull, RejectedClosed: t.stats.rejectedClosed,
 		})

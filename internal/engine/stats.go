@@ -172,6 +172,21 @@ func (e *Engine) reportAllocations(k *keyState, reason AllocationReason, now int
 	}
 }
 
+// emitAllocations reports the changes of every configured key's
+// allocation after the slots changed. O(c log c).
+func (e *Engine) emitAllocations(now int64) {
+	if e.obs == nil || e.nconfigured == 0 {
+		return
+	}
+	a := e.allocations()
+	for _, k := range e.busyConfigured {
+		if n := e.allocationOf(k, a); n != k.alloc {
+			e.obs.AllocationChanged(k.name, k.alloc, n, ReasonConfigChange, now)
+			k.alloc = n
+		}
+	}
+}
+
 // allocation is the keys' fair allocations at one instant: each busy
 // configured key's, and the one every busy unconfigured key has.
 type allocation struct {

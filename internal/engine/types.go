@@ -20,6 +20,7 @@ type typeState struct {
 	blankCost *estimate
 	running   int
 	pending   int
+	limit     int // cap on running jobs, 0: none; cfg.MaxConcurrency until SetTypeLimit
 
 	// lanes holds the ready lanes of this type (queued jobs, key below its
 	// cap) in fair order: by their flow's virtual time.
@@ -35,7 +36,7 @@ type typeState struct {
 }
 
 func (t *typeState) atCap() bool {
-	return t.cfg.MaxConcurrency > 0 && t.running >= t.cfg.MaxConcurrency
+	return t.limit > 0 && t.running >= t.limit
 }
 
 // blocked reports whether a job of this type cannot start because of a type
@@ -62,6 +63,7 @@ func (e *Engine) registerType(name string, c Type) error {
 		cfg:      c,
 		tier:     e.tierOf(c.Tier),
 		priority: defaultPriority,
+		limit:    c.MaxConcurrency,
 		cost:     e.cfg.DefaultCost,
 		lanes:    iheap.NewKeyed(func(l *lane, i int) { l.tyIdx = i }),
 		aged:     iheap.NewKeyed(jobSetUIdx),

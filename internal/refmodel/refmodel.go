@@ -411,6 +411,58 @@ func (m *Model) ResetKeys(now int64) {
 	m.dispatch(now)
 }
 
+// typeCap returns the cap in force on a job type's running jobs.
+func (m *Model) typeCap(name string) int {
+	t, _ := m.typeOf(name)
+	return t.MaxConcurrency
+}
+
+// SetMaxConcurrency changes the number of slots and reports whether it
+// did: not if the keys' MinSlots would add up to more. Then it dispatches.
+func (m *Model) SetMaxConcurrency(now int64, n int) bool {
+	if n > 0 {
+		total := 0
+		for _, k := range m.keys {
+			total += k.cfg.MinSlots
+		}
+		if total > n {
+			return false
+		}
+	}
+	m.cfg.MaxConcurrency = n
+	m.dispatch(now)
+	return true
+}
+
+// SetTierLimit changes a tier's cap, then dispatches.
+func (m *Model) SetTierLimit(now int64, tier, n int) {
+	limits := map[int]int{}
+	for t, c := range m.cfg.TierLimits {
+		limits[t] = c
+	}
+	limits[tier] = n
+	m.cfg.TierLimits = limits
+	m.dispatch(now)
+}
+
+// SetTypeLimit changes a job type's cap and reports whether the type is
+// registered, then dispatches.
+func (m *Model) SetTypeLimit(now int64, name string, n int) bool {
+	t, ok := m.typeOf(name)
+	if !ok {
+		return false
+	}
+	t.MaxConcurrency = n
+	types := map[string]Type{}
+	for k, v := range m.cfg.Types {
+		types[k] = v
+	}
+	types[name] = t
+	m.cfg.Types = types
+	m.dispatch(now)
+	return true
+}
+
 // ResetKey returns one key to DefaultKey, unconfigured, as ResetKeys does
 // every key, then dispatches. A key it does not know is left unknown.
 func (m *Model) ResetKey(now int64, name string) {
@@ -601,7 +653,7 @@ func (u usage) admits(m *Model, j *job) bool {
 	under := func(n, limit int) bool { return limit == 0 || n < limit }
 	g := j.typ.ConflictGroup
 	return under(u.all, m.cfg.MaxConcurrency) && under(u.tier[j.typ.Tier], m.cfg.TierLimits[j.typ.Tier]) &&
-		under(u.typ[j.typName], j.typ.MaxConcurrency) && under(u.key[j.key], j.key.cfg.MaxConcurrency) &&
+		under(u.typ[j.typName], m.typeCap(j.typName)) && under(u.key[j.key], j.key.cfg.MaxConcurrency) &&
 		(g == "" || !u.conflicts[conflictID{g, j.id}])
 }
 
