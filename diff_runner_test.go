@@ -267,7 +267,7 @@ func (r *diffRunner) setLimit(c diffLimit) error {
 	switch {
 	case c.Type != nil:
 		err := r.sys.setTypeLimit(*c.Type, c.N)
-		ok := true
+		ok := err == nil // without the reference, the system's answer stands
 		if r.ref != nil {
 			ok = r.ref.SetTypeLimit(now, *c.Type, c.N)
 		}
@@ -288,7 +288,7 @@ func (r *diffRunner) setLimit(c diffLimit) error {
 		r.caps.tier[*c.Tier] = c.N
 	default:
 		err := r.sys.setMaxConcurrency(c.N)
-		ok := true
+		ok := err == nil
 		if r.ref != nil {
 			ok = r.ref.SetMaxConcurrency(now, c.N)
 		}
