@@ -181,6 +181,19 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		cfg.Types[name] = tc
 		types = append(types, name)
 	}
+	if diffChance(src, 1, 5) { // the default type configured too
+		if cfg.Types == nil {
+			cfg.Types = map[string]TypeConfig{}
+		}
+		tc := TypeConfig{Tier: Tier(src.intn(ntiers))}
+		if diffChance(src, 1, 2) {
+			tc.MaxConcurrency = 1 + src.intn(3)
+		}
+		if diffChance(src, 1, 2) {
+			tc.ConflictGroup = "g0"
+		}
+		cfg.Types[""] = tc
+	}
 
 	keys := []string{"", "a", "b", "c", "d"}[:1+src.intn(5)]
 	budget := cfg.MaxConcurrency

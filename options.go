@@ -158,8 +158,10 @@ type Config struct {
 	TierLimits map[Tier]int
 	// Types registers job types at construction; see also RegisterType.
 	// Names must be valid UTF-8 (they are metric labels). The default
-	// type "", for jobs that name none, is always there with the zero
-	// TypeConfig, and cannot be configured otherwise.
+	// type "", of jobs that name none, is always there: with the zero
+	// TypeConfig (the Background tier), or with Types[""] if it is set.
+	// A service whose RunSync calls name no type and serve requests sets
+	// Types[""] = TypeConfig{Tier: Foreground}, or names their types.
 	Types map[string]TypeConfig
 	// Keys configures fairness keys by name. Configured keys may carry
 	// reservations and are never forgotten, until ResetKey or ResetKeys
@@ -378,6 +380,7 @@ func sortedTiers(m map[Tier]int) []Tier {
 // resolved. c is valid.
 func (c *Config) engine() engine.Config {
 	ec := engine.Config{
+		DefaultType:    c.Types[""].engine(),
 		MaxConcurrency: c.MaxConcurrency,
 		MaxQueue:       c.MaxQueue,
 		TierLimits:     make(map[int]int, len(c.TierLimits)),

@@ -14,7 +14,8 @@ import (
 // no ID, the empty fairness key and the default priority.
 type Job struct {
 	// Type names a registered job type; "" is the default type, which is
-	// always registered with the scheduler's defaults.
+	// always registered: in the Background tier unless Config.Types[""]
+	// says otherwise, so a Job that names no type is background work.
 	Type string
 	// ID is the resource the job acts on (a repository, a file, a tenant's
 	// index). Conflict exclusion and cost estimates are keyed by it.

@@ -454,7 +454,6 @@ func TestConfigValidation(t *testing.T) {
 		"reservation over cap": {Config{Keys: map[string]KeyConfig{"a": {MinSlots: 3, MaxConcurrency: 2}}}, "MinSlots 3 is more than its MaxConcurrency 2"},
 		"alpha":                {Config{CostAlpha: 1.5}, "CostAlpha is 1.5"},
 		"aging half set":       {Config{Aging: AgingConfig{Step: 10}}, "Step is set but Interval is 0"},
-		"default type":         {Config{Types: map[string]TypeConfig{"": {MaxConcurrency: 1}}}, "the default job type cannot be configured"},
 		"type not UTF-8":       {Config{Types: map[string]TypeConfig{"x\xff": {}}}, "not valid UTF-8"},
 		"subnormal weight":     {Config{Keys: map[string]KeyConfig{"a": {Weight: 1e-310}}}, "must be at least 1e-09"},
 	} {
@@ -482,7 +481,7 @@ func TestJobTypes(t *testing.T) {
 	require.ErrorContains(t, s.RegisterType("clone", TypeConfig{Tier: Background}), "already registered with a different configuration")
 	require.ErrorContains(t, s.RegisterType("bad", TypeConfig{MaxConcurrency: -1}), "MaxConcurrency is -1")
 	require.NoError(t, s.RegisterType("", TypeConfig{}), "the default type as it is: no-op")
-	require.ErrorContains(t, s.RegisterType("", TypeConfig{Tier: Foreground}), "the default job type cannot be configured")
+	require.ErrorContains(t, s.RegisterType("", TypeConfig{Tier: Foreground}), `configured once, in Config.Types[""]`)
 	require.NoError(t, s.RegisterType("repack", TypeConfig{MaxConcurrency: 2, ConflictGroup: "git"}))
 	require.NoError(t, s.RunSync(context.Background(), Job{Type: "repack", ID: "r"}, func(context.Context) error { return nil }))
 	require.EqualValues(t, 2, s.Stats().Rejected)
@@ -660,4 +659,27 @@ func TestLimitsAtRunTime(t *testing.T) {
 	close(g.open)
 	require.NoError(t, s.WaitIdle(context.Background()))
 	require.EqualValues(t, 4, s.Stats().Completed)
+}
+
+// Config.Types[""] configures the default type: RunSync calls that name
+// no type can be foreground requests, which a background cap does not
+// hold back.
+func TestDefaultTypeConfigurable(t *testing.T) {
+	s := newTestScheduler(t, Config{
+		MaxConcurrency: 4,
+		TierLimits:     map[Tier]int{Background: 1},
+		Types:          map[string]TypeConfig{"": {Tier: Foreground}, "batch": {Tier: Background}},
+	})
+	g := newGate()
+	_, err := s.Submit(context.Background(), Job{Type: "batch"}, g.fn) // holds the background cap
+	require.NoError(t, err)
+	<-g.entered
+	require.NoError(t, s.TryRunSync(context.Background(), Job{Key: "10.0.0.1"}, noop), "a default-type job is foreground here")
+	for _, ts := range s.Stats().Types {
+		if ts.Name == "" {
+			require.Equal(t, Foreground, ts.Tier)
+		}
+	}
+	require.NoError(t, s.RegisterType("", TypeConfig{Tier: Foreground}), "the same configuration again: no-op")
+	close(g.open)
 }

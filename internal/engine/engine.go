@@ -12,6 +12,7 @@ type Config struct {
 	MaxConcurrency int // 0: no global limit
 	MaxQueue       int // 0: unlimited
 	TierLimits     map[int]int
+	DefaultType    Type           // the type "", of jobs that name none
 	Keys           map[string]Key // configured keys
 	DefaultKey     Key
 	Aging          Aging
@@ -119,7 +120,7 @@ func New(cfg Config, obs Observer) *Engine {
 	for t := range cfg.TierLimits {
 		e.tierOf(t)
 	}
-	e.registerType("", Type{})
+	e.registerType("", cfg.DefaultType)
 	e.anyType = e.types[""]
 	for _, name := range sortedNames(cfg.Keys) {
 		k := e.keyOrNew(name)

@@ -54,7 +54,7 @@ func (e *Engine) registerType(name string, c Type) error {
 		case t.cfg == c:
 			return nil
 		case name == "":
-			return errors.New(`fairsched: job type "": the default job type cannot be configured; give the type a name`)
+			return errors.New(`fairsched: job type "": the default job type is configured once, in Config.Types[""]`)
 		}
 		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
 	}
