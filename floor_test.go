@@ -49,7 +49,7 @@ func BenchmarkFloor(b *testing.B) {
 		var s Scheduler
 		for i := 0; i < b.N; i++ {
 			s.mu.Lock()
-			s.closing = !s.closing
+			s.closed = !s.closed
 			s.mu.Unlock()
 		}
 	})

@@ -83,11 +83,10 @@ type Scheduler struct {
 
 	mu sync.Mutex
 	// Guarded by mu.
-	eng     *engine.Engine
-	spare   []*task       // ended RunSync records, for reuse
-	closing bool          // Shutdown or Close began: no new work
-	closed  bool          // Close began: queued work discarded
-	idle    chan struct{} // closed when nothing is pending or running, while closing
+	eng    *engine.Engine
+	spare  []*task       // ended RunSync records, for reuse
+	closed bool          // Close began: queued work discarded
+	idle   chan struct{} // closed when nothing is pending or running, while closing
 
 	wg     sync.WaitGroup // job goroutines
 	events *eventSink     // nil without Config.OnEvent
@@ -240,7 +239,7 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 		return err
 	}
 	s.mu.Lock()
-	if !s.closing && !s.eng.WouldStart((*engine.Desc)(&desc)) {
+	if s.eng.Accepting() && !s.eng.WouldStart((*engine.Desc)(&desc)) {
 		s.mu.Unlock()
 		return ErrWouldWait
 	}
@@ -541,7 +540,6 @@ func (s *Scheduler) WaitIdle(ctx context.Context) error {
 // Close, but not from a job or the OnEvent hook: it would wait for itself.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	s.closing = true
 	s.eng.StopAccepting()
 	idle := s.idleChanLocked()
 	s.mu.Unlock()
@@ -566,7 +564,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 // which it would wait. It returns nil.
 func (s *Scheduler) Close() error {
 	s.mu.Lock()
-	s.closing, s.closed = true, true
+	s.closed = true
 	s.eng.StopAccepting()
 	now := s.nowLocked()
 	for _, j := range s.eng.PendingJobs() {

@@ -154,6 +154,9 @@ const (
 // StopAccepting makes every later Enqueue refuse with RefusedClosed.
 func (e *Engine) StopAccepting() { e.closing = true }
 
+// Accepting reports whether StopAccepting has not been called.
+func (e *Engine) Accepting() bool { return !e.closing }
+
 // Enqueue admits j, described by d, at now: it gets its sequence number
 // and is queued, or started at once when nothing else is pending and it
 // is admissible (then j.State() is StateRunning), and Enqueue returns nil.

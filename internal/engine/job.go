@@ -103,9 +103,6 @@ func (j *Job) Engine() *Engine { return j.lane.e }
 // Running reports whether the job holds a slot.
 func (j *Job) Running() bool { return j.state == StateRunning }
 
-// Pending reports whether the job waits: queued or parked.
-func (j *Job) Pending() bool { return j.state == StateQueued || j.state == StateParked }
-
 func jobSetIdx(j *Job, i int)  { j.idx = int32(i) }
 func jobSetUIdx(j *Job, i int) { j.uidx = int32(i) }
 
