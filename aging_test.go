@@ -377,12 +377,7 @@ func agingCheckLimits(t *testing.T, m *sim, cfg Config) {
 	t.Helper()
 	jobs := append([]*simJob(nil), m.order...)
 	sort.Slice(jobs, func(i, j int) bool { return jobs[i].Start < jobs[j].Start })
-	keyCap := func(k string) int {
-		if kc, ok := cfg.Keys[k]; ok {
-			return kc.MaxConcurrency
-		}
-		return cfg.DefaultKey.MaxConcurrency
-	}
+	keyCap := func(k string) int { return configOfKey(cfg, k).MaxConcurrency }
 	for _, sj := range jobs {
 		at := sj.Start
 		var total int

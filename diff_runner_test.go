@@ -64,7 +64,7 @@ type diffRunner struct {
 	trace       []string    // the events applied, for reports
 
 	// The keys' current configurations, for the hard-limit check: those
-	// set at run time, then (until ResetKeys) Config.Keys, then DefaultKey.
+	// set at run time, then (until ResetKeys) Config.Keys, then the default.
 	keyCfg    map[string]KeyConfig
 	keysReset bool
 	keyReset  map[string]bool // keys ResetKey reset
@@ -487,7 +487,7 @@ func (r *diffRunner) keyConfig(name string) KeyConfig {
 	if kc, ok := r.w.Cfg.Keys[name]; ok && !r.keysReset && !r.keyReset[name] {
 		return kc
 	}
-	return r.w.Cfg.DefaultKey
+	return defaultOfKey(r.w.Cfg, name)
 }
 
 func (r *diffRunner) refJob(seq uint64) int {

@@ -630,6 +630,45 @@ func TestFairSharePerKeyPendingLimit(t *testing.T) {
 	m.run(2 * time.Minute) // the blocker ends; the queued no-ops run
 }
 
+// TestEmptyKeyIgnoresDefaultKey: DefaultKey, meant for clients, does not
+// bound the service's own keyless work: the empty key has the zero
+// KeyConfig unless Keys[""] is set, and ResetKey returns it there.
+func TestEmptyKeyIgnoresDefaultKey(t *testing.T) {
+	clients := KeyConfig{MaxConcurrency: 1, MaxPending: 2}
+	m := newSim(t, Config{MaxConcurrency: 4, DefaultKey: clients})
+	var keyless, client []*simJob
+	for i := range 10 {
+		keyless = append(keyless, m.add(fmt.Sprintf("own%d", i), 0, Job{}, time.Minute))
+	}
+	for i := range 3 {
+		client = append(client, m.add(fmt.Sprintf("client%d", i), 0, Job{Key: "client"}, time.Minute))
+	}
+	m.run(0)
+	for _, sj := range keyless {
+		require.NoErrorf(t, sj.Err, "%s: DefaultKey.MaxPending does not bound keyless work", sj.Name)
+	}
+	assert.Equal(t, 4, m.runningAt("", 0), "nor does DefaultKey.MaxConcurrency cap it")
+	require.NoError(t, client[1].Err)
+	var qf *QueueFullError
+	require.ErrorAs(t, client[2].Err, &qf, "a client still has DefaultKey's limit")
+	assert.Equal(t, QueueFullError{KeyLimit: true, Key: "client", Limit: 2, Size: 2}, *qf)
+
+	m.s.ResetKey("")
+	_, err := m.s.Submit(context.Background(), Job{}, func(context.Context) error { return nil })
+	require.NoError(t, err, "ResetKey returns the empty key to the zero KeyConfig, not DefaultKey")
+	m.run(10 * time.Minute)
+
+	own := newSim(t, Config{MaxConcurrency: 1, DefaultKey: KeyConfig{MaxPending: 100}, Keys: map[string]KeyConfig{"": {MaxPending: 1}}})
+	for i := range 3 {
+		keyless[i] = own.add(fmt.Sprintf("own%d", i), 0, Job{}, time.Minute)
+	}
+	own.run(0)
+	require.NoError(t, keyless[1].Err)
+	require.ErrorAs(t, keyless[2].Err, &qf, "Keys[\"\"] configures the empty key")
+	assert.Equal(t, QueueFullError{KeyLimit: true, Key: "", Limit: 1, Size: 1}, *qf)
+	own.run(10 * time.Minute)
+}
+
 // TestCostLearningEMA: a (type, ID)'s estimated cost starts at the type's
 // DefaultCost and follows an exponential moving average with alpha 0.3 of
 // the observed wall time: 10 s, observed 20 s, gives 13 s, then 15.1 s.

@@ -44,10 +44,10 @@ func (s *Scheduler) SetKeyWeight(name string, weight float64) error {
 	return nil
 }
 
-// ResetKey returns fairness key name to Config.DefaultKey, as ResetKeys
-// does every key: it is configured no more, so it is forgotten once it has
-// been idle for IdleTTL. Its virtual time is kept. A key the scheduler does
-// not know is left unknown.
+// ResetKey returns fairness key name to Config.DefaultKey (the empty key
+// to the zero KeyConfig), as ResetKeys does every key: it is configured no
+// more, so it is forgotten once it has been idle for IdleTTL. Its virtual
+// time is kept. A key the scheduler does not know is left unknown.
 func (s *Scheduler) ResetKey(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -55,8 +55,9 @@ func (s *Scheduler) ResetKey(name string) {
 	s.kickLocked()
 }
 
-// ResetKeys returns every fairness key to Config.DefaultKey: equal weights,
-// no reservations, the default caps. Virtual times are kept. The keys of
+// ResetKeys returns every fairness key to Config.DefaultKey (the empty key
+// to the zero KeyConfig): equal weights, no reservations, the default
+// caps. Virtual times are kept. The keys of
 // Config.Keys are reset too: none is configured afterwards, so, like any
 // other key, each is forgotten once it has been idle for IdleTTL.
 func (s *Scheduler) ResetKeys() {

@@ -165,13 +165,15 @@ type Config struct {
 	Types map[string]TypeConfig
 	// Keys configures fairness keys by name. Configured keys may carry
 	// reservations and are never forgotten, until ResetKey or ResetKeys
-	// unconfigures them. Keys[""] configures the empty key, whose jobs are
-	// usually the service's own background work.
+	// unconfigures them. Keys[""] configures the empty key, of jobs that
+	// name none: usually the service's own background work.
 	Keys map[string]KeyConfig
-	// DefaultKey is the configuration of every key not in Keys: meant for
-	// clients, it applies to the empty key too unless Keys[""] is set, so
-	// a DefaultKey.MaxPending also bounds keyless work. It may not reserve
-	// slots.
+	// DefaultKey is the configuration of every non-empty key not in Keys:
+	// the clients, typically. It does not apply to the empty key, whose
+	// configuration is Keys[""], or the zero KeyConfig (weight 1, no cap,
+	// no pending limit) if that is not set: a DefaultKey.MaxPending meant
+	// for one client's flood does not bound the service's own work.
+	// DefaultKey may not reserve slots.
 	DefaultKey KeyConfig
 	// Aging configures priority aging; off by default.
 	Aging AgingConfig

@@ -21,7 +21,8 @@ type Job struct {
 	// index). Conflict exclusion and cost estimates are keyed by it.
 	ID string
 	// Key is the fairness key: who the work is for (a client address, a
-	// tenant). Capacity is shared fairly between keys.
+	// tenant). Capacity is shared fairly between keys. The empty key is
+	// the service's own work; Config.DefaultKey does not apply to it.
 	Key string
 	// Priority orders work within one fairness key, 0..100, higher first;
 	// values outside are clamped.

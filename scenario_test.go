@@ -63,11 +63,23 @@ func (c scenCaps) conflictOf(typ, id string) string {
 	return ""
 }
 
-func (c scenCaps) keyCap(key string) int {
-	if kc, ok := c.cfg.Keys[key]; ok {
-		return kc.MaxConcurrency
+func (c scenCaps) keyCap(key string) int { return configOfKey(c.cfg, key).MaxConcurrency }
+
+// configOfKey returns the configuration cfg gives key name at New: its
+// entry in Keys, else DefaultKey, but the zero KeyConfig for the empty key.
+func configOfKey(cfg Config, name string) KeyConfig {
+	if kc, ok := cfg.Keys[name]; ok {
+		return kc
 	}
-	return c.cfg.DefaultKey.MaxConcurrency
+	return defaultOfKey(cfg, name)
+}
+
+// defaultOfKey returns what key name returns to when ResetKey resets it.
+func defaultOfKey(cfg Config, name string) KeyConfig {
+	if name == "" {
+		return KeyConfig{}
+	}
+	return cfg.DefaultKey
 }
 
 // scenLoad counts a set of running jobs along every dimension a hard limit

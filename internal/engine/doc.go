@@ -133,11 +133,12 @@
 // A key's allocation is its weighted max-min fair share of the slots among
 // the keys with work (Allocate). The Observer hears when a configured
 // key's allocation changes, which can happen whenever any key starts or
-// stops having work. Every unconfigured key has DefaultKey's configuration
-// and, with a global limit, the same demand, so the unconfigured keys with
-// work enter the water-filling as one key of their summed weight and cap,
-// and share its allocation equally: a transition costs O(c log c) for the
-// c configured keys with work, whatever the number of other keys.
+// stops having work. Every unconfigured key but the empty one has
+// DefaultKey's configuration and, with a global limit, the same demand, so
+// those with work enter the water-filling as one key of their summed
+// weight and cap, and share its allocation equally: a transition costs
+// O(c log c) for the c configured keys with work (and the empty key, whose
+// default is the zero Key), whatever the number of other keys.
 //
 // # Checking it
 //

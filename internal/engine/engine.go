@@ -75,14 +75,15 @@ type Engine struct {
 	anyKey  *keyState    // the empty key, "": kept for good
 	tiers   []*tierState // highest first
 	keys    map[string]*keyState
-	// The keys with work queued or running: the configured ones, in no
-	// order, and how many others. Unconfigured keys all have DefaultKey's
-	// configuration, so for fair allocations a count of them is enough.
-	busyConfigured []*keyState
-	busyOthers     int
-	reserving      []*keyState // keys with MinSlots, by name
-	idleHead       *keyState   // idle keys, least recently idle first
-	idleTail       *keyState
+	// The keys with work queued or running: those with a configuration
+	// of their own (ownConfig), in no order, and how many others. The
+	// others all have DefaultKey's configuration, so for fair allocations
+	// a count of them is enough.
+	busyOwn     []*keyState
+	busyDefault int
+	reserving   []*keyState // keys with MinSlots, by name
+	idleHead    *keyState   // idle keys, least recently idle first
+	idleTail    *keyState
 
 	// What waits and what runs.
 	conflicts map[conflictKey]*conflictLock

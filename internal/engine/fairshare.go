@@ -17,7 +17,7 @@ type keyState struct {
 	name       string
 	cfg        Key  // resolved: Weight > 0
 	configured bool // named in Config.Keys or set at run time: never forgotten
-	pinned     bool // the empty key: never forgotten either
+	pinned     bool // the empty key: never forgotten either, nor given DefaultKey
 
 	running  int // running jobs of the key, all tiers
 	reserved int // running jobs started under the key's MinSlots
@@ -33,7 +33,7 @@ type keyState struct {
 	// key's lane reads one small array, not every lane record.
 	laneTypes []*typeState
 
-	busyIdx int // position in Engine.busyConfigured, -1 when not there
+	busyIdx int // position in Engine.busyOwn, -1 when not there
 
 	idleSince        int64 // µs; valid while idle
 	idlePrev, idleNx *keyState
@@ -111,12 +111,26 @@ func (t *tierState) raiseFloor() {
 	}
 }
 
+// defaultOf returns the configuration of key name when nothing else
+// configures it: DefaultKey, meant for clients, but the zero Key for the
+// empty key, the service's own work.
+func (e *Engine) defaultOf(name string) Key {
+	if name == "" {
+		return resolveKey(Key{})
+	}
+	return resolveKey(e.cfg.DefaultKey)
+}
+
+// ownConfig reports whether the key may be configured otherwise than by
+// DefaultKey: it is configured, or it is the empty key.
+func (k *keyState) ownConfig() bool { return k.configured || k.pinned }
+
 // keyOrNew returns the state of key name, creating it with the defaults.
 func (e *Engine) keyOrNew(name string) *keyState {
 	if k := e.keys[name]; k != nil {
 		return k
 	}
-	k := &keyState{name: name, cfg: resolveKey(e.cfg.DefaultKey), busyIdx: -1}
+	k := &keyState{name: name, cfg: e.defaultOf(name), busyIdx: -1}
 	e.keys[name] = k
 	return k
 }
@@ -263,7 +277,7 @@ func (e *Engine) setKey(name string, change func(Key) Key, now int64) bool {
 	// configured afresh: forgotten here, once the change is known to be
 	// accepted (a refused change changes nothing).
 	stale := k != nil && k.idle && now-k.idleSince >= e.cfg.IdleTTL
-	old := resolveKey(e.cfg.DefaultKey)
+	old := e.defaultOf(name)
 	if k != nil && !stale {
 		old = k.cfg
 	}
@@ -296,11 +310,11 @@ func (e *Engine) reservedWith(name string, minSlots int) int {
 	return total
 }
 
-// ResetKeys returns every key to the default configuration; none is
-// configured afterwards. Virtual times are kept.
+// ResetKeys returns every key to its default configuration (defaultOf);
+// none is configured afterwards. Virtual times are kept.
 func (e *Engine) ResetKeys(now int64) {
 	for _, k := range e.keys {
-		e.configureKey(k, resolveKey(e.cfg.DefaultKey), false, now)
+		e.configureKey(k, e.defaultOf(k.name), false, now)
 	}
 }
 
@@ -343,11 +357,11 @@ func (e *Engine) SetTypeLimit(name string, n int) bool {
 	return true
 }
 
-// ResetKey returns key name, if the engine knows it, to the default
-// configuration, unconfigured. Its virtual time is kept.
+// ResetKey returns key name, if the engine knows it, to its default
+// configuration (defaultOf), unconfigured. Its virtual time is kept.
 func (e *Engine) ResetKey(name string, now int64) {
 	if k := e.keys[name]; k != nil {
-		e.configureKey(k, resolveKey(e.cfg.DefaultKey), false, now)
+		e.configureKey(k, e.defaultOf(k.name), false, now)
 	}
 }
 
@@ -400,28 +414,29 @@ func (e *Engine) rebuildReserving() {
 }
 
 // addBusy counts a key that has just got work among the busy keys: a
-// configured one in busyConfigured, any other in busyOthers. O(1).
+// key with its own configuration in busyOwn, any other in busyDefault.
+// O(1).
 func (e *Engine) addBusy(k *keyState) {
-	if !k.configured {
-		e.busyOthers++
+	if !k.ownConfig() {
+		e.busyDefault++
 		return
 	}
-	k.busyIdx = len(e.busyConfigured)
-	e.busyConfigured = append(e.busyConfigured, k)
+	k.busyIdx = len(e.busyOwn)
+	e.busyOwn = append(e.busyOwn, k)
 }
 
 // removeBusy takes a key that has run out of work out of the busy keys.
 // O(1).
 func (e *Engine) removeBusy(k *keyState) {
-	if !k.configured {
-		e.busyOthers--
+	if !k.ownConfig() {
+		e.busyDefault--
 		return
 	}
-	last := len(e.busyConfigured) - 1
-	moved := e.busyConfigured[last]
-	e.busyConfigured[k.busyIdx], moved.busyIdx = moved, k.busyIdx
-	e.busyConfigured[last] = nil
-	e.busyConfigured = e.busyConfigured[:last]
+	last := len(e.busyOwn) - 1
+	moved := e.busyOwn[last]
+	e.busyOwn[k.busyIdx], moved.busyIdx = moved, k.busyIdx
+	e.busyOwn[last] = nil
+	e.busyOwn = e.busyOwn[:last]
 	k.busyIdx = -1
 }
 

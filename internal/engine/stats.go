@@ -151,7 +151,7 @@ func (e *Engine) emitAllocation(k *keyState, reason AllocationReason, now int64)
 
 func (e *Engine) reportAllocations(k *keyState, reason AllocationReason, now int64) {
 	a := e.allocations()
-	report := e.busyConfigured
+	report := e.busyOwn
 	if k.busyIdx < 0 {
 		report = append(report[:len(report):len(report)], k)
 	}
@@ -179,7 +179,10 @@ func (e *Engine) emitAllocations(now int64) {
 		return
 	}
 	a := e.allocations()
-	for _, k := range e.busyConfigured {
+	for _, k := range e.busyOwn {
+		if !k.configured {
+			continue
+		}
 		if n := e.allocationOf(k, a); n != k.alloc {
 			e.obs.AllocationChanged(k.name, k.alloc, n, ReasonConfigChange, now)
 			k.alloc = n
@@ -187,11 +190,11 @@ func (e *Engine) emitAllocations(now int64) {
 	}
 }
 
-// allocation is the keys' fair allocations at one instant: each busy
-// configured key's, and the one every busy unconfigured key has.
+// allocation is the keys' fair allocations at one instant: each busy key
+// with its own configuration's, and the one every other busy key has.
 type allocation struct {
-	configured map[*keyState]float64
-	other      float64
+	own   map[*keyState]float64
+	other float64
 }
 
 // allocations computes each busy key's allocation: its entitlement to
@@ -199,25 +202,26 @@ type allocation struct {
 // when keys start or stop having work or are reconfigured; a key using
 // more than its allocation is using capacity others left idle.
 //
-// The unconfigured keys all have the default configuration and, with a
-// global limit, the same demand (any share they can get), so they enter
-// the water-filling as one key of their summed weight and cap, whose
-// allocation they share equally. O(c log c) for c busy configured keys.
+// The keys without a configuration of their own all have DefaultKey's
+// and, with a global limit, the same demand (any share they can get), so
+// they enter the water-filling as one key of their summed weight and cap,
+// whose allocation they share equally. O(c log c) for c busy keys with
+// their own configuration (the configured ones and the empty key).
 func (e *Engine) allocations() allocation {
 	slots := e.cfg.MaxConcurrency
-	demands := make([]Demand, 0, len(e.busyConfigured)+1)
-	for _, k := range e.busyConfigured {
+	demands := make([]Demand, 0, len(e.busyOwn)+1)
+	for _, k := range e.busyOwn {
 		demands = append(demands, e.demandOf(k))
 	}
-	m := e.busyOthers
+	m := e.busyDefault
 	if slots > 0 && m > 0 {
 		def := resolveKey(e.cfg.DefaultKey)
 		demands = append(demands, Demand{Weight: def.Weight * float64(m), Limit: def.MaxConcurrency * m, Demand: slots * m})
 	}
 	shares := Allocate(slots, demands)
-	a := allocation{configured: make(map[*keyState]float64, len(e.busyConfigured))}
-	for i, k := range e.busyConfigured {
-		a.configured[k] = shares[i]
+	a := allocation{own: make(map[*keyState]float64, len(e.busyOwn))}
+	for i, k := range e.busyOwn {
+		a.own[k] = shares[i]
 	}
 	if slots > 0 && m > 0 {
 		a.other = shares[len(shares)-1] / float64(m)
@@ -242,8 +246,8 @@ func (e *Engine) allocationOf(k *keyState, a allocation) float64 {
 		return 0
 	case e.cfg.MaxConcurrency == 0:
 		return Allocate(0, []Demand{e.demandOf(k)})[0]
-	case k.configured:
-		return a.configured[k]
+	case k.ownConfig():
+		return a.own[k]
 	}
 	return a.other
 }

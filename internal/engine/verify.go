@@ -104,16 +104,18 @@ func (e *Engine) Verify(now int64) error {
 		pendingFlow[l.flow] += n
 		pendingType[l.typ] += n
 	}
-	busyConfigured, busyOthers := 0, 0
+	busyOwn, busyDefault := 0, 0
 	for _, k := range e.keys {
 		switch {
-		case k.busy() && k.configured:
-			busyConfigured++
-			if k.busyIdx < 0 || k.busyIdx >= len(e.busyConfigured) || e.busyConfigured[k.busyIdx] != k {
+		case !k.ownConfig() && k.cfg != resolveKey(e.cfg.DefaultKey):
+			return errorf("key %q: not configured, but its configuration %+v is not DefaultKey's", k.name, k.cfg)
+		case k.busy() && k.ownConfig():
+			busyOwn++
+			if k.busyIdx < 0 || k.busyIdx >= len(e.busyOwn) || e.busyOwn[k.busyIdx] != k {
 				return errorf("key %q: has work but is not at its place in the busy keys", k.name)
 			}
 		case k.busy():
-			busyOthers++
+			busyDefault++
 			fallthrough
 		default:
 			if k.busyIdx >= 0 {
@@ -206,9 +208,9 @@ func (e *Engine) Verify(now int64) error {
 	if queued != e.nqueued {
 		return errorf("nqueued %d, counted %d", e.nqueued, queued)
 	}
-	if busyConfigured != len(e.busyConfigured) || busyOthers != e.busyOthers {
+	if busyOwn != len(e.busyOwn) || busyDefault != e.busyDefault {
 		return errorf("busy keys: %d configured listed, %d counted; %d others, %d counted",
-			len(e.busyConfigured), busyConfigured, e.busyOthers, busyOthers)
+			len(e.busyOwn), busyOwn, e.busyDefault, busyDefault)
 	}
 	if nheld != e.nheld {
 		return errorf("held %d, counted %d", e.nheld, nheld)

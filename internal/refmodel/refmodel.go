@@ -69,7 +69,7 @@ type Config struct {
 	// with the zero Type unless given here.
 	Types       map[string]Type
 	Keys        map[string]Key // configured keys: never forgotten, nor is ""
-	DefaultKey  Key            // every other key
+	DefaultKey  Key            // every other key but "", whose default is the zero Key
 	Aging       Aging
 	CostAlpha   float64       // 0: 0.3
 	DefaultCost time.Duration // 0: one second
@@ -239,8 +239,17 @@ func resolve(c Key) Key {
 
 func clamp(p int) int { return min(max(p, 0), 100) }
 
+// defaultOf returns the configuration of a key nothing else configures:
+// DefaultKey, but the zero Key for the empty key, the service's own work.
+func (m *Model) defaultOf(name string) Key {
+	if name == "" {
+		return resolve(Key{})
+	}
+	return resolve(m.cfg.DefaultKey)
+}
+
 func (m *Model) newKey(name string) *key {
-	k := &key{name: name, cfg: resolve(m.cfg.DefaultKey), flows: map[int]*flow{}}
+	k := &key{name: name, cfg: m.defaultOf(name), flows: map[int]*flow{}}
 	m.keys[name] = k
 	return k
 }
@@ -406,7 +415,7 @@ func (m *Model) ResetKeys(now int64) {
 		if k.configured && !m.busy(k) {
 			k.idleSince = now
 		}
-		k.cfg, k.configured = resolve(m.cfg.DefaultKey), false
+		k.cfg, k.configured = m.defaultOf(k.name), false
 	}
 	m.dispatch(now)
 }
@@ -463,14 +472,14 @@ func (m *Model) SetTypeLimit(now int64, name string, n int) bool {
 	return true
 }
 
-// ResetKey returns one key to DefaultKey, unconfigured, as ResetKeys does
+// ResetKey returns one key to its default, unconfigured, as ResetKeys does
 // every key, then dispatches. A key it does not know is left unknown.
 func (m *Model) ResetKey(now int64, name string) {
 	if k := m.keys[name]; k != nil {
 		if k.configured && !m.busy(k) {
 			k.idleSince = now
 		}
-		k.cfg, k.configured = resolve(m.cfg.DefaultKey), false
+		k.cfg, k.configured = m.defaultOf(name), false
 	}
 	m.dispatch(now)
 }
