@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -70,8 +71,9 @@ func ExampleScheduler_RegisterType() {
 	// fairsched: unknown job type "gc"
 }
 
-// A full queue is refused at once, with the limit and the size, so a
-// service can answer 429 Too Many Requests.
+// A full queue is refused at once, with the limit, the size and an
+// estimate of the wait, so a service can answer 429 Too Many Requests with
+// a Retry-After.
 func ExampleQueueFullError() {
 	s, err := fairsched.New(fairsched.Config{
 		MaxConcurrency: 1,
@@ -90,14 +92,17 @@ func ExampleQueueFullError() {
 	_, err = s.Submit(context.Background(), fairsched.Job{Key: "greedy"}, block)
 	var full *fairsched.QueueFullError
 	if errors.As(err, &full) {
-		fmt.Println(http.StatusTooManyRequests, full.Key, full.Limit, full.Size)
+		// Retry-After in whole seconds, rounded up, at least 1: the
+		// running job's default second half done, then the queued one's.
+		retry := max(1, int(math.Ceil(full.Wait.Seconds())))
+		fmt.Println(http.StatusTooManyRequests, full.Key, full.Limit, full.Size, full.Wait, retry)
 	}
 	// Another key is not affected by the greedy one's limit.
 	_, err = s.Submit(context.Background(), fairsched.Job{Key: "polite"}, block)
 	fmt.Println(err)
 	close(release)
 	// Output:
-	// 429 greedy 1 1
+	// 429 greedy 1 1 1.5s 2
 	// <nil>
 }
 

@@ -612,7 +612,9 @@ func TestFairSharePerKeyPendingLimit(t *testing.T) {
 		require.ErrorIs(t, err, ErrQueueFull)
 		var qf *QueueFullError
 		require.ErrorAs(t, err, &qf)
-		assert.Equal(t, QueueFullError{KeyLimit: true, Key: "flood", Limit: 5, Size: 5}, *qf)
+		// Its wait: half of the blocker's default second left, then the
+		// flood's five queued jobs (one second each, none observed yet).
+		assert.Equal(t, QueueFullError{KeyLimit: true, Key: "flood", Limit: 5, Size: 5, Wait: 5500 * time.Millisecond}, *qf)
 	}
 	st := m.s.Stats()
 	assert.Equal(t, 5, st.Queued, "refused submissions changed nothing")
@@ -651,7 +653,8 @@ func TestEmptyKeyIgnoresDefaultKey(t *testing.T) {
 	require.NoError(t, client[1].Err)
 	var qf *QueueFullError
 	require.ErrorAs(t, client[2].Err, &qf, "a client still has DefaultKey's limit")
-	assert.Equal(t, QueueFullError{KeyLimit: true, Key: "client", Limit: 2, Size: 2}, *qf)
+	// Its wait: the client's two queued seconds through its cap of 1.
+	assert.Equal(t, QueueFullError{KeyLimit: true, Key: "client", Limit: 2, Size: 2, Wait: 2 * time.Second}, *qf)
 
 	m.s.ResetKey("")
 	_, err := m.s.Submit(context.Background(), Job{}, func(context.Context) error { return nil })
@@ -665,7 +668,7 @@ func TestEmptyKeyIgnoresDefaultKey(t *testing.T) {
 	own.run(0)
 	require.NoError(t, keyless[1].Err)
 	require.ErrorAs(t, keyless[2].Err, &qf, "Keys[\"\"] configures the empty key")
-	assert.Equal(t, QueueFullError{KeyLimit: true, Key: "", Limit: 1, Size: 1}, *qf)
+	assert.Equal(t, QueueFullError{KeyLimit: true, Key: "", Limit: 1, Size: 1, Wait: 1500 * time.Millisecond}, *qf)
 	own.run(10 * time.Minute)
 }
 

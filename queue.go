@@ -1,6 +1,7 @@
 package fairsched
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -99,4 +100,28 @@ func (s *Scheduler) infoLocked(j *engine.Job, now int64) JobInfo {
 	ji.EffectivePriority = s.eng.Effective(j, at)
 	ji.Wait = usDuration(at - j.Submitted())
 	return ji
+}
+
+// EstimateWait estimates how long a job described by job would wait for a
+// slot if it were submitted now: 0 if it would start at once. A service
+// that refuses work tells the client when to come back with it
+// (Retry-After); a *QueueFullError carries the same estimate.
+//
+// The estimate is the work ahead of the job, in its types' learned
+// typical durations, served at the rate of the slowest limit it is
+// under: the slots (after higher tiers, and within its tier at its key's
+// weighted share), its tier's, type's and key's caps, and a conflict
+// lock on its ID held by a running job. It grows with the queue ahead of
+// the job and shrinks as the queue drains, but ignores aging,
+// reservations and work submitted later: an estimate, not a promise.
+// O(types + tiers); it errors, wrapping ErrUnknownType, for a type not
+// registered.
+func (s *Scheduler) EstimateWait(job Job) (time.Duration, error) {
+	s.mu.Lock()
+	wait, known := s.eng.EstimateWait((*engine.Desc)(&job))
+	s.mu.Unlock()
+	if !known {
+		return 0, fmt.Errorf("%w %q", ErrUnknownType, job.Type)
+	}
+	return time.Duration(wait) * time.Microsecond, nil
 }

@@ -31,6 +31,10 @@ type QueueFullError struct {
 	Key      string // the fairness key submitted for
 	Limit    int    // the limit
 	Size     int    // jobs pending under that limit
+	// Wait is what EstimateWait said of the refused job as it was
+	// refused: how long it would have waited had there been room. Use it
+	// for a Retry-After (at least a second: it may be 0).
+	Wait time.Duration
 }
 
 func (e *QueueFullError) Error() string {
@@ -380,7 +384,11 @@ func (s *Scheduler) enqueueLocked(t *task, desc Job, now int64) error {
 	case engine.RefusedClosed:
 		err = ErrClosed
 	default:
-		err = &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size}
+		wait, _ := s.eng.EstimateWait((*engine.Desc)(&desc))
+		err = &QueueFullError{
+			KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size,
+			Wait: time.Duration(wait) * time.Microsecond,
+		}
 	}
 	s.rejectedLocked(desc, r.Reason != engine.RefusedUnknownType, err, now)
 	return err

@@ -618,7 +618,8 @@ func TestQueueFullErrorSaysWhichLimit(t *testing.T) {
 	_, err = s.Submit(context.Background(), Job{}, g.fn)
 	var qf *QueueFullError
 	require.ErrorAs(t, err, &qf)
-	require.Equal(t, QueueFullError{KeyLimit: true, Key: "", Limit: 1, Size: 1}, *qf)
+	// Its wait: half of the running job's second left, then the queued job's.
+	require.Equal(t, QueueFullError{KeyLimit: true, Key: "", Limit: 1, Size: 1, Wait: 1500 * time.Millisecond}, *qf)
 	require.Equal(t, `fairsched: queue full: key "" has 1 pending jobs (its MaxPending is 1)`, err.Error())
 	close(g.open)
 }

@@ -38,6 +38,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -256,8 +257,8 @@ func newHandler(s *fairsched.Scheduler, reg *prometheus.Registry, work time.Dura
 // client hangs up, it leaves the queue at once.
 //
 //   - ErrQueueFull (the client has MaxPending requests waiting already, or
-//     the queue is full): 429 with Retry-After, so the client backs off
-//     instead of piling up.
+//     the queue is full): 429 with Retry-After, the wait the request
+//     would have had, so the client backs off instead of piling up.
 //   - ErrClosed (the server is shutting down): 503.
 //   - A panic in next: 500; the scheduler recovers it and frees the slot.
 func scheduled(s *fairsched.Scheduler, typ string, next http.Handler) http.Handler {
@@ -268,10 +269,12 @@ func scheduled(s *fairsched.Scheduler, typ string, next http.Handler) http.Handl
 			return nil
 		})
 		var panicked *fairsched.PanicError
+		var full *fairsched.QueueFullError
 		switch {
 		case err == nil:
-		case errors.Is(err, fairsched.ErrQueueFull):
-			w.Header().Set("Retry-After", "1")
+		case errors.As(err, &full):
+			// The wait the request would have had, in whole seconds.
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(full.Wait.Seconds())))))
 			http.Error(w, "too many requests waiting for this client; retry later", http.StatusTooManyRequests)
 		case errors.Is(err, fairsched.ErrClosed):
 			http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)

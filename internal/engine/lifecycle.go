@@ -115,6 +115,7 @@ func (e *Engine) finish(j *Job, o Outcome, now int64) {
 	}
 	if o != NotRun {
 		e.costs.observe(t, j.id, j.est, dur, now)
+		t.typical = e.costs.alpha*dur + (1-e.costs.alpha)*t.typical
 	}
 	e.recordFinish(j, o, now)
 	e.end(j, o, now)

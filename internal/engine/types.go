@@ -15,6 +15,10 @@ type typeState struct {
 	tier     *tierState
 	priority int     // default priority, clamped
 	cost     float64 // default cost, seconds
+	// typical is the moving average of the observed durations of all the
+	// type's jobs, whatever their ID, from cost: for wait estimates only
+	// (the order charges per (type, ID), SPEC section 5).
+	typical float64
 	// blankCost is the learnt estimate for jobs without an ID, also in
 	// the cost table's map; nil when there is none.
 	blankCost *estimate
@@ -75,6 +79,7 @@ func (e *Engine) registerType(name string, c Type) error {
 	if c.DefaultCost > 0 {
 		t.cost = c.DefaultCost
 	}
+	t.typical = t.cost
 	t.tier.types = append(t.tier.types, t)
 	sort.Slice(t.tier.types, func(i, j int) bool { return t.tier.types[i].name < t.tier.types[j].name })
 	e.types[name] = t
