@@ -54,7 +54,11 @@ type TypeConfig struct {
 	// charge to the time the job took when it ends, so a default far from
 	// the truth skews shares only while jobs run; set it near the type's
 	// usual duration (milliseconds for HTTP requests, not the one second of
-	// Config.DefaultCost).
+	// Config.DefaultCost). It stays the estimate of every (type, ID) not
+	// yet observed, whatever the type's other IDs took: the order's costs
+	// are learned per (type, ID) only. Wait estimates (EstimateWait) use
+	// the type's typical duration instead, learned from all its jobs
+	// from this value on.
 	DefaultCost time.Duration
 	// DefaultPriority is used for jobs that set no priority; 0 means
 	// PriorityNormal, negative means 0.
