@@ -48,8 +48,15 @@ func (w *diffWorkload) goString() string {
 	field("IdleTTL", c.IdleTTL, c.IdleTTL == 0)
 	b.WriteString("\t},\n\tJobs: []diffJob{\n")
 	for i, j := range w.Jobs {
-		fmt.Fprintf(&b, "\t\t{Job: Job{Type: %q, ID: %q, Key: %q, Priority: %d}, At: %d * diffUnit, Dur: %d * diffUnit, CancelAt: %s}, // j%d\n",
-			j.Job.Type, j.Job.ID, j.Job.Key, j.Job.Priority, j.At/diffUnit, j.Dur/diffUnit, diffUnitsString(j.CancelAt), i)
+		var times string
+		if j.Delay > 0 {
+			times += fmt.Sprintf(", Delay: %d * diffUnit", j.Delay/diffUnit)
+		}
+		if j.StartWithin > 0 {
+			times += fmt.Sprintf(", StartWithin: %d * diffUnit", j.StartWithin/diffUnit)
+		}
+		fmt.Fprintf(&b, "\t\t{Job: Job{Type: %q, ID: %q, Key: %q, Priority: %d}, At: %d * diffUnit, Dur: %d * diffUnit, CancelAt: %s%s}, // j%d\n",
+			j.Job.Type, j.Job.ID, j.Job.Key, j.Job.Priority, j.At/diffUnit, j.Dur/diffUnit, diffUnitsString(j.CancelAt), times, i)
 	}
 	b.WriteString("\t},\n")
 	if len(w.Changes) > 0 {

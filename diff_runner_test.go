@@ -54,6 +54,7 @@ type diffRunner struct {
 	opts  diffOptions
 	sys   diffSystem
 	clk   *clock.Fake
+	t0    time.Time
 	now   time.Duration
 	ref   *refmodel.Model
 	jobs  []diffJobRun
@@ -77,7 +78,7 @@ type diffRunner struct {
 	}
 
 	// Counts the Stats must agree with.
-	rejected, completed, failed, cancelled, running, pending int
+	rejected, completed, failed, cancelled, expired, running, pending int
 }
 
 func newDiffRunner(w *diffWorkload, opts diffOptions) *diffRunner {
@@ -123,7 +124,7 @@ func (r *diffRunner) events() []diffEvent {
 // run replays the workload and returns the first problem found.
 func (r *diffRunner) run() error {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r.clk = clock.NewFake(t0)
+	r.clk, r.t0 = clock.NewFake(t0), t0
 	var err error
 	if r.opts.engine {
 		r.sys, err = newDiffEngine(r.w.Cfg, r.clk)
@@ -151,8 +152,11 @@ func (r *diffRunner) run() error {
 		if !ok {
 			break
 		}
-		r.clk.Set(t0.Add(at))
+		r.clk.Set(t0.Add(at)) // the system's timers due by then fire
 		r.now = at
+		if err := r.due(); err != nil {
+			return err
+		}
 		for len(evs) > 0 && evs[0].at == at {
 			ev := evs[0]
 			evs = evs[1:]
@@ -170,11 +174,21 @@ func (r *diffRunner) run() error {
 }
 
 // next returns the time of the next event: an arrival, cancellation or
-// key change, or a running job's finish.
+// key change, a running job's finish, or a time something falls due (a
+// delayed job's NotBefore, a start deadline) for the system or the
+// reference.
 func (r *diffRunner) next(evs []diffEvent) (time.Duration, bool) {
 	at, ok := time.Duration(0), false
 	if len(evs) > 0 {
 		at, ok = evs[0].at, true
+	}
+	if due, has := r.sys.nextDue(); has && (!ok || due < at) {
+		at, ok = due, true
+	}
+	if r.ref != nil {
+		if due, has := r.ref.NextDue(); has && (!ok || time.Duration(due)*time.Microsecond < at) {
+			at, ok = time.Duration(due)*time.Microsecond, true
+		}
 	}
 	for _, i := range r.order {
 		if j := &r.jobs[i]; !j.ended {
@@ -195,6 +209,38 @@ func (r *diffRunner) finishing(t time.Duration) []int {
 		}
 	}
 	return out
+}
+
+// due takes in what fell due at the current instant, before its events:
+// delayed jobs joined the queue and jobs past their start deadline ended,
+// the same ones on both sides.
+func (r *diffRunner) due() error {
+	expired, err := r.sys.due()
+	if err != nil {
+		return fmt.Errorf("at %v: %v", r.now, err)
+	}
+	if r.ref != nil {
+		var want []int
+		for _, seq := range r.ref.Due(r.now.Microseconds()) {
+			want = append(want, r.refJob(seq))
+		}
+		slices.Sort(want)
+		if !slices.Equal(expired, want) {
+			return fmt.Errorf("at %v: the scheduler expired %v, the reference %v", r.now, expired, want)
+		}
+	}
+	for _, i := range expired {
+		j := &r.jobs[i]
+		if j.started || j.ended {
+			return fmt.Errorf("at %v: j%d expired, but it had started or ended", r.now, i)
+		}
+		j.ended = true
+		r.pending--
+		r.expired++
+		r.trace = append(r.trace, fmt.Sprintf("%v j%d expired", r.now, i))
+	}
+	r.trace = append(r.trace, fmt.Sprintf("%v timers", r.now))
+	return r.sync()
 }
 
 func (r *diffRunner) apply(ev diffEvent) error {
@@ -305,8 +351,7 @@ func (r *diffRunner) setLimit(c diffLimit) error {
 
 func (r *diffRunner) arrive(i int) error {
 	j := &r.jobs[i]
-	desc := r.w.Jobs[i].Job
-	seq, err := r.sys.submit(i, desc)
+	seq, err := r.sys.submit(i, r.w.Jobs[i].job(r.t0))
 	var qf *QueueFullError
 	switch {
 	case err == nil:
@@ -317,11 +362,13 @@ func (r *diffRunner) arrive(i int) error {
 	case errors.As(err, &qf):
 		r.rejected++
 		r.trace = append(r.trace, fmt.Sprintf("%v submit j%d: %v", r.now, i, err))
+	case errors.Is(err, ErrStartDeadline): // a deadline that cannot be met
+		r.trace = append(r.trace, fmt.Sprintf("%v submit j%d: %v", r.now, i, err))
 	default:
 		return fmt.Errorf("submit j%d: %v", i, err)
 	}
 	if r.ref != nil {
-		seq, ok := r.ref.Submit(r.now.Microseconds(), refmodel.Job(desc))
+		seq, ok := r.ref.Submit(r.now.Microseconds(), r.w.Jobs[i].refJob())
 		if ok != j.accepted {
 			return fmt.Errorf("j%d at %v: scheduler accepted=%v (err %v), reference accepted=%v", i, r.now, j.accepted, err, ok)
 		}
@@ -513,10 +560,10 @@ func diffKindName(k engine.Kind) string {
 // own counts.
 func (r *diffRunner) checkStats() error {
 	got := r.sys.counts()
-	accepted := r.completed + r.failed + r.cancelled + r.running + r.pending
-	want := []int{accepted, r.completed, r.failed, r.cancelled, r.rejected, r.running, r.pending}
+	accepted := r.completed + r.failed + r.cancelled + r.expired + r.running + r.pending
+	want := []int{accepted, r.completed, r.failed, r.cancelled, r.expired, r.rejected, r.running, r.pending}
 	if !slices.Equal(got, want) {
-		return fmt.Errorf("at %v: submitted, completed, failed, cancelled, rejected, active, queued = %v, want %v", r.now, got, want)
+		return fmt.Errorf("at %v: submitted, completed, failed, cancelled, expired, rejected, active, queued = %v, want %v", r.now, got, want)
 	}
 	if counted, listed := r.sys.parked(); counted != listed {
 		return fmt.Errorf("at %v: %d jobs counted parked, %d listed parked", r.now, counted, listed)
@@ -574,8 +621,8 @@ func (r *diffRunner) final() error {
 				return fmt.Errorf("j%d (seq %d) reported ended %d times", i, j.seq, n)
 			}
 		}
-		if len(ends) != r.completed+r.failed+r.cancelled {
-			return fmt.Errorf("end reports for %d jobs, %d ended", len(ends), r.completed+r.failed+r.cancelled)
+		if n := r.completed + r.failed + r.cancelled + r.expired; len(ends) != n {
+			return fmt.Errorf("end reports for %d jobs, %d ended", len(ends), n)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,12 +33,18 @@ type diffSystem interface {
 	setMaxConcurrency(n int) error
 	setTierLimit(t Tier, n int) error
 	setTypeLimit(name string, n int) error
+	// nextDue returns the next time the system has something fall due.
+	nextDue() (time.Duration, bool)
+	// due takes in what fell due by the clock's time (the Scheduler's
+	// timers fired as the clock was set) and returns the jobs that expired
+	// since the last call, by index.
+	due() ([]int, error)
 	// inspect checks the system's invariants and returns its running jobs
 	// in the order the engine lists them, every flow's virtual time and
 	// every cost estimate.
 	inspect() (running []*engine.Job, vt map[engine.FlowID]float64, est map[engine.EstimateID]float64, err error)
 	// counts returns what Stats counts: submitted, completed, failed,
-	// cancelled, rejected, active and queued.
+	// cancelled, expired, rejected, active and queued.
 	counts() []int
 	// parked returns the parked jobs as counted and as listed one by one.
 	parked() (counted, listed int)
@@ -55,13 +62,14 @@ type diffScheduler struct {
 	timer   *time.Timer // turns a hang into a failure
 	handles map[int]Handle
 	release map[int]chan struct{}
+	live    map[int]bool // submitted, not known to have ended
 
 	endMu   sync.Mutex     // the hook runs on a goroutine of the scheduler's
 	endSeqs map[uint64]int // EventFinished per seq, written by the hook
 }
 
 func newDiffScheduler(cfg Config, clk *clock.Fake, hook bool) (*diffScheduler, error) {
-	d := &diffScheduler{handles: map[int]Handle{}, release: map[int]chan struct{}{}, endSeqs: map[uint64]int{}}
+	d := &diffScheduler{handles: map[int]Handle{}, release: map[int]chan struct{}{}, live: map[int]bool{}, endSeqs: map[uint64]int{}}
 	cfg.Clock = clk
 	if hook {
 		cfg.EventBuffer = 1 << 12 // far more than a workload makes; checked
@@ -88,18 +96,50 @@ func (d *diffScheduler) submit(i int, desc Job) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	d.handles[i], d.release[i] = h, release
+	d.handles[i], d.release[i], d.live[i] = h, release, true
 	return h.Seq(), nil
 }
 
 func (d *diffScheduler) cancel(i int) error {
 	d.handles[i].Cancel()
+	delete(d.live, i)
 	return d.await(i)
 }
 
 func (d *diffScheduler) finish(i int) error {
 	close(d.release[i])
+	delete(d.live, i)
 	return d.await(i)
+}
+
+func (d *diffScheduler) nextDue() (time.Duration, bool) {
+	d.s.mu.Lock()
+	defer d.s.mu.Unlock()
+	due, ok := d.s.eng.NextDue()
+	return time.Duration(due) * time.Microsecond, ok
+}
+
+// due reports the jobs that ended by themselves: past their start
+// deadline, as the scheduler's timer fired while the clock was set. The
+// fake clock runs a timer's function on the goroutine that sets it, so
+// every such end has happened by now.
+func (d *diffScheduler) due() ([]int, error) {
+	var out []int
+	for i := range d.live {
+		h := d.handles[i]
+		select {
+		case <-h.Done():
+		default:
+			continue
+		}
+		if !errors.Is(h.Err(), ErrStartDeadline) {
+			return nil, fmt.Errorf("j%d ended by itself with %v", i, h.Err())
+		}
+		out = append(out, i)
+		delete(d.live, i)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // await waits until job i has ended and returns its error. The scheduler
@@ -140,10 +180,10 @@ func (d *diffScheduler) inspect() ([]*engine.Job, map[engine.FlowID]float64, map
 
 func (d *diffScheduler) counts() []int {
 	st := d.s.Stats()
-	if st.Submitted != st.Completed+st.Failed+st.Cancelled+uint64(st.Running+st.Queued) {
+	if st.Submitted != st.Completed+st.Failed+st.Cancelled+st.Expired+uint64(st.Running+st.Queued) {
 		return nil // do not add up: no count can match
 	}
-	return []int{int(st.Submitted), int(st.Completed), int(st.Failed), int(st.Cancelled), int(st.Rejected), st.Running, st.Queued}
+	return []int{int(st.Submitted), int(st.Completed), int(st.Failed), int(st.Cancelled), int(st.Expired), int(st.Rejected), st.Running, st.Queued}
 }
 
 func (d *diffScheduler) parked() (int, int) {
@@ -188,6 +228,7 @@ type diffEngine struct {
 	clk     *clock.Fake
 	t0      time.Time
 	jobs    map[int]*engine.Job
+	index   map[*engine.Job]int
 	endSeqs map[uint64]int
 }
 
@@ -195,7 +236,7 @@ func newDiffEngine(cfg Config, clk *clock.Fake) (*diffEngine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &diffEngine{cfg: cfg, clk: clk, t0: clk.Now(), jobs: map[int]*engine.Job{}, endSeqs: map[uint64]int{}}
+	d := &diffEngine{cfg: cfg, clk: clk, t0: clk.Now(), jobs: map[int]*engine.Job{}, index: map[*engine.Job]int{}, endSeqs: map[uint64]int{}}
 	d.e = engine.New(cfg.engine(), diffEndCounter(d.endSeqs))
 	for _, name := range sortedKeys(cfg.Types) {
 		if err := d.e.RegisterType(name, cfg.Types[name].engine()); err != nil {
@@ -216,15 +257,24 @@ func (d *diffEngine) dispatch() {
 
 func (d *diffEngine) submit(i int, desc Job) (uint64, error) {
 	j := new(engine.Job)
-	would := d.e.WouldStart((*engine.Desc)(&desc))
-	if r := d.e.Enqueue(j, (*engine.Desc)(&desc), d.now()); r != nil {
+	ed := engine.Desc{Type: desc.Type, ID: desc.ID, Key: desc.Key, Priority: desc.Priority}
+	if !desc.NotBefore.IsZero() {
+		ed.NotBefore = desc.NotBefore.Sub(d.t0).Microseconds()
+	}
+	if !desc.StartBy.IsZero() {
+		ed.StartBy = desc.StartBy.Sub(d.t0).Microseconds()
+	}
+	would := d.e.WouldStart(&ed) && ed.NotBefore <= d.now()
+	if r := d.e.Enqueue(j, &ed, d.now()); r != nil {
 		switch r.Reason {
 		case engine.RefusedFull, engine.RefusedKeyFull:
 			return 0, &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size}
+		case engine.RefusedNeverStarts:
+			return 0, ErrStartDeadline
 		}
 		return 0, fmt.Errorf("refused: reason %d", r.Reason)
 	}
-	d.jobs[i] = j
+	d.jobs[i], d.index[j] = j, i
 	d.dispatch()
 	if would != j.Running() {
 		return 0, fmt.Errorf("j%d: WouldStart said %v, but it started %v", i, would, j.Running())
@@ -236,10 +286,10 @@ func (d *diffEngine) submit(i int, desc Job) (uint64, error) {
 // does: its function returns its context's error, so it ran and failed.
 func (d *diffEngine) cancel(i int) error {
 	j := d.jobs[i]
-	switch j.State() {
-	case engine.StateRunning:
+	switch {
+	case j.Running():
 		d.e.Finish(j, engine.Failed, d.now())
-	case engine.StateQueued, engine.StateParked:
+	case j.Waiting():
 		d.e.Cancel(j, d.now())
 	default:
 		return fmt.Errorf("j%d cancelled in state %d", i, j.State())
@@ -256,6 +306,23 @@ func (d *diffEngine) finish(i int) error {
 	d.e.Finish(j, engine.Completed, d.now())
 	d.dispatch()
 	return nil
+}
+
+func (d *diffEngine) nextDue() (time.Duration, bool) {
+	due, ok := d.e.NextDue()
+	return time.Duration(due) * time.Microsecond, ok
+}
+
+// due applies what fell due, then starts what can start, as the
+// Scheduler's timer does.
+func (d *diffEngine) due() ([]int, error) {
+	var out []int
+	for _, j := range d.e.Due(d.now()) {
+		out = append(out, d.index[j])
+	}
+	d.dispatch()
+	slices.Sort(out)
+	return out, nil
 }
 
 // setKey, setKeyWeight: the Scheduler's validation, then the engine.
@@ -321,7 +388,7 @@ func (d *diffEngine) counts() []int {
 	for _, t := range d.e.Types() {
 		rejected += t.RejectedFull + t.RejectedClosed
 	}
-	return []int{int(sum.Submitted), int(sum.Completed), int(sum.Failed), int(sum.Cancelled), int(rejected), sum.Running, sum.Pending}
+	return []int{int(sum.Submitted), int(sum.Completed), int(sum.Failed), int(sum.Cancelled), int(sum.Expired), int(rejected), sum.Running, sum.Pending + sum.Delayed}
 }
 
 func (d *diffEngine) parked() (int, int) {
@@ -344,5 +411,6 @@ func (c diffEndCounter) Submitted(*engine.Job, int64)                      {}
 func (c diffEndCounter) Started(*engine.Job, int, bool, int64)             {}
 func (c diffEndCounter) Finished(j *engine.Job, _ engine.Outcome, _ int64) { c[j.Seq()]++ }
 func (c diffEndCounter) Cancelled(j *engine.Job, _ int64)                  { c[j.Seq()]++ }
+func (c diffEndCounter) Expired(j *engine.Job, _ int64)                    { c[j.Seq()]++ }
 func (c diffEndCounter) AllocationChanged(string, float64, float64, engine.AllocationReason, int64) {
 }

@@ -55,6 +55,9 @@ type diffJob struct {
 	Job      Job
 	At, Dur  time.Duration
 	CancelAt time.Duration // < 0: never; a running job cancelled ends at once
+	// Delay and StartWithin set Job.NotBefore and Job.StartBy to At plus
+	// them; 0: not set.
+	Delay, StartWithin time.Duration
 }
 
 // diffKeyChange is a run-time change of the keys' configuration:
@@ -174,6 +177,9 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		if diffChance(src, 1, 2) {
 			tc.DefaultPriority = diffPick(src, 10, -1, 50, 80, 100, 120, 30, 75)
 		}
+		if diffChance(src, 1, 5) {
+			tc.StartTimeout = diffUnits(1 + src.intn(15))
+		}
 		if cfg.Types == nil {
 			cfg.Types = map[string]TypeConfig{}
 		}
@@ -274,6 +280,12 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		if diffChance(src, 1, 8) {
 			j.CancelAt = j.At + diffUnits(src.intn(10))
 		}
+		if diffChance(src, 1, 6) {
+			j.Delay = diffUnits(1 + src.intn(10))
+		}
+		if diffChance(src, 1, 6) {
+			j.StartWithin = diffUnits(1 + src.intn(15)) // at or before Delay: refused
+		}
 		w.Jobs = append(w.Jobs, j)
 	}
 	if diffChance(src, 1, 3) {
@@ -317,6 +329,31 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 	return w
 }
 
+// job returns the job as submitted by a run that began at t0.
+func (j diffJob) job(t0 time.Time) Job {
+	d := j.Job
+	if j.Delay > 0 {
+		d.NotBefore = t0.Add(j.At + j.Delay)
+	}
+	if j.StartWithin > 0 {
+		d.StartBy = t0.Add(j.At + j.StartWithin)
+	}
+	return d
+}
+
+// refJob returns the job as submitted to the reference model, its times
+// in µs of the run.
+func (j diffJob) refJob() refmodel.Job {
+	d := refmodel.Job{Type: j.Job.Type, ID: j.Job.ID, Key: j.Job.Key, Priority: j.Job.Priority}
+	if j.Delay > 0 {
+		d.NotBefore = (j.At + j.Delay).Microseconds()
+	}
+	if j.StartWithin > 0 {
+		d.StartBy = (j.At + j.StartWithin).Microseconds()
+	}
+	return d
+}
+
 // diffRefConfig translates a Config into the reference model's terms.
 func diffRefConfig(c Config) refmodel.Config {
 	r := refmodel.Config{
@@ -337,7 +374,7 @@ func diffRefConfig(c Config) refmodel.Config {
 	for name, tc := range c.Types {
 		r.Types[name] = refmodel.Type{
 			Tier: int(tc.Tier), MaxConcurrency: tc.MaxConcurrency, ConflictGroup: tc.ConflictGroup,
-			DefaultCost: tc.DefaultCost, DefaultPriority: tc.DefaultPriority,
+			DefaultCost: tc.DefaultCost, DefaultPriority: tc.DefaultPriority, StartTimeout: tc.StartTimeout,
 		}
 	}
 	for name, kc := range c.Keys {

@@ -38,9 +38,10 @@ const (
 	OutcomeCompleted Outcome = iota + 1 // ran and returned nil
 	OutcomeFailed                       // ran and returned an error, or panicked
 	OutcomeCancelled                    // did not run to the end: cancelled, caller gone, or closed
+	OutcomeExpired                      // did not start by its start deadline
 )
 
-var outcomeNames = [...]string{"", "completed", "failed", "cancelled"}
+var outcomeNames = [...]string{"", "completed", "failed", "cancelled", "expired"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -231,6 +232,13 @@ func (o *observer) Cancelled(j *engine.Job, now int64) {
 	ev := o.jobEvent(EventFinished, j, now)
 	ev.Wait = usDuration(now - j.Submitted())
 	ev.Outcome, ev.Err = OutcomeCancelled, taskOf(j).err
+	o.events.send(ev)
+}
+
+func (o *observer) Expired(j *engine.Job, now int64) {
+	ev := o.jobEvent(EventFinished, j, now)
+	ev.Wait = usDuration(now - j.Submitted())
+	ev.Outcome, ev.Err = OutcomeExpired, ErrStartDeadline
 	o.events.send(ev)
 }
 

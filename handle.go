@@ -93,10 +93,10 @@ func (h Handle) Cancel() {
 	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch h.t.rec.State() {
-	case engine.StateQueued, engine.StateParked:
+	switch {
+	case h.t.rec.Waiting():
 		s.cancelQueuedLocked(h.t, context.Canceled, s.nowLocked())
-	case engine.StateRunning:
+	case h.t.rec.Running():
 		h.t.ctx.cancel(context.Canceled)
 	}
 }

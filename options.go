@@ -63,6 +63,11 @@ type TypeConfig struct {
 	// DefaultPriority is used for jobs that set no priority; 0 means
 	// PriorityNormal, negative means 0.
 	DefaultPriority int
+	// StartTimeout is the start deadline of the type's jobs, counted from
+	// submission: a job not started that long after it was submitted ends
+	// with an error matching ErrStartDeadline (see Job.StartBy, which may
+	// set an earlier one). 0 means none.
+	StartTimeout time.Duration
 }
 
 // KeyConfig configures a fairness key. The zero value means the defaults:
@@ -278,6 +283,9 @@ func (tc TypeConfig) validate(name string) error {
 	if tc.DefaultCost < 0 {
 		errs = append(errs, fmt.Errorf("fairsched: job type %q: DefaultCost is %v; it must not be negative", name, tc.DefaultCost))
 	}
+	if tc.StartTimeout < 0 {
+		errs = append(errs, fmt.Errorf("fairsched: job type %q: StartTimeout is %v; it must be 0 (none) or positive", name, tc.StartTimeout))
+	}
 	return errors.Join(errs...)
 }
 
@@ -423,6 +431,7 @@ func (tc TypeConfig) engine() engine.Type {
 		ConflictGroup:   tc.ConflictGroup,
 		DefaultCost:     tc.DefaultCost.Seconds(),
 		DefaultPriority: tc.DefaultPriority,
+		StartTimeout:    tc.StartTimeout.Microseconds(),
 	}
 }
 

@@ -33,6 +33,18 @@ type Job struct {
 	// priority, 0, write PriorityLowest (or any negative number).
 	// Snapshot's BasePriority shows the priority a job got.
 	Priority int
+	// NotBefore delays the job: it is accepted and counts against the
+	// queue's limits at once, but it is not in the queue, and holds no
+	// place in fair share, until then. Its aging clock starts then. The
+	// zero time, or a time already past, means no delay.
+	NotBefore time.Time
+	// StartBy is the job's start deadline: if it has not started by then,
+	// it ends with an error matching ErrStartDeadline, at that instant,
+	// wherever it waits. Its type's StartTimeout, counted from submission,
+	// may set an earlier one. The zero time means none. A deadline that is
+	// not after the submission and NotBefore is refused at submission,
+	// with an error matching ErrStartDeadline.
+	StartBy time.Time
 }
 
 // Priorities run from 0 to 100, higher first. Values outside the range are
@@ -113,12 +125,17 @@ func (s *Scheduler) infoLocked(j *engine.Job, now int64) JobInfo {
 // weighted share), its tier's, type's and key's caps, and a conflict
 // lock on its ID held by a running job. It grows with the queue ahead of
 // the job and shrinks as the queue drains, but ignores aging,
-// reservations and work submitted later: an estimate, not a promise.
+// reservations and work submitted later: an estimate, not a promise. A
+// job delayed by NotBefore waits at least until then.
 // O(types + tiers); it errors, wrapping ErrUnknownType, for a type not
 // registered.
 func (s *Scheduler) EstimateWait(job Job) (time.Duration, error) {
 	s.mu.Lock()
-	wait, known := s.eng.EstimateWait((*engine.Desc)(&job))
+	d := s.descOf(&job)
+	wait, known := s.eng.EstimateWait(&d)
+	if delay := d.NotBefore - s.nowLocked(); d.NotBefore > 0 && delay > wait {
+		wait = delay
+	}
 	s.mu.Unlock()
 	if !known {
 		return 0, fmt.Errorf("%w %q", ErrUnknownType, job.Type)

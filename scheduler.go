@@ -91,6 +91,10 @@ type Scheduler struct {
 	spare  []*task       // ended RunSync records, for reuse
 	closed bool          // Close began: queued work discarded
 	idle   chan struct{} // closed when nothing is pending or running, while closing
+	// The clock timer (timer.go): set to fire at timerAt when timerStop
+	// is not nil.
+	timerAt   int64
+	timerStop func() bool
 
 	wg     sync.WaitGroup // job goroutines
 	events *eventSink     // nil without Config.OnEvent
@@ -173,8 +177,11 @@ func (t *task) isSync() bool { return t.fn == nil }
 // gives its slot back.
 //
 // RunSync fails at once, changing nothing, with ErrClosed after Shutdown or
-// Close, with an error wrapping ErrUnknownType, with a *QueueFullError, or
-// if fn is nil.
+// Close, with an error wrapping ErrUnknownType, with a *QueueFullError,
+// with an error matching ErrStartDeadline if the job's start deadline is
+// not after its submission and NotBefore, or if fn is nil. A job that
+// waits past its start deadline returns an error matching
+// ErrStartDeadline, without running.
 //
 // A nil ctx is a programming error: RunSync panics, naming it, as the
 // standard library does. Calling RunSync from inside a job can deadlock:
@@ -206,12 +213,12 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 		case <-ctx.Done():
 		}
 		s.mu.Lock()
-		switch t.rec.State() {
-		case engine.StateQueued, engine.StateParked:
+		switch {
+		case t.rec.Waiting():
 			s.cancelQueuedLocked(t, ctx.Err(), s.nowLocked())
 			s.mu.Unlock()
 			return ctx.Err()
-		case engine.StateDone: // discarded by Close
+		case t.rec.State() == engine.StateDone: // discarded by Close, or past its start deadline
 			s.mu.Unlock()
 			return t.err
 		}
@@ -226,6 +233,11 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 	}
 	return s.runStarted(t, fn)
 }
+
+// ErrStartDeadline is matched (errors.Is) by the error of a job that did
+// not start by its start deadline (Job.StartBy, TypeConfig.StartTimeout),
+// and by the refusal of a job whose deadline could never be met.
+var ErrStartDeadline = errors.New("fairsched: start deadline passed")
 
 // ErrWouldWait is returned by TryRunSync for a job that could not start at
 // once. Nothing was queued.
@@ -243,7 +255,7 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 		return err
 	}
 	s.mu.Lock()
-	if s.eng.Accepting() && !s.eng.WouldStart((*engine.Desc)(&desc)) {
+	if d := s.descOf(&desc); s.eng.Accepting() && (!s.eng.WouldStart(&d) || d.NotBefore > s.nowLocked()) {
 		s.mu.Unlock()
 		return ErrWouldWait
 	}
@@ -340,8 +352,9 @@ func newSubmitTask(ctx context.Context, fn func(context.Context) error) *task {
 // error, a *PanicError.
 //
 // Submit fails at once, changing nothing, with ErrClosed after Shutdown or
-// Close, with an error wrapping ErrUnknownType, with a *QueueFullError, or
-// if fn is nil.
+// Close, with an error wrapping ErrUnknownType, with a *QueueFullError,
+// with an error matching ErrStartDeadline if the job's start deadline is
+// not after its submission and NotBefore, or if fn is nil.
 func (s *Scheduler) Submit(ctx context.Context, desc Job, fn func(context.Context) error) (Handle, error) {
 	if ctx == nil {
 		panic("fairsched: Submit with a nil context")
@@ -370,8 +383,12 @@ func (s *Scheduler) Submit(ctx context.Context, desc Job, fn func(context.Contex
 // enqueueLocked hands a job to the engine, which queues it or starts it at
 // once. On error nothing has changed.
 func (s *Scheduler) enqueueLocked(t *task, desc Job, now int64) error {
-	r := s.eng.Enqueue(&t.rec, (*engine.Desc)(&desc), now)
+	d := s.descOf(&desc)
+	r := s.eng.Enqueue(&t.rec, &d, now)
 	if r == nil {
+		if t.rec.Timed() {
+			s.armLocked(now)
+		}
 		if s.cfg.signals != nil {
 			s.cfg.signals.accepted <- t.rec.Seq()
 		}
@@ -383,8 +400,11 @@ func (s *Scheduler) enqueueLocked(t *task, desc Job, now int64) error {
 		err = fmt.Errorf("%w %q", ErrUnknownType, desc.Type)
 	case engine.RefusedClosed:
 		err = ErrClosed
+	case engine.RefusedNeverStarts:
+		err = fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
+			ErrStartDeadline, s.timeOf(r.Deadline).Format(time.RFC3339Nano))
 	default:
-		wait, _ := s.eng.EstimateWait((*engine.Desc)(&desc))
+		wait, _ := s.eng.EstimateWait(&d)
 		err = &QueueFullError{
 			KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size,
 			Wait: time.Duration(wait) * time.Microsecond,
@@ -574,6 +594,7 @@ func (s *Scheduler) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.eng.StopAccepting()
+	s.stopTimerLocked()
 	now := s.nowLocked()
 	for _, j := range s.eng.PendingJobs() {
 		s.cancelQueuedLocked(taskOf(j), ErrClosed, now)

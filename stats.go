@@ -28,13 +28,15 @@ func histogramOf(h engine.Histogram) Histogram {
 // Stats is a consistent view of the scheduler at one instant.
 type Stats struct {
 	Running int // running jobs
-	Queued  int // pending jobs, including those parked on a conflict or key cap
+	Queued  int // jobs not started, including those parked or delayed
 	Parked  int // of Queued, those waiting on a conflict or their key's cap
+	Delayed int // of Queued, those waiting for their NotBefore time
 
 	Submitted uint64 // jobs accepted; each ends exactly once
 	Completed uint64 // ran and returned nil
 	Failed    uint64 // ran and returned an error or panicked
 	Cancelled uint64 // left without running: Handle.Cancel or the caller's context while queued, or Close (a running job that returns an error after its context was cancelled counts as Failed)
+	Expired   uint64 // not started by their start deadline
 	Rejected  uint64 // submissions refused: queue full, closed, unknown type
 	// RejectedUnknownType counts the refusals with ErrUnknownType, which
 	// belong to no type's counts.
@@ -89,6 +91,7 @@ type TypeStats struct {
 	Completed      uint64
 	Failed         uint64
 	Cancelled      uint64
+	Expired        uint64 // not started by their start deadline
 	Rejected       uint64 // refusals of jobs of this type: RejectedFull + RejectedClosed
 	// RejectedFull counts refusals with ErrQueueFull: the queue or the
 	// key's MaxPending was full. RejectedClosed counts refusals with
@@ -133,9 +136,9 @@ func (s *Scheduler) Stats() Stats {
 	defer s.mu.Unlock()
 	e := s.eng.Summary()
 	st := Stats{
-		Running: e.Running, Queued: e.Pending, Parked: e.Parked,
+		Running: e.Running, Queued: e.Pending + e.Delayed, Parked: e.Parked, Delayed: e.Delayed,
 		Submitted: e.Submitted, Completed: e.Completed, Failed: e.Failed,
-		Cancelled: e.Cancelled, Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
+		Cancelled: e.Cancelled, Expired: e.Expired, Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
 		HighPriorityCompleted: e.HighCompleted, LowPriorityCompleted: e.LowCompleted,
 		AgingPromotions: e.Promotions, UrgentStarts: e.UrgentStarts,
 		ReservedStarts: e.ReservedStarts, ExcessRedistributed: e.Excess,
@@ -151,7 +154,7 @@ func (s *Scheduler) Stats() Stats {
 	for _, t := range s.eng.Types() {
 		st.Types = append(st.Types, TypeStats{
 			Name: t.Name, Tier: Tier(t.Tier), MaxConcurrency: t.Limit, Running: t.Running, Queued: t.Queued,
-			Started: t.Started, Completed: t.Completed, Failed: t.Failed, Cancelled: t.Cancelled,
+			Started: t.Started, Completed: t.Completed, Failed: t.Failed, Cancelled: t.Cancelled, Expired: t.Expired,
 			Rejected: t.RejectedFull + t.RejectedClosed, RejectedFull: t.RejectedFull, RejectedClosed: t.RejectedClosed,
 		})
 		st.Rejected += t.RejectedFull + t.RejectedClosed

@@ -28,6 +28,7 @@ type Type struct {
 	ConflictGroup   string
 	DefaultCost     float64 // seconds; 0: Config.DefaultCost
 	DefaultPriority int     // 0: 50
+	StartTimeout    int64   // µs from submission; 0: no start deadline
 }
 
 // Key configures a fairness key; it mirrors fairsched.KeyConfig.
@@ -51,6 +52,10 @@ type Aging struct {
 type Desc struct {
 	Type, ID, Key string
 	Priority      int
+	// NotBefore: the job may not start before this time, µs; 0 or a time
+	// not after its submission: none. StartBy: its start deadline, µs; 0:
+	// none.
+	NotBefore, StartBy int64
 }
 
 // Engine is the whole decision state of a scheduler and the order of
@@ -93,9 +98,12 @@ type Engine struct {
 	seq       uint64       // the last sequence number handed out
 	stamp     uint64       // the last flow stamp handed out
 	nrunning  int
-	npending  int  // queued and held
-	nqueued   int  // visible in lanes
-	closing   bool // no new work is accepted
+	npending  int // queued and held
+	ndelayed  int // StateDelayed: accepted, not in the queue yet
+	timed     map[*Job]*jobTimers
+	expired   []*Job // Due's answer
+	nqueued   int    // visible in lanes
+	closing   bool   // no new work is accepted
 
 	// What it has learnt and counted.
 	costs         costTable
@@ -136,9 +144,10 @@ func New(cfg Config, obs Observer) *Engine {
 
 // Refusal says why Enqueue refused a job.
 type Refusal struct {
-	Reason RefusalReason
-	Limit  int // RefusedFull, RefusedKeyFull: the limit
-	Size   int // and the jobs pending under it
+	Reason   RefusalReason
+	Limit    int   // RefusedFull, RefusedKeyFull: the limit
+	Size     int   // and the jobs pending under it
+	Deadline int64 // RefusedNeverStarts: the start deadline, µs
 }
 
 // RefusalReason is why a submission was refused.
@@ -150,6 +159,7 @@ const (
 	RefusedClosed                    // StopAccepting was called
 	RefusedFull                      // MaxQueue reached
 	RefusedKeyFull                   // the key's MaxPending reached
+	RefusedNeverStarts               // its start deadline is not after its submission and NotBefore
 )
 
 // StopAccepting makes every later Enqueue refuse with RefusedClosed.
@@ -174,18 +184,22 @@ func (e *Engine) Enqueue(j *Job, d *Desc, now int64) *Refusal {
 		t.stats.rejectedClosed++
 		return &Refusal{Reason: RefusedClosed}
 	}
-	if e.cfg.MaxQueue > 0 && e.npending >= e.cfg.MaxQueue {
+	deadline := deadlineOf(t, d, now)
+	if deadline > 0 && deadline <= max(now, d.NotBefore) {
+		return &Refusal{Reason: RefusedNeverStarts, Deadline: deadline}
+	}
+	if e.cfg.MaxQueue > 0 && e.npending+e.ndelayed >= e.cfg.MaxQueue {
 		t.stats.rejectedFull++
-		return &Refusal{Reason: RefusedFull, Limit: e.cfg.MaxQueue, Size: e.npending}
+		return &Refusal{Reason: RefusedFull, Limit: e.cfg.MaxQueue, Size: e.npending + e.ndelayed}
 	}
 	// Peek at the key: a refused submission must not create one.
 	k := e.anyKey
 	if d.Key != "" {
 		k = e.keys[d.Key]
 	}
-	if k != nil && k.cfg.MaxPending > 0 && k.pending >= k.cfg.MaxPending {
+	if k != nil && k.cfg.MaxPending > 0 && k.pending+k.delayed >= k.cfg.MaxPending {
 		t.stats.rejectedFull++
-		return &Refusal{Reason: RefusedKeyFull, Limit: k.cfg.MaxPending, Size: k.pending}
+		return &Refusal{Reason: RefusedKeyFull, Limit: k.cfg.MaxPending, Size: k.pending + k.delayed}
 	}
 	// Forget what has been idle too long, then take the key's record: a
 	// key past its TTL comes back brand-new, not as its forgotten record.
@@ -202,9 +216,38 @@ func (e *Engine) Enqueue(j *Job, d *Desc, now int64) *Refusal {
 	}
 	e.seq++
 	j.seq, j.sub, j.uidx = e.seq, now, -1
-	l := e.laneOf(t, k)
-	j.lane = l
-	f := l.flow
+	j.lane = e.laneOf(t, k)
+	e.counters.Submitted++
+	if e.obs != nil {
+		e.obs.Submitted(j, now)
+	}
+	if d.NotBefore > now {
+		e.delay(j, d.NotBefore)
+		if deadline > 0 {
+			e.timeline.add(&e.timersOf(j).deadline, deadline)
+		}
+		return nil
+	}
+	e.join(j, now)
+	if e.npending == 1 && e.admissible(j) {
+		// Nothing else waits: the order has nothing to decide but the step.
+		e.start(j, e.stepOf(j, now), now)
+		return nil
+	}
+	e.queue(j, now)
+	if deadline > 0 {
+		e.timeline.add(&e.timersOf(j).deadline, deadline)
+	}
+	return nil
+}
+
+// join counts an accepted job among the pending ones at now, its
+// submission or the end of its delay, which starts its aging clock: its
+// flow becomes active and its key busy if they were not.
+func (e *Engine) join(j *Job, now int64) {
+	l := j.lane
+	k, f, t := l.key, l.flow, l.typ
+	j.sub = now
 	if f.pending == 0 && f.running == 0 {
 		e.activate(f)
 	}
@@ -212,24 +255,18 @@ func (e *Engine) Enqueue(j *Job, d *Desc, now int64) *Refusal {
 	k.pending++
 	f.pending++
 	t.pending++
-	e.counters.Submitted++
-	if e.obs != nil {
-		e.obs.Submitted(j, now)
-	}
 	if k.pending == 1 && k.running == 0 {
 		e.addBusy(k)
 		e.emitAllocation(k, ReasonRebalance, now) // the key has work again
 	}
-	if e.npending == 1 && e.admissible(j) {
-		// Nothing else waits: the order has nothing to decide but the step.
-		e.start(j, e.stepOf(j, now), now)
-		return nil
-	}
+}
+
+// queue shows a joined job to the dispatcher.
+func (e *Engine) queue(j *Job, now int64) {
 	e.show(j, now)
 	if e.aging.on && e.aging.grace > 0 {
 		e.grace.push(j)
 	}
-	return nil
 }
 
 // forget drops idle keys and unused cost estimates past IdleTTL.
@@ -276,14 +313,16 @@ func (e *Engine) Cancel(j *Job, now int64) {
 	e.removeQueued(j, now)
 }
 
-// Pending returns the number of jobs waiting, queued or parked.
+// Pending returns the number of jobs waiting, queued or parked; Delayed
+// the number of those not in the queue before a time.
 func (e *Engine) Pending() int { return e.npending }
+func (e *Engine) Delayed() int { return e.ndelayed }
 
 // Running returns the number of jobs holding a slot.
 func (e *Engine) Running() int { return e.nrunning }
 
 // Idle reports whether nothing is pending or running.
-func (e *Engine) Idle() bool { return e.npending == 0 && e.nrunning == 0 }
+func (e *Engine) Idle() bool { return e.npending == 0 && e.ndelayed == 0 && e.nrunning == 0 }
 
 // runningJob is a running job and the conflict lock it holds, if any.
 type runningJob struct {
@@ -302,7 +341,8 @@ func (e *Engine) RunningJobs() []*Job {
 	return out
 }
 
-// PendingJobs returns every pending job, in no particular order. O(n).
+// PendingJobs returns every job not yet started, delayed ones included,
+// in no particular order. O(n).
 func (e *Engine) PendingJobs() []*Job {
 	var out []*Job
 	for _, k := range e.keys {
@@ -316,6 +356,11 @@ func (e *Engine) PendingJobs() []*Job {
 	}
 	for _, lk := range e.conflicts {
 		out = appendHeld(out, &lk.gate)
+	}
+	for j := range e.timed {
+		if j.state == StateDelayed {
+			out = append(out, j)
+		}
 	}
 	return out
 }

@@ -19,6 +19,7 @@ type keyState struct {
 	configured bool // named in Config.Keys or set at run time: never forgotten
 	pinned     bool // the empty key: never forgotten either, nor given DefaultKey
 
+	delayed  int // its StateDelayed jobs: not pending yet, but the key is not idle
 	running  int // running jobs of the key, all tiers
 	reserved int // running jobs started under the key's MinSlots
 	pending  int // queued and parked jobs
@@ -391,7 +392,7 @@ func (e *Engine) configureKey(k *keyState, c Key, configured bool, now int64) {
 	}
 	if configured {
 		e.unmarkIdle(k)
-	} else if k.running == 0 && k.pending == 0 && !k.idle {
+	} else if k.running == 0 && k.pending == 0 && k.delayed == 0 && !k.idle {
 		e.markIdle(k, now)
 	}
 	if old.MinSlots != c.MinSlots {

@@ -9,6 +9,7 @@ import "sort"
 type Summary struct {
 	Counters
 	Running, Pending, Parked int
+	Delayed                  int // not in Pending
 	KeysTracked, Estimates   int
 	KeysForgotten, Forgot    uint64
 }
@@ -17,7 +18,7 @@ type Summary struct {
 func (e *Engine) Summary() Summary {
 	return Summary{
 		Counters: e.counters,
-		Running:  e.nrunning, Pending: e.npending, Parked: e.nheld,
+		Running:  e.nrunning, Pending: e.npending, Parked: e.nheld, Delayed: e.ndelayed,
 		KeysTracked: len(e.keys), KeysForgotten: e.keysForgotten,
 		Estimates: e.costs.len(), Forgot: e.costs.forgotten,
 	}
@@ -34,7 +35,7 @@ func (e *Engine) Tiers() []TierInfo {
 	for _, t := range e.tiers {
 		ti := TierInfo{Tier: t.level, Limit: t.limit, Running: t.running}
 		for _, ty := range t.types {
-			ti.Queued += ty.pending
+			ti.Queued += ty.pending + ty.delayed
 		}
 		out = append(out, ti)
 	}
@@ -46,6 +47,7 @@ type TypeInfo struct {
 	Name                                  string
 	Tier, Limit, Running, Queued          int
 	Started, Completed, Failed, Cancelled uint64
+	Expired                               uint64
 	RejectedFull, RejectedClosed          uint64
 }
 
@@ -55,8 +57,8 @@ func (e *Engine) Types() []TypeInfo {
 	for _, name := range sortedNames(e.types) {
 		t := e.types[name]
 		out = append(out, TypeInfo{
-			Name: name, Tier: t.cfg.Tier, Limit: t.limit, Running: t.running, Queued: t.pending,
-			Started: t.stats.started, Completed: t.stats.completed, Failed: t.stats.failed, Cancelled: t.stats.cancelled,
+			Name: name, Tier: t.cfg.Tier, Limit: t.limit, Running: t.running, Queued: t.pending + t.delayed,
+			Started: t.stats.started, Completed: t.stats.completed, Failed: t.stats.failed, Cancelled: t.stats.cancelled, Expired: t.stats.expired,
 			RejectedFull: t.stats.rejectedFull, RejectedClosed: t.stats.rejectedClosed,
 		})
 	}
@@ -115,7 +117,7 @@ func (e *Engine) Keys(max int) ([]KeyInfo, KeySummary) {
 
 func (k *keyState) info(alloc float64) KeyInfo {
 	ki := KeyInfo{
-		Key: k.name, Configured: k.configured, Cfg: k.cfg, Running: k.running, Queued: k.pending,
+		Key: k.name, Configured: k.configured, Cfg: k.cfg, Running: k.running, Queued: k.pending + k.delayed,
 		Allocation: alloc, VirtualTime: make(map[int]float64, len(k.flows)),
 	}
 	for _, f := range k.flows {
@@ -126,12 +128,15 @@ func (k *keyState) info(alloc float64) KeyInfo {
 
 // Effective returns j's effective priority at now, rounded down.
 func (e *Engine) Effective(j *Job, now int64) int {
+	if j.state == StateDelayed {
+		return int(j.base) // its aging clock has not started
+	}
 	return e.aging.effective(int(j.base), j.sub, now)
 }
 
 // Urgent reports whether a pending j is urgent at now.
 func (e *Engine) Urgent(j *Job, now int64) bool {
-	return e.aging.isUrgent(int(j.base), j.sub, now)
+	return j.state != StateDelayed && e.aging.isUrgent(int(j.base), j.sub, now)
 }
 
 // TypeTier returns the tier of the job type name, if it is registered.

@@ -10,6 +10,7 @@ const (
 	StateParked               // held by a gate (gates.go): its key's cap or a conflict lock
 	StateRunning              // holding a slot
 	StateDone                 // ended
+	StateDelayed              // accepted, not before a time (delay.go): outside every order
 )
 
 // Kind is the step of the order that started a job, which decides how it
@@ -29,6 +30,7 @@ const (
 	Completed Outcome = iota + 1 // ran and returned nil
 	Failed                       // ran and returned an error, or panicked
 	NotRun                       // left without running to the end: cancelled, or its caller gave up as it started
+	Expired                      // not started by its start deadline
 )
 
 // Which heap of its lane (or, for a job a gate holds, of its wait lane)
@@ -59,6 +61,7 @@ type Job struct {
 	kind    Kind
 	guessed bool  // its estimate was the type's default cost, not learned
 	inGrace bool  // has an entry in the grace queue, numbered at
+	timed   bool  // has timers (Engine.timed): a not-before time or a start deadline
 	idx     int32 // handle in a (wait) lane heap; position in the run or the running list
 	uidx    int32 // handle in typ.aged, or its wait lane's aged; -1 when absent
 	// at is, while the job is pending and inGrace, the number of its entry
@@ -99,6 +102,16 @@ func (j *Job) Started() int64   { return j.at }
 
 // Engine returns the engine that holds the job, once it was enqueued.
 func (j *Job) Engine() *Engine { return j.lane.e }
+
+// Timed reports whether the job waits for a time: a not-before time or a
+// start deadline, on the engine's timeline.
+func (j *Job) Timed() bool { return j.timed }
+
+// Waiting reports whether the job was accepted and has not started:
+// queued, held by a gate, or delayed.
+func (j *Job) Waiting() bool {
+	return j.state == StateQueued || j.state == StateParked || j.state == StateDelayed
+}
 
 // Running reports whether the job holds a slot.
 func (j *Job) Running() bool { return j.state == StateRunning }

@@ -57,6 +57,9 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 	if j.inGrace {
 		e.grace.leave(j) // before at becomes its start time
 	}
+	if j.timed {
+		e.untime(j)
+	}
 	j.state, j.at, j.kind = StateRunning, now, how
 	e.npending--
 	k.pending--
@@ -135,7 +138,9 @@ func (e *Engine) end(j *Job, o Outcome, now int64) {
 	}
 	if k.pending == 0 && k.running == 0 {
 		e.removeBusy(k)
-		e.markIdle(k, now)
+		if k.delayed == 0 {
+			e.markIdle(k, now)
+		}
 		e.emitAllocation(k, ReasonKeyDrained, now)
 	}
 }
@@ -143,6 +148,23 @@ func (e *Engine) end(j *Job, o Outcome, now int64) {
 // removeQueued takes a job that has not started out of the queue and
 // ends it (cancelled, or the scheduler closed).
 func (e *Engine) removeQueued(j *Job, now int64) {
+	if j.timed {
+		e.untime(j)
+	}
+	if j.state == StateDelayed {
+		e.undelay(j)
+		e.recordCancel(j, now)
+		e.endDelayed(j, now)
+		return
+	}
+	e.leaveQueue(j)
+	e.recordCancel(j, now)
+	e.end(j, NotRun, now)
+}
+
+// leaveQueue takes a job that has not started out of the queue and its
+// counts.
+func (e *Engine) leaveQueue(j *Job) {
 	if j.state == StateQueued {
 		e.hide(j)
 	} else {
@@ -152,6 +174,4 @@ func (e *Engine) removeQueued(j *Job, now int64) {
 	j.lane.key.pending--
 	j.lane.flow.pending--
 	j.lane.typ.pending--
-	e.recordCancel(j, now)
-	e.end(j, NotRun, now)
 }

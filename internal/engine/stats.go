@@ -18,6 +18,8 @@ type Observer interface {
 	Finished(j *Job, o Outcome, now int64)
 	// Cancelled: j left the queue without starting.
 	Cancelled(j *Job, now int64)
+	// Expired: j was not started by its start deadline.
+	Expired(j *Job, now int64)
 	// AllocationChanged: a configured key's fair allocation moved.
 	AllocationChanged(key string, old, new float64, r AllocationReason, now int64)
 }
@@ -34,6 +36,7 @@ const (
 // Counters are the engine's cumulative counts.
 type Counters struct {
 	Submitted, Completed, Failed, Cancelled  uint64
+	Expired                                  uint64 // not started by their start deadline
 	RejectedUnknownType                      uint64 // the other refusals are counted by type
 	HighCompleted, LowCompleted              uint64 // base priority >= 75, < 25
 	Promotions, UrgentStarts, ReservedStarts uint64
@@ -45,6 +48,7 @@ type Counters struct {
 // typeCounters are one job type's cumulative counts.
 type typeCounters struct {
 	started, completed, failed, cancelled uint64
+	expired                               uint64
 	rejectedFull, rejectedClosed          uint64
 }
 

@@ -14,9 +14,11 @@ import "github.com/fairsched/fairsched/internal/iheap"
 // timer is one thing falling due at a time. What it does when it falls
 // due is its kind's; kinds come with the gates and rules that need them.
 type timer struct {
-	at  int64 // µs
-	seq uint64
-	idx int // handle in timeline.heap, -1 when not on the timeline
+	at   int64 // µs
+	seq  uint64
+	idx  int  // handle in timeline.heap, -1 when not on the timeline
+	job  *Job // the job it acts on
+	kind timerKind
 }
 
 // timeline holds the timers in order of their time, then of their

@@ -24,6 +24,7 @@ type typeState struct {
 	blankCost *estimate
 	running   int
 	pending   int
+	delayed   int // StateDelayed, not in pending
 	limit     int // cap on running jobs, 0: none; cfg.MaxConcurrency until SetTypeLimit
 
 	// lanes holds the ready lanes of this type (queued jobs, key below its

@@ -246,10 +246,72 @@ func (e *Engine) Verify(now int64) error {
 	if err := e.verifyGrace(now); err != nil {
 		return err
 	}
+	if err := e.verifyTimers(now); err != nil {
+		return err
+	}
 	c := &e.counters
-	if c.Submitted != c.Completed+c.Failed+c.Cancelled+uint64(e.nrunning+e.npending) {
-		return errorf("submitted %d != completed %d + failed %d + cancelled %d + running %d + pending %d",
-			c.Submitted, c.Completed, c.Failed, c.Cancelled, e.nrunning, e.npending)
+	if c.Submitted != c.Completed+c.Failed+c.Cancelled+c.Expired+uint64(e.nrunning+e.npending+e.ndelayed) {
+		return errorf("submitted %d != completed %d + failed %d + cancelled %d + expired %d + running %d + pending %d + delayed %d",
+			c.Submitted, c.Completed, c.Failed, c.Cancelled, c.Expired, e.nrunning, e.npending, e.ndelayed)
+	}
+	return nil
+}
+
+// verifyTimers checks the jobs that wait for a time: each has its timers
+// in timed and is flagged, has not started, and its timers are on the
+// timeline, in the future, exactly when they still have to act; a delayed
+// job's release timer is there; the delayed jobs are counted right; and
+// the timeline holds nothing else.
+func (e *Engine) verifyTimers(now int64) error {
+	delayedKey := map[*keyState]int{}
+	delayedType := map[*typeState]int{}
+	onTimeline := 0
+	for j, tm := range e.timed {
+		if !j.timed {
+			return errorf("job %d: has timers but is not flagged", j.seq)
+		}
+		switch j.state {
+		case StateQueued, StateParked, StateDelayed:
+		default:
+			return errorf("job %d: has timers in state %d", j.seq, j.state)
+		}
+		if (j.state == StateDelayed) != (tm.release.idx >= 0) {
+			return errorf("job %d: state %d, release timer on the timeline %v", j.seq, j.state, tm.release.idx >= 0)
+		}
+		if j.state == StateDelayed {
+			delayedKey[j.lane.key]++
+			delayedType[j.lane.typ]++
+		}
+		for _, t := range []*timer{&tm.release, &tm.deadline} {
+			if t.idx < 0 {
+				continue
+			}
+			onTimeline++
+			if t.job != j || t.at <= now {
+				return errorf("job %d: a timer of kind %d for job %d at %d, now %d", j.seq, t.kind, t.job.seq, t.at, now)
+			}
+			if e.timeline.heap.KeyOf(t.idx) != (iheap.Key{Hi: iheap.Int(t.at), Lo: t.seq}) {
+				return errorf("job %d: timer filed under another time on the timeline", j.seq)
+			}
+		}
+	}
+	if onTimeline != e.timeline.heap.Len() {
+		return errorf("timeline: %d timers, %d belong to waiting jobs", e.timeline.heap.Len(), onTimeline)
+	}
+	total := 0
+	for _, k := range e.keys {
+		if delayedKey[k] != k.delayed {
+			return errorf("key %q: delayed %d, counted %d", k.name, k.delayed, delayedKey[k])
+		}
+		total += k.delayed
+	}
+	for _, t := range e.types {
+		if delayedType[t] != t.delayed {
+			return errorf("type %q: delayed %d, counted %d", t.name, t.delayed, delayedType[t])
+		}
+	}
+	if total != e.ndelayed {
+		return errorf("ndelayed %d, counted %d", e.ndelayed, total)
 	}
 	return nil
 }

@@ -28,6 +28,15 @@
 //     the active flows including itself. Settled V leaves out what running
 //     jobs were charged at their type's default cost, before their
 //     (type, ID) was ever observed.
+//   - Time (SPEC section 10): a job with a NotBefore later than its
+//     submission is delayed: counted by MaxQueue and MaxPending, but
+//     outside the order and fair share until Due releases it at that
+//     time, when its flow activates as for a submission and its aging
+//     clock starts. A job not started by its start deadline (the earlier
+//     of StartBy and its type's StartTimeout after submission) ends at
+//     that time. What falls due at one instant is applied by time, then
+//     submission, a job's release before its deadline; one whose deadline
+//     is not after its submission and NotBefore is refused.
 //   - Cost estimates are an exponential moving average per (type, ID) of
 //     observed durations, from the type's default cost. Unconfigured keys
 //     other than "" idle for IdleTTL are forgotten at the next accepted
@@ -83,6 +92,7 @@ type Type struct {
 	ConflictGroup   string
 	DefaultCost     time.Duration
 	DefaultPriority int
+	StartTimeout    time.Duration // 0: none
 }
 
 // Key mirrors fairsched.KeyConfig.
@@ -102,10 +112,11 @@ type Aging struct {
 	UrgentThreshold int // 0: never urgent
 }
 
-// Job mirrors fairsched.Job.
+// Job mirrors fairsched.Job, its times in µs since the epoch (0: none).
 type Job struct {
-	Type, ID, Key string
-	Priority      int
+	Type, ID, Key      string
+	Priority           int
+	NotBefore, StartBy int64
 }
 
 // Kind is the step of the order that started a job.
@@ -165,13 +176,18 @@ type job struct {
 	id      string
 	key     *key
 	base    int   // clamped base priority
-	sub     int64 // submission time
-	running bool
-	kind    Kind
-	start   int64
-	est     float64 // cost estimate charged at start, seconds
-	guess   float64 // est if it was the type's default cost, else 0
-	w       float64 // key weight at start
+	sub     int64 // submission time; for a delayed job, when it joined the queue
+	// delayed until notBefore: outside the order and fair share (not
+	// pending for them), but counted by the admission limits.
+	delayed   bool
+	notBefore int64
+	deadline  int64 // start deadline; 0: none
+	running   bool
+	kind      Kind
+	start     int64
+	est       float64 // cost estimate charged at start, seconds
+	guess     float64 // est if it was the type's default cost, else 0
+	w         float64 // key weight at start
 }
 
 type key struct {
@@ -270,6 +286,15 @@ func (m *Model) Submit(now int64, d Job) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
+	// The start deadline: the earlier of StartBy and the type's
+	// StartTimeout from now. One that cannot be met is refused.
+	deadline := d.StartBy
+	if to := t.StartTimeout.Microseconds(); to > 0 && (deadline == 0 || now+to < deadline) {
+		deadline = now + to
+	}
+	if deadline > 0 && deadline <= max(now, d.NotBefore) {
+		return 0, false
+	}
 	if m.cfg.MaxQueue > 0 && m.count(func(j *job) bool { return !j.running }) >= m.cfg.MaxQueue {
 		return 0, false
 	}
@@ -289,12 +314,30 @@ func (m *Model) Submit(now int64, d Job) (uint64, bool) {
 			base = 50
 		}
 	}
-	f := k.flows[t.Tier]
-	if f == nil {
+	if k.flows[t.Tier] == nil {
 		// A brand-new flow starts at its tier's floor.
-		f = &flow{v: m.floor[t.Tier]}
-		k.flows[t.Tier] = f
+		k.flows[t.Tier] = &flow{v: m.floor[t.Tier]}
 	}
+	m.seq++
+	j := &job{seq: m.seq, typName: d.Type, typ: t, id: d.ID, key: k, base: clamp(base), sub: now, deadline: deadline}
+	if d.NotBefore > now {
+		// Delayed: it joins the queue at NotBefore (Due).
+		j.delayed, j.notBefore = true, d.NotBefore
+		m.jobs = append(m.jobs, j)
+		return m.seq, true
+	}
+	m.join(j, now)
+	m.jobs = append(m.jobs, j)
+	m.dispatch(now)
+	return m.seq, true
+}
+
+// join makes j's flow active, if it was not, as j joins the queue at now,
+// which starts its aging clock.
+func (m *Model) join(j *job, now int64) {
+	k, t := j.key, j.typ
+	j.sub = now
+	f := k.flows[t.Tier]
 	if !m.active(k, t.Tier) {
 		// A returning flow re-enters at the tier's floor, raised to the
 		// minimum settled virtual time of the active flows, or keeps its
@@ -305,10 +348,67 @@ func (m *Model) Submit(now int64, d Job) (uint64, bool) {
 		f.v = max(f.v, m.floor[t.Tier])
 		m.restamp(f)
 	}
-	m.seq++
-	m.jobs = append(m.jobs, &job{seq: m.seq, typName: d.Type, typ: t, id: d.ID, key: k, base: clamp(base), sub: now})
+}
+
+// NextDue returns the earliest time something falls due: a delayed job's
+// NotBefore or a start deadline of a job not started.
+func (m *Model) NextDue() (int64, bool) {
+	due, ok := int64(0), false
+	for _, j := range m.jobs {
+		for _, at := range []int64{j.releaseAt(), j.deadlineAt()} {
+			if at > 0 && (!ok || at < due) {
+				due, ok = at, true
+			}
+		}
+	}
+	return due, ok
+}
+
+func (j *job) releaseAt() int64 {
+	if j.delayed {
+		return j.notBefore
+	}
+	return 0
+}
+
+func (j *job) deadlineAt() int64 {
+	if j.running {
+		return 0
+	}
+	return j.deadline
+}
+
+// Due applies, at now, what has fallen due: in order of time, then of
+// submission, a delayed job's release before its own deadline, delayed
+// jobs join the queue and jobs not started by their deadline end. It
+// returns the expired jobs' numbers. Then it dispatches.
+func (m *Model) Due(now int64) []uint64 {
+	var expired []uint64
+	for {
+		var next *job
+		var at int64
+		release := false
+		for _, j := range m.jobs { // submission order: the first at the earliest time
+			if r := j.releaseAt(); r > 0 && r <= now && (next == nil || r < at) {
+				next, at, release = j, r, true
+			}
+			if d := j.deadlineAt(); d > 0 && d <= now && (next == nil || d < at) {
+				next, at, release = j, d, false
+			}
+		}
+		if next == nil {
+			break
+		}
+		if release {
+			m.join(next, now) // while it is still delayed: not yet active
+			next.delayed = false
+			continue
+		}
+		expired = append(expired, next.seq)
+		m.drop(next, now)
+	}
 	m.dispatch(now)
-	return m.seq, true
+	return expired
 }
 
 // forget drops the unconfigured keys that have been idle for IdleTTL and
@@ -356,10 +456,20 @@ func (m *Model) Cancel(now int64, seq uint64) bool {
 	if j == nil || j.running {
 		return false
 	}
-	m.remove(j)
-	m.ended(j, now)
+	m.drop(j, now)
 	m.dispatch(now)
 	return true
+}
+
+// drop takes out a job that did not start. A delayed one was in no flow,
+// so only its key's idleness follows.
+func (m *Model) drop(j *job, now int64) {
+	m.remove(j)
+	if !j.delayed {
+		m.ended(j, now)
+	} else if !m.busy(j.key) {
+		j.key.idleSince = now
+	}
 }
 
 // SetKeyWeight changes a key's weight from now on; charges already made
@@ -598,7 +708,7 @@ func (m *Model) pick(now int64) (*job, Kind, bool) {
 	}
 	var order []candidate
 	for _, j := range m.jobs {
-		if j.running {
+		if j.running || j.delayed {
 			continue
 		}
 		eff := m.effective(j, now)
@@ -770,9 +880,10 @@ func (m *Model) remove(j *job) {
 // busy reports whether k has pending or running jobs.
 func (m *Model) busy(k *key) bool { return m.count(func(j *job) bool { return j.key == k }) > 0 }
 
-// active reports whether the flow (k, tier) has pending or running jobs.
+// active reports whether the flow (k, tier) has pending or running jobs,
+// delayed ones aside.
 func (m *Model) active(k *key, tier int) bool {
-	return m.count(func(j *job) bool { return j.key == k && j.typ.Tier == tier }) > 0
+	return m.count(func(j *job) bool { return j.key == k && j.typ.Tier == tier && !j.delayed }) > 0
 }
 
 // minSettled returns the lowest settled virtual time among the tier's
@@ -780,7 +891,7 @@ func (m *Model) active(k *key, tier int) bool {
 func (m *Model) minSettled(tier int) (float64, bool) {
 	v, ok := 0.0, false
 	for _, j := range m.jobs {
-		if j.typ.Tier == tier {
+		if j.typ.Tier == tier && !j.delayed {
 			if f := j.key.flows[tier]; !ok || f.settled() < v {
 				v, ok = f.settled(), true
 			}

@@ -1,0 +1,69 @@
+package fairsched
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// The scheduler's one clock timer. The engine keeps everything that falls
+// due at a time (a delayed job's NotBefore, a start deadline) on one
+// timeline; the scheduler keeps a single clock timer set at the earliest of
+// them, however many jobs wait for a time, and when it fires applies what
+// fell due (engine.Due), ends the jobs that expired, dispatches and sets
+// the timer again.
+
+// descOf returns the engine's description of job, its times in µs of
+// the scheduler's clock (0 for the zero time).
+func (s *Scheduler) descOf(job *Job) engine.Desc {
+	d := engine.Desc{Type: job.Type, ID: job.ID, Key: job.Key, Priority: job.Priority}
+	if !job.NotBefore.IsZero() {
+		d.NotBefore = max(1, job.NotBefore.Sub(s.epoch).Microseconds())
+	}
+	if !job.StartBy.IsZero() {
+		d.StartBy = max(1, job.StartBy.Sub(s.epoch).Microseconds())
+	}
+	return d
+}
+
+// armLocked makes sure the clock timer fires by the engine's next due
+// time. A timer already set for that time or earlier is kept: firing
+// early costs one call of Due that finds nothing.
+func (s *Scheduler) armLocked(now int64) {
+	due, ok := s.eng.NextDue()
+	if !ok || (s.timerStop != nil && s.timerAt <= due) {
+		return
+	}
+	if s.timerStop != nil {
+		s.timerStop()
+	}
+	s.timerAt = due
+	s.timerStop = s.clock.AfterFunc(time.Duration(due-now)*time.Microsecond, s.onTimer)
+}
+
+// onTimer runs when the clock timer fires.
+func (s *Scheduler) onTimer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.timerStop = nil
+	if s.closed {
+		return
+	}
+	now := s.nowLocked()
+	for _, j := range s.eng.Due(now) {
+		t := taskOf(j)
+		t.err = fmt.Errorf("%w: job %d did not start by %v", ErrStartDeadline, j.Seq(), s.timeOf(now).Format(time.RFC3339Nano))
+		s.endedLocked(t)
+	}
+	s.dispatchLocked(now, false)
+	s.armLocked(now)
+}
+
+// stopTimerLocked stops the clock timer: Close.
+func (s *Scheduler) stopTimerLocked() {
+	if s.timerStop != nil {
+		s.timerStop()
+		s.timerStop = nil
+	}
+}
