@@ -112,6 +112,20 @@
 // overload; no scheduler bounds every wait when more work arrives than can
 // run.
 //
+// # Jobs in time
+//
+// A Job may carry times. NotBefore delays it: it is accepted at once and
+// counts against MaxQueue and its key's MaxPending, but it is not in the
+// queue, and takes no place in fair share, until then; its aging clock
+// starts at that instant. StartBy, or its type's StartTimeout counted from
+// submission (the earlier of the two), is a start deadline: a job that has
+// not started by then ends, at that instant, with an error matching
+// ErrStartDeadline, wherever it waits. A deadline that is not after the
+// submission and the NotBefore is refused at submission. Both are kept on
+// one timeline, served by one timer of the scheduler's Clock, however many
+// jobs wait for a time; with a fake clock (fairschedtest) they fire in
+// virtual time.
+//
 // # Cost of scheduling
 //
 // Submitting and dispatching cost O(log n) in the pending jobs, plus the

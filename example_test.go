@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched"
+	"github.com/fairsched/fairsched/fairschedtest"
 )
 
 // Foreground work waits for a slot on the caller's goroutine.
@@ -164,4 +165,32 @@ func ExampleScheduler_Shutdown() {
 	// <nil>
 	// fairsched: scheduler closed
 	// 3
+}
+
+// A job given a start deadline ends with ErrStartDeadline if it has not
+// started by then: here the only slot stays taken. NotBefore delays a job.
+// The test clock moves time by hand; the scheduler's timer fires in it.
+func ExampleJob_startBy() {
+	clk := fairschedtest.NewClock(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
+	s, err := fairsched.New(fairsched.Config{MaxConcurrency: 1, Clock: clk})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+
+	release := make(chan struct{})
+	s.Submit(context.Background(), fairsched.Job{}, func(context.Context) error { <-release; return nil })
+	dispatch, _ := s.Submit(context.Background(), fairsched.Job{StartBy: clk.Now().Add(30 * time.Second)},
+		func(context.Context) error { return nil })
+	report, _ := s.Submit(context.Background(), fairsched.Job{NotBefore: clk.Now().Add(time.Hour)},
+		func(context.Context) error { return nil })
+
+	clk.Advance(30 * time.Second)
+	fmt.Println(errors.Is(dispatch.Err(), fairsched.ErrStartDeadline), s.Stats().Delayed)
+	close(release)
+	clk.Advance(time.Hour)
+	fmt.Println(report.Wait(context.Background()))
+	// Output:
+	// true 1
+	// <nil>
 }

@@ -132,13 +132,20 @@ func (s *Scheduler) infoLocked(j *engine.Job, now int64) JobInfo {
 func (s *Scheduler) EstimateWait(job Job) (time.Duration, error) {
 	s.mu.Lock()
 	d := s.descOf(&job)
-	wait, known := s.eng.EstimateWait(&d)
-	if delay := d.NotBefore - s.nowLocked(); d.NotBefore > 0 && delay > wait {
-		wait = delay
-	}
+	wait, known := s.estimateLocked(&d, s.nowLocked())
 	s.mu.Unlock()
 	if !known {
 		return 0, fmt.Errorf("%w %q", ErrUnknownType, job.Type)
 	}
-	return time.Duration(wait) * time.Microsecond, nil
+	return wait, nil
+}
+
+// estimateLocked is EstimateWait's answer for d at now, and whether d's
+// type is known.
+func (s *Scheduler) estimateLocked(d *engine.Desc, now int64) (time.Duration, bool) {
+	wait, known := s.eng.EstimateWait(d)
+	if delay := d.NotBefore - now; d.NotBefore > 0 && delay > wait {
+		wait = delay
+	}
+	return usDuration(wait), known
 }

@@ -404,10 +404,9 @@ func (s *Scheduler) enqueueLocked(t *task, desc Job, now int64) error {
 		err = fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
 			ErrStartDeadline, s.timeOf(r.Deadline).Format(time.RFC3339Nano))
 	default:
-		wait, _ := s.eng.EstimateWait(&d)
+		wait, _ := s.estimateLocked(&d, now)
 		err = &QueueFullError{
-			KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size,
-			Wait: time.Duration(wait) * time.Microsecond,
+			KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size, Wait: wait,
 		}
 	}
 	s.rejectedLocked(desc, r.Reason != engine.RefusedUnknownType, err, now)

@@ -53,7 +53,7 @@ type Collector struct {
 	promotions, urgent, reserved, excess                *prometheus.Desc
 	eventsDropped, keysForgotten, costsForgotten        *prometheus.Desc
 
-	running, queued, parked, keysTracked, costEstimates *prometheus.Desc
+	running, queued, parked, delayed, keysTracked, costEstimates *prometheus.Desc
 
 	keyWeight, keyAllocation, keyUtilisation, keyRunning, keyQueued *prometheus.Desc
 	otherKeys, otherRunning, otherQueued                            *prometheus.Desc
@@ -89,7 +89,7 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 	c.started = desc("jobs_started_total",
 		"Jobs that got a slot, by tier and job type.", tierType...)
 	c.finished = desc("jobs_finished_total",
-		"Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting.",
+		"Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting, expired those that missed their start deadline.",
 		"tier", "type", "outcome")
 	c.rejected = desc("jobs_rejected_total",
 		"Submissions of a known job type refused, by tier, job type and reason: queue_full (the queue or the key's pending limit) or closed.",
@@ -116,9 +116,11 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 	c.running = desc("running_jobs",
 		"Running jobs, by tier and job type.", tierType...)
 	c.queued = desc("queued_jobs",
-		"Queued jobs, including parked ones, by tier and job type.", tierType...)
+		"Queued jobs, including parked and delayed ones, by tier and job type.", tierType...)
 	c.parked = desc("parked_jobs",
 		"Queued jobs waiting on a conflicting job or their key's concurrency cap.")
+	c.delayed = desc("delayed_jobs",
+		"Queued jobs waiting for their NotBefore time.")
 	c.keysTracked = desc("keys_tracked",
 		"Fairness keys the scheduler remembers.")
 	c.costEstimates = desc("cost_estimates",
@@ -192,12 +194,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.finished, t.Completed, tier, t.Name, fairsched.OutcomeCompleted.String())
 		counter(c.finished, t.Failed, tier, t.Name, fairsched.OutcomeFailed.String())
 		counter(c.finished, t.Cancelled, tier, t.Name, fairsched.OutcomeCancelled.String())
+		counter(c.finished, t.Expired, tier, t.Name, fairsched.OutcomeExpired.String())
 		counter(c.rejected, t.RejectedFull, tier, t.Name, "queue_full")
 		counter(c.rejected, t.RejectedClosed, tier, t.Name, "closed")
 		gauge(c.running, float64(t.Running), tier, t.Name)
 		gauge(c.queued, float64(t.Queued), tier, t.Name)
 	}
 	gauge(c.parked, float64(st.Parked))
+	gauge(c.delayed, float64(st.Delayed))
 	gauge(c.keysTracked, float64(st.KeysTracked))
 	gauge(c.costEstimates, float64(st.CostEstimates))
 
@@ -262,5 +266,5 @@ func histogram(d *prometheus.Desc, h fairsched.Histogram) prometheus.Metric {
 
 // unused reports whether a job type has never had a job.
 func unused(t fairsched.TypeStats) bool {
-	return t.Started+t.Cancelled+t.Rejected == 0 && t.Running+t.Queued == 0
+	return t.Started+t.Cancelled+t.Expired+t.Rejected == 0 && t.Running+t.Queued == 0
 }

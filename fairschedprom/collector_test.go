@@ -126,7 +126,7 @@ func TestCollectAndCompareMidScenario(t *testing.T) {
 # TYPE fairsched_running_jobs gauge
 fairsched_running_jobs{tier="background",type="index"} 1
 fairsched_running_jobs{tier="foreground",type="build"} 1
-# HELP fairsched_queued_jobs Queued jobs, including parked ones, by tier and job type.
+# HELP fairsched_queued_jobs Queued jobs, including parked and delayed ones, by tier and job type.
 # TYPE fairsched_queued_jobs gauge
 fairsched_queued_jobs{tier="background",type="index"} 2
 fairsched_queued_jobs{tier="foreground",type="build"} 0
@@ -183,13 +183,15 @@ fairsched_jobs_submitted_total 4
 # TYPE fairsched_jobs_started_total counter
 fairsched_jobs_started_total{tier="background",type="index"} 2
 fairsched_jobs_started_total{tier="foreground",type="build"} 1
-# HELP fairsched_jobs_finished_total Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting.
+# HELP fairsched_jobs_finished_total Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting, expired those that missed their start deadline.
 # TYPE fairsched_jobs_finished_total counter
 fairsched_jobs_finished_total{outcome="cancelled",tier="background",type="index"} 1
 fairsched_jobs_finished_total{outcome="completed",tier="background",type="index"} 1
+fairsched_jobs_finished_total{outcome="expired",tier="background",type="index"} 0
 fairsched_jobs_finished_total{outcome="failed",tier="background",type="index"} 1
 fairsched_jobs_finished_total{outcome="cancelled",tier="foreground",type="build"} 0
 fairsched_jobs_finished_total{outcome="completed",tier="foreground",type="build"} 1
+fairsched_jobs_finished_total{outcome="expired",tier="foreground",type="build"} 0
 fairsched_jobs_finished_total{outcome="failed",tier="foreground",type="build"} 0
 # HELP fairsched_jobs_rejected_total Submissions of a known job type refused, by tier, job type and reason: queue_full (the queue or the key's pending limit) or closed.
 # TYPE fairsched_jobs_rejected_total counter
@@ -575,4 +577,44 @@ func TestDefaultTypeSeriesOnlyOnceUsed(t *testing.T) {
 	if n := count(); n != 2 {
 		t.Fatalf("%d started series once the default type ran a job, want 2", n)
 	}
+}
+
+// A job that misses its start deadline counts as finished, expired; a
+// delayed job is queued and delayed.
+func TestCollectExpiredAndDelayed(t *testing.T) {
+	clk := clock.NewFake(t0)
+	s := newScheduler(t, fairsched.Config{MaxConcurrency: 1, Clock: clk, Types: map[string]fairsched.TypeConfig{"sync": {}}})
+	gate := make(chan error)
+	_, err := s.Submit(context.Background(), fairsched.Job{Type: "sync"}, gated(gate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Submit(context.Background(), fairsched.Job{Type: "sync", StartBy: t0.Add(time.Second)}, gated(gate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Submit(context.Background(), fairsched.Job{Type: "sync", NotBefore: t0.Add(time.Hour)}, gated(gate)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	<-h.Done()
+	want := `
+# HELP fairsched_delayed_jobs Queued jobs waiting for their NotBefore time.
+# TYPE fairsched_delayed_jobs gauge
+fairsched_delayed_jobs 1
+# HELP fairsched_jobs_finished_total Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting, expired those that missed their start deadline.
+# TYPE fairsched_jobs_finished_total counter
+fairsched_jobs_finished_total{outcome="cancelled",tier="background",type="sync"} 0
+fairsched_jobs_finished_total{outcome="completed",tier="background",type="sync"} 0
+fairsched_jobs_finished_total{outcome="expired",tier="background",type="sync"} 1
+fairsched_jobs_finished_total{outcome="failed",tier="background",type="sync"} 0
+# HELP fairsched_queued_jobs Queued jobs, including parked and delayed ones, by tier and job type.
+# TYPE fairsched_queued_jobs gauge
+fairsched_queued_jobs{tier="background",type="sync"} 1
+`
+	if err := testutil.CollectAndCompare(NewCollector(s), strings.NewReader(want),
+		"fairsched_delayed_jobs", "fairsched_jobs_finished_total", "fairsched_queued_jobs"); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
 }

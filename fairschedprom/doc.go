@@ -50,7 +50,7 @@
 //	fairsched_job_duration_seconds               histogram  start to end, jobs that ran
 //	fairsched_jobs_submitted_total               counter    jobs accepted into the queue
 //	fairsched_jobs_started_total                 counter    {tier, type}
-//	fairsched_jobs_finished_total                counter    {tier, type, outcome="completed|failed|cancelled"}
+//	fairsched_jobs_finished_total                counter    {tier, type, outcome="completed|failed|cancelled|expired"}
 //	fairsched_jobs_rejected_total                counter    {tier, type, reason="queue_full|closed"}: submissions refused
 //	fairsched_jobs_rejected_unknown_type_total   counter    submissions naming a job type not registered
 //	fairsched_jobs_started_by_effective_priority_total
@@ -63,8 +63,9 @@
 //	fairsched_keys_forgotten_total               counter    idle keys forgotten after IdleTTL
 //	fairsched_cost_estimates_forgotten_total     counter    cost estimates forgotten after IdleTTL
 //	fairsched_running_jobs                       gauge      {tier, type}
-//	fairsched_queued_jobs                        gauge      {tier, type}, including parked jobs
+//	fairsched_queued_jobs                        gauge      {tier, type}, including parked and delayed jobs
 //	fairsched_parked_jobs                        gauge      queued jobs waiting on a conflict or their key's cap
+//	fairsched_delayed_jobs                       gauge      queued jobs waiting for their NotBefore time
 //	fairsched_keys_tracked                       gauge      fairness keys remembered
 //	fairsched_cost_estimates                     gauge      (type, ID) cost estimates remembered
 //	fairsched_key_weight                         gauge      {key}
