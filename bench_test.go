@@ -376,7 +376,7 @@ func (d *benchDriver) submit(desc Job) {
 	s := d.s
 	s.mu.Lock()
 	t := newSubmitTask(context.Background(), noop) // a queued RunSync job holds 64 bytes more: its caller's context
-	if err := s.enqueueLocked(t, desc, s.nowLocked()); err != nil {
+	if err := s.enqueueLocked(t, &desc, s.nowLocked()); err != nil {
 		panic(err)
 	}
 	if t.rec.Running() { // started at once: nothing else waited

@@ -258,14 +258,15 @@ func (d *diffEngine) dispatch() {
 func (d *diffEngine) submit(i int, desc Job) (uint64, error) {
 	j := new(engine.Job)
 	ed := engine.Desc{Type: desc.Type, ID: desc.ID, Key: desc.Key, Priority: desc.Priority}
+	var tm engine.Times
 	if !desc.NotBefore.IsZero() {
-		ed.NotBefore = desc.NotBefore.Sub(d.t0).Microseconds()
+		tm.NotBefore = desc.NotBefore.Sub(d.t0).Microseconds()
 	}
 	if !desc.StartBy.IsZero() {
-		ed.StartBy = desc.StartBy.Sub(d.t0).Microseconds()
+		tm.StartBy = desc.StartBy.Sub(d.t0).Microseconds()
 	}
-	would := d.e.WouldStart(&ed) && ed.NotBefore <= d.now()
-	if r := d.e.Enqueue(j, &ed, d.now()); r != nil {
+	would := d.e.WouldStart(&ed) && tm.NotBefore <= d.now()
+	if r := d.e.Enqueue(j, &ed, tm, d.now()); r != nil {
 		switch r.Reason {
 		case engine.RefusedFull, engine.RefusedKeyFull:
 			return 0, &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size}

@@ -262,7 +262,7 @@ func usDuration(us int64) time.Duration { return time.Duration(us) * time.Micros
 
 // rejectedLocked reports a refused submission to the hook. typed is false
 // when the type is unknown.
-func (s *Scheduler) rejectedLocked(d Job, typed bool, err error, now int64) {
+func (s *Scheduler) rejectedLocked(d *Job, typed bool, err error, now int64) {
 	if s.events == nil {
 		return
 	}

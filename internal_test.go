@@ -2,6 +2,7 @@ package fairsched
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -40,5 +41,21 @@ func TestTaskRecordFirst(t *testing.T) {
 	tk := newSubmitTask(context.Background(), noop)
 	if taskOf(&tk.rec) != tk {
 		t.Fatal("taskOf does not return the task of its record")
+	}
+}
+
+// descOf reads a Job as the engine's Desc: its first fields must be the
+// Desc's, in order, with the same types and offsets.
+func TestDescMirrorsJob(t *testing.T) {
+	jt, dt := reflect.TypeOf(Job{}), reflect.TypeOf(engine.Desc{})
+	for i := range dt.NumField() {
+		jf, df := jt.Field(i), dt.Field(i)
+		if jf.Name != df.Name || jf.Type.Kind() != df.Type.Kind() || jf.Offset != df.Offset {
+			t.Fatalf("Job field %d is %s %v at %d, Desc's is %s %v at %d", i, jf.Name, jf.Type, jf.Offset, df.Name, df.Type, df.Offset)
+		}
+	}
+	job := Job{Type: "t", ID: "i", Key: "k", Priority: 7}
+	if d := descOf(&job); *d != (engine.Desc{Type: "t", ID: "i", Key: "k", Priority: 7}) {
+		t.Fatalf("descOf gives %+v", *d)
 	}
 }

@@ -131,8 +131,7 @@ func (s *Scheduler) infoLocked(j *engine.Job, now int64) JobInfo {
 // registered.
 func (s *Scheduler) EstimateWait(job Job) (time.Duration, error) {
 	s.mu.Lock()
-	d := s.descOf(&job)
-	wait, known := s.estimateLocked(&d, s.nowLocked())
+	wait, known := s.estimateLocked(&job, s.nowLocked())
 	s.mu.Unlock()
 	if !known {
 		return 0, fmt.Errorf("%w %q", ErrUnknownType, job.Type)
@@ -140,12 +139,12 @@ func (s *Scheduler) EstimateWait(job Job) (time.Duration, error) {
 	return wait, nil
 }
 
-// estimateLocked is EstimateWait's answer for d at now, and whether d's
+// estimateLocked is EstimateWait's answer for job at now, and whether its
 // type is known.
-func (s *Scheduler) estimateLocked(d *engine.Desc, now int64) (time.Duration, bool) {
-	wait, known := s.eng.EstimateWait(d)
-	if delay := d.NotBefore - now; d.NotBefore > 0 && delay > wait {
-		wait = delay
+func (s *Scheduler) estimateLocked(job *Job, now int64) (time.Duration, bool) {
+	wait, known := s.eng.EstimateWait(descOf(job))
+	if nb := s.timesOf(job).NotBefore; nb > 0 && nb-now > wait {
+		wait = nb - now
 	}
 	return usDuration(wait), known
 }

@@ -194,7 +194,7 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 	s.mu.Lock()
 	t := s.newSyncTaskLocked(&jobContext{parent: ctx})
 	now := s.nowLocked()
-	if err := s.enqueueLocked(t, desc, now); err != nil {
+	if err := s.enqueueLocked(t, &desc, now); err != nil {
 		s.recycleLocked(t)
 		s.mu.Unlock()
 		return err
@@ -255,13 +255,13 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 		return err
 	}
 	s.mu.Lock()
-	if d := s.descOf(&desc); s.eng.Accepting() && (!s.eng.WouldStart(&d) || d.NotBefore > s.nowLocked()) {
+	if s.eng.Accepting() && (!s.eng.WouldStart(descOf(&desc)) || s.timesOf(&desc).NotBefore > s.nowLocked()) {
 		s.mu.Unlock()
 		return ErrWouldWait
 	}
 	t := s.newSyncTaskLocked(&jobContext{parent: ctx})
 	now := s.nowLocked()
-	if err := s.enqueueLocked(t, desc, now); err != nil {
+	if err := s.enqueueLocked(t, &desc, now); err != nil {
 		s.recycleLocked(t)
 		s.mu.Unlock()
 		return err
@@ -365,7 +365,7 @@ func (s *Scheduler) Submit(ctx context.Context, desc Job, fn func(context.Contex
 	t := newSubmitTask(ctx, fn)
 	s.mu.Lock()
 	now := s.nowLocked()
-	if err := s.enqueueLocked(t, desc, now); err != nil {
+	if err := s.enqueueLocked(t, &desc, now); err != nil {
 		s.mu.Unlock()
 		return Handle{}, err
 	}
@@ -382,9 +382,9 @@ func (s *Scheduler) Submit(ctx context.Context, desc Job, fn func(context.Contex
 
 // enqueueLocked hands a job to the engine, which queues it or starts it at
 // once. On error nothing has changed.
-func (s *Scheduler) enqueueLocked(t *task, desc Job, now int64) error {
-	d := s.descOf(&desc)
-	r := s.eng.Enqueue(&t.rec, &d, now)
+func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
+	d := descOf(desc)
+	r := s.eng.Enqueue(&t.rec, d, s.timesOf(desc), now)
 	if r == nil {
 		if t.rec.Timed() {
 			s.armLocked(now)
@@ -404,7 +404,7 @@ func (s *Scheduler) enqueueLocked(t *task, desc Job, now int64) error {
 		err = fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
 			ErrStartDeadline, s.timeOf(r.Deadline).Format(time.RFC3339Nano))
 	default:
-		wait, _ := s.estimateLocked(&d, now)
+		wait, _ := s.estimateLocked(desc, now)
 		err = &QueueFullError{
 			KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size, Wait: wait,
 		}

@@ -3,6 +3,7 @@ package fairsched
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/fairsched/fairsched/internal/engine"
 )
@@ -14,17 +15,21 @@ import (
 // fell due (engine.Due), ends the jobs that expired, dispatches and sets
 // the timer again.
 
-// descOf returns the engine's description of job, its times in µs of
-// the scheduler's clock (0 for the zero time).
-func (s *Scheduler) descOf(job *Job) engine.Desc {
-	d := engine.Desc{Type: job.Type, ID: job.ID, Key: job.Key, Priority: job.Priority}
+// descOf returns the engine's description of job: the same fields, laid
+// out alike (TestDescMirrorsJob), so no copy is made.
+func descOf(job *Job) *engine.Desc { return (*engine.Desc)(unsafe.Pointer(job)) }
+
+// timesOf returns job's times in µs of the scheduler's clock (0 for the
+// zero time).
+func (s *Scheduler) timesOf(job *Job) engine.Times {
+	var tm engine.Times
 	if !job.NotBefore.IsZero() {
-		d.NotBefore = max(1, job.NotBefore.Sub(s.epoch).Microseconds())
+		tm.NotBefore = max(1, job.NotBefore.Sub(s.epoch).Microseconds())
 	}
 	if !job.StartBy.IsZero() {
-		d.StartBy = max(1, job.StartBy.Sub(s.epoch).Microseconds())
+		tm.StartBy = max(1, job.StartBy.Sub(s.epoch).Microseconds())
 	}
-	return d
+	return tm
 }
 
 // armLocked makes sure the clock timer fires by the engine's next due

@@ -3,14 +3,14 @@ package engine
 // Jobs that wait for a time (SPEC section 10). Two rules act at a time a
 // job carries, and both go through the timeline:
 //
-//   - not-before: a job whose Desc.NotBefore is later than its
+//   - not-before: a job whose Times.NotBefore is later than its
 //     submission is StateDelayed until then. A delayed job is outside
 //     every order and every fair-share account: its flow is not active,
 //     its key not busy, and it is counted apart (ndelayed, keyState.delayed)
 //     so that admission limits still count it and its key is not
 //     forgotten. When its time comes it joins the queue as if submitted
 //     then: its aging clock starts at that instant.
-//   - start deadline: a job not started by min(Desc.StartBy, submission +
+//   - start deadline: a job not started by min(Times.StartBy, submission +
 //     Type.StartTimeout) ends, Expired, at that instant, wherever it
 //     waits: delayed, queued or held by a gate.
 //
@@ -59,11 +59,11 @@ func (e *Engine) untime(j *Job) {
 	j.timed = false
 }
 
-// deadlineOf returns the start deadline of a job of type t described by
-// d and submitted at now, or 0 if it has none: the earlier of StartBy and
-// now + the type's StartTimeout.
-func deadlineOf(t *typeState, d *Desc, now int64) int64 {
-	dl := d.StartBy
+// deadlineOf returns the start deadline of a job of type t with the
+// deadline startBy (0: none) submitted at now, or 0 if it has none: the
+// earlier of startBy and now + the type's StartTimeout.
+func deadlineOf(t *typeState, startBy, now int64) int64 {
+	dl := startBy
 	if to := t.cfg.StartTimeout; to > 0 && (dl == 0 || now+to < dl) {
 		dl = now + to
 	}

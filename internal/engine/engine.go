@@ -52,9 +52,12 @@ type Aging struct {
 type Desc struct {
 	Type, ID, Key string
 	Priority      int
-	// NotBefore: the job may not start before this time, µs; 0 or a time
-	// not after its submission: none. StartBy: its start deadline, µs; 0:
-	// none.
+}
+
+// Times are the times a job carries, in µs; 0: none. NotBefore: it may not
+// start before then (a time not after its submission means no delay).
+// StartBy: its start deadline.
+type Times struct {
 	NotBefore, StartBy int64
 }
 
@@ -138,6 +141,7 @@ func New(cfg Config, obs Observer) *Engine {
 	}
 	e.anyKey = e.keyOrNew("")
 	e.anyKey.pinned = true
+	e.anyKey.ownDefault = resolveKey(Key{}) != resolveKey(cfg.DefaultKey)
 	e.rebuildReserving()
 	return e
 }
@@ -168,11 +172,12 @@ func (e *Engine) StopAccepting() { e.closing = true }
 // Accepting reports whether StopAccepting has not been called.
 func (e *Engine) Accepting() bool { return !e.closing }
 
-// Enqueue admits j, described by d, at now: it gets its sequence number
-// and is queued, or started at once when nothing else is pending and it
-// is admissible (then j.State() is StateRunning), and Enqueue returns nil.
+// Enqueue admits j, described by d and carrying the times tm, at now: it
+// gets its sequence number and is queued (or delayed, delay.go), or
+// started at once when nothing else is pending and it is admissible (then
+// j.State() is StateRunning), and Enqueue returns nil.
 // A refused job changes nothing but the rejection counts. O(log n).
-func (e *Engine) Enqueue(j *Job, d *Desc, now int64) *Refusal {
+func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 	t := e.anyType
 	if d.Type != "" {
 		if t = e.types[d.Type]; t == nil {
@@ -184,8 +189,8 @@ func (e *Engine) Enqueue(j *Job, d *Desc, now int64) *Refusal {
 		t.stats.rejectedClosed++
 		return &Refusal{Reason: RefusedClosed}
 	}
-	deadline := deadlineOf(t, d, now)
-	if deadline > 0 && deadline <= max(now, d.NotBefore) {
+	deadline := deadlineOf(t, tm.StartBy, now)
+	if deadline > 0 && deadline <= max(now, tm.NotBefore) {
 		return &Refusal{Reason: RefusedNeverStarts, Deadline: deadline}
 	}
 	if e.cfg.MaxQueue > 0 && e.npending+e.ndelayed >= e.cfg.MaxQueue {
@@ -221,8 +226,8 @@ func (e *Engine) Enqueue(j *Job, d *Desc, now int64) *Refusal {
 	if e.obs != nil {
 		e.obs.Submitted(j, now)
 	}
-	if d.NotBefore > now {
-		e.delay(j, d.NotBefore)
+	if tm.NotBefore > now {
+		e.delay(j, tm.NotBefore)
 		if deadline > 0 {
 			e.timeline.add(&e.timersOf(j).deadline, deadline)
 		}

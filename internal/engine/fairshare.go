@@ -18,6 +18,10 @@ type keyState struct {
 	cfg        Key  // resolved: Weight > 0
 	configured bool // named in Config.Keys or set at run time: never forgotten
 	pinned     bool // the empty key: never forgotten either, nor given DefaultKey
+	// ownDefault is set on the empty key when its default, the zero Key,
+	// is not DefaultKey's configuration: then it is never counted among
+	// the keys that share DefaultKey's (ownConfig).
+	ownDefault bool
 
 	delayed  int // its StateDelayed jobs: not pending yet, but the key is not idle
 	running  int // running jobs of the key, all tiers
@@ -123,8 +127,10 @@ func (e *Engine) defaultOf(name string) Key {
 }
 
 // ownConfig reports whether the key may be configured otherwise than by
-// DefaultKey: it is configured, or it is the empty key.
-func (k *keyState) ownConfig() bool { return k.configured || k.pinned }
+// DefaultKey: it is configured, or it is the empty key and its default is
+// not DefaultKey's. (When it is, the empty key counts among the keys of
+// DefaultKey's configuration while unconfigured, as any other key.)
+func (k *keyState) ownConfig() bool { return k.configured || k.ownDefault }
 
 // keyOrNew returns the state of key name, creating it with the defaults.
 func (e *Engine) keyOrNew(name string) *keyState {
