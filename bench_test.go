@@ -158,7 +158,7 @@ func BenchmarkAging(b *testing.B) {
 			if on {
 				cfg.Aging = AgingConfig{GracePeriod: time.Second, Interval: time.Second, Step: 1, MaxEffective: 90, UrgentThreshold: 150}
 			}
-			benchSteadyState(b, cfg, 100000, 1, []string{""}, 5*time.Second)
+			benchSteadyState(b, cfg, 100000, 1, []string{""}, 5*time.Second, false)
 		})
 	}
 }
@@ -168,13 +168,19 @@ func BenchmarkAging(b *testing.B) {
 // on; bytes/job is the heap held per queued job. Each job waits about
 // scaleWait, at both sizes, so every job ages before it starts. Jobs of the
 // top ten priorities become urgent within that wait, and jobs of any
-// priority that wait longer do too (scaleConfig).
+// priority that wait longer do too (scaleConfig). In queued-1M-timed, one
+// job in ten is delayed by half that wait (NotBefore) and one in twenty
+// has a start deadline it meets (StartBy): their timers are set, fire or
+// are cancelled on the way.
 func BenchmarkScale(b *testing.B) {
 	for _, n := range []int{1000, 1000000} {
 		b.Run("queued-"+count(n), func(b *testing.B) {
-			benchSteadyState(b, scaleConfig(), n, 10000, []string{"fg", "bg", "repack"}, scaleWait)
+			benchSteadyState(b, scaleConfig(), n, 10000, []string{"fg", "bg", "repack"}, scaleWait, false)
 		})
 	}
+	b.Run("queued-1M-timed", func(b *testing.B) {
+		benchSteadyState(b, scaleConfig(), 1000000, 10000, []string{"fg", "bg", "repack"}, scaleWait, true)
+	})
 }
 
 // BenchmarkScaleKeys is Scale/queued-1M over fewer keys, 100 and 1,000
@@ -185,7 +191,7 @@ func BenchmarkScale(b *testing.B) {
 func BenchmarkScaleKeys(b *testing.B) {
 	for _, keys := range []int{100, 1000} {
 		b.Run("keys-"+count(keys), func(b *testing.B) {
-			benchSteadyState(b, scaleConfig(), 1000000, keys, []string{"fg", "bg", "repack"}, scaleWait)
+			benchSteadyState(b, scaleConfig(), 1000000, keys, []string{"fg", "bg", "repack"}, scaleWait, false)
 		})
 	}
 }
@@ -289,7 +295,7 @@ func BenchmarkAllocationEvents(b *testing.B) {
 // more old, low-priority jobs than the fill leaves. Until the fill's jobs
 // have turned over, the aged heaps keep growing; timed then, the figures
 // included that growth and the collections it set off.
-func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string, wait time.Duration) {
+func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string, wait time.Duration, timed bool) {
 	step := wait / time.Duration(n)
 	s := benchScheduler(b, cfg)
 	d := newBenchDriver(b, s)
@@ -303,12 +309,21 @@ func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string, wai
 		ids[i] = fmt.Sprintf("repo-%d", i)
 	}
 	gen := func() Job {
-		return Job{
+		j := Job{
 			Type:     types[rng.IntN(len(types))],
 			ID:       ids[rng.IntN(len(ids))],
 			Key:      names[rng.IntN(keys)],
 			Priority: 1 + rng.IntN(100),
 		}
+		if timed {
+			switch rng.IntN(20) {
+			case 0, 1:
+				j.NotBefore = d.clk.Now().Add(wait / 2)
+			case 2:
+				j.StartBy = d.clk.Now().Add(100 * wait)
+			}
+		}
+		return j
 	}
 	// Fill the slots, then the queue.
 	for i := 0; i < cfg.MaxConcurrency; i++ {
@@ -356,7 +371,7 @@ type benchDriver struct {
 // goroutine to end them, so it ends them itself before Close waits for
 // them.
 func newBenchDriver(b *testing.B, s *Scheduler) *benchDriver {
-	d := &benchDriver{s: s, clk: s.clock.(*clock.Fake)}
+	d := &benchDriver{s: s, clk: s.clock.(benchClock).Fake}
 	b.Cleanup(d.finishAll) // runs before the Close registered earlier
 	return d
 }
@@ -392,6 +407,9 @@ func (d *benchDriver) dispatch() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
+	if len(s.eng.Due(now)) > 0 {
+		panic("benchDriver: a job expired")
+	}
 	n := 0
 	for {
 		j := s.eng.Next(now)
@@ -424,7 +442,7 @@ func (d *benchDriver) finishOldest(skip int) {
 func benchScheduler(b *testing.B, cfg Config) *Scheduler {
 	b.Helper()
 	if cfg.Clock == nil {
-		cfg.Clock = clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		cfg.Clock = benchClock{clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	}
 	s, err := New(cfg)
 	if err != nil {
@@ -432,6 +450,15 @@ func benchScheduler(b *testing.B, cfg Config) *Scheduler {
 	}
 	b.Cleanup(func() { s.Close() })
 	return s
+}
+
+// benchClock is a fake clock whose timers never fire: the benchDriver
+// applies what falls due itself (benchDriver.dispatch), so that no job is
+// started by the scheduler's timer, on a goroutine of its own.
+type benchClock struct{ *clock.Fake }
+
+func (benchClock) AfterFunc(time.Duration, func()) (stop func() bool) {
+	return func() bool { return true }
 }
 
 func count(n int) string {

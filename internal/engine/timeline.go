@@ -13,11 +13,12 @@ import "github.com/fairsched/fairsched/internal/iheap"
 
 // timer is one thing falling due at a time. What it does when it falls
 // due is its kind's; kinds come with the gates and rules that need them.
+// It is 24 bytes, two to a job at most: its order among timers due at the
+// same time is kept in the heap's key only.
 type timer struct {
 	at   int64 // µs
-	seq  uint64
-	idx  int  // handle in timeline.heap, -1 when not on the timeline
-	job  *Job // the job it acts on
+	job  *Job  // the job it acts on
+	idx  int32 // handle in timeline.heap, -1 when not on the timeline
 	kind timerKind
 }
 
@@ -29,17 +30,17 @@ type timeline struct {
 }
 
 func newTimeline() timeline {
-	return timeline{heap: iheap.NewKeyed(func(t *timer, i int) { t.idx = i })}
+	return timeline{heap: iheap.NewKeyed(func(t *timer, i int) { t.idx = int32(i) })}
 }
 
 // add puts t on the timeline at at, or moves it there if it is on it
 // already. O(log t).
 func (tl *timeline) add(t *timer, at int64) {
 	tl.seq++
-	t.at, t.seq = at, tl.seq
-	key := iheap.Key{Hi: iheap.Int(at), Lo: t.seq}
+	t.at = at
+	key := iheap.Key{Hi: iheap.Int(at), Lo: tl.seq}
 	if t.idx >= 0 {
-		tl.heap.Fix(t.idx, key)
+		tl.heap.Fix(int(t.idx), key)
 		return
 	}
 	tl.heap.Push(key, t)
@@ -48,7 +49,7 @@ func (tl *timeline) add(t *timer, at int64) {
 // cancel takes t off the timeline, if it is on it. O(log t).
 func (tl *timeline) cancel(t *timer) {
 	if t.idx >= 0 {
-		tl.heap.Remove(t.idx)
+		tl.heap.Remove(int(t.idx))
 	}
 }
 

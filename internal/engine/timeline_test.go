@@ -16,21 +16,24 @@ func TestTimelineModel(t *testing.T) {
 	tl := newTimeline()
 	var model []*timer // on the timeline, in no order
 	var now int64
+	added := map[*timer]int{} // when each was last added or moved
 	less := func(a, b *timer) int {
 		if a.at != b.at {
 			return int(a.at - b.at)
 		}
-		return int(a.seq) - int(b.seq)
+		return added[a] - added[b]
 	}
 	for step := 0; step < 20000; step++ {
 		switch op := rng.IntN(10); {
 		case op < 4: // a new timer, at now or later
 			tm := &timer{idx: -1}
 			tl.add(tm, now+int64(rng.IntN(50)))
+			added[tm] = step
 			model = append(model, tm)
 		case op < 5 && len(model) > 0: // move one
 			tm := model[rng.IntN(len(model))]
 			tl.add(tm, now+int64(rng.IntN(50)))
+			added[tm] = step
 		case op < 6 && len(model) > 0: // cancel one
 			i := rng.IntN(len(model))
 			tl.cancel(model[i])
@@ -55,7 +58,7 @@ func TestTimelineModel(t *testing.T) {
 				t.Fatalf("step %d: a timer at %d is due at %d but was not handed out", step, model[0].at, now)
 			}
 		}
-		if !tl.heap.Verify(func(tm *timer) int { return tm.idx }) || tl.heap.Len() != len(model) {
+		if !tl.heap.Verify(func(tm *timer) int { return int(tm.idx) }) || tl.heap.Len() != len(model) {
 			t.Fatalf("step %d: heap broken or holds %d timers, want %d", step, tl.heap.Len(), len(model))
 		}
 		at, ok := tl.next()

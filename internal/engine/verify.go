@@ -290,7 +290,7 @@ func (e *Engine) verifyTimers(now int64) error {
 			if t.job != j || t.at <= now {
 				return errorf("job %d: a timer of kind %d for job %d at %d, now %d", j.seq, t.kind, t.job.seq, t.at, now)
 			}
-			if e.timeline.heap.KeyOf(t.idx) != (iheap.Key{Hi: iheap.Int(t.at), Lo: t.seq}) {
+			if e.timeline.heap.KeyOf(int(t.idx)).Hi != iheap.Int(t.at) {
 				return errorf("job %d: timer filed under another time on the timeline", j.seq)
 			}
 		}
