@@ -39,6 +39,7 @@ type diffJobRun struct {
 	started  bool
 	ended    bool
 	start    time.Duration
+	failed   int // attempts failed and retried
 }
 
 // errDiffInvalid marks a workload whose configuration New rejects; the
@@ -82,6 +83,9 @@ type diffRunner struct {
 }
 
 func newDiffRunner(w *diffWorkload, opts diffOptions) *diffRunner {
+	if !opts.engine { // a Scheduler does not retry yet
+		w = w.withoutRetries()
+	}
 	return &diffRunner{w: w, opts: opts, jobs: make([]diffJobRun, len(w.Jobs)), bySeq: map[uint64]int{}, keyCfg: map[string]KeyConfig{}, keyReset: map[string]bool{}}
 }
 
@@ -183,11 +187,11 @@ func (r *diffRunner) next(evs []diffEvent) (time.Duration, bool) {
 		at, ok = evs[0].at, true
 	}
 	if due, has := r.sys.nextDue(); has && (!ok || due < at) {
-		at, ok = due, true
+		at, ok = max(due, r.now), true // a deadline passed is due at once
 	}
 	if r.ref != nil {
 		if due, has := r.ref.NextDue(); has && (!ok || time.Duration(due)*time.Microsecond < at) {
-			at, ok = time.Duration(due)*time.Microsecond, true
+			at, ok = max(time.Duration(due)*time.Microsecond, r.now), true
 		}
 	}
 	for _, i := range r.order {
@@ -412,6 +416,9 @@ func (r *diffRunner) cancel(i int) error {
 
 func (r *diffRunner) finish(i int) error {
 	j := &r.jobs[i]
+	if dj := r.w.Jobs[i]; j.failed < dj.Fails {
+		return r.retry(i)
+	}
 	r.trace = append(r.trace, fmt.Sprintf("%v finish j%d", r.now, i))
 	if err := r.sys.finish(i); err != nil {
 		return fmt.Errorf("j%d finished at %v with %v", i, r.now, err)
@@ -421,6 +428,26 @@ func (r *diffRunner) finish(i int) error {
 	r.completed++
 	if r.ref != nil {
 		r.ref.Finish(r.now.Microseconds(), j.refSeq)
+	}
+	return r.sync()
+}
+
+// retry fails running job i's attempt: it waits out its backoff and is
+// started again later, and finishes once its failures are used up.
+func (r *diffRunner) retry(i int) error {
+	j := &r.jobs[i]
+	j.failed++
+	at := r.now + r.w.Jobs[i].Backoff
+	r.trace = append(r.trace, fmt.Sprintf("%v j%d fails, retries at %v", r.now, i, at))
+	if err := r.sys.retry(i, at); err != nil {
+		return fmt.Errorf("j%d retried at %v: %v", i, r.now, err)
+	}
+	j.started = false
+	r.order = slices.DeleteFunc(r.order, func(k int) bool { return k == i })
+	r.running--
+	r.pending++
+	if r.ref != nil {
+		r.ref.Retry(r.now.Microseconds(), j.refSeq, at.Microseconds())
 	}
 	return r.sync()
 }

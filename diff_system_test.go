@@ -33,6 +33,8 @@ type diffSystem interface {
 	setMaxConcurrency(n int) error
 	setTierLimit(t Tier, n int) error
 	setTypeLimit(name string, n int) error
+	// retry fails running job i's attempt; it is retried not before at.
+	retry(i int, at time.Duration) error
 	// nextDue returns the next time the system has something fall due.
 	nextDue() (time.Duration, bool)
 	// due takes in what fell due by the clock's time (the Scheduler's
@@ -110,6 +112,10 @@ func (d *diffScheduler) finish(i int) error {
 	close(d.release[i])
 	delete(d.live, i)
 	return d.await(i)
+}
+
+func (d *diffScheduler) retry(int, time.Duration) error {
+	return errors.New("a Scheduler does not retry yet")
 }
 
 func (d *diffScheduler) nextDue() (time.Duration, bool) {
@@ -309,6 +315,16 @@ func (d *diffEngine) finish(i int) error {
 	return nil
 }
 
+func (d *diffEngine) retry(i int, at time.Duration) error {
+	j := d.jobs[i]
+	if !j.Running() {
+		return fmt.Errorf("j%d retried in state %d", i, j.State())
+	}
+	d.e.Retry(j, at.Microseconds(), d.now())
+	d.dispatch()
+	return nil
+}
+
 func (d *diffEngine) nextDue() (time.Duration, bool) {
 	due, ok := d.e.NextDue()
 	return time.Duration(due) * time.Microsecond, ok
@@ -413,5 +429,6 @@ func (c diffEndCounter) Started(*engine.Job, int, bool, int64)             {}
 func (c diffEndCounter) Finished(j *engine.Job, _ engine.Outcome, _ int64) { c[j.Seq()]++ }
 func (c diffEndCounter) Cancelled(j *engine.Job, _ int64)                  { c[j.Seq()]++ }
 func (c diffEndCounter) Expired(j *engine.Job, _ int64)                    { c[j.Seq()]++ }
+func (c diffEndCounter) Retrying(*engine.Job, int64, int64)                {}
 func (c diffEndCounter) AllocationChanged(string, float64, float64, engine.AllocationReason, int64) {
 }

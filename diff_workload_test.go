@@ -58,6 +58,10 @@ type diffJob struct {
 	// Delay and StartWithin set Job.NotBefore and Job.StartBy to At plus
 	// them; 0: not set.
 	Delay, StartWithin time.Duration
+	// Fails is how many of its attempts fail, each followed by a retry
+	// after Backoff (replayed on the engine alone for now).
+	Fails   int
+	Backoff time.Duration
 }
 
 // diffKeyChange is a run-time change of the keys' configuration:
@@ -285,6 +289,9 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		}
 		if diffChance(src, 1, 6) {
 			j.StartWithin = diffUnits(1 + src.intn(15)) // at or before Delay: refused
+		}
+		if diffChance(src, 1, 5) {
+			j.Fails, j.Backoff = 1+src.intn(2), diffUnits(src.intn(6))
 		}
 		w.Jobs = append(w.Jobs, j)
 	}

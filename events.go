@@ -20,9 +20,10 @@ const (
 	EventRejected                               // a submission was refused: queue full, closed, unknown type
 	EventAged                                   // a job started above its base priority, or as urgent
 	EventAllocationChanged                      // a configured key's fair allocation changed
+	EventRetrying                               // a job's attempt failed; it waits for its next
 )
 
-var kindNames = [...]string{"", "submitted", "started", "finished", "rejected", "aged", "allocation_changed"}
+var kindNames = [...]string{"", "submitted", "started", "finished", "rejected", "aged", "allocation_changed", "retrying"}
 
 func (k EventKind) String() string {
 	if int(k) < len(kindNames) {
@@ -239,6 +240,14 @@ func (o *observer) Expired(j *engine.Job, now int64) {
 	ev := o.jobEvent(EventFinished, j, now)
 	ev.Wait = usDuration(now - j.Submitted())
 	ev.Outcome, ev.Err = OutcomeExpired, ErrStartDeadline
+	o.events.send(ev)
+}
+
+func (o *observer) Retrying(j *engine.Job, _, now int64) {
+	ev := o.jobEvent(EventRetrying, j, now)
+	ev.Wait = usDuration(j.Started() - j.Submitted())
+	ev.Duration = usDuration(now - j.Started())
+	ev.Err = taskOf(j).err
 	o.events.send(ev)
 }
 

@@ -25,11 +25,21 @@ type timerKind uint8
 const (
 	timerRelease  timerKind = iota + 1 // a delayed job joins the queue
 	timerDeadline                      // a job not yet started expires
+	timerGrace                         // a retried job's grace period ends (lateGrace)
 )
 
-// jobTimers are the timers of one job.
+// jobTimers are the timers of one job, and what they need to remember.
 type jobTimers struct {
 	release, deadline timer
+	// grace ends the grace period of a job that rejoined the queue after a
+	// failed attempt within it: the grace queue takes jobs in submission
+	// order only (Engine.lateGrace).
+	grace timer
+	// deadlineAt is the job's start deadline, kept while it runs so that a
+	// retry is bounded by it too; 0: none.
+	deadlineAt int64
+	// retry: the release is a retry's: the job keeps its aging clock.
+	retry bool
 }
 
 // timersOf returns j's timers, making them on first use.
@@ -40,6 +50,7 @@ func (e *Engine) timersOf(j *Job) *jobTimers {
 	tm := &jobTimers{
 		release:  timer{job: j, kind: timerRelease, idx: -1},
 		deadline: timer{job: j, kind: timerDeadline, idx: -1},
+		grace:    timer{job: j, kind: timerGrace, idx: -1},
 	}
 	if e.timed == nil {
 		e.timed = make(map[*Job]*jobTimers)
@@ -49,14 +60,21 @@ func (e *Engine) timersOf(j *Job) *jobTimers {
 	return tm
 }
 
-// untime takes j's timers off the timeline and forgets them: j started or
-// ended. O(log t).
+// untime takes j's timers off the timeline and forgets them: j ended. A
+// job that starts keeps them while it has a deadline, to bound its
+// retries (pause). O(log t).
 func (e *Engine) untime(j *Job) {
+	e.pause(j)
+	delete(e.timed, j)
+	j.timed = false
+}
+
+// pause takes j's timers off the timeline: it started.
+func (e *Engine) pause(j *Job) {
 	tm := e.timed[j]
 	e.timeline.cancel(&tm.release)
 	e.timeline.cancel(&tm.deadline)
-	delete(e.timed, j)
-	j.timed = false
+	e.lateGrace.cancel(&tm.grace)
 }
 
 // deadlineOf returns the start deadline of a job of type t with the
@@ -68,6 +86,13 @@ func deadlineOf(t *typeState, startBy, now int64) int64 {
 		dl = now + to
 	}
 	return dl
+}
+
+// setDeadline gives j a start deadline.
+func (e *Engine) setDeadline(j *Job, at int64) {
+	tm := e.timersOf(j)
+	tm.deadlineAt = at
+	e.timeline.add(&tm.deadline, at)
 }
 
 // delay files an accepted job that may not start before notBefore.
@@ -101,13 +126,61 @@ func (e *Engine) Due(now int64) []*Job {
 		}
 		switch t.kind {
 		case timerRelease:
-			e.undelay(t.job)
-			e.join(t.job, now)
-			e.queue(t.job, now)
+			j := t.job
+			e.undelay(j)
+			if tm := e.timed[j]; tm.retry {
+				tm.retry = false
+				e.rejoin(j, now)
+			} else {
+				e.join(j, now)
+				e.queue(j, now)
+			}
 		case timerDeadline:
 			e.expire(t.job, now)
 			e.expired = append(e.expired, t.job)
 		}
+	}
+}
+
+// Retry ends the failed attempt of running job j at now and puts the job
+// back, delayed until notBefore (its backoff): it holds nothing while it
+// waits, keeps its sequence number and its aging clock, and is bounded by
+// its start deadline, if it has one, which may expire it first. O(log n).
+func (e *Engine) Retry(j *Job, notBefore, now int64) {
+	e.stop(j, Failed, now)
+	e.counters.Retries++
+	j.lane.typ.stats.retries++
+	if e.obs != nil {
+		e.obs.Retrying(j, notBefore, now)
+	}
+	j.est = nil
+	e.delay(j, notBefore) // first: its key is not idle
+	tm := e.timed[j]
+	tm.retry = true
+	if tm.deadlineAt > 0 {
+		e.timeline.add(&tm.deadline, tm.deadlineAt) // if past, due at once
+	}
+	e.settle(j, now)
+}
+
+// rejoin brings a retried job back into the queue. Its grace period, if
+// it has not ended, ends by a timer of its own: the grace queue keeps jobs
+// in submission order only.
+func (e *Engine) rejoin(j *Job, now int64) {
+	sub := j.sub
+	e.join(j, now)
+	j.sub = sub // the aging clock runs from the first submission
+	e.show(j, now)
+	if e.aging.on && e.aging.grace > 0 && !e.aging.pastGrace(j.sub, now) {
+		e.lateGrace.add(&e.timed[j].grace, j.sub+e.aging.grace)
+	}
+}
+
+// endLateGrace ends the grace periods due by now of retried jobs, as
+// endGrace does the grace queue's.
+func (e *Engine) endLateGrace(now int64) {
+	for t := e.lateGrace.popDue(now); t != nil; t = e.lateGrace.popDue(now) {
+		e.endGraceOf(t.job, now)
 	}
 }
 
@@ -135,6 +208,9 @@ func (e *Engine) expire(j *Job, now int64) {
 // key's idleness has to follow.
 func (e *Engine) endDelayed(j *Job, now int64) {
 	j.state = StateDone
+	if j.timed {
+		e.untime(j)
+	}
 	if k := j.lane.key; k.pending == 0 && k.running == 0 && k.delayed == 0 {
 		e.markIdle(k, now)
 	}

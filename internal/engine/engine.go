@@ -97,6 +97,7 @@ type Engine struct {
 	conflicts map[conflictKey]*conflictLock
 	grace     graceQueue
 	timeline  timeline     // what falls due at a time
+	lateGrace timeline     // grace ends of retried jobs (delay.go)
 	running   []runningJob // Job.idx is the position
 	seq       uint64       // the last sequence number handed out
 	stamp     uint64       // the last flow stamp handed out
@@ -128,6 +129,7 @@ func New(cfg Config, obs Observer) *Engine {
 		conflicts: make(map[conflictKey]*conflictLock),
 		costs:     newCostTable(cfg.CostAlpha),
 		timeline:  newTimeline(),
+		lateGrace: newTimeline(),
 	}
 	for t := range cfg.TierLimits {
 		e.tierOf(t)
@@ -229,7 +231,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 	if tm.NotBefore > now {
 		e.delay(j, tm.NotBefore)
 		if deadline > 0 {
-			e.timeline.add(&e.timersOf(j).deadline, deadline)
+			e.setDeadline(j, deadline)
 		}
 		return nil
 	}
@@ -237,11 +239,14 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 	if e.npending == 1 && e.admissible(j) {
 		// Nothing else waits: the order has nothing to decide but the step.
 		e.start(j, e.stepOf(j, now), now)
+		if deadline > 0 {
+			e.timersOf(j).deadlineAt = deadline // to bound its retries
+		}
 		return nil
 	}
 	e.queue(j, now)
 	if deadline > 0 {
-		e.timeline.add(&e.timersOf(j).deadline, deadline)
+		e.setDeadline(j, deadline)
 	}
 	return nil
 }
@@ -292,6 +297,7 @@ func (e *Engine) Next(now int64) *Job {
 	}
 	if e.aging.on && e.aging.grace > 0 {
 		e.endGrace(now)
+		e.endLateGrace(now)
 	}
 	j, how := e.pick(now)
 	if j == nil {

@@ -8,13 +8,19 @@ func (e *Engine) endGrace(now int64) {
 		if j == nil {
 			return
 		}
-		switch j.state {
-		case StateQueued:
-			e.hide(j)
-			e.show(j, now)
-		case StateParked:
-			e.regrace(j, now)
-		}
+		e.endGraceOf(j, now)
+	}
+}
+
+// endGraceOf moves a pending job whose grace period ended into the aged
+// orders.
+func (e *Engine) endGraceOf(j *Job, now int64) {
+	switch j.state {
+	case StateQueued:
+		e.hide(j)
+		e.show(j, now)
+	case StateParked:
+		e.regrace(j, now)
 	}
 }
 
@@ -58,7 +64,11 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 		e.grace.leave(j) // before at becomes its start time
 	}
 	if j.timed {
-		e.untime(j)
+		if e.timed[j].deadlineAt > 0 {
+			e.pause(j) // kept: the deadline bounds its retries
+		} else {
+			e.untime(j)
+		}
 	}
 	j.state, j.at, j.kind = StateRunning, now, how
 	e.npending--
@@ -92,6 +102,15 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 // finish ends a running job. With NotRun its function did not run (its
 // caller gave up as it started), so no cost is learnt.
 func (e *Engine) finish(j *Job, o Outcome, now int64) {
+	e.stop(j, o, now)
+	e.recordFinish(j, o, now)
+	e.end(j, o, now)
+}
+
+// stop takes a running job's attempt out of the running jobs and accounts
+// for it: its slot, its conflict lock, its key's charge corrected to the
+// time it took, and, if it ran, the cost learnt.
+func (e *Engine) stop(j *Job, o Outcome, now int64) {
 	l := j.lane
 	k, f, t := l.key, l.flow, l.typ
 	lk := e.running[j.idx].lock
@@ -120,14 +139,22 @@ func (e *Engine) finish(j *Job, o Outcome, now int64) {
 		e.costs.observe(t, j.id, j.est, dur, now)
 		t.typical = e.costs.alpha*dur + (1-e.costs.alpha)*t.typical
 	}
-	e.recordFinish(j, o, now)
-	e.end(j, o, now)
 }
 
 // end moves j to its final state and settles what it leaves behind.
 func (e *Engine) end(j *Job, o Outcome, now int64) {
-	f, k := j.lane.flow, j.lane.key
 	j.state, j.est = StateDone, nil // the caller may keep the record long after
+	if j.timed {
+		e.untime(j)
+	}
+	e.settle(j, now)
+}
+
+// settle settles what a job that leaves the pending and running jobs
+// leaves behind: its place in the grace queue, its flow's activity, its
+// key's work.
+func (e *Engine) settle(j *Job, now int64) {
+	f, k := j.lane.flow, j.lane.key
 	if e.npending == 0 {
 		e.grace.reset() // nothing waits
 	} else {

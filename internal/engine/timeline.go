@@ -13,8 +13,7 @@ import "github.com/fairsched/fairsched/internal/iheap"
 
 // timer is one thing falling due at a time. What it does when it falls
 // due is its kind's; kinds come with the gates and rules that need them.
-// It is 24 bytes, two to a job at most: its order among timers due at the
-// same time is kept in the heap's key only.
+// It is 24 bytes.
 type timer struct {
 	at   int64 // µs
 	job  *Job  // the job it acts on
@@ -22,11 +21,11 @@ type timer struct {
 	kind timerKind
 }
 
-// timeline holds the timers in order of their time, then of their
-// adding.
+// timeline holds the timers in order of their time, then of their job's
+// sequence number, then of their kind: an order that does not depend on
+// when a timer was set, so that the reference model can state it.
 type timeline struct {
 	heap iheap.Keyed[*timer]
-	seq  uint64 // timers added
 }
 
 func newTimeline() timeline {
@@ -36,9 +35,8 @@ func newTimeline() timeline {
 // add puts t on the timeline at at, or moves it there if it is on it
 // already. O(log t).
 func (tl *timeline) add(t *timer, at int64) {
-	tl.seq++
 	t.at = at
-	key := iheap.Key{Hi: iheap.Int(at), Lo: tl.seq}
+	key := iheap.Key{Hi: iheap.Int(at), Lo: t.job.seq<<2 | uint64(t.kind)}
 	if t.idx >= 0 {
 		tl.heap.Fix(int(t.idx), key)
 		return

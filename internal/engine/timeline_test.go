@@ -8,32 +8,29 @@ import (
 
 // TestTimelineModel drives the timeline with random adds, moves, cancels
 // and advances of time against a plain list of the timers it should hold:
-// popDue must hand out exactly the timers due, earliest first (ties in the
-// order added or last moved), next must name the earliest, and the heap
+// popDue must hand out exactly the timers due, earliest first (ties by
+// their job's sequence number), next must name the earliest, and the heap
 // must stay sound.
 func TestTimelineModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	tl := newTimeline()
 	var model []*timer // on the timeline, in no order
 	var now int64
-	added := map[*timer]int{} // when each was last added or moved
 	less := func(a, b *timer) int {
 		if a.at != b.at {
 			return int(a.at - b.at)
 		}
-		return added[a] - added[b]
+		return int(a.job.seq) - int(b.job.seq)
 	}
 	for step := 0; step < 20000; step++ {
 		switch op := rng.IntN(10); {
 		case op < 4: // a new timer, at now or later
-			tm := &timer{idx: -1}
+			tm := &timer{idx: -1, job: &Job{seq: uint64(step + 1)}}
 			tl.add(tm, now+int64(rng.IntN(50)))
-			added[tm] = step
 			model = append(model, tm)
 		case op < 5 && len(model) > 0: // move one
 			tm := model[rng.IntN(len(model))]
 			tl.add(tm, now+int64(rng.IntN(50)))
-			added[tm] = step
 		case op < 6 && len(model) > 0: // cancel one
 			i := rng.IntN(len(model))
 			tl.cancel(model[i])

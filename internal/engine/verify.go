@@ -258,22 +258,33 @@ func (e *Engine) Verify(now int64) error {
 }
 
 // verifyTimers checks the jobs that wait for a time: each has its timers
-// in timed and is flagged, has not started, and its timers are on the
-// timeline, in the future, exactly when they still have to act; a delayed
+// in timed and is flagged, has not started (or keeps its deadline while it
+// runs), and its timers are on the timeline exactly when they still have
+// to act (a retry may set one already due); a delayed
 // job's release timer is there; the delayed jobs are counted right; and
 // the timeline holds nothing else.
 func (e *Engine) verifyTimers(now int64) error {
 	delayedKey := map[*keyState]int{}
 	delayedType := map[*typeState]int{}
-	onTimeline := 0
+	onTimeline, graced := 0, 0
 	for j, tm := range e.timed {
 		if !j.timed {
 			return errorf("job %d: has timers but is not flagged", j.seq)
 		}
 		switch j.state {
 		case StateQueued, StateParked, StateDelayed:
+		case StateRunning:
+			if tm.deadlineAt == 0 || tm.release.idx >= 0 || tm.deadline.idx >= 0 || tm.grace.idx >= 0 {
+				return errorf("job %d: running with timers set, or kept with no deadline", j.seq)
+			}
 		default:
 			return errorf("job %d: has timers in state %d", j.seq, j.state)
+		}
+		if tm.grace.idx >= 0 {
+			graced++
+			if j.state != StateQueued && j.state != StateParked || tm.grace.at != j.sub+e.aging.grace {
+				return errorf("job %d: a grace timer at %d in state %d, submitted %d", j.seq, tm.grace.at, j.state, j.sub)
+			}
 		}
 		if (j.state == StateDelayed) != (tm.release.idx >= 0) {
 			return errorf("job %d: state %d, release timer on the timeline %v", j.seq, j.state, tm.release.idx >= 0)
@@ -287,8 +298,8 @@ func (e *Engine) verifyTimers(now int64) error {
 				continue
 			}
 			onTimeline++
-			if t.job != j || t.at <= now {
-				return errorf("job %d: a timer of kind %d for job %d at %d, now %d", j.seq, t.kind, t.job.seq, t.at, now)
+			if t.job != j {
+				return errorf("job %d: a timer of kind %d for job %d", j.seq, int(t.kind), t.job.seq)
 			}
 			if e.timeline.heap.KeyOf(int(t.idx)).Hi != iheap.Int(t.at) {
 				return errorf("job %d: timer filed under another time on the timeline", j.seq)
@@ -297,6 +308,9 @@ func (e *Engine) verifyTimers(now int64) error {
 	}
 	if onTimeline != e.timeline.heap.Len() {
 		return errorf("timeline: %d timers, %d belong to waiting jobs", e.timeline.heap.Len(), onTimeline)
+	}
+	if graced != e.lateGrace.heap.Len() {
+		return errorf("late grace ends: %d timers, %d belong to queued jobs", e.lateGrace.heap.Len(), graced)
 	}
 	total := 0
 	for _, k := range e.keys {
@@ -379,7 +393,8 @@ func (e *Engine) verifyGrace(now int64) error {
 		return nil
 	}
 	check := func(j *Job) error {
-		if !e.aging.pastGrace(j.sub, now) && !j.inGrace || j.inGrace && !filed(j) {
+		lateGrace := j.timed && e.timed[j].grace.idx >= 0 // a retried job's (delay.go)
+		if !e.aging.pastGrace(j.sub, now) && !j.inGrace && !lateGrace || j.inGrace && !filed(j) {
 			return errorf("job %d in its grace period: inGrace=%v, entry %d not its own", j.seq, j.inGrace, j.at)
 		}
 		return nil

@@ -36,7 +36,10 @@
 //     of StartBy and its type's StartTimeout after submission) ends at
 //     that time. What falls due at one instant is applied by time, then
 //     submission, a job's release before its deadline; one whose deadline
-//     is not after its submission and NotBefore is refused.
+//     is not after its submission and NotBefore is refused. A failed
+//     attempt that is retried is accounted as a finish, and the job is
+//     delayed until its backoff ends, keeping its number, its aging clock
+//     and its deadline.
 //   - Cost estimates are an exponential moving average per (type, ID) of
 //     observed durations, from the type's default cost. Unconfigured keys
 //     other than "" idle for IdleTTL are forgotten at the next accepted
@@ -181,6 +184,7 @@ type job struct {
 	// pending for them), but counted by the admission limits.
 	delayed   bool
 	notBefore int64
+	retry     bool  // delayed by a retry's backoff: it keeps its aging clock
 	deadline  int64 // start deadline; 0: none
 	running   bool
 	kind      Kind
@@ -336,7 +340,9 @@ func (m *Model) Submit(now int64, d Job) (uint64, bool) {
 // which starts its aging clock.
 func (m *Model) join(j *job, now int64) {
 	k, t := j.key, j.typ
-	j.sub = now
+	if !j.retry {
+		j.sub = now
+	}
 	f := k.flows[t.Tier]
 	if !m.active(k, t.Tier) {
 		// A returning flow re-enters at the tier's floor, raised to the
@@ -401,7 +407,7 @@ func (m *Model) Due(now int64) []uint64 {
 		}
 		if release {
 			m.join(next, now) // while it is still delayed: not yet active
-			next.delayed = false
+			next.delayed, next.retry = false, false
 			continue
 		}
 		expired = append(expired, next.seq)
@@ -440,6 +446,27 @@ func (m *Model) Finish(now int64, seq uint64) {
 	if j.kind != Reserved {
 		// Correct the charge from the estimate to the time used; the
 		// guess, if any, is settled.
+		m.charge(f, dur-j.est, -j.guess, j.w)
+	}
+	id := costID{j.typName, j.id}
+	prev := m.estimate(j)
+	m.costs[id] = &cost{seconds: m.alpha*dur + (1-m.alpha)*prev, lastUsed: now}
+	m.ended(j, now)
+	m.dispatch(now)
+}
+
+// Retry ends the failed attempt of the running job seq at now, as Finish
+// does, and puts the job back, delayed until notBefore: it keeps its
+// number, its aging clock and its start deadline. Then it dispatches.
+func (m *Model) Retry(now int64, seq uint64, notBefore int64) {
+	j := m.find(seq)
+	if j == nil || !j.running {
+		panic("refmodel: Retry of a job that is not running")
+	}
+	dur := float64(now-j.start) / 1e6
+	j.running, j.delayed, j.retry, j.notBefore = false, true, true, notBefore
+	f := j.key.flows[j.typ.Tier]
+	if j.kind != Reserved {
 		m.charge(f, dur-j.est, -j.guess, j.w)
 	}
 	id := costID{j.typName, j.id}
@@ -782,7 +809,7 @@ func (u usage) admits(m *Model, j *job) bool {
 func (m *Model) start(j *job, kind Kind, now int64) {
 	j.running, j.kind, j.start = true, kind, now
 	if kind != Reserved {
-		j.est, j.w = m.estimate(j), j.key.cfg.Weight
+		j.est, j.w, j.guess = m.estimate(j), j.key.cfg.Weight, 0
 		f := j.key.flows[j.typ.Tier]
 		if _, learned := m.costs[costID{j.typName, j.id}]; !learned {
 			j.guess = j.est
