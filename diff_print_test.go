@@ -56,7 +56,7 @@ func (w *diffWorkload) goString() string {
 			times += fmt.Sprintf(", StartWithin: %d * diffUnit", j.StartWithin/diffUnit)
 		}
 		if j.Fails > 0 {
-			times += fmt.Sprintf(", Fails: %d, Backoff: %d * diffUnit", j.Fails, j.Backoff/diffUnit)
+			times += fmt.Sprintf(", Fails: %d", j.Fails)
 		}
 		fmt.Fprintf(&b, "\t\t{Job: Job{Type: %q, ID: %q, Key: %q, Priority: %d}, At: %d * diffUnit, Dur: %d * diffUnit, CancelAt: %s%s}, // j%d\n",
 			j.Job.Type, j.Job.ID, j.Job.Key, j.Job.Priority, j.At/diffUnit, j.Dur/diffUnit, diffUnitsString(j.CancelAt), times, i)

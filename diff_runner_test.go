@@ -83,9 +83,6 @@ type diffRunner struct {
 }
 
 func newDiffRunner(w *diffWorkload, opts diffOptions) *diffRunner {
-	if !opts.engine { // a Scheduler does not retry yet
-		w = w.withoutRetries()
-	}
 	return &diffRunner{w: w, opts: opts, jobs: make([]diffJobRun, len(w.Jobs)), bySeq: map[uint64]int{}, keyCfg: map[string]KeyConfig{}, keyReset: map[string]bool{}}
 }
 
@@ -417,7 +414,7 @@ func (r *diffRunner) cancel(i int) error {
 func (r *diffRunner) finish(i int) error {
 	j := &r.jobs[i]
 	if dj := r.w.Jobs[i]; j.failed < dj.Fails {
-		return r.retry(i)
+		return r.fail(i)
 	}
 	r.trace = append(r.trace, fmt.Sprintf("%v finish j%d", r.now, i))
 	if err := r.sys.finish(i); err != nil {
@@ -432,14 +429,29 @@ func (r *diffRunner) finish(i int) error {
 	return r.sync()
 }
 
-// retry fails running job i's attempt: it waits out its backoff and is
-// started again later, and finishes once its failures are used up.
-func (r *diffRunner) retry(i int) error {
+// fail fails running job i's attempt. If its type's policy allows another,
+// the job waits out its backoff and is started again later; otherwise it
+// ends, failed.
+func (r *diffRunner) fail(i int) error {
 	j := &r.jobs[i]
 	j.failed++
-	at := r.now + r.w.Jobs[i].Backoff
+	p := r.w.Cfg.Types[r.w.Jobs[i].Job.Type].Retry
+	if j.failed >= p.Attempts {
+		r.trace = append(r.trace, fmt.Sprintf("%v j%d fails for good", r.now, i))
+		if err := r.sys.fail(i, false, 0); err != errDiffAttempt {
+			return fmt.Errorf("j%d failed for good at %v with %v", i, r.now, err)
+		}
+		j.ended = true
+		r.running--
+		r.failed++
+		if r.ref != nil {
+			r.ref.Finish(r.now.Microseconds(), j.refSeq)
+		}
+		return r.sync()
+	}
+	at := r.now + p.wait(j.failed)
 	r.trace = append(r.trace, fmt.Sprintf("%v j%d fails, retries at %v", r.now, i, at))
-	if err := r.sys.retry(i, at); err != nil {
+	if err := r.sys.fail(i, true, at); err != nil {
 		return fmt.Errorf("j%d retried at %v: %v", i, r.now, err)
 	}
 	j.started = false

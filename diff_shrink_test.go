@@ -146,13 +146,3 @@ func (w *diffWorkload) clone() *diffWorkload {
 }
 
 // goString renders the workload as a Go expression of this package.
-
-// withoutRetries returns w with no job failing.
-func (w *diffWorkload) withoutRetries() *diffWorkload {
-	c := *w
-	c.Jobs = slices.Clone(w.Jobs)
-	for i := range c.Jobs {
-		c.Jobs[i].Fails, c.Jobs[i].Backoff = 0, 0
-	}
-	return &c
-}

@@ -33,8 +33,10 @@ type diffSystem interface {
 	setMaxConcurrency(n int) error
 	setTierLimit(t Tier, n int) error
 	setTypeLimit(name string, n int) error
-	// retry fails running job i's attempt; it is retried not before at.
-	retry(i int, at time.Duration) error
+	// fail lets running job i's attempt fail with errDiffAttempt. If retry,
+	// the job is put back until at (a Scheduler computes at itself, from
+	// its type's policy); otherwise it ends, and fail returns its error.
+	fail(i int, retry bool, at time.Duration) error
 	// nextDue returns the next time the system has something fall due.
 	nextDue() (time.Duration, bool)
 	// due takes in what fell due by the clock's time (the Scheduler's
@@ -63,7 +65,7 @@ type diffScheduler struct {
 	s       *Scheduler
 	timer   *time.Timer // turns a hang into a failure
 	handles map[int]Handle
-	release map[int]chan struct{}
+	release map[int]chan error // what the job's function returns
 	live    map[int]bool // submitted, not known to have ended
 
 	endMu   sync.Mutex     // the hook runs on a goroutine of the scheduler's
@@ -71,8 +73,9 @@ type diffScheduler struct {
 }
 
 func newDiffScheduler(cfg Config, clk *clock.Fake, hook bool) (*diffScheduler, error) {
-	d := &diffScheduler{handles: map[int]Handle{}, release: map[int]chan struct{}{}, live: map[int]bool{}, endSeqs: map[uint64]int{}}
+	d := &diffScheduler{handles: map[int]Handle{}, release: map[int]chan error{}, live: map[int]bool{}, endSeqs: map[uint64]int{}}
 	cfg.Clock = clk
+	cfg.signals = newTestSignals()
 	if hook {
 		cfg.EventBuffer = 1 << 12 // far more than a workload makes; checked
 		cfg.OnEvent = func(ev Event) {
@@ -93,8 +96,15 @@ func newDiffScheduler(cfg Config, clk *clock.Fake, hook bool) (*diffScheduler, e
 }
 
 func (d *diffScheduler) submit(i int, desc Job) (uint64, error) {
-	release := make(chan struct{})
-	h, err := d.s.Submit(context.Background(), desc, untilReleased(release))
+	release := make(chan error, 1)
+	h, err := d.s.Submit(context.Background(), desc, func(ctx context.Context) error {
+		select {
+		case err := <-release:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -109,13 +119,35 @@ func (d *diffScheduler) cancel(i int) error {
 }
 
 func (d *diffScheduler) finish(i int) error {
-	close(d.release[i])
+	d.release[i] <- nil
 	delete(d.live, i)
 	return d.await(i)
 }
 
-func (d *diffScheduler) retry(int, time.Duration) error {
-	return errors.New("a Scheduler does not retry yet")
+// errDiffAttempt is the error of a failing attempt.
+var errDiffAttempt = errors.New("the attempt failed")
+
+func (d *diffScheduler) fail(i int, retry bool, _ time.Duration) error {
+	d.release[i] <- errDiffAttempt
+	if !retry {
+		delete(d.live, i)
+		return d.await(i)
+	}
+	d.timer.Reset(10 * time.Second)
+	defer d.timer.Stop()
+	for seq := d.handles[i].Seq(); ; {
+		select {
+		case got := <-d.s.cfg.signals.retried:
+			if got != seq {
+				return fmt.Errorf("j%d failed, but job %d was retried", i, got)
+			}
+			return nil
+		case <-d.handles[i].Done():
+			return fmt.Errorf("j%d ended with %v instead of being retried", i, d.handles[i].Err())
+		case <-d.timer.C:
+			return fmt.Errorf("j%d was not retried", i)
+		}
+	}
 }
 
 func (d *diffScheduler) nextDue() (time.Duration, bool) {
@@ -216,9 +248,8 @@ func (d *diffScheduler) ends() map[uint64]int {
 func (d *diffScheduler) close() error {
 	for _, r := range d.release {
 		select {
-		case <-r:
+		case r <- nil:
 		default:
-			close(r)
 		}
 	}
 	d.timer.Stop()
@@ -315,14 +346,21 @@ func (d *diffEngine) finish(i int) error {
 	return nil
 }
 
-func (d *diffEngine) retry(i int, at time.Duration) error {
+func (d *diffEngine) fail(i int, retry bool, at time.Duration) error {
 	j := d.jobs[i]
 	if !j.Running() {
-		return fmt.Errorf("j%d retried in state %d", i, j.State())
+		return fmt.Errorf("j%d failed in state %d", i, j.State())
 	}
-	d.e.Retry(j, at.Microseconds(), d.now())
+	if retry {
+		d.e.Retry(j, at.Microseconds(), d.now())
+	} else {
+		d.e.Finish(j, engine.Failed, d.now())
+	}
 	d.dispatch()
-	return nil
+	if retry {
+		return nil
+	}
+	return errDiffAttempt
 }
 
 func (d *diffEngine) nextDue() (time.Duration, bool) {

@@ -58,10 +58,9 @@ type diffJob struct {
 	// Delay and StartWithin set Job.NotBefore and Job.StartBy to At plus
 	// them; 0: not set.
 	Delay, StartWithin time.Duration
-	// Fails is how many of its attempts fail, each followed by a retry
-	// after Backoff (replayed on the engine alone for now).
-	Fails   int
-	Backoff time.Duration
+	// Fails is how many of its attempts fail: each is retried if its
+	// type's RetryPolicy allows another attempt, and ends the job if not.
+	Fails int
 }
 
 // diffKeyChange is a run-time change of the keys' configuration:
@@ -184,6 +183,12 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		if diffChance(src, 1, 5) {
 			tc.StartTimeout = diffUnits(1 + src.intn(15))
 		}
+		if diffChance(src, 1, 3) {
+			tc.Retry = RetryPolicy{Attempts: 2 + src.intn(2), Backoff: diffUnits(1 + src.intn(4))}
+			if diffChance(src, 1, 3) {
+				tc.Retry.MaxBackoff = diffUnits(2 + src.intn(4))
+			}
+		}
 		if cfg.Types == nil {
 			cfg.Types = map[string]TypeConfig{}
 		}
@@ -291,7 +296,7 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 			j.StartWithin = diffUnits(1 + src.intn(15)) // at or before Delay: refused
 		}
 		if diffChance(src, 1, 5) {
-			j.Fails, j.Backoff = 1+src.intn(2), diffUnits(src.intn(6))
+			j.Fails = 1 + src.intn(3)
 		}
 		w.Jobs = append(w.Jobs, j)
 	}

@@ -224,7 +224,7 @@ func (o *observer) Finished(j *engine.Job, out engine.Outcome, now int64) {
 	ev := o.jobEvent(EventFinished, j, now)
 	ev.Wait = usDuration(j.Started() - j.Submitted())
 	ev.Duration = usDuration(now - j.Started())
-	ev.Outcome, ev.Err = outcomeOf(out), taskOf(j).err
+	ev.Outcome, ev.Err = outcomeOf(out), resultOf(taskOf(j))
 	ev.Urgent, ev.Reserved = j.Kind() == engine.Urgent, j.Kind() == engine.Reserved
 	o.events.send(ev)
 }
@@ -232,7 +232,7 @@ func (o *observer) Finished(j *engine.Job, out engine.Outcome, now int64) {
 func (o *observer) Cancelled(j *engine.Job, now int64) {
 	ev := o.jobEvent(EventFinished, j, now)
 	ev.Wait = usDuration(now - j.Submitted())
-	ev.Outcome, ev.Err = OutcomeCancelled, taskOf(j).err
+	ev.Outcome, ev.Err = OutcomeCancelled, resultOf(taskOf(j))
 	o.events.send(ev)
 }
 
@@ -247,7 +247,9 @@ func (o *observer) Retrying(j *engine.Job, _, now int64) {
 	ev := o.jobEvent(EventRetrying, j, now)
 	ev.Wait = usDuration(j.Started() - j.Submitted())
 	ev.Duration = usDuration(now - j.Started())
-	ev.Err = taskOf(j).err
+	if a := attemptsOf(taskOf(j)); a != nil {
+		ev.Err = a.list[len(a.list)-1].Err
+	}
 	o.events.send(ev)
 }
 

@@ -79,7 +79,10 @@ func (h Handle) Err() error {
 	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return h.t.err
+	if h.t.rec.State() != engine.StateDone {
+		return nil
+	}
+	return resultOf(h.t)
 }
 
 // Cancel cancels the job. A queued job leaves the queue at once and ends

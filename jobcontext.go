@@ -22,6 +22,7 @@ import (
 type jobContext struct {
 	parent     context.Context
 	valuesOnly bool
+	attempt    int32 // the job's attempt it is for; 0 means the first
 
 	mu    sync.Mutex
 	done  chan struct{}
@@ -52,7 +53,12 @@ func (c *jobContext) Deadline() (time.Time, bool) {
 	}
 	return c.parent.Deadline()
 }
-func (c *jobContext) Value(key any) any { return c.parent.Value(key) }
+func (c *jobContext) Value(key any) any {
+	if key == (attemptKey{}) {
+		return int(max(c.attempt, 1))
+	}
+	return c.parent.Value(key)
+}
 
 func (c *jobContext) Done() <-chan struct{} {
 	c.mu.Lock()

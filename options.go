@@ -68,6 +68,8 @@ type TypeConfig struct {
 	// with an error matching ErrStartDeadline (see Job.StartBy, which may
 	// set an earlier one). 0 means none.
 	StartTimeout time.Duration
+	// Retry says how failed attempts are retried; the zero value: never.
+	Retry RetryPolicy
 }
 
 // KeyConfig configures a fairness key. The zero value means the defaults:
@@ -285,6 +287,9 @@ func (tc TypeConfig) validate(name string) error {
 	}
 	if tc.StartTimeout < 0 {
 		errs = append(errs, fmt.Errorf("fairsched: job type %q: StartTimeout is %v; it must be 0 (none) or positive", name, tc.StartTimeout))
+	}
+	if err := tc.Retry.validate(name); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -95,6 +95,8 @@ type Scheduler struct {
 	// is not nil.
 	timerAt   int64
 	timerStop func() bool
+	// retries holds the retry policies of the types that retry.
+	retries map[string]RetryPolicy
 
 	wg     sync.WaitGroup // job goroutines
 	events *eventSink     // nil without Config.OnEvent
@@ -119,8 +121,11 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s.eng = engine.New(cfg.engine(), obs)
 	s.eng.Owner = s
+	if _, ok := cfg.Types[""]; !ok {
+		s.noteRetriesLocked("", TypeConfig{})
+	}
 	for _, name := range sortedKeys(cfg.Types) {
-		if err := s.eng.RegisterType(name, cfg.Types[name].engine()); err != nil {
+		if err := s.registerLocked(name, cfg.Types[name]); err != nil {
 			return nil, err
 		}
 	}
@@ -203,35 +208,46 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 		t.wake = make(chan struct{})
 		s.dispatchLocked(now, false)
 	}
+	if err := s.awaitStartLocked(ctx, t); err != nil {
+		return err
+	}
+	return s.runStarted(ctx, t, fn)
+}
+
+// awaitStartLocked waits, with mu held and released on return, until the
+// RunSync job t starts (nil), ends without starting (its error), or ctx
+// ends (ctx's error: the job leaves the queue, or gives back the slot it
+// got just then).
+func (s *Scheduler) awaitStartLocked(ctx context.Context, t *task) error {
 	if t.rec.Running() {
 		s.mu.Unlock()
-	} else {
-		ready := t.wake
-		s.mu.Unlock()
-		select {
-		case <-ready:
-		case <-ctx.Done():
-		}
-		s.mu.Lock()
-		switch {
-		case t.rec.Waiting():
-			s.cancelQueuedLocked(t, ctx.Err(), s.nowLocked())
-			s.mu.Unlock()
-			return ctx.Err()
-		case t.rec.State() == engine.StateDone: // discarded by Close, or past its start deadline
-			s.mu.Unlock()
-			return t.err
-		}
-		if err := ctx.Err(); err != nil {
-			// Started just as the caller gave up: give the slot back.
-			s.finishLocked(t, err, false, s.nowLocked())
-			s.dispatchLocked(s.nowLocked(), false)
-			s.mu.Unlock()
-			return err
-		}
-		s.mu.Unlock()
+		return nil
 	}
-	return s.runStarted(t, fn)
+	if t.wake == nil {
+		t.wake = make(chan struct{})
+	}
+	ready := t.wake
+	s.mu.Unlock()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case t.rec.Waiting():
+		s.cancelQueuedLocked(t, ctx.Err(), s.nowLocked())
+		return ctx.Err()
+	case t.rec.State() == engine.StateDone: // discarded by Close, or past its start deadline
+		return resultOf(t)
+	}
+	if err := ctx.Err(); err != nil {
+		// Started just as the caller gave up: give the slot back.
+		s.finishLocked(t, err, false, s.nowLocked())
+		s.dispatchLocked(s.nowLocked(), false)
+		return err
+	}
+	return nil
 }
 
 // ErrStartDeadline is matched (errors.Is) by the error of a job that did
@@ -274,7 +290,7 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 		panic("fairsched: internal error: a job that passed every limit did not start")
 	}
 	s.mu.Unlock()
-	return s.runStarted(t, fn)
+	return s.runStarted(ctx, t, fn)
 }
 
 // checkSyncCall checks the arguments of RunSync or TryRunSync (named by
@@ -291,18 +307,29 @@ func checkSyncCall(ctx context.Context, fn func(context.Context) error, caller s
 }
 
 // runStarted runs a started RunSync job's function on the calling
-// goroutine and ends the job.
-func (s *Scheduler) runStarted(t *task, fn func(context.Context) error) error {
-	jc := t.ctx
-	err := s.call(t, fn)
-	jc.end()
-	s.mu.Lock()
-	now := s.nowLocked()
-	s.finishLocked(t, err, true, now)
-	s.dispatchLocked(now, false)
-	s.recycleLocked(t)
-	s.mu.Unlock()
-	return err
+// goroutine, and again after each failed attempt its type retries, and
+// ends the job with the last attempt's error.
+func (s *Scheduler) runStarted(ctx context.Context, t *task, fn func(context.Context) error) error {
+	for {
+		jc := t.ctx
+		err := s.call(t, fn)
+		cancelled := jc.Err() != nil // the caller's context ended, or Close
+		jc.end()
+		s.mu.Lock()
+		now := s.nowLocked()
+		if s.retryLocked(t, err, cancelled, now) {
+			s.dispatchLocked(now, false)
+			if err := s.awaitStartLocked(ctx, t); err != nil {
+				return err
+			}
+			continue
+		}
+		s.finishLocked(t, err, true, now)
+		s.dispatchLocked(now, false)
+		s.recycleLocked(t)
+		s.mu.Unlock()
+		return err
+	}
 }
 
 // maxSpareTasks bounds the records kept for reuse by RunSync: enough for
@@ -463,7 +490,7 @@ func (s *Scheduler) finishLocked(t *task, err error, ran bool, now int64) {
 	case err != nil:
 		o = engine.Failed
 	}
-	t.err = err // before the engine reports the end
+	setResultLocked(t, err) // before the engine reports the end
 	s.eng.Finish(&t.rec, o, now)
 	s.endedLocked(t)
 }
@@ -471,7 +498,7 @@ func (s *Scheduler) finishLocked(t *task, err error, ran bool, now int64) {
 // cancelQueuedLocked takes a job that has not started out of the queue
 // and ends it with err (cancelled, or the scheduler closed).
 func (s *Scheduler) cancelQueuedLocked(t *task, err error, now int64) {
-	t.err = err
+	setResultLocked(t, err)
 	s.eng.Cancel(&t.rec, now)
 	s.endedLocked(t)
 }
@@ -525,10 +552,13 @@ func (s *Scheduler) work(t *task) {
 	defer s.wg.Done()
 	for t != nil {
 		err := s.call(t, t.fn)
+		cancelled := t.ctx.Err() != nil // by its Handle or Close, while it ran
 		t.ctx.end()
 		s.mu.Lock()
 		now := s.nowLocked()
-		s.finishLocked(t, err, true, now)
+		if !s.retryLocked(t, err, cancelled, now) {
+			s.finishLocked(t, err, true, now)
+		}
 		t = s.dispatchLocked(now, true)
 		s.mu.Unlock()
 	}

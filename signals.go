@@ -6,9 +6,10 @@ package fairsched
 // the tests, and every send is behind that check.
 type testSignals struct {
 	accepted  chan uint64   // a job was queued or started: its Seq
+	retried   chan uint64   // a job's failed attempt was put back for a retry: its Seq
 	delivered chan struct{} // the hook returned and the event is counted delivered
 }
 
 func newTestSignals() *testSignals {
-	return &testSignals{accepted: make(chan uint64, 1<<16), delivered: make(chan struct{}, 1<<16)}
+	return &testSignals{accepted: make(chan uint64, 1<<16), retried: make(chan uint64, 1<<16), delivered: make(chan struct{}, 1<<16)}
 }

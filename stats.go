@@ -37,6 +37,7 @@ type Stats struct {
 	Failed    uint64 // ran and returned an error or panicked
 	Cancelled uint64 // left without running: Handle.Cancel or the caller's context while queued, or Close (a running job that returns an error after its context was cancelled counts as Failed)
 	Expired   uint64 // not started by their start deadline
+	Retries   uint64 // failed attempts that were retried (not counted in Failed)
 	Rejected  uint64 // submissions refused: queue full, closed, unknown type
 	// RejectedUnknownType counts the refusals with ErrUnknownType, which
 	// belong to no type's counts.
@@ -92,6 +93,7 @@ type TypeStats struct {
 	Failed         uint64
 	Cancelled      uint64
 	Expired        uint64 // not started by their start deadline
+	Retries        uint64 // failed attempts that were retried
 	Rejected       uint64 // refusals of jobs of this type: RejectedFull + RejectedClosed
 	// RejectedFull counts refusals with ErrQueueFull: the queue or the
 	// key's MaxPending was full. RejectedClosed counts refusals with
@@ -138,7 +140,7 @@ func (s *Scheduler) Stats() Stats {
 	st := Stats{
 		Running: e.Running, Queued: e.Pending + e.Delayed, Parked: e.Parked, Delayed: e.Delayed,
 		Submitted: e.Submitted, Completed: e.Completed, Failed: e.Failed,
-		Cancelled: e.Cancelled, Expired: e.Expired, Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
+		Cancelled: e.Cancelled, Expired: e.Expired, Retries: e.Retries, Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
 		HighPriorityCompleted: e.HighCompleted, LowPriorityCompleted: e.LowCompleted,
 		AgingPromotions: e.Promotions, UrgentStarts: e.UrgentStarts,
 		ReservedStarts: e.ReservedStarts, ExcessRedistributed: e.Excess,
@@ -154,7 +156,7 @@ func (s *Scheduler) Stats() Stats {
 	for _, t := range s.eng.Types() {
 		st.Types = append(st.Types, TypeStats{
 			Name: t.Name, Tier: Tier(t.Tier), MaxConcurrency: t.Limit, Running: t.Running, Queued: t.Queued,
-			Started: t.Started, Completed: t.Completed, Failed: t.Failed, Cancelled: t.Cancelled, Expired: t.Expired,
+			Started: t.Started, Completed: t.Completed, Failed: t.Failed, Cancelled: t.Cancelled, Expired: t.Expired, Retries: t.Retries,
 			Rejected: t.RejectedFull + t.RejectedClosed, RejectedFull: t.RejectedFull, RejectedClosed: t.RejectedClosed,
 		})
 		st.Rejected += t.RejectedFull + t.RejectedClosed

@@ -58,7 +58,13 @@ func (s *Scheduler) onTimer() {
 	now := s.nowLocked()
 	for _, j := range s.eng.Due(now) {
 		t := taskOf(j)
-		t.err = fmt.Errorf("%w: job %d did not start by %v", ErrStartDeadline, j.Seq(), s.timeOf(now).Format(time.RFC3339Nano))
+		err := fmt.Errorf("%w: job %d did not start by %v", ErrStartDeadline, j.Seq(), s.timeOf(now).Format(time.RFC3339Nano))
+		if a := attemptsOf(t); a != nil {
+			last := a.list[len(a.list)-1].Err
+			err = fmt.Errorf("%w: job %d did not start again by %v, after %d attempts; the last failed with: %w",
+				ErrStartDeadline, j.Seq(), s.timeOf(now).Format(time.RFC3339Nano), len(a.list), last)
+		}
+		setResultLocked(t, err)
 		s.endedLocked(t)
 	}
 	s.dispatchLocked(now, false)

@@ -1,6 +1,9 @@
 package fairsched
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+)
 
 // ErrUnknownType is returned, wrapped with the type's name, for a job whose
 // type was never registered.
@@ -19,5 +22,28 @@ func (s *Scheduler) RegisterType(name string, c TypeConfig) error {
 	if s.closed {
 		return ErrClosed
 	}
-	return s.eng.RegisterType(name, c.engine())
+	return s.registerLocked(name, c)
+}
+
+// registerLocked registers job type name with the engine, and its retry
+// policy.
+func (s *Scheduler) registerLocked(name string, c TypeConfig) error {
+	if _, known := s.eng.TypeTier(name); known && s.retries[name] != c.Retry {
+		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
+	}
+	if err := s.eng.RegisterType(name, c.engine()); err != nil {
+		return err
+	}
+	s.noteRetriesLocked(name, c)
+	return nil
+}
+
+// noteRetriesLocked keeps type name's retry policy, if it has one.
+func (s *Scheduler) noteRetriesLocked(name string, c TypeConfig) {
+	if c.Retry != (RetryPolicy{}) {
+		if s.retries == nil {
+			s.retries = make(map[string]RetryPolicy)
+		}
+		s.retries[name] = c.Retry
+	}
 }

@@ -47,7 +47,7 @@ type TypeInfo struct {
 	Name                                  string
 	Tier, Limit, Running, Queued          int
 	Started, Completed, Failed, Cancelled uint64
-	Expired                               uint64
+	Expired, Retries                      uint64
 	RejectedFull, RejectedClosed          uint64
 }
 
@@ -58,7 +58,7 @@ func (e *Engine) Types() []TypeInfo {
 		t := e.types[name]
 		out = append(out, TypeInfo{
 			Name: name, Tier: t.cfg.Tier, Limit: t.limit, Running: t.running, Queued: t.pending + t.delayed,
-			Started: t.stats.started, Completed: t.stats.completed, Failed: t.stats.failed, Cancelled: t.stats.cancelled, Expired: t.stats.expired,
+			Started: t.stats.started, Completed: t.stats.completed, Failed: t.stats.failed, Cancelled: t.stats.cancelled, Expired: t.stats.expired, Retries: t.stats.retries,
 			RejectedFull: t.stats.rejectedFull, RejectedClosed: t.stats.rejectedClosed,
 		})
 	}

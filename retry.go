@@ -1,0 +1,190 @@
+package fairsched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// RetryPolicy says how the failed attempts of a job type's jobs are
+// retried. The zero value means no retry: one attempt.
+//
+// After the n-th failed attempt a job waits Backoff×2^(n-1), at most
+// MaxBackoff if that is set, less a random part of up to Jitter of it,
+// then is queued again. While it waits it holds no slot and is out of the
+// dispatcher's sight; its aging clock keeps running from its submission,
+// its start deadline still bounds it, and its key is charged every
+// attempt's time. An attempt is not retried if its error matches
+// ErrPermanent (see Permanent), if the job was cancelled (by its Handle,
+// its RunSync context or Close) while it ran, or once Attempts have been
+// made.
+type RetryPolicy struct {
+	// Attempts is the most attempts a job makes, the first included; 0
+	// and 1 mean one.
+	Attempts int
+	// Backoff is the wait after the first failed attempt, doubled after
+	// each next; it must be positive when Attempts is more than 1.
+	Backoff time.Duration
+	// MaxBackoff caps the wait; 0 means no cap.
+	MaxBackoff time.Duration
+	// Jitter, in [0, 1], is the largest part of each wait taken off at
+	// random, so that jobs that failed together do not retry together. 0
+	// makes the waits exact.
+	Jitter float64
+}
+
+func (p RetryPolicy) validate(name string) error {
+	var errs []error
+	add := func(problem string) {
+		errs = append(errs, fmt.Errorf("fairsched: job type %q: Retry.%s", name, problem))
+	}
+	switch {
+	case p.Attempts < 0:
+		add(fmt.Sprintf("Attempts is %d; it must not be negative", p.Attempts))
+	case p.Attempts > 1 && p.Backoff <= 0:
+		add(fmt.Sprintf("Backoff is %v; with %d attempts it must be positive", p.Backoff, p.Attempts))
+	}
+	if p.MaxBackoff < 0 {
+		add(fmt.Sprintf("MaxBackoff is %v; it must be 0 (no cap) or positive", p.MaxBackoff))
+	}
+	if !(p.Jitter >= 0 && p.Jitter <= 1) {
+		add(fmt.Sprintf("Jitter is %v; it must be between 0 and 1", p.Jitter))
+	}
+	return errors.Join(errs...)
+}
+
+// wait returns how long to wait after the n-th failed attempt.
+func (p RetryPolicy) wait(n int) time.Duration {
+	d := p.Backoff
+	for i := 1; i < n && (p.MaxBackoff == 0 || d < p.MaxBackoff) && d < time.Duration(1)<<61; i++ {
+		d *= 2
+	}
+	if p.MaxBackoff > 0 && d > p.MaxBackoff {
+		d = p.MaxBackoff
+	}
+	if p.Jitter > 0 {
+		d -= time.Duration(p.Jitter * rand.Float64() * float64(d))
+	}
+	return d
+}
+
+// ErrPermanent is matched (errors.Is) by an error made by Permanent: a
+// job that returns one is not retried.
+var ErrPermanent = errors.New("fairsched: permanent failure")
+
+// Permanent returns an error that says err is not worth retrying: it
+// matches ErrPermanent and wraps err, and its message is err's.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string        { return e.err.Error() }
+func (e permanentError) Unwrap() error        { return e.err }
+func (e permanentError) Is(target error) bool { return target == ErrPermanent }
+
+// attemptKey is the context key of a job's attempt number.
+type attemptKey struct{}
+
+// Attempt returns the number of the attempt whose context ctx is (or
+// derives from): 1 for a job's first, 2 for its first retry. It returns
+// 0 for a context that is not a job's.
+func Attempt(ctx context.Context) int {
+	n, _ := ctx.Value(attemptKey{}).(int)
+	return n
+}
+
+// Attempts returns the attempts of a job that was retried, in order, each
+// with its times and error (nil for a last attempt that succeeded); nil
+// for a job that made one attempt, whose only error is Err's.
+func (h Handle) Attempts() []AttemptInfo {
+	if h.t == nil {
+		return nil
+	}
+	s := h.scheduler()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := attemptsOf(h.t); a != nil {
+		return append([]AttemptInfo(nil), a.list...)
+	}
+	return nil
+}
+
+// AttemptInfo describes one attempt of a job that was retried.
+type AttemptInfo struct {
+	Start, End time.Time
+	Err        error // nil for a successful last attempt
+}
+
+// attempts is the record of a job that was retried, kept in its task's err
+// while it lives (so that a task stays 144 bytes) and after it ends: its
+// attempts, the context every attempt's derives from, and its result.
+type attempts struct {
+	list   []AttemptInfo
+	parent context.Context // of the first attempt's context
+	result error           // once the job has ended
+}
+
+// attemptsOf returns t's attempt record, or nil if it never failed an
+// attempt that was retried.
+func attemptsOf(t *task) *attempts {
+	a, _ := t.err.(*attempts)
+	return a
+}
+
+// Error lets an attempts record stand in t.err; it never reaches a caller
+// (resultOf).
+func (a *attempts) Error() string { return fmt.Sprint(a.result) }
+
+// resultOf returns the error a job ended with.
+func resultOf(t *task) error {
+	if a := attemptsOf(t); a != nil {
+		return a.result
+	}
+	return t.err
+}
+
+// setResultLocked records the error t ends with.
+func setResultLocked(t *task, err error) {
+	if a := attemptsOf(t); a != nil {
+		a.result = err
+		return
+	}
+	t.err = err
+}
+
+// retryLocked decides, once t's attempt that started at its engine
+// record's start time ended at now with err, whether to try it again.
+// cancelled says the attempt's context was cancelled while it ran. If it
+// retries, it records the attempt, gives t a context for the next one and
+// puts it back in the engine, delayed by its policy's backoff, and reports
+// true.
+func (s *Scheduler) retryLocked(t *task, err error, cancelled bool, now int64) bool {
+	p := s.retries[t.rec.Type()]
+	a := attemptsOf(t)
+	if p.Attempts <= 1 || a == nil && err == nil {
+		return false
+	}
+	if a == nil {
+		a = &attempts{parent: t.ctx.parent}
+		t.err = a
+	}
+	a.list = append(a.list, AttemptInfo{Start: s.timeOf(t.rec.Started()), End: s.timeOf(now), Err: err})
+	if err == nil || cancelled || s.closed || errors.Is(err, ErrPermanent) || len(a.list) >= p.Attempts {
+		return false
+	}
+	next := &jobContext{parent: a.parent, valuesOnly: !t.isSync(), attempt: int32(len(a.list) + 1)}
+	t.ctx, t.submitCtx = next, nil // a Submit job's, made already
+	s.eng.Retry(&t.rec, now+p.wait(len(a.list)).Microseconds(), now)
+	s.armLocked(now)
+	if s.cfg.signals != nil {
+		s.cfg.signals.retried <- t.rec.Seq()
+	}
+	return true
+}
