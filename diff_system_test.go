@@ -66,7 +66,7 @@ type diffScheduler struct {
 	timer   *time.Timer // turns a hang into a failure
 	handles map[int]Handle
 	release map[int]chan error // what the job's function returns
-	live    map[int]bool // submitted, not known to have ended
+	live    map[int]bool       // submitted, not known to have ended
 
 	endMu   sync.Mutex     // the hook runs on a goroutine of the scheduler's
 	endSeqs map[uint64]int // EventFinished per seq, written by the hook
