@@ -126,6 +126,15 @@
 // jobs wait for a time; with a fake clock (fairschedtest) they fire in
 // virtual time.
 //
+// A type's RetryPolicy retries failed attempts: the job goes back out of
+// the queue for a backoff that doubles after each failed attempt (up to a
+// ceiling, less some jitter), holding nothing, then competes again with
+// the aging clock it had, its start deadline still bounding it and its key
+// charged every attempt's time. An error matching ErrPermanent, an attempt
+// cancelled while it ran, and the last attempt are not retried. Submit
+// jobs retry on the scheduler's goroutines, RunSync jobs on their caller's;
+// Attempt(ctx) is the attempt's number, Handle.Attempts their history.
+//
 // # Cost of scheduling
 //
 // Submitting and dispatching cost O(log n) in the pending jobs, plus the

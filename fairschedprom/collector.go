@@ -48,10 +48,10 @@ type Collector struct {
 
 	queueWait, jobDuration *prometheus.Desc
 
-	submitted, started, finished, rejected, byEffective *prometheus.Desc
-	rejectedUnknown                                     *prometheus.Desc
-	promotions, urgent, reserved, excess                *prometheus.Desc
-	eventsDropped, keysForgotten, costsForgotten        *prometheus.Desc
+	submitted, started, finished, retries, rejected, byEffective *prometheus.Desc
+	rejectedUnknown                                              *prometheus.Desc
+	promotions, urgent, reserved, excess                         *prometheus.Desc
+	eventsDropped, keysForgotten, costsForgotten                 *prometheus.Desc
 
 	running, queued, parked, delayed, keysTracked, costEstimates *prometheus.Desc
 
@@ -91,6 +91,8 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 	c.finished = desc("jobs_finished_total",
 		"Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting, expired those that missed their start deadline.",
 		"tier", "type", "outcome")
+	c.retries = desc("job_retries_total",
+		"Failed attempts that were retried, by tier and job type.", tierType...)
 	c.rejected = desc("jobs_rejected_total",
 		"Submissions of a known job type refused, by tier, job type and reason: queue_full (the queue or the key's pending limit) or closed.",
 		"tier", "type", "reason")
@@ -195,6 +197,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.finished, t.Failed, tier, t.Name, fairsched.OutcomeFailed.String())
 		counter(c.finished, t.Cancelled, tier, t.Name, fairsched.OutcomeCancelled.String())
 		counter(c.finished, t.Expired, tier, t.Name, fairsched.OutcomeExpired.String())
+		counter(c.retries, t.Retries, tier, t.Name)
 		counter(c.rejected, t.RejectedFull, tier, t.Name, "queue_full")
 		counter(c.rejected, t.RejectedClosed, tier, t.Name, "closed")
 		gauge(c.running, float64(t.Running), tier, t.Name)
@@ -266,5 +269,5 @@ func histogram(d *prometheus.Desc, h fairsched.Histogram) prometheus.Metric {
 
 // unused reports whether a job type has never had a job.
 func unused(t fairsched.TypeStats) bool {
-	return t.Started+t.Cancelled+t.Expired+t.Rejected == 0 && t.Running+t.Queued == 0
+	return t.Started+t.Cancelled+t.Expired+t.Retries+t.Rejected == 0 && t.Running+t.Queued == 0
 }

@@ -618,3 +618,38 @@ fairsched_queued_jobs{tier="background",type="sync"} 1
 	}
 	close(gate)
 }
+
+// A failed attempt that is retried counts in job_retries_total.
+func TestCollectRetries(t *testing.T) {
+	clk := clock.NewFake(t0)
+	retried := make(chan struct{}, 1)
+	s := newScheduler(t, fairsched.Config{Clock: clk, Types: map[string]fairsched.TypeConfig{
+		"flaky": {Retry: fairsched.RetryPolicy{Attempts: 2, Backoff: time.Second}}},
+		OnEvent: func(ev fairsched.Event) {
+			if ev.Kind == fairsched.EventRetrying {
+				retried <- struct{}{}
+			}
+		}})
+	h, err := s.Submit(context.Background(), fairsched.Job{Type: "flaky"}, func(ctx context.Context) error {
+		if fairsched.Attempt(ctx) == 1 {
+			return errors.New("flaky")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-retried // the first attempt failed and was put back
+	clk.Advance(time.Second)
+	if err := h.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP fairsched_job_retries_total Failed attempts that were retried, by tier and job type.
+# TYPE fairsched_job_retries_total counter
+fairsched_job_retries_total{tier="background",type="flaky"} 1
+`
+	if err := testutil.CollectAndCompare(NewCollector(s), strings.NewReader(want), "fairsched_job_retries_total"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -51,6 +51,7 @@
 //	fairsched_jobs_submitted_total               counter    jobs accepted into the queue
 //	fairsched_jobs_started_total                 counter    {tier, type}
 //	fairsched_jobs_finished_total                counter    {tier, type, outcome="completed|failed|cancelled|expired"}
+//	fairsched_job_retries_total                  counter    {tier, type}: failed attempts that were retried
 //	fairsched_jobs_rejected_total                counter    {tier, type, reason="queue_full|closed"}: submissions refused
 //	fairsched_jobs_rejected_unknown_type_total   counter    submissions naming a job type not registered
 //	fairsched_jobs_started_by_effective_priority_total

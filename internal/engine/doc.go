@@ -126,11 +126,16 @@
 // caller keeps a single clock timer (the Clock's AfterFunc) however many
 // jobs wait for a time. The gates and lifecycle rules that act at a time
 // (a not-before time, a backoff, a rate limit's token, a start deadline)
-// put their timers there. The first two are built (delay.go): a delayed
-// job is StateDelayed, outside every order and fair-share account until
-// its release timer joins it to the queue, and a deadline timer expires a
-// job wherever it waits. A job's timers live in a side table (Engine.timed)
-// so that a job without one carries only a flag.
+// put their timers there. Three are built (delay.go): a delayed job is
+// StateDelayed, outside every order and fair-share account until its
+// release timer joins it to the queue; a deadline timer expires a job
+// wherever it waits; and a retried job (Retry) is delayed the same way
+// for its backoff, keeping its aging clock: if its grace period has not
+// ended when it rejoins, that end goes on lateGrace, since the grace queue
+// takes jobs in submission order only. Timers due at one instant go by
+// their job's sequence number, then kind, so that the reference model can
+// state the order. A job's timers live in a side table (Engine.timed), so
+// that a job without one carries only a flag.
 //
 // # Allocations
 //
