@@ -166,9 +166,19 @@ func setResultLocked(t *task, err error) {
 // puts it back in the engine, delayed by its policy's backoff, and reports
 // true.
 func (s *Scheduler) retryLocked(t *task, err error, cancelled bool, now int64) bool {
-	p := s.retries[t.rec.Type()]
+	if s.retries == nil {
+		return false // no type retries: the common case, inlined
+	}
+	return s.retryTypedLocked(t, err, cancelled, now)
+}
+
+func (s *Scheduler) retryTypedLocked(t *task, err error, cancelled bool, now int64) bool {
 	a := attemptsOf(t)
-	if p.Attempts <= 1 || a == nil && err == nil {
+	if a == nil && err == nil {
+		return false
+	}
+	p := s.retries[t.rec.Type()]
+	if p.Attempts <= 1 {
 		return false
 	}
 	if a == nil {

@@ -208,7 +208,9 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 		t.wake = make(chan struct{})
 		s.dispatchLocked(now, false)
 	}
-	if err := s.awaitStartLocked(ctx, t); err != nil {
+	if t.rec.Running() {
+		s.mu.Unlock()
+	} else if err := s.awaitStartLocked(ctx, t); err != nil {
 		return err
 	}
 	return s.runStarted(ctx, t, fn)
@@ -233,21 +235,21 @@ func (s *Scheduler) awaitStartLocked(ctx context.Context, t *task) error {
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var err error
 	switch {
 	case t.rec.Waiting():
-		s.cancelQueuedLocked(t, ctx.Err(), s.nowLocked())
-		return ctx.Err()
+		err = ctx.Err()
+		s.cancelQueuedLocked(t, err, s.nowLocked())
 	case t.rec.State() == engine.StateDone: // discarded by Close, or past its start deadline
-		return resultOf(t)
-	}
-	if err := ctx.Err(); err != nil {
+		err = resultOf(t)
+	case ctx.Err() != nil:
 		// Started just as the caller gave up: give the slot back.
+		err = ctx.Err()
 		s.finishLocked(t, err, false, s.nowLocked())
 		s.dispatchLocked(s.nowLocked(), false)
-		return err
 	}
-	return nil
+	s.mu.Unlock()
+	return err
 }
 
 // ErrStartDeadline is matched (errors.Is) by the error of a job that did
@@ -313,7 +315,7 @@ func (s *Scheduler) runStarted(ctx context.Context, t *task, fn func(context.Con
 	for {
 		jc := t.ctx
 		err := s.call(t, fn)
-		cancelled := jc.Err() != nil // the caller's context ended, or Close
+		cancelled := err != nil && jc.Err() != nil // the caller's context ended, or Close
 		jc.end()
 		s.mu.Lock()
 		now := s.nowLocked()
@@ -552,7 +554,7 @@ func (s *Scheduler) work(t *task) {
 	defer s.wg.Done()
 	for t != nil {
 		err := s.call(t, t.fn)
-		cancelled := t.ctx.Err() != nil // by its Handle or Close, while it ran
+		cancelled := err != nil && t.ctx.Err() != nil // by its Handle or Close, while it ran
 		t.ctx.end()
 		s.mu.Lock()
 		now := s.nowLocked()
