@@ -133,7 +133,10 @@
 // charged every attempt's time. An error matching ErrPermanent, an attempt
 // cancelled while it ran, and the last attempt are not retried. Submit
 // jobs retry on the scheduler's goroutines, RunSync jobs on their caller's;
-// Attempt(ctx) is the attempt's number, Handle.Attempts their history.
+// Attempt(ctx) is the attempt's number, Handle.Attempts their history. A
+// Submit job that fails for good is dead: the scheduler keeps the latest
+// (Config.DeadJobs) for DeadJobs to list and RetryDead to run again, with
+// one more attempt, once the cause is fixed.
 //
 // # Cost of scheduling
 //

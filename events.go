@@ -21,9 +21,10 @@ const (
 	EventAged                                   // a job started above its base priority, or as urgent
 	EventAllocationChanged                      // a configured key's fair allocation changed
 	EventRetrying                               // a job's attempt failed; it waits for its next
+	EventDead                                   // a Submit job failed for good and joined the dead jobs
 )
 
-var kindNames = [...]string{"", "submitted", "started", "finished", "rejected", "aged", "allocation_changed", "retrying"}
+var kindNames = [...]string{"", "submitted", "started", "finished", "rejected", "aged", "allocation_changed", "retrying", "dead"}
 
 func (k EventKind) String() string {
 	if int(k) < len(kindNames) {

@@ -73,7 +73,8 @@ func TestEventsOfOneJob(t *testing.T) {
 	require.Equal(t, []EventKind{
 		EventSubmitted, EventStarted, // alice runs at once
 		EventSubmitted, EventRejected, // bob queues, carol is refused
-		EventFinished, EventStarted, EventFinished, // alice ends at 5 s, bob runs
+		EventFinished, EventStarted, // alice ends at 5 s, bob runs
+		EventDead, EventFinished, // and fails for good
 	}, log.kinds())
 	start := log.of(EventStarted)[0]
 	require.Equal(t, "clone", start.Type)

@@ -211,6 +211,10 @@ type Config struct {
 	EventBuffer int
 	// Logger receives the scheduler's own rare messages; nil means none.
 	Logger *slog.Logger
+	// DeadJobs is how many dead jobs (Submit jobs that failed for good)
+	// the scheduler keeps for DeadJobs and RetryDead, the oldest dropped
+	// first; 0 means 100, and a negative number keeps none.
+	DeadJobs int
 
 	signals *testSignals // the package's tests only
 }

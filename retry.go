@@ -126,9 +126,10 @@ type AttemptInfo struct {
 // while it lives (so that a task stays 144 bytes) and after it ends: its
 // attempts, the context every attempt's derives from, and its result.
 type attempts struct {
-	list   []AttemptInfo
-	parent context.Context // of the first attempt's context
-	result error           // once the job has ended
+	list    []AttemptInfo
+	parent  context.Context // of the first attempt's context
+	allowed int             // attempts allowed in all, if set: a dead job retried by hand
+	result  error           // once the job has ended
 }
 
 // attemptsOf returns t's attempt record, or nil if it never failed an
@@ -166,27 +167,28 @@ func setResultLocked(t *task, err error) {
 // puts it back in the engine, delayed by its policy's backoff, and reports
 // true.
 func (s *Scheduler) retryLocked(t *task, err error, cancelled bool, now int64) bool {
-	if s.retries == nil {
-		return false // no type retries: the common case, inlined
+	if s.retries == nil && t.err == nil {
+		return false // no type retries, no attempt record: the common case, inlined
 	}
 	return s.retryTypedLocked(t, err, cancelled, now)
 }
 
 func (s *Scheduler) retryTypedLocked(t *task, err error, cancelled bool, now int64) bool {
-	a := attemptsOf(t)
-	if a == nil && err == nil {
-		return false
-	}
 	p := s.retries[t.rec.Type()]
-	if p.Attempts <= 1 {
-		return false
-	}
+	a := attemptsOf(t)
 	if a == nil {
+		if err == nil || p.Attempts <= 1 {
+			return false
+		}
 		a = &attempts{parent: t.ctx.parent}
 		t.err = a
 	}
 	a.list = append(a.list, AttemptInfo{Start: s.timeOf(t.rec.Started()), End: s.timeOf(now), Err: err})
-	if err == nil || cancelled || s.closed || errors.Is(err, ErrPermanent) || len(a.list) >= p.Attempts {
+	limit := p.Attempts
+	if a.allowed > 0 {
+		limit = a.allowed
+	}
+	if err == nil || cancelled || s.closed || errors.Is(err, ErrPermanent) || len(a.list) >= limit {
 		return false
 	}
 	next := &jobContext{parent: a.parent, valuesOnly: !t.isSync(), attempt: int32(len(a.list) + 1)}

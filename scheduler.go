@@ -97,6 +97,9 @@ type Scheduler struct {
 	timerStop func() bool
 	// retries holds the retry policies of the types that retry.
 	retries map[string]RetryPolicy
+	// dead holds the dead jobs, oldest first (dead.go).
+	dead      []*dead
+	deadTotal uint64
 
 	wg     sync.WaitGroup // job goroutines
 	events *eventSink     // nil without Config.OnEvent
@@ -398,6 +401,14 @@ func (s *Scheduler) Submit(ctx context.Context, desc Job, fn func(context.Contex
 		s.mu.Unlock()
 		return Handle{}, err
 	}
+	s.launchLocked(t, now)
+	s.mu.Unlock()
+	return Handle{t}, nil
+}
+
+// launchLocked gives a Submit job the engine just accepted a goroutine if
+// it started at once, or dispatches.
+func (s *Scheduler) launchLocked(t *task, now int64) {
 	if t.rec.Running() {
 		s.startedLocked(t)
 		s.wg.Add(1)
@@ -405,8 +416,6 @@ func (s *Scheduler) Submit(ctx context.Context, desc Job, fn func(context.Contex
 	} else {
 		s.dispatchLocked(now, false)
 	}
-	s.mu.Unlock()
-	return Handle{t}, nil
 }
 
 // enqueueLocked hands a job to the engine, which queues it or starts it at
@@ -472,6 +481,9 @@ func (s *Scheduler) startedLocked(t *task) {
 	if t.ctx == nil { // a Submit job: its context is made as it starts
 		t.ctx = &jobContext{parent: t.submitCtx, valuesOnly: true}
 		t.submitCtx = nil
+		if a := attemptsOf(t); a != nil { // retried by hand: attempts go on
+			t.ctx.attempt = int32(len(a.list) + 1)
+		}
 	}
 }
 
@@ -559,6 +571,9 @@ func (s *Scheduler) work(t *task) {
 		s.mu.Lock()
 		now := s.nowLocked()
 		if !s.retryLocked(t, err, cancelled, now) {
+			if err != nil && !cancelled && !s.closed {
+				s.buryLocked(t, err, now)
+			}
 			s.finishLocked(t, err, true, now)
 		}
 		t = s.dispatchLocked(now, true)

@@ -38,6 +38,8 @@ type Stats struct {
 	Cancelled uint64 // left without running: Handle.Cancel or the caller's context while queued, or Close (a running job that returns an error after its context was cancelled counts as Failed)
 	Expired   uint64 // not started by their start deadline
 	Retries   uint64 // failed attempts that were retried (not counted in Failed)
+	Dead      int    // dead jobs kept (DeadJobs)
+	DeadTotal uint64 // jobs that died, kept or not
 	Rejected  uint64 // submissions refused: queue full, closed, unknown type
 	// RejectedUnknownType counts the refusals with ErrUnknownType, which
 	// belong to no type's counts.
@@ -140,7 +142,7 @@ func (s *Scheduler) Stats() Stats {
 	st := Stats{
 		Running: e.Running, Queued: e.Pending + e.Delayed, Parked: e.Parked, Delayed: e.Delayed,
 		Submitted: e.Submitted, Completed: e.Completed, Failed: e.Failed,
-		Cancelled: e.Cancelled, Expired: e.Expired, Retries: e.Retries, Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
+		Cancelled: e.Cancelled, Expired: e.Expired, Retries: e.Retries, Dead: len(s.dead), DeadTotal: s.deadTotal, Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
 		HighPriorityCompleted: e.HighCompleted, LowPriorityCompleted: e.LowCompleted,
 		AgingPromotions: e.Promotions, UrgentStarts: e.UrgentStarts,
 		ReservedStarts: e.ReservedStarts, ExcessRedistributed: e.Excess,

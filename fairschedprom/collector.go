@@ -54,6 +54,7 @@ type Collector struct {
 	eventsDropped, keysForgotten, costsForgotten                 *prometheus.Desc
 
 	running, queued, parked, delayed, keysTracked, costEstimates *prometheus.Desc
+	dead, deadTotal                                              *prometheus.Desc
 
 	keyWeight, keyAllocation, keyUtilisation, keyRunning, keyQueued *prometheus.Desc
 	otherKeys, otherRunning, otherQueued                            *prometheus.Desc
@@ -123,6 +124,10 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 		"Queued jobs waiting on a conflicting job or their key's concurrency cap.")
 	c.delayed = desc("delayed_jobs",
 		"Queued jobs waiting for their NotBefore time.")
+	c.dead = desc("dead_jobs",
+		"Dead jobs kept: Submit jobs that failed for good, which RetryDead can run again.")
+	c.deadTotal = desc("jobs_dead_total",
+		"Submit jobs that failed for good, kept or not.")
 	c.keysTracked = desc("keys_tracked",
 		"Fairness keys the scheduler remembers.")
 	c.costEstimates = desc("cost_estimates",
@@ -205,6 +210,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.parked, float64(st.Parked))
 	gauge(c.delayed, float64(st.Delayed))
+	gauge(c.dead, float64(st.Dead))
+	counter(c.deadTotal, st.DeadTotal)
 	gauge(c.keysTracked, float64(st.KeysTracked))
 	gauge(c.costEstimates, float64(st.CostEstimates))
 

@@ -67,6 +67,8 @@
 //	fairsched_queued_jobs                        gauge      {tier, type}, including parked and delayed jobs
 //	fairsched_parked_jobs                        gauge      queued jobs waiting on a conflict or their key's cap
 //	fairsched_delayed_jobs                       gauge      queued jobs waiting for their NotBefore time
+//	fairsched_dead_jobs                          gauge      dead jobs kept (Submit jobs that failed for good)
+//	fairsched_jobs_dead_total                    counter    Submit jobs that failed for good
 //	fairsched_keys_tracked                       gauge      fairness keys remembered
 //	fairsched_cost_estimates                     gauge      (type, ID) cost estimates remembered
 //	fairsched_key_weight                         gauge      {key}

@@ -1,0 +1,131 @@
+package fairsched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Dead jobs. A Submit job that fails for good (its last attempt failed, or
+// it returned an error matching ErrPermanent) is dead: the scheduler keeps
+// it, newest first, in a list of Config.DeadJobs, so that an operator can
+// see what failed and try it again by hand (RetryDead) once the cause is
+// fixed. A RunSync job is never dead: its caller has the error. Jobs that
+// were cancelled, or expired, are not dead either.
+
+// defaultDeadJobs is how many dead jobs are kept when Config.DeadJobs is 0.
+const defaultDeadJobs = 100
+
+// DeadJob describes a dead job.
+type DeadJob struct {
+	Seq      uint64        // its sequence number
+	Job      Job           // as submitted, without its times
+	Err      error         // its last attempt's error
+	Attempts []AttemptInfo // every attempt, the last one failed
+	Died     time.Time
+}
+
+// dead is a dead job as the scheduler keeps it: what RetryDead needs to
+// submit it again.
+type dead struct {
+	info     DeadJob
+	fn       func(context.Context) error
+	parent   context.Context // the values its attempts' contexts carry
+	attempts *attempts
+}
+
+// ErrNotDead is returned by RetryDead for a sequence number that names no
+// job in the dead list.
+var ErrNotDead = errors.New("fairsched: no such dead job")
+
+// buryLocked adds t, whose last attempt failed at now with err and which
+// is about to end, to the dead list.
+func (s *Scheduler) buryLocked(t *task, err error, now int64) {
+	if t.isSync() {
+		return
+	}
+	s.deadTotal++
+	j := &t.rec
+	if s.events != nil {
+		s.events.send(Event{Kind: EventDead, Time: s.timeOf(now), Seq: j.Seq(), Type: j.Type(),
+			ID: j.ID(), Key: j.Key(), Tier: Tier(j.Tier()), Err: err})
+	}
+	if s.cfg.DeadJobs < 0 {
+		return
+	}
+	a := attemptsOf(t)
+	if a == nil { // one attempt: its record is made here
+		a = &attempts{parent: t.ctx.parent}
+		a.list = []AttemptInfo{{Start: s.timeOf(t.rec.Started()), End: s.timeOf(now), Err: err}}
+	}
+	d := &dead{
+		info: DeadJob{
+			Seq: j.Seq(), Job: Job{Type: j.Type(), ID: j.ID(), Key: j.Key(), Priority: priorityOf(j.Base())},
+			Err: err, Attempts: append([]AttemptInfo(nil), a.list...), Died: s.timeOf(now),
+		},
+		fn: t.fn, parent: a.parent, attempts: a,
+	}
+	limit := s.cfg.DeadJobs
+	if limit == 0 {
+		limit = defaultDeadJobs
+	}
+	if len(s.dead) == limit {
+		copy(s.dead, s.dead[1:])
+		s.dead = s.dead[:limit-1]
+	}
+	s.dead = append(s.dead, d) // oldest first
+}
+
+// DeadJobs returns the dead jobs the scheduler keeps, newest first.
+func (s *Scheduler) DeadJobs() []DeadJob {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]DeadJob, len(s.dead))
+	for i, d := range s.dead {
+		out[len(out)-1-i] = d.info
+	}
+	return out
+}
+
+// RetryDead takes the dead job seq out of the dead list and submits it
+// again with its function and its context's values, as if newly
+// submitted (a fresh aging clock, and its type's StartTimeout from now),
+// for one more attempt: its attempt numbers go on, and if that attempt
+// fails too, the job is dead again. It returns the new job's Handle. It
+// fails with ErrNotDead if seq is not in the dead list, and as Submit
+// does otherwise (the job then stays dead).
+func (s *Scheduler) RetryDead(seq uint64) (Handle, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := -1
+	for k, d := range s.dead {
+		if d.info.Seq == seq {
+			i = k
+		}
+	}
+	if i < 0 {
+		return Handle{}, fmt.Errorf("%w: %d", ErrNotDead, seq)
+	}
+	d := s.dead[i]
+	t := newSubmitTask(d.parent, d.fn)
+	a := &attempts{list: append([]AttemptInfo(nil), d.attempts.list...), parent: d.parent}
+	a.allowed = len(a.list) + 1
+	t.err = a
+	desc := d.info.Job
+	now := s.nowLocked()
+	if err := s.enqueueLocked(t, &desc, now); err != nil {
+		return Handle{}, err
+	}
+	s.dead = append(s.dead[:i], s.dead[i+1:]...)
+	s.launchLocked(t, now)
+	return Handle{t}, nil
+}
+
+// priorityOf returns the Job.Priority that gives the base priority base.
+func priorityOf(base int) int {
+	if base == 0 {
+		return PriorityLowest // 0 would mean the default
+	}
+	return base
+}
