@@ -138,6 +138,11 @@
 // (Config.DeadJobs) for DeadJobs to list and RetryDead to run again, with
 // one more attempt, once the cause is fixed.
 //
+// Schedule submits a job at each time of a Schedule (Every(d), or a parsed
+// cron expression, which has the same Next method): each occurrence is a
+// new job with a fresh aging clock, and one whose predecessor has not
+// ended is skipped and counted, so a slow job never piles up.
+//
 // # Cost of scheduling
 //
 // Submitting and dispatching cost O(log n) in the pending jobs, plus the

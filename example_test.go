@@ -194,3 +194,31 @@ func ExampleJob_startBy() {
 	// true 1
 	// <nil>
 }
+
+// A periodic job: an occurrence every minute, skipped while the previous
+// one still runs.
+func ExampleScheduler_Schedule() {
+	clk := fairschedtest.NewClock(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
+	s, err := fairsched.New(fairsched.Config{Clock: clk})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+
+	ran := make(chan time.Time, 10)
+	p, err := s.Schedule(context.Background(), fairsched.Every(time.Minute), fairsched.Job{ID: "reindex"},
+		func(context.Context) error { ran <- clk.Now(); return nil })
+	if err != nil {
+		panic(err)
+	}
+	for range 3 {
+		clk.Advance(time.Minute)
+		fmt.Println((<-ran).Format("15:04"))
+		p.Last().Wait(context.Background())
+	}
+	p.Stop()
+	// Output:
+	// 09:01
+	// 09:02
+	// 09:03
+}

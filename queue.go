@@ -1,7 +1,6 @@
 package fairsched
 
 import (
-	"fmt"
 	"sort"
 	"time"
 
@@ -134,7 +133,7 @@ func (s *Scheduler) EstimateWait(job Job) (time.Duration, error) {
 	wait, known := s.estimateLocked(&job, s.nowLocked())
 	s.mu.Unlock()
 	if !known {
-		return 0, fmt.Errorf("%w %q", ErrUnknownType, job.Type)
+		return 0, errUnknownType(job.Type)
 	}
 	return wait, nil
 }

@@ -100,6 +100,9 @@ type Scheduler struct {
 	// dead holds the dead jobs, oldest first (dead.go).
 	dead      []*dead
 	deadTotal uint64
+	// periodic holds the schedules running (periodic.go).
+	periodic           map[*Periodic]struct{}
+	skippedOccurrences uint64
 
 	wg     sync.WaitGroup // job goroutines
 	events *eventSink     // nil without Config.OnEvent
@@ -435,7 +438,7 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 	var err error
 	switch r.Reason {
 	case engine.RefusedUnknownType:
-		err = fmt.Errorf("%w %q", ErrUnknownType, desc.Type)
+		err = errUnknownType(desc.Type)
 	case engine.RefusedClosed:
 		err = ErrClosed
 	case engine.RefusedNeverStarts:
@@ -615,6 +618,7 @@ func (s *Scheduler) WaitIdle(ctx context.Context) error {
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.eng.StopAccepting()
+	s.stopSchedulesLocked()
 	idle := s.idleChanLocked()
 	s.mu.Unlock()
 	select {
@@ -641,6 +645,7 @@ func (s *Scheduler) Close() error {
 	s.closed = true
 	s.eng.StopAccepting()
 	s.stopTimerLocked()
+	s.stopSchedulesLocked()
 	now := s.nowLocked()
 	for _, j := range s.eng.PendingJobs() {
 		s.cancelQueuedLocked(taskOf(j), ErrClosed, now)

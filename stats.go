@@ -40,7 +40,10 @@ type Stats struct {
 	Retries   uint64 // failed attempts that were retried (not counted in Failed)
 	Dead      int    // dead jobs kept (DeadJobs)
 	DeadTotal uint64 // jobs that died, kept or not
-	Rejected  uint64 // submissions refused: queue full, closed, unknown type
+	// SkippedOccurrences counts the occurrences of periodic jobs that were
+	// not submitted: their predecessor had not ended, or the queue was full.
+	SkippedOccurrences uint64
+	Rejected           uint64 // submissions refused: queue full, closed, unknown type
 	// RejectedUnknownType counts the refusals with ErrUnknownType, which
 	// belong to no type's counts.
 	RejectedUnknownType uint64
@@ -142,7 +145,8 @@ func (s *Scheduler) Stats() Stats {
 	st := Stats{
 		Running: e.Running, Queued: e.Pending + e.Delayed, Parked: e.Parked, Delayed: e.Delayed,
 		Submitted: e.Submitted, Completed: e.Completed, Failed: e.Failed,
-		Cancelled: e.Cancelled, Expired: e.Expired, Retries: e.Retries, Dead: len(s.dead), DeadTotal: s.deadTotal, Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
+		Cancelled: e.Cancelled, Expired: e.Expired, Retries: e.Retries, Dead: len(s.dead), DeadTotal: s.deadTotal,
+		SkippedOccurrences: s.skippedOccurrences, Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
 		HighPriorityCompleted: e.HighCompleted, LowPriorityCompleted: e.LowCompleted,
 		AgingPromotions: e.Promotions, UrgentStarts: e.UrgentStarts,
 		ReservedStarts: e.ReservedStarts, ExcessRedistributed: e.Excess,

@@ -2,12 +2,16 @@ package fairsched
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 )
 
 // ErrUnknownType is returned, wrapped with the type's name, for a job whose
 // type was never registered.
 var ErrUnknownType = errors.New("fairsched: unknown job type")
+
+// errUnknownType is the error of a job whose type name is not registered.
+func errUnknownType(name string) error { return fmt.Errorf("%w %q", ErrUnknownType, name) }
 
 // RegisterType registers a job type. Registering a name again with the same
 // configuration does nothing; with a different one it fails with an error

@@ -1,0 +1,160 @@
+package fairsched
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// Schedule gives the times of a periodic job's occurrences: Next returns
+// the first occurrence after t, or the zero time for none (the schedule
+// then ends). A parsed cron expression of the usual Go cron libraries has
+// this method already.
+type Schedule interface {
+	Next(t time.Time) time.Time
+}
+
+// Every returns a Schedule of an occurrence every d, the first d after the
+// schedule starts. It panics if d is not positive.
+func Every(d time.Duration) Schedule {
+	if d <= 0 {
+		panic("fairsched: Every with a duration that is not positive")
+	}
+	return every(d)
+}
+
+type every time.Duration
+
+func (e every) Next(t time.Time) time.Time { return t.Add(time.Duration(e)) }
+
+// errNilSchedule is the error of Schedule given no schedule.
+var errNilSchedule = errors.New("fairsched: the schedule is nil")
+
+// Periodic is a periodic job started by Scheduler.Schedule. Its methods
+// are safe for concurrent use.
+type Periodic struct {
+	s    *Scheduler
+	spec Schedule
+	job  Job
+	fn   func(context.Context) error
+	ctx  context.Context // its occurrences' contexts carry its values
+
+	// Guarded by s.mu.
+	stop    func() bool // the clock timer of the next occurrence; nil once stopped
+	last    Handle      // the latest occurrence submitted
+	skipped uint64
+}
+
+// Schedule submits job, with fn, at each time spec gives, from now on:
+// each occurrence is a new Submit job, with a fresh aging clock, whose
+// context carries ctx's values. An occurrence whose predecessor has not
+// ended (it is queued, backing off or running) is skipped and counted,
+// so a slow job never piles up copies nor overlaps itself. Stop, Shutdown
+// and Close end the schedule. Schedule fails with ErrClosed after
+// Shutdown or Close, if spec or fn is nil, or as Submit does for job's
+// type; a nil ctx panics.
+func (s *Scheduler) Schedule(ctx context.Context, spec Schedule, job Job, fn func(context.Context) error) (*Periodic, error) {
+	if ctx == nil {
+		panic("fairsched: Schedule with a nil context")
+	}
+	switch {
+	case spec == nil:
+		return nil, errNilSchedule
+	case fn == nil:
+		return nil, errNilFunc
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.eng.Accepting() {
+		return nil, ErrClosed
+	}
+	if _, ok := s.eng.TypeTier(job.Type); !ok {
+		return nil, errUnknownType(job.Type)
+	}
+	p := &Periodic{s: s, spec: spec, job: job, fn: fn, ctx: ctx}
+	if s.periodic == nil {
+		s.periodic = make(map[*Periodic]struct{})
+	}
+	s.periodic[p] = struct{}{}
+	p.armLocked(s.clock.Now())
+	return p, nil
+}
+
+// armLocked sets the clock timer for the occurrence after t, or ends the
+// schedule if there is none.
+func (p *Periodic) armLocked(t time.Time) {
+	next := p.spec.Next(t)
+	if next.IsZero() {
+		p.stopLocked()
+		return
+	}
+	p.stop = p.s.clock.AfterFunc(next.Sub(p.s.clock.Now()), func() { p.occur(next) })
+}
+
+// occur submits the occurrence due at at, unless its predecessor has not
+// ended, and sets the timer for the next.
+func (p *Periodic) occur(at time.Time) {
+	s := p.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.stop == nil {
+		return // stopped meanwhile
+	}
+	if p.last.t != nil && p.last.t.rec.State() != engine.StateDone {
+		p.skipped++
+		s.skippedOccurrences++
+	} else {
+		t := newSubmitTask(p.ctx, p.fn)
+		job := p.job
+		now := s.nowLocked()
+		if err := s.enqueueLocked(t, &job, now); err == nil {
+			s.launchLocked(t, now)
+			p.last = Handle{t}
+		} else {
+			p.skipped++ // refused: a full queue, say
+			s.skippedOccurrences++
+		}
+	}
+	p.armLocked(at)
+}
+
+// Stop ends the schedule: no occurrence starts after it returns. An
+// occurrence already submitted goes on. Stop is safe to call more than
+// once.
+func (p *Periodic) Stop() {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	p.stopLocked()
+}
+
+func (p *Periodic) stopLocked() {
+	if p.stop != nil {
+		p.stop()
+		p.stop = nil
+	}
+	delete(p.s.periodic, p)
+}
+
+// Last returns the latest occurrence submitted, or the zero Handle.
+func (p *Periodic) Last() Handle {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return p.last
+}
+
+// Skipped returns how many occurrences were skipped because their
+// predecessor had not ended, or the queue refused them.
+func (p *Periodic) Skipped() uint64 {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return p.skipped
+}
+
+// stopSchedulesLocked ends every schedule: Shutdown and Close.
+func (s *Scheduler) stopSchedulesLocked() {
+	for p := range s.periodic {
+		p.stopLocked()
+	}
+}
