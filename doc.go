@@ -136,7 +136,10 @@
 // Attempt(ctx) is the attempt's number, Handle.Attempts their history. A
 // Submit job that fails for good is dead: the scheduler keeps the latest
 // (Config.DeadJobs) for DeadJobs to list and RetryDead to run again, with
-// one more attempt, once the cause is fixed.
+// one more attempt, once the cause is fixed. A type's DisablePolicy turns
+// away a (type, ID) pair whose attempts keep failing: after Failures
+// within Window, its submissions fail with ErrDisabled for a while or
+// until Enable.
 //
 // Schedule submits a job at each time of a Schedule (Every(d), or a parsed
 // cron expression, which has the same Next method): each occurrence is a

@@ -22,9 +22,10 @@ const (
 	EventAllocationChanged                      // a configured key's fair allocation changed
 	EventRetrying                               // a job's attempt failed; it waits for its next
 	EventDead                                   // a Submit job failed for good and joined the dead jobs
+	EventDisabled                               // a (type, ID) pair was disabled by its type's DisablePolicy
 )
 
-var kindNames = [...]string{"", "submitted", "started", "finished", "rejected", "aged", "allocation_changed", "retrying", "dead"}
+var kindNames = [...]string{"", "submitted", "started", "finished", "rejected", "aged", "allocation_changed", "retrying", "dead", "disabled"}
 
 func (k EventKind) String() string {
 	if int(k) < len(kindNames) {

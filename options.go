@@ -70,6 +70,9 @@ type TypeConfig struct {
 	StartTimeout time.Duration
 	// Retry says how failed attempts are retried; the zero value: never.
 	Retry RetryPolicy
+	// Disable turns away a (type, ID) pair whose attempts keep failing;
+	// the zero value: never.
+	Disable DisablePolicy
 }
 
 // KeyConfig configures a fairness key. The zero value means the defaults:
@@ -293,6 +296,9 @@ func (tc TypeConfig) validate(name string) error {
 		errs = append(errs, fmt.Errorf("fairsched: job type %q: StartTimeout is %v; it must be 0 (none) or positive", name, tc.StartTimeout))
 	}
 	if err := tc.Retry.validate(name); err != nil {
+		errs = append(errs, err)
+	}
+	if err := tc.Disable.validate(name); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

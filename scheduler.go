@@ -100,6 +100,8 @@ type Scheduler struct {
 	// dead holds the dead jobs, oldest first (dead.go).
 	dead      []*dead
 	deadTotal uint64
+	// disabling is what the disable policies keep (disable.go).
+	disabling disabling
 	// periodic holds the schedules running (periodic.go).
 	periodic           map[*Periodic]struct{}
 	skippedOccurrences uint64
@@ -325,6 +327,9 @@ func (s *Scheduler) runStarted(ctx context.Context, t *task, fn func(context.Con
 		jc.end()
 		s.mu.Lock()
 		now := s.nowLocked()
+		if err != nil && !cancelled && s.disabling.policies != nil {
+			s.noteFailureLocked(t, now)
+		}
 		if s.retryLocked(t, err, cancelled, now) {
 			s.dispatchLocked(now, false)
 			if err := s.awaitStartLocked(ctx, t); err != nil {
@@ -424,6 +429,11 @@ func (s *Scheduler) launchLocked(t *task, now int64) {
 // enqueueLocked hands a job to the engine, which queues it or starts it at
 // once. On error nothing has changed.
 func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
+	if len(s.disabling.disabled) > 0 {
+		if err := s.disabledLocked(desc, now); err != nil {
+			return err
+		}
+	}
 	d := descOf(desc)
 	r := s.eng.Enqueue(&t.rec, d, s.timesOf(desc), now)
 	if r == nil {
@@ -573,6 +583,9 @@ func (s *Scheduler) work(t *task) {
 		t.ctx.end()
 		s.mu.Lock()
 		now := s.nowLocked()
+		if err != nil && !cancelled && s.disabling.policies != nil {
+			s.noteFailureLocked(t, now)
+		}
 		if !s.retryLocked(t, err, cancelled, now) {
 			if err != nil && !cancelled && !s.closed {
 				s.buryLocked(t, err, now)

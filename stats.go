@@ -43,7 +43,12 @@ type Stats struct {
 	// SkippedOccurrences counts the occurrences of periodic jobs that were
 	// not submitted: their predecessor had not ended, or the queue was full.
 	SkippedOccurrences uint64
-	Rejected           uint64 // submissions refused: queue full, closed, unknown type
+	// Disabled is the (type, ID) pairs disabled now (see Scheduler.Disabled);
+	// DisabledTotal how many times a pair was disabled; DisabledRefusals
+	// the submissions refused with ErrDisabled.
+	Disabled                        int
+	DisabledTotal, DisabledRefusals uint64
+	Rejected                        uint64 // submissions refused: queue full, closed, unknown type
 	// RejectedUnknownType counts the refusals with ErrUnknownType, which
 	// belong to no type's counts.
 	RejectedUnknownType uint64
@@ -145,8 +150,11 @@ func (s *Scheduler) Stats() Stats {
 	st := Stats{
 		Running: e.Running, Queued: e.Pending + e.Delayed, Parked: e.Parked, Delayed: e.Delayed,
 		Submitted: e.Submitted, Completed: e.Completed, Failed: e.Failed,
-		Cancelled: e.Cancelled, Expired: e.Expired, Retries: e.Retries, Dead: len(s.dead), DeadTotal: s.deadTotal,
-		SkippedOccurrences: s.skippedOccurrences, Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
+		Cancelled: e.Cancelled, Expired: e.Expired, Retries: e.Retries,
+		Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
+		Dead: len(s.dead), DeadTotal: s.deadTotal, SkippedOccurrences: s.skippedOccurrences,
+		Disabled: s.disabling.countLocked(s.nowLocked()), DisabledTotal: s.disabling.total,
+		DisabledRefusals:      s.disabling.refused,
 		HighPriorityCompleted: e.HighCompleted, LowPriorityCompleted: e.LowCompleted,
 		AgingPromotions: e.Promotions, UrgentStarts: e.UrgentStarts,
 		ReservedStarts: e.ReservedStarts, ExcessRedistributed: e.Excess,

@@ -32,7 +32,7 @@ func (s *Scheduler) RegisterType(name string, c TypeConfig) error {
 // registerLocked registers job type name with the engine, and its retry
 // policy.
 func (s *Scheduler) registerLocked(name string, c TypeConfig) error {
-	if _, known := s.eng.TypeTier(name); known && s.retries[name] != c.Retry {
+	if _, known := s.eng.TypeTier(name); known && (s.retries[name] != c.Retry || s.disabling.policies[name] != c.Disable) {
 		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
 	}
 	if err := s.eng.RegisterType(name, c.engine()); err != nil {
@@ -42,12 +42,21 @@ func (s *Scheduler) registerLocked(name string, c TypeConfig) error {
 	return nil
 }
 
-// noteRetriesLocked keeps type name's retry policy, if it has one.
+// noteRetriesLocked keeps type name's retry and disable policies, if it
+// has them.
 func (s *Scheduler) noteRetriesLocked(name string, c TypeConfig) {
 	if c.Retry != (RetryPolicy{}) {
 		if s.retries == nil {
 			s.retries = make(map[string]RetryPolicy)
 		}
 		s.retries[name] = c.Retry
+	}
+	if c.Disable != (DisablePolicy{}) {
+		d := &s.disabling
+		if d.policies == nil {
+			d.policies = make(map[string]DisablePolicy)
+			d.failures = make(map[pairKey][]int64)
+		}
+		d.policies[name] = c.Disable
 	}
 }

@@ -54,7 +54,7 @@ type Collector struct {
 	eventsDropped, keysForgotten, costsForgotten                 *prometheus.Desc
 
 	running, queued, parked, delayed, keysTracked, costEstimates *prometheus.Desc
-	dead, deadTotal                                              *prometheus.Desc
+	dead, deadTotal, disabled, skipped                           *prometheus.Desc
 
 	keyWeight, keyAllocation, keyUtilisation, keyRunning, keyQueued *prometheus.Desc
 	otherKeys, otherRunning, otherQueued                            *prometheus.Desc
@@ -128,6 +128,10 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 		"Dead jobs kept: Submit jobs that failed for good, which RetryDead can run again.")
 	c.deadTotal = desc("jobs_dead_total",
 		"Submit jobs that failed for good, kept or not.")
+	c.disabled = desc("disabled_pairs",
+		"(Job type, ID) pairs whose submissions the type's DisablePolicy turns away now.")
+	c.skipped = desc("periodic_occurrences_skipped_total",
+		"Occurrences of periodic jobs not submitted: their predecessor had not ended, or the queue was full.")
 	c.keysTracked = desc("keys_tracked",
 		"Fairness keys the scheduler remembers.")
 	c.costEstimates = desc("cost_estimates",
@@ -212,6 +216,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.delayed, float64(st.Delayed))
 	gauge(c.dead, float64(st.Dead))
 	counter(c.deadTotal, st.DeadTotal)
+	gauge(c.disabled, float64(st.Disabled))
+	counter(c.skipped, st.SkippedOccurrences)
 	gauge(c.keysTracked, float64(st.KeysTracked))
 	gauge(c.costEstimates, float64(st.CostEstimates))
 

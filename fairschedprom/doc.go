@@ -69,6 +69,8 @@
 //	fairsched_delayed_jobs                       gauge      queued jobs waiting for their NotBefore time
 //	fairsched_dead_jobs                          gauge      dead jobs kept (Submit jobs that failed for good)
 //	fairsched_jobs_dead_total                    counter    Submit jobs that failed for good
+//	fairsched_disabled_pairs                     gauge      (type, ID) pairs turned away by a DisablePolicy
+//	fairsched_periodic_occurrences_skipped_total counter    periodic occurrences skipped
 //	fairsched_keys_tracked                       gauge      fairness keys remembered
 //	fairsched_cost_estimates                     gauge      (type, ID) cost estimates remembered
 //	fairsched_key_weight                         gauge      {key}

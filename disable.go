@@ -1,0 +1,182 @@
+package fairsched
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The disable policy (seed 003's retry_count, disable_window and
+// disable_hard_timeout): a (type, ID) pair whose attempts keep failing is
+// turned away for a while instead of failing again and again.
+
+// DisablePolicy disables a (type, ID) pair after Failures failed attempts
+// of jobs of that pair within Window (failures at times in (now − Window,
+// now]): new submissions of the pair then fail at once with an error
+// matching ErrDisabled, for For, or until Enable if For is 0. Jobs of the
+// pair already queued or backing off are not touched, and their later
+// failures count. The zero value never disables.
+type DisablePolicy struct {
+	Failures int
+	Window   time.Duration
+	For      time.Duration
+}
+
+func (p DisablePolicy) validate(name string) error {
+	var errs []error
+	add := func(problem string) {
+		errs = append(errs, fmt.Errorf("fairsched: job type %q: Disable.%s", name, problem))
+	}
+	switch {
+	case p.Failures < 0:
+		add(fmt.Sprintf("Failures is %d; it must be 0 (never) or positive", p.Failures))
+	case p.Failures > 0 && p.Window <= 0:
+		add(fmt.Sprintf("Window is %v; with Failures set it must be positive", p.Window))
+	}
+	if p.For < 0 {
+		add(fmt.Sprintf("For is %v; it must be 0 (until Enable) or positive", p.For))
+	}
+	return errors.Join(errs...)
+}
+
+// ErrDisabled is matched (errors.Is) by the error of a submission whose
+// (type, ID) pair is disabled by its type's DisablePolicy.
+var ErrDisabled = errors.New("fairsched: disabled")
+
+// DisabledPair describes a disabled (type, ID) pair.
+type DisabledPair struct {
+	Type, ID string
+	Since    time.Time
+	Until    time.Time // the zero time: until Enable
+}
+
+// pairKey names a (type, ID) pair.
+type pairKey struct{ typ, id string }
+
+// disabling is what the scheduler keeps for the disable policies.
+type disabling struct {
+	policies map[string]DisablePolicy // by type, the types that have one
+	failures map[pairKey][]int64      // recent failed attempts, µs, oldest first
+	disabled map[pairKey]disabledSpan // the pairs disabled now
+	swept    int                      // len(failures) after the last sweep
+	total    uint64                   // pairs disabled, ever
+	refused  uint64                   // submissions refused with ErrDisabled
+}
+
+type disabledSpan struct{ since, until int64 } // until 0: until Enable
+
+// noteFailureLocked counts a failed attempt, at now, of a job of t's
+// (type, ID), and disables the pair if that makes Failures within Window.
+func (s *Scheduler) noteFailureLocked(t *task, now int64) {
+	d := &s.disabling
+	p, ok := d.policies[t.rec.Type()]
+	if !ok || p.Failures == 0 {
+		return
+	}
+	k := pairKey{t.rec.Type(), t.rec.ID()}
+	window := p.Window.Microseconds()
+	times := d.failures[k]
+	for len(times) > 0 && times[0] <= now-window {
+		times = times[1:]
+	}
+	times = append(times, now)
+	if len(times) < p.Failures {
+		d.failures[k] = times
+		d.sweepLocked(now)
+		return
+	}
+	delete(d.failures, k)
+	span := disabledSpan{since: now}
+	if p.For > 0 {
+		span.until = now + p.For.Microseconds()
+	}
+	if d.disabled == nil {
+		d.disabled = make(map[pairKey]disabledSpan)
+	}
+	d.disabled[k] = span
+	d.total++
+	if s.events != nil {
+		s.events.send(Event{Kind: EventDisabled, Time: s.timeOf(now), Seq: t.rec.Seq(), Type: k.typ, ID: k.id,
+			Key: t.rec.Key(), Tier: Tier(t.rec.Tier())})
+	}
+}
+
+// sweepLocked forgets the pairs whose failures are all out of their
+// window, once the table has doubled since the last sweep: amortised O(1)
+// per failure, and the table stays within twice the pairs that failed
+// recently.
+func (d *disabling) sweepLocked(now int64) {
+	if len(d.failures) < 2*max(d.swept, 64) {
+		return
+	}
+	for k, times := range d.failures {
+		if times[len(times)-1] <= now-d.policies[k.typ].Window.Microseconds() {
+			delete(d.failures, k)
+		}
+	}
+	d.swept = len(d.failures)
+}
+
+// disabledLocked returns the error of a submission of job at now if its
+// pair is disabled, and forgets a pair whose time is up.
+func (s *Scheduler) disabledLocked(job *Job, now int64) error {
+	k := pairKey{job.Type, job.ID}
+	span, ok := s.disabling.disabled[k]
+	switch {
+	case !ok:
+		return nil
+	case span.until != 0 && span.until <= now:
+		delete(s.disabling.disabled, k)
+		return nil
+	}
+	s.disabling.refused++
+	if span.until == 0 {
+		return fmt.Errorf("%w: job type %q, ID %q, since %v, until enabled", ErrDisabled, k.typ, k.id,
+			s.timeOf(span.since).Format(time.RFC3339))
+	}
+	return fmt.Errorf("%w: job type %q, ID %q, since %v, until %v", ErrDisabled, k.typ, k.id,
+		s.timeOf(span.since).Format(time.RFC3339), s.timeOf(span.until).Format(time.RFC3339))
+}
+
+// countLocked returns how many pairs are disabled at now.
+func (d *disabling) countLocked(now int64) int {
+	n := 0
+	for _, span := range d.disabled {
+		if span.until == 0 || span.until > now {
+			n++
+		}
+	}
+	return n
+}
+
+// Enable enables the (type, ID) pair again, if it was disabled, and
+// forgets its recent failures.
+func (s *Scheduler) Enable(typ, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := pairKey{typ, id}
+	delete(s.disabling.disabled, k)
+	delete(s.disabling.failures, k)
+}
+
+// Disabled lists the (type, ID) pairs disabled now, by type then ID.
+func (s *Scheduler) Disabled() []DisabledPair {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowLocked()
+	var out []DisabledPair
+	for k, span := range s.disabling.disabled {
+		if span.until != 0 && span.until <= now {
+			continue
+		}
+		dp := DisabledPair{Type: k.typ, ID: k.id, Since: s.timeOf(span.since)}
+		if span.until != 0 {
+			dp.Until = s.timeOf(span.until)
+		}
+		out = append(out, dp)
+	}
+	slices.SortFunc(out, func(a, b DisabledPair) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.ID, b.ID)) })
+	return out
+}

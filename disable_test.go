@@ -1,0 +1,114 @@
+package fairsched
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Seed 003's disable policy: 5 failures of one (type, ID) within an hour
+// disable the pair for an hour; it is re-enabled by hand earlier. Other
+// pairs are not touched, nor are the pair's jobs already queued.
+func TestDisablePolicySeed003(t *testing.T) {
+	events := make(chan Event, 8)
+	tt := newTimeTest(t, Config{MaxConcurrency: 1, Types: map[string]TypeConfig{
+		"index": {Disable: DisablePolicy{Failures: 5, Window: time.Hour, For: time.Hour}},
+	}, OnEvent: func(ev Event) {
+		if ev.Kind == EventDisabled {
+			events <- ev
+		}
+	}})
+	fail := func(context.Context) error { return errFlaky }
+	repo := Job{Type: "index", ID: "repo-1"}
+	for i := range 5 { // failures at 0, 10, 20, 30, 40 minutes
+		tt.set(time.Duration(i) * 10 * time.Minute)
+		require.ErrorIs(t, tt.s.RunSync(context.Background(), repo, fail), errFlaky)
+		if i < 4 {
+			require.NoError(t, tt.s.RunSync(context.Background(), repo, noop), "not yet disabled after %d", i+1)
+			assert.Empty(t, tt.s.Disabled())
+		}
+	}
+	err := tt.s.RunSync(context.Background(), repo, noop)
+	require.ErrorIs(t, err, ErrDisabled)
+	assert.Contains(t, err.Error(), `job type "index", ID "repo-1", since 2026-01-01T00:40:00Z, until 2026-01-01T01:40:00Z`)
+	_, err = tt.s.Submit(context.Background(), repo, noop)
+	require.ErrorIs(t, err, ErrDisabled)
+	require.NoError(t, tt.s.RunSync(context.Background(), Job{Type: "index", ID: "repo-2"}, noop), "another pair")
+	assert.Equal(t, []DisabledPair{{Type: "index", ID: "repo-1", Since: tt.at(40 * time.Minute), Until: tt.at(100 * time.Minute)}}, tt.s.Disabled())
+	st := tt.s.Stats()
+	assert.Equal(t, 1, st.Disabled)
+	assert.EqualValues(t, 1, st.DisabledTotal)
+	assert.EqualValues(t, 2, st.DisabledRefusals)
+
+	tt.set(time.Hour)
+	tt.s.Enable("index", "repo-1")
+	require.NoError(t, tt.s.RunSync(context.Background(), repo, noop), "re-enabled by hand before its hour")
+	assert.Empty(t, tt.s.Disabled())
+	require.NoError(t, tt.s.Close())
+	ev := <-events
+	assert.Equal(t, "repo-1", ev.ID)
+	assert.Equal(t, tt.at(40*time.Minute), ev.Time)
+}
+
+// Failures count only within the window; a disable with a For ends by
+// itself; one without lasts until Enable.
+func TestDisablePolicyWindowAndTime(t *testing.T) {
+	tt := newTimeTest(t, Config{Types: map[string]TypeConfig{
+		"a": {Disable: DisablePolicy{Failures: 2, Window: time.Minute, For: time.Minute}},
+		"b": {Disable: DisablePolicy{Failures: 1, Window: time.Minute}},
+	}})
+	fail := func(context.Context) error { return errFlaky }
+	a := Job{Type: "a"}
+	require.Error(t, tt.s.RunSync(context.Background(), a, fail))
+	tt.set(time.Minute) // the first failure is out of the window: (0, 60 s]
+	require.Error(t, tt.s.RunSync(context.Background(), a, fail))
+	require.NoError(t, tt.s.RunSync(context.Background(), a, noop), "one failure in the window")
+	tt.set(90 * time.Second)
+	require.Error(t, tt.s.RunSync(context.Background(), a, fail))
+	require.ErrorIs(t, tt.s.RunSync(context.Background(), a, noop), ErrDisabled)
+	tt.set(150 * time.Second)
+	require.NoError(t, tt.s.RunSync(context.Background(), a, noop), "its minute is up")
+
+	b := Job{Type: "b", ID: "x"}
+	require.Error(t, tt.s.RunSync(context.Background(), b, fail))
+	tt.set(time.Hour)
+	require.ErrorIs(t, tt.s.RunSync(context.Background(), b, noop), ErrDisabled, "until Enable")
+	assert.True(t, tt.s.Disabled()[0].Until.IsZero())
+}
+
+// A pair's jobs already queued are not touched when it is disabled.
+func TestDisableLeavesQueuedJobs(t *testing.T) {
+	tt := newTimeTest(t, Config{MaxConcurrency: 1, Types: map[string]TypeConfig{
+		"a": {Disable: DisablePolicy{Failures: 1, Window: time.Minute}},
+	}})
+	g := newGate()
+	first, err := tt.s.Submit(context.Background(), Job{Type: "a"}, func(ctx context.Context) error {
+		<-g.open
+		return errFlaky
+	})
+	require.NoError(t, err)
+	queued, err := tt.s.Submit(context.Background(), Job{Type: "a"}, noop)
+	require.NoError(t, err)
+	close(g.open)
+	require.Error(t, first.Wait(context.Background()))
+	require.NoError(t, queued.Wait(context.Background()), "queued before the pair was disabled: it runs")
+	_, err = tt.s.Submit(context.Background(), Job{Type: "a"}, noop)
+	require.ErrorIs(t, err, ErrDisabled)
+}
+
+func TestDisablePolicyValidation(t *testing.T) {
+	for _, tc := range []struct {
+		p    DisablePolicy
+		want string
+	}{
+		{DisablePolicy{Failures: -1}, "Disable.Failures is -1"},
+		{DisablePolicy{Failures: 3}, "Disable.Window is 0s; with Failures set it must be positive"},
+		{DisablePolicy{For: -time.Second}, "Disable.For is -1s"},
+	} {
+		_, err := New(Config{Types: map[string]TypeConfig{"x": {Disable: tc.p}}})
+		require.ErrorContains(t, err, tc.want)
+	}
+}
