@@ -420,11 +420,16 @@ func (r *diffRunner) finish(i int) error {
 	if err := r.sys.finish(i); err != nil {
 		return fmt.Errorf("j%d finished at %v with %v", i, r.now, err)
 	}
-	j.ended = true
-	r.running--
 	r.completed++
+	return r.ended(i)
+}
+
+// ended records that running job i ended, on both sides.
+func (r *diffRunner) ended(i int) error {
+	r.jobs[i].ended = true
+	r.running--
 	if r.ref != nil {
-		r.ref.Finish(r.now.Microseconds(), j.refSeq)
+		r.ref.Finish(r.now.Microseconds(), r.jobs[i].refSeq)
 	}
 	return r.sync()
 }
@@ -441,13 +446,8 @@ func (r *diffRunner) fail(i int) error {
 		if err := r.sys.fail(i, false, 0); err != errDiffAttempt {
 			return fmt.Errorf("j%d failed for good at %v with %v", i, r.now, err)
 		}
-		j.ended = true
-		r.running--
 		r.failed++
-		if r.ref != nil {
-			r.ref.Finish(r.now.Microseconds(), j.refSeq)
-		}
-		return r.sync()
+		return r.ended(i)
 	}
 	at := r.now + p.wait(j.failed)
 	r.trace = append(r.trace, fmt.Sprintf("%v j%d fails, retries at %v", r.now, i, at))

@@ -440,19 +440,22 @@ func (m *Model) Finish(now int64, seq uint64) {
 	if j == nil || !j.running {
 		panic("refmodel: Finish of a job that is not running")
 	}
-	dur := float64(now-j.start) / 1e6
 	m.remove(j)
-	f := j.key.flows[j.typ.Tier]
-	if j.kind != Reserved {
-		// Correct the charge from the estimate to the time used; the
-		// guess, if any, is settled.
-		m.charge(f, dur-j.est, -j.guess, j.w)
-	}
-	id := costID{j.typName, j.id}
-	prev := m.estimate(j)
-	m.costs[id] = &cost{seconds: m.alpha*dur + (1-m.alpha)*prev, lastUsed: now}
+	m.account(j, now)
 	m.ended(j, now)
 	m.dispatch(now)
+}
+
+// account settles the attempt of j that ends at now, once j no longer
+// runs: the charge is corrected from the estimate to the time used (the
+// guess, if any, is settled) and the cost of its (type, ID) learnt.
+func (m *Model) account(j *job, now int64) {
+	dur := float64(now-j.start) / 1e6
+	if j.kind != Reserved {
+		m.charge(j.key.flows[j.typ.Tier], dur-j.est, -j.guess, j.w)
+	}
+	prev := m.estimate(j)
+	m.costs[costID{j.typName, j.id}] = &cost{seconds: m.alpha*dur + (1-m.alpha)*prev, lastUsed: now}
 }
 
 // Retry ends the failed attempt of the running job seq at now, as Finish
@@ -463,15 +466,8 @@ func (m *Model) Retry(now int64, seq uint64, notBefore int64) {
 	if j == nil || !j.running {
 		panic("refmodel: Retry of a job that is not running")
 	}
-	dur := float64(now-j.start) / 1e6
 	j.running, j.delayed, j.retry, j.notBefore = false, true, true, notBefore
-	f := j.key.flows[j.typ.Tier]
-	if j.kind != Reserved {
-		m.charge(f, dur-j.est, -j.guess, j.w)
-	}
-	id := costID{j.typName, j.id}
-	prev := m.estimate(j)
-	m.costs[id] = &cost{seconds: m.alpha*dur + (1-m.alpha)*prev, lastUsed: now}
+	m.account(j, now)
 	m.ended(j, now)
 	m.dispatch(now)
 }
