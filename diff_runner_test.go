@@ -137,7 +137,14 @@ func (r *diffRunner) run() error {
 	}
 	defer r.sys.close()
 	if r.opts.ref {
-		r.ref = refmodel.New(diffRefConfig(r.w.Cfg))
+		cfg := diffRefConfig(r.w.Cfg)
+		if r.opts.engine { // the disable policy is the Scheduler's, not its engine's
+			for name, tc := range cfg.Types {
+				tc.Disable = refmodel.Disable{}
+				cfg.Types[name] = tc
+			}
+		}
+		r.ref = refmodel.New(cfg)
 	}
 	r.caps.global, r.caps.tier, r.caps.typ = r.w.Cfg.MaxConcurrency, maps.Clone(r.w.Cfg.TierLimits), map[string]int{}
 	if r.caps.tier == nil {
@@ -363,7 +370,8 @@ func (r *diffRunner) arrive(i int) error {
 	case errors.As(err, &qf):
 		r.rejected++
 		r.trace = append(r.trace, fmt.Sprintf("%v submit j%d: %v", r.now, i, err))
-	case errors.Is(err, ErrStartDeadline): // a deadline that cannot be met
+	case errors.Is(err, ErrStartDeadline), // a deadline that cannot be met
+		errors.Is(err, ErrDisabled): // a (type, ID) that kept failing
 		r.trace = append(r.trace, fmt.Sprintf("%v submit j%d: %v", r.now, i, err))
 	default:
 		return fmt.Errorf("submit j%d: %v", i, err)
@@ -421,14 +429,19 @@ func (r *diffRunner) finish(i int) error {
 		return fmt.Errorf("j%d finished at %v with %v", i, r.now, err)
 	}
 	r.completed++
-	return r.ended(i)
+	return r.ended(i, false)
 }
 
-// ended records that running job i ended, on both sides.
-func (r *diffRunner) ended(i int) error {
+// ended records that running job i ended, on both sides, its last
+// attempt failed or not.
+func (r *diffRunner) ended(i int, failed bool) error {
 	r.jobs[i].ended = true
 	r.running--
-	if r.ref != nil {
+	switch {
+	case r.ref == nil:
+	case failed:
+		r.ref.Fail(r.now.Microseconds(), r.jobs[i].refSeq)
+	default:
 		r.ref.Finish(r.now.Microseconds(), r.jobs[i].refSeq)
 	}
 	return r.sync()
@@ -447,7 +460,7 @@ func (r *diffRunner) fail(i int) error {
 			return fmt.Errorf("j%d failed for good at %v with %v", i, r.now, err)
 		}
 		r.failed++
-		return r.ended(i)
+		return r.ended(i, true)
 	}
 	at := r.now + p.wait(j.failed)
 	r.trace = append(r.trace, fmt.Sprintf("%v j%d fails, retries at %v", r.now, i, at))

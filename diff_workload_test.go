@@ -184,6 +184,12 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 			tc.StartTimeout = diffUnits(1 + src.intn(15))
 		}
 		if diffChance(src, 1, 3) {
+			tc.Disable = DisablePolicy{Failures: 1 + src.intn(2), Window: diffUnits(2 + src.intn(20))}
+			if diffChance(src, 2, 3) {
+				tc.Disable.For = diffUnits(1 + src.intn(10))
+			}
+		}
+		if diffChance(src, 1, 3) {
 			tc.Retry = RetryPolicy{Attempts: 2 + src.intn(2), Backoff: diffUnits(1 + src.intn(4))}
 			if diffChance(src, 1, 3) {
 				tc.Retry.MaxBackoff = diffUnits(2 + src.intn(4))
@@ -295,7 +301,7 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		if diffChance(src, 1, 6) {
 			j.StartWithin = diffUnits(1 + src.intn(15)) // at or before Delay: refused
 		}
-		if diffChance(src, 1, 5) {
+		if diffChance(src, 1, 4) {
 			j.Fails = 1 + src.intn(3)
 		}
 		w.Jobs = append(w.Jobs, j)
@@ -387,6 +393,7 @@ func diffRefConfig(c Config) refmodel.Config {
 		r.Types[name] = refmodel.Type{
 			Tier: int(tc.Tier), MaxConcurrency: tc.MaxConcurrency, ConflictGroup: tc.ConflictGroup,
 			DefaultCost: tc.DefaultCost, DefaultPriority: tc.DefaultPriority, StartTimeout: tc.StartTimeout,
+			Disable: refmodel.Disable(tc.Disable),
 		}
 	}
 	for name, kc := range c.Keys {

@@ -39,7 +39,9 @@
 //     is not after its submission and NotBefore is refused. A failed
 //     attempt that is retried is accounted as a finish, and the job is
 //     delayed until its backoff ends, keeping its number, its aging clock
-//     and its deadline.
+//     and its deadline. A type's disable policy refuses the submissions
+//     of a (type, ID) whose attempts failed Failures times within Window,
+//     for For.
 //   - Cost estimates are an exponential moving average per (type, ID) of
 //     observed durations, from the type's default cost. Unconfigured keys
 //     other than "" idle for IdleTTL are forgotten at the next accepted
@@ -96,6 +98,15 @@ type Type struct {
 	DefaultCost     time.Duration
 	DefaultPriority int
 	StartTimeout    time.Duration // 0: none
+	Disable         Disable
+}
+
+// Disable mirrors fairsched.DisablePolicy: after Failures failed attempts
+// of one (type, ID) at times in (now - Window, now], its submissions are
+// refused until now + For (0: for good).
+type Disable struct {
+	Failures    int
+	Window, For time.Duration
 }
 
 // Key mirrors fairsched.KeyConfig.
@@ -168,6 +179,10 @@ type Model struct {
 	keys  map[string]*key
 	floor map[int]float64 // per tier; absent means 0
 	costs map[costID]*cost
+	// The disable policy: each (type, ID)'s recent failed attempts, and
+	// the pairs disabled, until when (0: for good).
+	failures map[costID][]int64
+	disabled map[costID]int64
 
 	starts []Start // not yet taken by TakeStarts
 }
@@ -226,13 +241,15 @@ type cost struct {
 // validate cfg: the real scheduler does that.
 func New(cfg Config) *Model {
 	m := &Model{
-		cfg:     cfg,
-		alpha:   cfg.CostAlpha,
-		defCost: cfg.DefaultCost.Seconds(),
-		ttl:     cfg.IdleTTL.Microseconds(),
-		keys:    map[string]*key{},
-		floor:   map[int]float64{},
-		costs:   map[costID]*cost{},
+		cfg:      cfg,
+		alpha:    cfg.CostAlpha,
+		defCost:  cfg.DefaultCost.Seconds(),
+		ttl:      cfg.IdleTTL.Microseconds(),
+		keys:     map[string]*key{},
+		floor:    map[int]float64{},
+		costs:    map[costID]*cost{},
+		failures: map[costID][]int64{},
+		disabled: map[costID]int64{},
 	}
 	if m.alpha == 0 {
 		m.alpha = 0.3
@@ -288,6 +305,9 @@ func (m *Model) typeOf(name string) (Type, bool) {
 func (m *Model) Submit(now int64, d Job) (uint64, bool) {
 	t, ok := m.typeOf(d.Type)
 	if !ok {
+		return 0, false
+	}
+	if until, off := m.disabled[costID{d.Type, d.ID}]; off && (until == 0 || now < until) {
 		return 0, false
 	}
 	// The start deadline: the earlier of StartBy and the type's
@@ -458,14 +478,51 @@ func (m *Model) account(j *job, now int64) {
 	m.costs[costID{j.typName, j.id}] = &cost{seconds: m.alpha*dur + (1-m.alpha)*prev, lastUsed: now}
 }
 
+// Fail ends the running job seq at now as Finish does, its last attempt
+// failed, which counts for its type's disable policy.
+func (m *Model) Fail(now int64, seq uint64) {
+	if j := m.find(seq); j != nil {
+		m.failed(j, now)
+	}
+	m.Finish(now, seq)
+}
+
+// failed counts a failed attempt of j at now and disables its (type, ID)
+// if that makes its type's Failures within Window.
+func (m *Model) failed(j *job, now int64) {
+	p := j.typ.Disable
+	if p.Failures == 0 {
+		return
+	}
+	id := costID{j.typName, j.id}
+	var times []int64
+	for _, at := range m.failures[id] {
+		if at > now-p.Window.Microseconds() {
+			times = append(times, at)
+		}
+	}
+	times = append(times, now)
+	if len(times) < p.Failures {
+		m.failures[id] = times
+		return
+	}
+	delete(m.failures, id)
+	m.disabled[id] = 0
+	if p.For > 0 {
+		m.disabled[id] = now + p.For.Microseconds()
+	}
+}
+
 // Retry ends the failed attempt of the running job seq at now, as Finish
 // does, and puts the job back, delayed until notBefore: it keeps its
-// number, its aging clock and its start deadline. Then it dispatches.
+// number, its aging clock and its start deadline. The failure counts for
+// its type's disable policy. Then it dispatches.
 func (m *Model) Retry(now int64, seq uint64, notBefore int64) {
 	j := m.find(seq)
 	if j == nil || !j.running {
 		panic("refmodel: Retry of a job that is not running")
 	}
+	m.failed(j, now)
 	j.running, j.delayed, j.retry, j.notBefore = false, true, true, notBefore
 	m.account(j, now)
 	m.ended(j, now)
