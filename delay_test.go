@@ -238,3 +238,37 @@ func TestNotBeforeRunSyncCancelled(t *testing.T) {
 	assert.Zero(t, st.Queued)
 	assert.EqualValues(t, 1, st.Cancelled)
 }
+
+// lateClock is a fake clock whose timers never fire: a timer that is late.
+type lateClock struct{ *clock.Fake }
+
+func (lateClock) AfterFunc(time.Duration, func()) (stop func() bool) { return func() bool { return true } }
+
+// When the clock timer is late, the next submission applies what fell due
+// first: a delayed job joins the queue ahead of it, its aging clock
+// started at its NotBefore, not when it was noticed.
+func TestNotBeforeWithALateTimer(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := lateClock{clock.NewFake(t0)}
+	s := newTestScheduler(t, Config{MaxConcurrency: 1, Clock: clk,
+		Aging: AgingConfig{GracePeriod: time.Second, Interval: time.Second, Step: 10, MaxEffective: 100}})
+	g := newGate()
+	_, err := s.Submit(context.Background(), Job{}, g.fn)
+	require.NoError(t, err)
+	<-g.entered
+	_, err = s.Submit(context.Background(), Job{ID: "delayed", NotBefore: t0.Add(10 * time.Second)}, noop)
+	require.NoError(t, err)
+	clk.Set(t0.Add(15 * time.Second)) // no timer fires
+	_, err = s.Submit(context.Background(), Job{ID: "later"}, noop)
+	require.NoError(t, err)
+	snap := s.Snapshot()
+	require.Len(t, snap, 3)
+	assert.Equal(t, "delayed", snap[1].ID)
+	assert.Equal(t, t0.Add(10*time.Second), snap[1].Submitted, "its aging clock started at its NotBefore")
+	assert.Equal(t, 90, snap[1].EffectivePriority, "aged 4 s past its grace")
+	assert.Zero(t, s.Stats().Delayed)
+	s.mu.Lock()
+	require.NoError(t, s.verifyLocked())
+	s.mu.Unlock()
+	close(g.open)
+}

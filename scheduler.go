@@ -434,6 +434,9 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 			return err
 		}
 	}
+	if due, ok := s.eng.NextDue(); ok && due <= now {
+		s.dueLocked(now) // the clock timer is late: what fell due comes first
+	}
 	d := descOf(desc)
 	r := s.eng.Enqueue(&t.rec, d, s.timesOf(desc), now)
 	if r == nil {

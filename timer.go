@@ -56,6 +56,15 @@ func (s *Scheduler) onTimer() {
 		return
 	}
 	now := s.nowLocked()
+	s.dueLocked(now)
+	s.armLocked(now)
+}
+
+// dueLocked applies what has fallen due by now, ends the jobs that
+// expired, and dispatches. The clock timer calls it; so does a submission
+// that comes before a timer late to fire, so that what fell due is
+// applied first.
+func (s *Scheduler) dueLocked(now int64) {
 	for _, j := range s.eng.Due(now) {
 		t := taskOf(j)
 		err := fmt.Errorf("%w: job %d did not start by %v", ErrStartDeadline, j.Seq(), s.timeOf(now).Format(time.RFC3339Nano))
@@ -68,7 +77,6 @@ func (s *Scheduler) onTimer() {
 		s.endedLocked(t)
 	}
 	s.dispatchLocked(now, false)
-	s.armLocked(now)
 }
 
 // stopTimerLocked stops the clock timer: Close.

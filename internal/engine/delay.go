@@ -111,9 +111,12 @@ func (e *Engine) undelay(j *Job) {
 	j.lane.typ.delayed--
 }
 
-// Due applies what has fallen due by now, in order of time and then of
-// filing: delayed jobs join the queue, and jobs past their start deadline
-// end, Expired. It returns the expired jobs, valid until the next call,
+// Due applies what has fallen due by now, in order of time, then of the
+// jobs' sequence numbers: delayed jobs join the queue, their aging clocks
+// started at their NotBefore, and jobs past their start deadline end,
+// Expired. The caller must call it before anything else at a time past
+// NextDue, so that jobs join the grace queue in the order of their aging
+// clocks. It returns the expired jobs, valid until the next call,
 // for the caller to end; then the caller should dispatch (Next), since
 // jobs may have become startable, and set its clock timer at NextDue.
 // O(d log n) for d timers due.
@@ -132,7 +135,7 @@ func (e *Engine) Due(now int64) []*Job {
 				tm.retry = false
 				e.rejoin(j, now)
 			} else {
-				e.join(j, now)
+				e.join(j, t.at, now) // its aging clock starts at its NotBefore
 				e.queue(j, now)
 			}
 		case timerDeadline:
@@ -167,9 +170,7 @@ func (e *Engine) Retry(j *Job, notBefore, now int64) {
 // it has not ended, ends by a timer of its own: the grace queue keeps jobs
 // in submission order only.
 func (e *Engine) rejoin(j *Job, now int64) {
-	sub := j.sub
-	e.join(j, now)
-	j.sub = sub // the aging clock runs from the first submission
+	e.join(j, j.sub, now) // the aging clock runs from the first submission
 	e.show(j, now)
 	if e.aging.on && e.aging.grace > 0 && !e.aging.pastGrace(j.sub, now) {
 		e.lateGrace.add(&e.timed[j].grace, j.sub+e.aging.grace)

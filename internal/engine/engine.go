@@ -235,7 +235,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 		}
 		return nil
 	}
-	e.join(j, now)
+	e.join(j, now, now)
 	if e.npending == 1 && e.admissible(j) {
 		// Nothing else waits: the order has nothing to decide but the step.
 		e.start(j, e.stepOf(j, now), now)
@@ -251,13 +251,13 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 	return nil
 }
 
-// join counts an accepted job among the pending ones at now, its
-// submission or the end of its delay, which starts its aging clock: its
-// flow becomes active and its key busy if they were not.
-func (e *Engine) join(j *Job, now int64) {
+// join counts an accepted job among the pending ones at now: its flow
+// becomes active and its key busy if they were not. Its aging clock
+// starts at sub: its submission, or the end of its delay.
+func (e *Engine) join(j *Job, sub, now int64) {
 	l := j.lane
 	k, f, t := l.key, l.flow, l.typ
-	j.sub = now
+	j.sub = sub
 	if f.pending == 0 && f.running == 0 {
 		e.activate(f)
 	}

@@ -350,18 +350,18 @@ func (m *Model) Submit(now int64, d Job) (uint64, bool) {
 		m.jobs = append(m.jobs, j)
 		return m.seq, true
 	}
-	m.join(j, now)
+	m.join(j, now, now)
 	m.jobs = append(m.jobs, j)
 	m.dispatch(now)
 	return m.seq, true
 }
 
-// join makes j's flow active, if it was not, as j joins the queue at now,
-// which starts its aging clock.
-func (m *Model) join(j *job, now int64) {
+// join makes j's flow active, if it was not, as j joins the queue at
+// now; its aging clock starts at sub, unless it is a retry's.
+func (m *Model) join(j *job, sub, now int64) {
 	k, t := j.key, j.typ
 	if !j.retry {
-		j.sub = now
+		j.sub = sub
 	}
 	f := k.flows[t.Tier]
 	if !m.active(k, t.Tier) {
@@ -426,7 +426,7 @@ func (m *Model) Due(now int64) []uint64 {
 			break
 		}
 		if release {
-			m.join(next, now) // while it is still delayed: not yet active
+			m.join(next, next.notBefore, now) // while it is still delayed: not yet active
 			next.delayed, next.retry = false, false
 			continue
 		}
