@@ -242,7 +242,9 @@ func TestNotBeforeRunSyncCancelled(t *testing.T) {
 // lateClock is a fake clock whose timers never fire: a timer that is late.
 type lateClock struct{ *clock.Fake }
 
-func (lateClock) AfterFunc(time.Duration, func()) (stop func() bool) { return func() bool { return true } }
+func (lateClock) AfterFunc(time.Duration, func()) (stop func() bool) {
+	return func() bool { return true }
+}
 
 // When the clock timer is late, the next submission applies what fell due
 // first: a delayed job joins the queue ahead of it, its aging clock
