@@ -10,7 +10,7 @@ import (
 // paste into TestDifferentialRegressions), the events and both sequences.
 func (r *diffRunner) report(err error) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%v\n\nworkload:\n%s\n\nevents:\n", err, r.w.goString())
+	fmt.Fprintf(&b, "%v\n\nworkload:\n%s\n\nevents:\n", err, r.orig.goString())
 	for _, e := range r.trace {
 		fmt.Fprintf(&b, "  %s\n", e)
 	}
@@ -80,6 +80,10 @@ func (w *diffWorkload) goString() string {
 			}
 		}
 		b.WriteString("\t},\n")
+	}
+	if p := w.Periodic; p != nil {
+		fmt.Fprintf(&b, "\tPeriodic: &diffPeriodic{Job: Job{Key: %q, ID: %q, Priority: %d}, Start: %d * diffUnit, Every: %d * diffUnit, Dur: %d * diffUnit, Stop: %d * diffUnit},\n",
+			p.Job.Key, p.Job.ID, p.Job.Priority, p.Start/diffUnit, p.Every/diffUnit, p.Dur/diffUnit, p.Stop/diffUnit)
 	}
 	b.WriteString("}")
 	return b.String()

@@ -51,7 +51,8 @@ var errDiffInvalid = errors.New("invalid configuration")
 // takes in each event completely before the next one, so a run is
 // deterministic.
 type diffRunner struct {
-	w     *diffWorkload
+	orig  *diffWorkload // as given
+	w     *diffWorkload // as replayed: with the periodic job's occurrences
 	opts  diffOptions
 	sys   diffSystem
 	clk   *clock.Fake
@@ -78,12 +79,19 @@ type diffRunner struct {
 		typ    map[string]int
 	}
 
+	// The periodic job: when its next occurrence is (-1: none), and its
+	// latest occurrence, by index in w.Jobs (-1: none yet).
+	periodicNext time.Duration
+	periodicLast int
+
 	// Counts the Stats must agree with.
 	rejected, completed, failed, cancelled, expired, running, pending int
 }
 
 func newDiffRunner(w *diffWorkload, opts diffOptions) *diffRunner {
-	return &diffRunner{w: w, opts: opts, jobs: make([]diffJobRun, len(w.Jobs)), bySeq: map[uint64]int{}, keyCfg: map[string]KeyConfig{}, keyReset: map[string]bool{}}
+	// The runner's w gains the periodic job's occurrences as jobs.
+	return &diffRunner{orig: w, w: w.clone(), opts: opts, jobs: make([]diffJobRun, len(w.Jobs)),
+		bySeq: map[uint64]int{}, keyCfg: map[string]KeyConfig{}, keyReset: map[string]bool{}}
 }
 
 // diffEvent is an arrival, a cancellation or a key change. At one instant
@@ -100,6 +108,8 @@ const (
 	diffArrival = iota
 	diffCancellation
 	diffKeyChanged
+	diffScheduled   // the periodic job is scheduled
+	diffUnscheduled // and stopped
 )
 
 func (r *diffRunner) events() []diffEvent {
@@ -112,6 +122,10 @@ func (r *diffRunner) events() []diffEvent {
 	}
 	for i, c := range r.w.Changes {
 		evs = append(evs, diffEvent{c.At, diffKeyChanged, i})
+	}
+	if p := r.w.Periodic; p != nil {
+		evs = append(evs, diffEvent{p.Start, diffScheduled, 0})
+		evs = append(evs, diffEvent{p.Stop, diffUnscheduled, 0})
 	}
 	slices.SortStableFunc(evs, func(a, b diffEvent) int {
 		if a.at != b.at {
@@ -126,6 +140,7 @@ func (r *diffRunner) events() []diffEvent {
 func (r *diffRunner) run() error {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	r.clk, r.t0 = clock.NewFake(t0), t0
+	r.periodicNext, r.periodicLast = -1, -1
 	var err error
 	if r.opts.engine {
 		r.sys, err = newDiffEngine(r.w.Cfg, r.clk)
@@ -162,6 +177,11 @@ func (r *diffRunner) run() error {
 		}
 		r.clk.Set(t0.Add(at)) // the system's timers due by then fire
 		r.now = at
+		if r.periodicNext == at { // off the grid: nothing else falls due now
+			if err := r.occur(); err != nil {
+				return err
+			}
+		}
 		if err := r.due(); err != nil {
 			return err
 		}
@@ -189,6 +209,9 @@ func (r *diffRunner) next(evs []diffEvent) (time.Duration, bool) {
 	at, ok := time.Duration(0), false
 	if len(evs) > 0 {
 		at, ok = evs[0].at, true
+	}
+	if r.periodicNext >= 0 && (!ok || r.periodicNext < at) {
+		at, ok = r.periodicNext, true
 	}
 	if due, has := r.sys.nextDue(); has && (!ok || due < at) {
 		at, ok = max(due, r.now), true // a deadline passed is due at once
@@ -257,9 +280,43 @@ func (r *diffRunner) apply(ev diffEvent) error {
 		return r.arrive(ev.idx)
 	case diffCancellation:
 		return r.cancel(ev.idx)
+	case diffScheduled:
+		r.trace = append(r.trace, fmt.Sprintf("%v schedule", r.now))
+		r.periodicNext = r.w.Periodic.occurrence(r.now)
+		return r.sys.schedule(diffSchedule{r.w.Periodic, r.t0}, r.w.Periodic.Job)
+	case diffUnscheduled:
+		r.trace = append(r.trace, fmt.Sprintf("%v stop the schedule", r.now))
+		r.periodicNext = -1
+		r.sys.unschedule()
+		return nil
 	default:
 		return r.change(r.w.Changes[ev.idx])
 	}
+}
+
+// occur takes in an occurrence of the periodic job: submitted as a new
+// job unless its predecessor has not ended, then it is skipped; a
+// Scheduler submits it itself, from its own timer.
+func (r *diffRunner) occur() error {
+	p := r.w.Periodic
+	r.periodicNext = p.occurrence(r.now)
+	if last := r.periodicLast; last >= 0 && !r.jobs[last].ended {
+		r.trace = append(r.trace, fmt.Sprintf("%v occurrence skipped: j%d has not ended", r.now, last))
+		if seq, ok := r.sys.unexpectedOccurrence(); ok {
+			return fmt.Errorf("at %v: the scheduler submitted an occurrence (seq %d) whose predecessor j%d has not ended", r.now, seq, last)
+		}
+		return nil
+	}
+	i := len(r.w.Jobs)
+	r.w.Jobs = append(r.w.Jobs, diffJob{Job: p.Job, At: r.now, Dur: p.Dur, CancelAt: -1})
+	r.jobs = append(r.jobs, diffJobRun{})
+	if err := r.arriveBy(i, func() (uint64, error) { return r.sys.occurrence(i, p.Job) }); err != nil {
+		return err
+	}
+	if r.jobs[i].accepted {
+		r.periodicLast = i
+	}
+	return nil
 }
 
 // change applies a key change to both schedulers. SetKey may be refused
@@ -358,8 +415,13 @@ func (r *diffRunner) setLimit(c diffLimit) error {
 }
 
 func (r *diffRunner) arrive(i int) error {
+	return r.arriveBy(i, func() (uint64, error) { return r.sys.submit(i, r.w.Jobs[i].job(r.t0)) })
+}
+
+// arriveBy takes in job i's submission, made by submit, on both sides.
+func (r *diffRunner) arriveBy(i int, submit func() (uint64, error)) error {
 	j := &r.jobs[i]
-	seq, err := r.sys.submit(i, r.w.Jobs[i].job(r.t0))
+	seq, err := submit()
 	var qf *QueueFullError
 	switch {
 	case err == nil:

@@ -105,6 +105,12 @@ func diffSimplifications(w *diffWorkload) []*diffWorkload {
 			}
 		}
 	}
+	if w.Periodic != nil {
+		edit(func(c *diffWorkload) { c.Periodic = nil })
+		if w.Periodic.Stop > w.Periodic.Start {
+			edit(func(c *diffWorkload) { c.Periodic.Stop -= diffUnit })
+		}
+	}
 	for i, j := range w.Jobs {
 		if j.CancelAt >= 0 {
 			edit(func(c *diffWorkload) { c.Jobs[i].CancelAt = -1 })
@@ -139,6 +145,10 @@ func diffSimplifications(w *diffWorkload) []*diffWorkload {
 
 func (w *diffWorkload) clone() *diffWorkload {
 	c := &diffWorkload{Cfg: w.Cfg, Jobs: slices.Clone(w.Jobs), Changes: slices.Clone(w.Changes)}
+	if w.Periodic != nil {
+		p := *w.Periodic
+		c.Periodic = &p
+	}
 	c.Cfg.TierLimits = maps.Clone(w.Cfg.TierLimits)
 	c.Cfg.Types = maps.Clone(w.Cfg.Types)
 	c.Cfg.Keys = maps.Clone(w.Cfg.Keys)

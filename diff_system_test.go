@@ -37,6 +37,17 @@ type diffSystem interface {
 	// the job is put back until at (a Scheduler computes at itself, from
 	// its type's policy); otherwise it ends, and fail returns its error.
 	fail(i int, retry bool, at time.Duration) error
+	// schedule starts the periodic job: a Scheduler's Schedule; the engine
+	// alone has none, and is given each occurrence (occurrence).
+	schedule(s Schedule, job Job) error
+	unschedule()
+	// occurrence takes in the periodic job's occurrence due now, as job i:
+	// a Scheduler has submitted it, or had it refused, itself; the engine
+	// is given it. It returns its sequence number or the refusal.
+	occurrence(i int, job Job) (uint64, error)
+	// unexpectedOccurrence reports an occurrence the system submitted
+	// when it should have skipped it.
+	unexpectedOccurrence() (uint64, bool)
 	// nextDue returns the next time the system has something fall due.
 	nextDue() (time.Duration, bool)
 	// due takes in what fell due by the clock's time (the Scheduler's
@@ -67,6 +78,10 @@ type diffScheduler struct {
 	handles map[int]Handle
 	release map[int]chan error // what the job's function returns
 	live    map[int]bool       // submitted, not known to have ended
+
+	periodic     *Periodic
+	periodicRun  chan error // what the running occurrence returns: one runs at a time
+	lastPeriodic uint64     // the seq of the latest occurrence taken in
 
 	endMu   sync.Mutex     // the hook runs on a goroutine of the scheduler's
 	endSeqs map[uint64]int // EventFinished per seq, written by the hook
@@ -148,6 +163,40 @@ func (d *diffScheduler) fail(i int, retry bool, _ time.Duration) error {
 			return fmt.Errorf("j%d was not retried", i)
 		}
 	}
+}
+
+func (d *diffScheduler) schedule(spec Schedule, job Job) error {
+	d.periodicRun = make(chan error, 1)
+	p, err := d.s.Schedule(context.Background(), spec, job, func(ctx context.Context) error {
+		select {
+		case err := <-d.periodicRun:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	d.periodic = p
+	return err
+}
+
+func (d *diffScheduler) unschedule() { d.periodic.Stop() }
+
+func (d *diffScheduler) occurrence(i int, _ Job) (uint64, error) {
+	h := d.periodic.Last()
+	if h.Seq() == d.lastPeriodic {
+		// Refused: the only refusal possible for it is a full queue.
+		return 0, &QueueFullError{}
+	}
+	d.lastPeriodic = h.Seq()
+	d.handles[i], d.release[i], d.live[i] = h, d.periodicRun, true
+	return h.Seq(), nil
+}
+
+func (d *diffScheduler) unexpectedOccurrence() (uint64, bool) {
+	if h := d.periodic.Last(); h.Seq() != d.lastPeriodic {
+		return h.Seq(), true
+	}
+	return 0, false
 }
 
 func (d *diffScheduler) nextDue() (time.Duration, bool) {
@@ -362,6 +411,11 @@ func (d *diffEngine) fail(i int, retry bool, at time.Duration) error {
 	}
 	return errDiffAttempt
 }
+
+func (d *diffEngine) schedule(Schedule, Job) error              { return nil }
+func (d *diffEngine) unschedule()                               {}
+func (d *diffEngine) occurrence(i int, job Job) (uint64, error) { return d.submit(i, job) }
+func (d *diffEngine) unexpectedOccurrence() (uint64, bool)      { return 0, false }
 
 func (d *diffEngine) nextDue() (time.Duration, bool) {
 	due, ok := d.e.NextDue()

@@ -45,10 +45,35 @@ const diffUnit = 100 * time.Millisecond
 // diffWorkload is one randomized scenario: a configuration and the events
 // to replay.
 type diffWorkload struct {
-	Cfg     Config
-	Jobs    []diffJob
-	Changes []diffKeyChange
+	Cfg      Config
+	Jobs     []diffJob
+	Changes  []diffKeyChange
+	Periodic *diffPeriodic // at most one
 }
+
+// diffPeriodic is a periodic job: scheduled at Start, an occurrence every
+// Every from then, half a unit off the grid of the other events (so that
+// nothing else happens at its instants but its own occurrences' ends),
+// each running Dur; stopped at Stop. Occurrences join Jobs as they are
+// submitted, numbered from len(Jobs).
+type diffPeriodic struct {
+	Job                     Job
+	Start, Every, Dur, Stop time.Duration
+}
+
+// occurrence returns the time of the first occurrence after t.
+func (p *diffPeriodic) occurrence(t time.Duration) time.Duration {
+	k := max(1, (t-p.Start-diffUnit/2)/p.Every+1)
+	return p.Start + k*p.Every + diffUnit/2
+}
+
+// Next makes a diffPeriodic a Schedule for a run that began at t0.
+type diffSchedule struct {
+	p  *diffPeriodic
+	t0 time.Time
+}
+
+func (s diffSchedule) Next(t time.Time) time.Time { return s.t0.Add(s.p.occurrence(t.Sub(s.t0))) }
 
 // diffJob is one job of a workload, named j<index> in reports.
 type diffJob struct {
@@ -305,6 +330,14 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 			j.Fails = 1 + src.intn(3)
 		}
 		w.Jobs = append(w.Jobs, j)
+	}
+	if diffChance(src, 1, 4) {
+		w.Periodic = &diffPeriodic{
+			Job:   Job{ID: "p", Key: keys[src.intn(len(keys))], Priority: diffPick(src, 0, 80, 20)},
+			Start: diffUnits(src.intn(span + 1)), Every: diffUnits(1 + src.intn(6)),
+			Dur: diffUnits(1 + src.intn(8)),
+		}
+		w.Periodic.Stop = w.Periodic.Start + diffUnits(src.intn(40)) // a run must end
 	}
 	if diffChance(src, 1, 3) {
 		for range 1 + src.intn(4) {
