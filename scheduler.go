@@ -438,7 +438,11 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 		s.dueLocked(now) // the clock timer is late: what fell due comes first
 	}
 	d := descOf(desc)
-	r := s.eng.Enqueue(&t.rec, d, s.timesOf(desc), now)
+	var tm engine.Times
+	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() { // rare: keep the call off the common path
+		tm = s.timesOf(desc)
+	}
+	r := s.eng.Enqueue(&t.rec, d, tm, now)
 	if r == nil {
 		if t.rec.Timed() {
 			s.armLocked(now)
