@@ -393,6 +393,17 @@ func TestConcurrentScrapes(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 
+	gate := make(chan error)
+	var hs []fairsched.Handle
+	for i := 0; i < jobs; i++ {
+		job := fairsched.Job{Key: fmt.Sprintf("tenant-%d", i%10)}
+		if i%2 == 0 {
+			job.Type = "web"
+		}
+		hs = append(hs, submit(t, s, job, gated(gate)))
+	}
+	// The scrapers start once both types have jobs: the default type's
+	// series appear only once it is used.
 	var wg sync.WaitGroup
 	for i := 0; i < scrapers; i++ {
 		wg.Add(1)
@@ -413,15 +424,6 @@ func TestConcurrentScrapes(t *testing.T) {
 		}()
 	}
 
-	gate := make(chan error)
-	var hs []fairsched.Handle
-	for i := 0; i < jobs; i++ {
-		job := fairsched.Job{Key: fmt.Sprintf("tenant-%d", i%10)}
-		if i%2 == 0 {
-			job.Type = "web"
-		}
-		hs = append(hs, submit(t, s, job, gated(gate)))
-	}
 	// Release the jobs one by one while the scrapers run.
 	for range jobs {
 		gate <- nil
