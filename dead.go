@@ -56,8 +56,8 @@ func (s *Scheduler) buryLocked(t *task, err error, now int64) {
 	}
 	a := attemptsOf(t)
 	if a == nil { // one attempt: its record is made here
-		a = &attempts{parent: t.ctx.parent}
-		a.list = []AttemptInfo{{Start: s.timeOf(t.rec.Started()), End: s.timeOf(now), Err: err}}
+		a = s.newAttemptsLocked(t)
+		s.addAttemptLocked(a, t, err, now)
 	}
 	d := &dead{
 		info: DeadJob{

@@ -3,6 +3,7 @@ package fairsched
 import (
 	"sort"
 	"time"
+	"unsafe"
 
 	"github.com/fairsched/fairsched/internal/engine"
 )
@@ -44,6 +45,23 @@ type Job struct {
 	// not after the submission and NotBefore is refused at submission,
 	// with an error matching ErrStartDeadline.
 	StartBy time.Time
+}
+
+// descOf returns the engine's description of job: the same fields, laid
+// out alike (TestDescMirrorsJob), so no copy is made.
+func descOf(job *Job) *engine.Desc { return (*engine.Desc)(unsafe.Pointer(job)) }
+
+// timesOf returns job's times in µs of the scheduler's clock (0 for the
+// zero time).
+func (s *Scheduler) timesOf(job *Job) engine.Times {
+	var tm engine.Times
+	if !job.NotBefore.IsZero() {
+		tm.NotBefore = max(1, job.NotBefore.Sub(s.epoch).Microseconds())
+	}
+	if !job.StartBy.IsZero() {
+		tm.StartBy = max(1, job.StartBy.Sub(s.epoch).Microseconds())
+	}
+	return tm
 }
 
 // Priorities run from 0 to 100, higher first. Values outside the range are

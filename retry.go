@@ -143,6 +143,15 @@ func attemptsOf(t *task) *attempts {
 // (resultOf).
 func (a *attempts) Error() string { return fmt.Sprint(a.result) }
 
+// newAttemptsLocked returns a new attempt record for t, whose first
+// attempt runs.
+func (s *Scheduler) newAttemptsLocked(t *task) *attempts { return &attempts{parent: t.ctx.parent} }
+
+// addAttemptLocked records in a t's attempt that ended at now with err.
+func (s *Scheduler) addAttemptLocked(a *attempts, t *task, err error, now int64) {
+	a.list = append(a.list, AttemptInfo{Start: s.timeOf(t.rec.Started()), End: s.timeOf(now), Err: err})
+}
+
 // resultOf returns the error a job ended with.
 func resultOf(t *task) error {
 	if a := attemptsOf(t); a != nil {
@@ -180,10 +189,10 @@ func (s *Scheduler) retryTypedLocked(t *task, err error, cancelled bool, now int
 		if err == nil || p.Attempts <= 1 {
 			return false
 		}
-		a = &attempts{parent: t.ctx.parent}
+		a = s.newAttemptsLocked(t)
 		t.err = a
 	}
-	a.list = append(a.list, AttemptInfo{Start: s.timeOf(t.rec.Started()), End: s.timeOf(now), Err: err})
+	s.addAttemptLocked(a, t, err, now)
 	limit := p.Attempts
 	if a.allowed > 0 {
 		limit = a.allowed

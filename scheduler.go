@@ -327,18 +327,14 @@ func (s *Scheduler) runStarted(ctx context.Context, t *task, fn func(context.Con
 		jc.end()
 		s.mu.Lock()
 		now := s.nowLocked()
-		if err != nil && !cancelled && s.disabling.policies != nil {
-			s.noteFailureLocked(t, now)
-		}
-		if s.retryLocked(t, err, cancelled, now) {
-			s.dispatchLocked(now, false)
+		retried := s.attemptEndedLocked(t, err, cancelled, now)
+		s.dispatchLocked(now, false)
+		if retried {
 			if err := s.awaitStartLocked(ctx, t); err != nil {
 				return err
 			}
 			continue
 		}
-		s.finishLocked(t, err, true, now)
-		s.dispatchLocked(now, false)
 		s.recycleLocked(t)
 		s.mu.Unlock()
 		return err
@@ -514,6 +510,34 @@ func (s *Scheduler) kickLocked() {
 	}
 }
 
+// attemptEndedLocked settles the attempt of running job t that returned
+// err at now; cancelled says its context was cancelled while it ran. A
+// failure counts for its type's disable policy; then the job is put back
+// for a retry, and attemptEndedLocked reports true, or it ends: dead if
+// it failed for good.
+func (s *Scheduler) attemptEndedLocked(t *task, err error, cancelled bool, now int64) (retried bool) {
+	if err == nil && t.err == nil { // succeeded, never retried: the common case, inlined
+		s.finishLocked(t, nil, true, now)
+		return false
+	}
+	return s.attemptSettledLocked(t, err, cancelled, now)
+}
+
+func (s *Scheduler) attemptSettledLocked(t *task, err error, cancelled bool, now int64) (retried bool) {
+	failed := err != nil && !cancelled
+	if failed && s.disabling.policies != nil {
+		s.noteFailureLocked(t, now)
+	}
+	if s.retryLocked(t, err, cancelled, now) {
+		return true
+	}
+	if failed && !s.closed {
+		s.buryLocked(t, err, now)
+	}
+	s.finishLocked(t, err, true, now)
+	return false
+}
+
 // finishLocked ends a running job with err. ran is false when fn did not
 // run (its caller gave up as it started), so no cost is learnt.
 func (s *Scheduler) finishLocked(t *task, err error, ran bool, now int64) {
@@ -590,15 +614,7 @@ func (s *Scheduler) work(t *task) {
 		t.ctx.end()
 		s.mu.Lock()
 		now := s.nowLocked()
-		if err != nil && !cancelled && s.disabling.policies != nil {
-			s.noteFailureLocked(t, now)
-		}
-		if !s.retryLocked(t, err, cancelled, now) {
-			if err != nil && !cancelled && !s.closed {
-				s.buryLocked(t, err, now)
-			}
-			s.finishLocked(t, err, true, now)
-		}
+		s.attemptEndedLocked(t, err, cancelled, now)
 		t = s.dispatchLocked(now, true)
 		s.mu.Unlock()
 	}

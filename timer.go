@@ -3,9 +3,6 @@ package fairsched
 import (
 	"fmt"
 	"time"
-	"unsafe"
-
-	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // The scheduler's one clock timer. The engine keeps everything that falls
@@ -14,23 +11,6 @@ import (
 // them, however many jobs wait for a time, and when it fires applies what
 // fell due (engine.Due), ends the jobs that expired, dispatches and sets
 // the timer again.
-
-// descOf returns the engine's description of job: the same fields, laid
-// out alike (TestDescMirrorsJob), so no copy is made.
-func descOf(job *Job) *engine.Desc { return (*engine.Desc)(unsafe.Pointer(job)) }
-
-// timesOf returns job's times in µs of the scheduler's clock (0 for the
-// zero time).
-func (s *Scheduler) timesOf(job *Job) engine.Times {
-	var tm engine.Times
-	if !job.NotBefore.IsZero() {
-		tm.NotBefore = max(1, job.NotBefore.Sub(s.epoch).Microseconds())
-	}
-	if !job.StartBy.IsZero() {
-		tm.StartBy = max(1, job.StartBy.Sub(s.epoch).Microseconds())
-	}
-	return tm
-}
 
 // armLocked makes sure the clock timer fires by the engine's next due
 // time. A timer already set for that time or earlier is kept: firing
