@@ -324,10 +324,9 @@ func (e *Engine) Cancel(j *Job, now int64) {
 	e.removeQueued(j, now)
 }
 
-// Pending returns the number of jobs waiting, queued or parked; Delayed
-// the number of those not in the queue before a time.
+// Pending returns the number of jobs waiting, queued or parked (the
+// delayed ones are in Summary).
 func (e *Engine) Pending() int { return e.npending }
-func (e *Engine) Delayed() int { return e.ndelayed }
 
 // Running returns the number of jobs holding a slot.
 func (e *Engine) Running() int { return e.nrunning }
