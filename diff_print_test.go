@@ -70,6 +70,8 @@ func (w *diffWorkload) goString() string {
 				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Reset: true},\n", c.At/diffUnit)
 			case c.Limit != nil:
 				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Limit: %s},\n", c.At/diffUnit, c.Limit.goString())
+			case c.Pause != nil:
+				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Key: %q, Pause: %s},\n", c.At/diffUnit, c.Key, c.Pause.goString())
 			case c.ResetKey:
 				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Key: %q, ResetKey: true},\n", c.At/diffUnit, c.Key)
 			case c.Set != nil:

@@ -1,6 +1,7 @@
 package fairsched
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,9 +90,54 @@ type diffRunner struct {
 }
 
 func newDiffRunner(w *diffWorkload, opts diffOptions) *diffRunner {
-	// The runner's w gains the periodic job's occurrences as jobs.
-	return &diffRunner{orig: w, w: w.clone(), opts: opts, jobs: make([]diffJobRun, len(w.Jobs)),
+	// The runner's w gains the periodic job's occurrences as jobs, and a
+	// resume of every pause left in force, so that every job ends.
+	r := &diffRunner{orig: w, w: w.clone(), opts: opts, jobs: make([]diffJobRun, len(w.Jobs)),
 		bySeq: map[uint64]int{}, keyCfg: map[string]KeyConfig{}, keyReset: map[string]bool{}}
+	r.w.Changes = append(r.w.Changes, w.resumesLeft()...)
+	return r
+}
+
+// resumesLeft returns a resume, after every event of the workload, of
+// each key and type that its changes leave paused.
+func (w *diffWorkload) resumesLeft() []diffKeyChange {
+	type target struct {
+		key string
+		typ *string
+	}
+	name := func(c diffKeyChange) string {
+		if c.Pause.Type != nil {
+			return "type " + *c.Pause.Type
+		}
+		return "key " + c.Key
+	}
+	changes := slices.Clone(w.Changes)
+	slices.SortStableFunc(changes, func(a, b diffKeyChange) int { return cmp.Compare(a.At, b.At) })
+	paused := map[string]target{}
+	end := time.Duration(0)
+	for _, j := range w.Jobs {
+		end = max(end, j.At, j.CancelAt, j.At+j.Delay)
+	}
+	for _, c := range changes {
+		end = max(end, c.At)
+		if c.Pause == nil {
+			continue
+		}
+		if c.Pause.Resume {
+			delete(paused, name(c))
+		} else {
+			paused[name(c)] = target{c.Key, c.Pause.Type}
+		}
+	}
+	if p := w.Periodic; p != nil {
+		end = max(end, p.Stop)
+	}
+	var out []diffKeyChange
+	for _, n := range slices.Sorted(maps.Keys(paused)) {
+		t := paused[n]
+		out = append(out, diffKeyChange{At: end + diffUnits(1), Key: t.key, Pause: &diffPause{Type: t.typ, Resume: true}})
+	}
+	return out
 }
 
 // diffEvent is an arrival, a cancellation or a key change. At one instant
@@ -331,6 +377,10 @@ func (r *diffRunner) change(c diffKeyChange) error {
 			r.ref.ResetKeys(now)
 		}
 		r.keyCfg, r.keysReset = map[string]KeyConfig{}, true
+	case c.Pause != nil:
+		if err := r.pause(c.Key, *c.Pause); err != nil {
+			return err
+		}
 	case c.Limit != nil:
 		err := r.setLimit(*c.Limit)
 		r.trace = append(r.trace, fmt.Sprintf("%v %v: %v", r.now, *c.Limit, err))
@@ -366,6 +416,35 @@ func (r *diffRunner) change(c diffKeyChange) error {
 		}
 	}
 	return r.sync()
+}
+
+// pause pauses or resumes a key or a type on both sides.
+func (r *diffRunner) pause(key string, p diffPause) error {
+	now := r.now.Microseconds()
+	err := r.sys.pause(key, p.Type, p.Resume)
+	verb := map[bool]string{false: "Pause", true: "Resume"}[p.Resume]
+	if p.Type != nil {
+		r.trace = append(r.trace, fmt.Sprintf("%v %sType(%q): %v", r.now, verb, *p.Type, err))
+		if err != nil {
+			return fmt.Errorf("%sType(%q): %v", verb, *p.Type, err)
+		}
+	} else {
+		r.trace = append(r.trace, fmt.Sprintf("%v %sKey(%q)", r.now, verb, key))
+	}
+	if r.ref == nil {
+		return nil
+	}
+	switch {
+	case p.Type != nil && p.Resume:
+		r.ref.ResumeType(now, *p.Type)
+	case p.Type != nil:
+		r.ref.PauseType(now, *p.Type)
+	case p.Resume:
+		r.ref.ResumeKey(now, key)
+	default:
+		r.ref.PauseKey(now, key)
+	}
+	return nil
 }
 
 // errDiffRefused marks a limit change that both sides refused.

@@ -33,6 +33,8 @@ type diffSystem interface {
 	setMaxConcurrency(n int) error
 	setTierLimit(t Tier, n int) error
 	setTypeLimit(name string, n int) error
+	// pause pauses (or resumes) a type if typ is not nil, else a key.
+	pause(key string, typ *string, resume bool) error
 	// fail lets running job i's attempt fail with errDiffAttempt. If retry,
 	// the job is put back until at (a Scheduler computes at itself, from
 	// its type's policy); otherwise it ends, and fail returns its error.
@@ -259,6 +261,20 @@ func (d *diffScheduler) setMaxConcurrency(n int) error             { return d.s.
 func (d *diffScheduler) setTierLimit(t Tier, n int) error          { return d.s.SetTierLimit(t, n) }
 func (d *diffScheduler) setTypeLimit(name string, n int) error     { return d.s.SetTypeLimit(name, n) }
 
+func (d *diffScheduler) pause(key string, typ *string, resume bool) error {
+	switch {
+	case typ != nil && resume:
+		return d.s.ResumeType(*typ)
+	case typ != nil:
+		return d.s.PauseType(*typ)
+	case resume:
+		d.s.ResumeKey(key)
+	default:
+		d.s.PauseKey(key)
+	}
+	return nil
+}
+
 func (d *diffScheduler) inspect() ([]*engine.Job, map[engine.FlowID]float64, map[engine.EstimateID]float64, error) {
 	d.s.mu.Lock()
 	defer d.s.mu.Unlock()
@@ -477,6 +493,25 @@ func (d *diffEngine) setTypeLimit(name string, n int) error {
 	return nil
 }
 
+func (d *diffEngine) pause(key string, typ *string, resume bool) error {
+	ok := true
+	switch {
+	case typ != nil && resume:
+		ok = d.e.ResumeType(*typ, d.now())
+	case typ != nil:
+		ok = d.e.PauseType(*typ, d.now())
+	case resume:
+		d.e.ResumeKey(key, d.now())
+	default:
+		d.e.PauseKey(key, d.now())
+	}
+	if !ok {
+		return ErrUnknownType
+	}
+	d.dispatch()
+	return nil
+}
+
 func (d *diffEngine) resetKey(name string) {
 	d.e.ResetKey(name, d.now())
 	d.dispatch()
@@ -497,7 +532,7 @@ func (d *diffEngine) counts() []int {
 	for _, t := range d.e.Types() {
 		rejected += t.RejectedFull + t.RejectedClosed
 	}
-	return []int{int(sum.Submitted), int(sum.Completed), int(sum.Failed), int(sum.Cancelled), int(sum.Expired), int(rejected), sum.Running, sum.Pending + sum.Delayed}
+	return []int{int(sum.Submitted), int(sum.Completed), int(sum.Failed), int(sum.Cancelled), int(sum.Expired), int(rejected), sum.Running, sum.Pending + sum.Delayed + sum.Paused}
 }
 
 func (d *diffEngine) parked() (int, int) {

@@ -99,6 +99,21 @@ type diffKeyChange struct {
 	Reset    bool
 	ResetKey bool
 	Limit    *diffLimit // a change of the global, a tier's or a type's limit instead
+	Pause    *diffPause // a pause or resume of Key, or of a type, instead
+}
+
+// diffPause pauses Key, or the type Type if it is set, or resumes it.
+type diffPause struct {
+	Type   *string
+	Resume bool
+}
+
+// goString renders the pause as a Go expression of this package.
+func (p diffPause) goString() string {
+	if p.Type != nil {
+		return fmt.Sprintf("&diffPause{Type: ptr(%q), Resume: %v}", *p.Type, p.Resume)
+	}
+	return fmt.Sprintf("&diffPause{Resume: %v}", p.Resume)
 }
 
 // diffLimit sets a type's limit if Type is set, else a tier's if Tier is,
@@ -375,6 +390,22 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 				c.Limit = l
 			}
 			w.Changes = append(w.Changes, c)
+		}
+	}
+	if diffChance(src, 1, 4) {
+		// Pauses, each resumed later or not.
+		for range 1 + src.intn(2) {
+			p := diffKeyChange{At: diffUnits(src.intn(span + 1)), Key: keys[src.intn(len(keys))], Pause: &diffPause{}}
+			if diffChance(src, 1, 3) {
+				p.Pause.Type = ptr(types[src.intn(len(types))])
+			}
+			w.Changes = append(w.Changes, p)
+			if diffChance(src, 3, 4) {
+				r := p
+				r.At += diffUnits(src.intn(15))
+				r.Pause = &diffPause{Type: p.Pause.Type, Resume: true}
+				w.Changes = append(w.Changes, r)
+			}
 		}
 	}
 	return w

@@ -146,6 +146,16 @@
 // new job with a fresh aging clock, and one whose predecessor has not
 // ended is skipped and counted, so a slow job never piles up.
 //
+// # Gates
+//
+// PauseKey and PauseType hold a key's or a type's queued jobs, and those
+// submitted later, out of the queue until ResumeKey or ResumeType: they
+// hold nothing, take no place in fair share (the key's share goes to the
+// others at once), and their aging clocks stand still; running jobs
+// finish, and start deadlines still run. A job waits while either its key
+// or its type is paused. On resume the key re-enters fair share as a key
+// returning from idle does. A key may be paused before it is first seen.
+//
 // # Cost of scheduling
 //
 // Submitting and dispatching cost O(log n) in the pending jobs, plus the

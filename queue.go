@@ -143,7 +143,9 @@ func (s *Scheduler) infoLocked(j *engine.Job, now int64) JobInfo {
 // lock on its ID held by a running job. It grows with the queue ahead of
 // the job and shrinks as the queue drains, but ignores aging,
 // reservations and work submitted later: an estimate, not a promise. A
-// job delayed by NotBefore waits at least until then.
+// job delayed by NotBefore waits at least until then. A paused key or type
+// is estimated as if it were resumed now: its pause has no end the
+// scheduler could know.
 // O(types + tiers); it errors, wrapping ErrUnknownType, for a type not
 // registered.
 func (s *Scheduler) EstimateWait(job Job) (time.Duration, error) {

@@ -430,9 +430,7 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 			return err
 		}
 	}
-	if due, ok := s.eng.NextDue(); ok && due <= now {
-		s.dueLocked(now) // the clock timer is late: what fell due comes first
-	}
+	s.catchUpLocked(now)
 	d := descOf(desc)
 	var tm engine.Times
 	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() { // rare: keep the call off the common path

@@ -31,6 +31,10 @@ type Stats struct {
 	Queued  int // jobs not started, including those parked or delayed
 	Parked  int // of Queued, those waiting on a conflict or their key's cap
 	Delayed int // of Queued, those waiting for their NotBefore time
+	Paused  int // of Queued, those whose key or type is paused
+	// PausedKeys are the keys paused (PauseKey), by name, whether they
+	// have jobs or not.
+	PausedKeys []string
 
 	Submitted uint64 // jobs accepted; each ends exactly once
 	Completed uint64 // ran and returned nil
@@ -74,8 +78,9 @@ type Stats struct {
 
 	Tiers []TierStats // highest tier first
 	Types []TypeStats // by name
-	// Keys lists the configured keys and the MaxListedKeys busiest others,
-	// sorted by name; OtherKeys sums up the rest of the keys with work.
+	// Keys lists the configured keys, the paused ones the scheduler has
+	// seen, and the MaxListedKeys busiest others, sorted by name; OtherKeys
+	// sums up the rest of the keys with work.
 	Keys      []KeyStats
 	OtherKeys KeySummary
 }
@@ -104,6 +109,7 @@ type TypeStats struct {
 	Cancelled      uint64
 	Expired        uint64 // not started by their start deadline
 	Retries        uint64 // failed attempts that were retried
+	Paused         bool   // PauseType
 	Rejected       uint64 // refusals of jobs of this type: RejectedFull + RejectedClosed
 	// RejectedFull counts refusals with ErrQueueFull: the queue or the
 	// key's MaxPending was full. RejectedClosed counts refusals with
@@ -120,6 +126,7 @@ type KeyStats struct {
 	MaxConcurrency int // the key's cap; 0: no cap
 	Running        int
 	Queued         int
+	Paused         bool // PauseKey
 	// Allocation is the key's entitlement: its weighted max-min fair share
 	// of the slots among the keys that have work, after reservations and
 	// caps, as if each of them could use its share. It changes when keys
@@ -148,7 +155,7 @@ func (s *Scheduler) Stats() Stats {
 	defer s.mu.Unlock()
 	e := s.eng.Summary()
 	st := Stats{
-		Running: e.Running, Queued: e.Pending + e.Delayed, Parked: e.Parked, Delayed: e.Delayed,
+		Running: e.Running, Queued: e.Pending + e.Delayed + e.Paused, Parked: e.Parked, Delayed: e.Delayed, Paused: e.Paused,
 		Submitted: e.Submitted, Completed: e.Completed, Failed: e.Failed,
 		Cancelled: e.Cancelled, Expired: e.Expired, Retries: e.Retries,
 		Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
@@ -163,6 +170,7 @@ func (s *Scheduler) Stats() Stats {
 		EventsDropped:    s.events.droppedCount(),
 		KeysTracked:      e.KeysTracked, KeysForgotten: e.KeysForgotten,
 		CostEstimates: e.Estimates, CostsForgotten: e.Forgot,
+		PausedKeys: s.eng.PausedKeys(),
 	}
 	for _, t := range s.eng.Tiers() {
 		st.Tiers = append(st.Tiers, TierStats{Tier: Tier(t.Tier), Limit: t.Limit, Running: t.Running, Queued: t.Queued})
@@ -172,6 +180,7 @@ func (s *Scheduler) Stats() Stats {
 			Name: t.Name, Tier: Tier(t.Tier), MaxConcurrency: t.Limit, Running: t.Running, Queued: t.Queued,
 			Started: t.Started, Completed: t.Completed, Failed: t.Failed, Cancelled: t.Cancelled, Expired: t.Expired, Retries: t.Retries,
 			Rejected: t.RejectedFull + t.RejectedClosed, RejectedFull: t.RejectedFull, RejectedClosed: t.RejectedClosed,
+			Paused: t.Paused,
 		})
 		st.Rejected += t.RejectedFull + t.RejectedClosed
 	}
@@ -179,7 +188,7 @@ func (s *Scheduler) Stats() Stats {
 	for _, k := range keys {
 		ks := KeyStats{
 			Key: k.Key, Configured: k.Configured, Weight: k.Cfg.Weight, MinSlots: k.Cfg.MinSlots,
-			MaxConcurrency: k.Cfg.MaxConcurrency, Running: k.Running, Queued: k.Queued,
+			MaxConcurrency: k.Cfg.MaxConcurrency, Running: k.Running, Queued: k.Queued, Paused: k.Paused,
 			Allocation: k.Allocation, VirtualTime: make(map[Tier]float64, len(k.VirtualTime)),
 		}
 		if k.Allocation > 0 {

@@ -40,6 +40,14 @@ func (s *Scheduler) onTimer() {
 	s.armLocked(now)
 }
 
+// catchUpLocked applies what fell due by now if the clock timer is late
+// to fire, so that what fell due comes before what the caller does at now.
+func (s *Scheduler) catchUpLocked(now int64) {
+	if due, ok := s.eng.NextDue(); ok && due <= now {
+		s.dueLocked(now)
+	}
+}
+
 // dueLocked applies what has fallen due by now, ends the jobs that
 // expired, and dispatches. The clock timer calls it; so does a submission
 // that comes before a timer late to fire, so that what fell due is

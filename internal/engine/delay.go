@@ -6,7 +6,7 @@ package engine
 //   - not-before: a job whose Times.NotBefore is later than its
 //     submission is StateDelayed until then. A delayed job is outside
 //     every order and every fair-share account: its flow is not active,
-//     its key not busy, and it is counted apart (ndelayed, keyState.delayed)
+//     its key not busy, and it is counted apart (naside, keyState.aside)
 //     so that admission limits still count it and its key is not
 //     forgotten. When its time comes it joins the queue as if submitted
 //     then: its aging clock starts at that instant.
@@ -98,17 +98,31 @@ func (e *Engine) setDeadline(j *Job, at int64) {
 // delay files an accepted job that may not start before notBefore.
 func (e *Engine) delay(j *Job, notBefore int64) {
 	j.state = StateDelayed
-	e.ndelayed++
-	j.lane.key.delayed++
-	j.lane.typ.delayed++
+	e.aside(j)
 	e.timeline.add(&e.timersOf(j).release, notBefore)
 }
 
-// undelay takes a delayed job out of the delayed count.
-func (e *Engine) undelay(j *Job) {
-	e.ndelayed--
-	j.lane.key.delayed--
-	j.lane.typ.delayed--
+// aside counts an accepted job set aside, out of every order: delayed or
+// paused.
+func (e *Engine) aside(j *Job) {
+	e.naside++
+	j.lane.key.aside++
+	j.lane.typ.aside++
+}
+
+// unaside takes a job out of the count of those set aside.
+func (e *Engine) unaside(j *Job) {
+	e.naside--
+	j.lane.key.aside--
+	j.lane.typ.aside--
+}
+
+// unsetAside takes a delayed or paused job out of where it is kept.
+func (e *Engine) unsetAside(j *Job) {
+	if j.state == StatePaused {
+		e.unpark(j)
+	}
+	e.unaside(j)
 }
 
 // Due applies what has fallen due by now, in order of time, then of the
@@ -130,7 +144,17 @@ func (e *Engine) Due(now int64) []*Job {
 		switch t.kind {
 		case timerRelease:
 			j := t.job
-			e.undelay(j)
+			if j.paused() {
+				// Its aging clock runs until its release, then stands.
+				if tm := e.timed[j]; tm.retry {
+					tm.retry = false
+				} else {
+					j.sub = t.at
+				}
+				e.park(j, t.at)
+				continue
+			}
+			e.unaside(j)
 			if tm := e.timed[j]; tm.retry {
 				tm.retry = false
 				e.rejoin(j, now)
@@ -173,7 +197,7 @@ func (e *Engine) rejoin(j *Job, now int64) {
 	e.join(j, j.sub, now) // the aging clock runs from the first submission
 	e.show(j, now)
 	if e.aging.on && e.aging.grace > 0 && !e.aging.pastGrace(j.sub, now) {
-		e.lateGrace.add(&e.timed[j].grace, j.sub+e.aging.grace)
+		e.lateGrace.add(&e.timersOf(j).grace, j.sub+e.aging.grace)
 	}
 }
 
@@ -190,12 +214,12 @@ func (e *Engine) expire(j *Job, now int64) {
 	e.untime(j)
 	e.counters.Expired++
 	j.lane.typ.stats.expired++
-	if j.state == StateDelayed {
-		e.undelay(j)
+	if j.state == StateDelayed || j.state == StatePaused {
+		e.unsetAside(j)
 		if e.obs != nil {
 			e.obs.Expired(j, now)
 		}
-		e.endDelayed(j, now)
+		e.endAside(j, now)
 		return
 	}
 	e.leaveQueue(j)
@@ -205,14 +229,14 @@ func (e *Engine) expire(j *Job, now int64) {
 	e.end(j, Expired, now)
 }
 
-// endDelayed ends a job that never joined the queue: nothing but its
+// endAside ends a job set aside, which is in no order: nothing but its
 // key's idleness has to follow.
-func (e *Engine) endDelayed(j *Job, now int64) {
+func (e *Engine) endAside(j *Job, now int64) {
 	j.state = StateDone
 	if j.timed {
 		e.untime(j)
 	}
-	if k := j.lane.key; k.pending == 0 && k.running == 0 && k.delayed == 0 {
+	if k := j.lane.key; k.pending == 0 && k.running == 0 && k.aside == 0 {
 		e.markIdle(k, now)
 	}
 }

@@ -110,7 +110,19 @@
 //     every order while it is shut. When it opens, the wait lanes are
 //     attached to their lanes and their jobs compete as they are, and when
 //     it shuts again (the key reaches its cap, the lock's next holder
-//     starts) they are detached.
+//     starts) they are detached;
+//   - a job's own gates that take it out of fair share as well (a
+//     not-before time, a pause): the job is set aside, StateDelayed or
+//     StatePaused, counted apart (naside: admission limits still count
+//     it, and its key is not idle) but in no order and no flow, so that
+//     its flow goes idle and its key's share goes to others, as SPEC
+//     section 10 asks of a pause. When the gate opens the job joins the
+//     queue as a submission does: its flow re-enters at the tier's floor.
+//     A pause finds its jobs through its lanes (typeState.all for a type)
+//     and the wait lanes listed on them (lane.held), sets them aside in
+//     submission order, and keeps them in the paused key's or type's
+//     list; a paused job's aging clock stands still, which resuming
+//     applies by moving its submission time on (pause.go).
 //
 // So Enqueue and Next cost O(log n) in pending jobs, plus the job types of
 // a tier and the keys with reservations (both configured, so few),

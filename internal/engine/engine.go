@@ -94,20 +94,22 @@ type Engine struct {
 	idleTail    *keyState
 
 	// What waits and what runs.
-	conflicts map[conflictKey]*conflictLock
-	grace     graceQueue
-	timeline  timeline     // what falls due at a time
-	lateGrace timeline     // grace ends of retried jobs (delay.go)
-	running   []runningJob // Job.idx is the position
-	seq       uint64       // the last sequence number handed out
-	stamp     uint64       // the last flow stamp handed out
-	nrunning  int
-	npending  int // queued and held
-	ndelayed  int // StateDelayed: accepted, not in the queue yet
-	timed     map[*Job]*jobTimers
-	expired   []*Job // Due's answer
-	nqueued   int    // visible in lanes
-	closing   bool   // no new work is accepted
+	conflicts  map[conflictKey]*conflictLock
+	grace      graceQueue
+	timeline   timeline     // what falls due at a time
+	lateGrace  timeline     // grace ends of retried jobs (delay.go)
+	running    []runningJob // Job.idx is the position
+	seq        uint64       // the last sequence number handed out
+	stamp      uint64       // the last flow stamp handed out
+	nrunning   int
+	npending   int             // queued and held
+	naside     int             // accepted, set aside out of every order: delayed or paused
+	npaused    int             // of them, StatePaused
+	pausedKeys map[string]bool // paused keys by name, known to the engine or not (pause.go)
+	timed      map[*Job]*jobTimers
+	expired    []*Job // Due's answer
+	nqueued    int    // visible in lanes
+	closing    bool   // no new work is accepted
 
 	// What it has learnt and counted.
 	costs         costTable
@@ -195,18 +197,18 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 	if deadline > 0 && deadline <= max(now, tm.NotBefore) {
 		return &Refusal{Reason: RefusedNeverStarts, Deadline: deadline}
 	}
-	if e.cfg.MaxQueue > 0 && e.npending+e.ndelayed >= e.cfg.MaxQueue {
+	if e.cfg.MaxQueue > 0 && e.npending+e.naside >= e.cfg.MaxQueue {
 		t.stats.rejectedFull++
-		return &Refusal{Reason: RefusedFull, Limit: e.cfg.MaxQueue, Size: e.npending + e.ndelayed}
+		return &Refusal{Reason: RefusedFull, Limit: e.cfg.MaxQueue, Size: e.npending + e.naside}
 	}
 	// Peek at the key: a refused submission must not create one.
 	k := e.anyKey
 	if d.Key != "" {
 		k = e.keys[d.Key]
 	}
-	if k != nil && k.cfg.MaxPending > 0 && k.pending+k.delayed >= k.cfg.MaxPending {
+	if k != nil && k.cfg.MaxPending > 0 && k.pending+k.aside >= k.cfg.MaxPending {
 		t.stats.rejectedFull++
-		return &Refusal{Reason: RefusedKeyFull, Limit: k.cfg.MaxPending, Size: k.pending + k.delayed}
+		return &Refusal{Reason: RefusedKeyFull, Limit: k.cfg.MaxPending, Size: k.pending + k.aside}
 	}
 	// Forget what has been idle too long, then take the key's record: a
 	// key past its TTL comes back brand-new, not as its forgotten record.
@@ -228,8 +230,13 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 	if e.obs != nil {
 		e.obs.Submitted(j, now)
 	}
-	if tm.NotBefore > now {
-		e.delay(j, tm.NotBefore)
+	if tm.NotBefore > now || j.paused() {
+		if tm.NotBefore > now {
+			e.delay(j, tm.NotBefore)
+		} else {
+			e.aside(j)
+			e.park(j, now)
+		}
 		if deadline > 0 {
 			e.setDeadline(j, deadline)
 		}
@@ -332,7 +339,7 @@ func (e *Engine) Pending() int { return e.npending }
 func (e *Engine) Running() int { return e.nrunning }
 
 // Idle reports whether nothing is pending or running.
-func (e *Engine) Idle() bool { return e.npending == 0 && e.ndelayed == 0 && e.nrunning == 0 }
+func (e *Engine) Idle() bool { return e.npending == 0 && e.naside == 0 && e.nrunning == 0 }
 
 // runningJob is a running job and the conflict lock it holds, if any.
 type runningJob struct {
@@ -357,12 +364,13 @@ func (e *Engine) PendingJobs() []*Job {
 	var out []*Job
 	for _, k := range e.keys {
 		for _, l := range k.lanes {
-			l.run.each(func(j *Job, _ uint64) { out = append(out, j) })
-			out = appendJobs(out, &l.fixed)
-			out = appendJobs(out, &l.rising)
-			out = appendJobs(out, &l.capped)
+			out = appendLane(out, l)
 		}
 		out = appendHeld(out, &k.cap)
+		out = append(out, k.pausedJobs...)
+	}
+	for _, t := range e.types {
+		out = append(out, t.pausedJobs...)
 	}
 	for _, lk := range e.conflicts {
 		out = appendHeld(out, &lk.gate)
@@ -378,12 +386,17 @@ func (e *Engine) PendingJobs() []*Job {
 // appendHeld appends the jobs gate g holds.
 func appendHeld(out []*Job, g *gate) []*Job {
 	for _, w := range g.waits {
-		w.run.each(func(j *Job, _ uint64) { out = append(out, j) })
-		out = appendJobs(out, &w.fixed)
-		out = appendJobs(out, &w.rising)
-		out = appendJobs(out, &w.capped)
+		out = appendLane(out, &w.lane)
 	}
 	return out
+}
+
+// appendLane appends the jobs queued in l's run and heaps.
+func appendLane(out []*Job, l *lane) []*Job {
+	l.run.each(func(j *Job, _ uint64) { out = append(out, j) })
+	out = appendJobs(out, &l.fixed)
+	out = appendJobs(out, &l.rising)
+	return appendJobs(out, &l.capped)
 }
 
 func appendJobs(out []*Job, h *iheap.Keyed[*Job]) []*Job {

@@ -23,10 +23,16 @@ type keyState struct {
 	// the keys that share DefaultKey's (ownConfig).
 	ownDefault bool
 
-	delayed  int // its StateDelayed jobs: not pending yet, but the key is not idle
-	running  int // running jobs of the key, all tiers
-	reserved int // running jobs started under the key's MinSlots
-	pending  int // queued and parked jobs
+	// aside counts its jobs set aside, outside every order (delayed or
+	// paused): not pending, but the key is not idle.
+	aside int
+	// paused: the key is paused (pause.go); pausedJobs are the jobs its
+	// pause set aside, Job.idx their positions.
+	paused     bool
+	pausedJobs []*Job
+	running    int // running jobs of the key, all tiers
+	reserved   int // running jobs started under the key's MinSlots
+	pending    int // queued and parked jobs
 	// cap is the key's cap as a gate (gates.go): shut while the key runs
 	// its MaxConcurrency, when its lanes are out of the fair orders and it
 	// holds the key's urgent jobs that the urgent step finds.
@@ -137,7 +143,7 @@ func (e *Engine) keyOrNew(name string) *keyState {
 	if k := e.keys[name]; k != nil {
 		return k
 	}
-	k := &keyState{name: name, cfg: e.defaultOf(name), busyIdx: -1}
+	k := &keyState{name: name, cfg: e.defaultOf(name), busyIdx: -1, paused: e.pausedKeys[name]}
 	e.keys[name] = k
 	return k
 }
@@ -161,6 +167,8 @@ func (e *Engine) laneOf(t *typeState, k *keyState) *lane {
 		k.flows = append(k.flows, f)
 	}
 	l := newLane(e, t, k, f)
+	l.allIdx = len(t.all)
+	t.all = append(t.all, l)
 	k.lanes = append(k.lanes, l)
 	k.laneTypes = append(k.laneTypes, t)
 	f.lanes = append(f.lanes, l)
@@ -398,7 +406,7 @@ func (e *Engine) configureKey(k *keyState, c Key, configured bool, now int64) {
 	}
 	if configured {
 		e.unmarkIdle(k)
-	} else if k.running == 0 && k.pending == 0 && k.delayed == 0 && !k.idle {
+	} else if k.running == 0 && k.pending == 0 && k.aside == 0 && !k.idle {
 		e.markIdle(k, now)
 	}
 	if old.MinSlots != c.MinSlots {
@@ -495,5 +503,13 @@ func (e *Engine) forgetIdle(now int64) {
 func (e *Engine) forgetKey(k *keyState) {
 	e.unmarkIdle(k)
 	delete(e.keys, k.name)
+	for _, l := range k.lanes {
+		all := l.typ.all
+		last := len(all) - 1
+		all[l.allIdx] = all[last]
+		all[l.allIdx].allIdx = l.allIdx
+		all[last] = nil
+		l.typ.all = all[:last]
+	}
 	e.keysForgotten++
 }

@@ -55,6 +55,7 @@ type waitLane struct {
 	of      *lane             // the lane the jobs come from
 	aged    iheap.Keyed[*Job] // the jobs past their grace period, in urgent order
 	attIdx  int               // position in of.attached, -1 when detached
+	heldIdx int               // position in of.held
 	openIdx int               // handle in typ.openWaits, -1 when not there
 }
 
@@ -83,6 +84,8 @@ func (e *Engine) hold(j *Job, g *gate, by uint8, now int64) {
 		w = &waitLane{lane: *newLane(e, l.typ, l.key, l.flow), gate: g, of: l, attIdx: -1, openIdx: -1}
 		w.aged = iheap.NewKeyed(jobSetUIdx)
 		g.waits[l] = w
+		w.heldIdx = len(l.held)
+		l.held = append(l.held, w)
 	}
 	j.state, j.held = StateParked, by
 	e.fileHeld(w, j, now)
@@ -103,6 +106,12 @@ func (e *Engine) unhold(j *Job) {
 		e.detach(w)
 	}
 	delete(g.waits, j.lane)
+	l := j.lane
+	last := len(l.held) - 1
+	l.held[w.heldIdx] = l.held[last]
+	l.held[w.heldIdx].heldIdx = w.heldIdx
+	l.held[last] = nil
+	l.held = l.held[:last]
 	if by == heldByLock {
 		e.dropLockIfUnused(j)
 	}

@@ -9,7 +9,7 @@ import "sort"
 type Summary struct {
 	Counters
 	Running, Pending, Parked int
-	Delayed                  int // not in Pending
+	Delayed, Paused          int // set aside: not in Pending
 	KeysTracked, Estimates   int
 	KeysForgotten, Forgot    uint64
 }
@@ -18,7 +18,7 @@ type Summary struct {
 func (e *Engine) Summary() Summary {
 	return Summary{
 		Counters: e.counters,
-		Running:  e.nrunning, Pending: e.npending, Parked: e.nheld, Delayed: e.ndelayed,
+		Running:  e.nrunning, Pending: e.npending, Parked: e.nheld, Delayed: e.naside - e.npaused, Paused: e.npaused,
 		KeysTracked: len(e.keys), KeysForgotten: e.keysForgotten,
 		Estimates: e.costs.len(), Forgot: e.costs.forgotten,
 	}
@@ -35,7 +35,7 @@ func (e *Engine) Tiers() []TierInfo {
 	for _, t := range e.tiers {
 		ti := TierInfo{Tier: t.level, Limit: t.limit, Running: t.running}
 		for _, ty := range t.types {
-			ti.Queued += ty.pending + ty.delayed
+			ti.Queued += ty.pending + ty.aside
 		}
 		out = append(out, ti)
 	}
@@ -49,6 +49,7 @@ type TypeInfo struct {
 	Started, Completed, Failed, Cancelled uint64
 	Expired, Retries                      uint64
 	RejectedFull, RejectedClosed          uint64
+	Paused                                bool
 }
 
 // Types describes the job types, by name. O(t log t).
@@ -57,9 +58,9 @@ func (e *Engine) Types() []TypeInfo {
 	for _, name := range sortedNames(e.types) {
 		t := e.types[name]
 		out = append(out, TypeInfo{
-			Name: name, Tier: t.cfg.Tier, Limit: t.limit, Running: t.running, Queued: t.pending + t.delayed,
+			Name: name, Tier: t.cfg.Tier, Limit: t.limit, Running: t.running, Queued: t.pending + t.aside,
 			Started: t.stats.started, Completed: t.stats.completed, Failed: t.stats.failed, Cancelled: t.stats.cancelled, Expired: t.stats.expired, Retries: t.stats.retries,
-			RejectedFull: t.stats.rejectedFull, RejectedClosed: t.stats.rejectedClosed,
+			RejectedFull: t.stats.rejectedFull, RejectedClosed: t.stats.rejectedClosed, Paused: t.paused,
 		})
 	}
 	return out
@@ -71,6 +72,7 @@ type KeyInfo struct {
 	Configured      bool
 	Cfg             Key
 	Running, Queued int
+	Paused          bool
 	Allocation      float64
 	VirtualTime     map[int]float64 // by tier
 }
@@ -80,24 +82,24 @@ type KeySummary struct {
 	Keys, Running, Queued int
 }
 
-// Keys describes the configured keys and the max busiest others, by
-// name, and sums up the other keys with work. O(k + b log b) for k keys
-// remembered and b with work.
+// Keys describes the configured and the paused keys and the max busiest
+// others, by name, and sums up the other keys with work (running, queued
+// or set aside). O(k + b log b) for k keys remembered and b with work.
 func (e *Engine) Keys(max int) ([]KeyInfo, KeySummary) {
 	a := e.allocations()
 	var listed []KeyInfo
 	var others []*keyState
 	for _, k := range e.keys {
-		if k.configured {
+		if k.configured || k.paused {
 			listed = append(listed, k.info(e.allocationOf(k, a)))
-		} else if k.running+k.pending > 0 {
+		} else if k.work() > 0 {
 			others = append(others, k)
 		}
 	}
 	sort.Slice(others, func(i, j int) bool {
 		a, b := others[i], others[j]
-		if a.running+a.pending != b.running+b.pending {
-			return a.running+a.pending > b.running+b.pending
+		if a.work() != b.work() {
+			return a.work() > b.work()
 		}
 		return a.name < b.name
 	})
@@ -109,15 +111,18 @@ func (e *Engine) Keys(max int) ([]KeyInfo, KeySummary) {
 		}
 		rest.Keys++
 		rest.Running += k.running
-		rest.Queued += k.pending
+		rest.Queued += k.pending + k.aside
 	}
 	sort.Slice(listed, func(i, j int) bool { return listed[i].Key < listed[j].Key })
 	return listed, rest
 }
 
+// work counts the key's jobs: running, queued or set aside.
+func (k *keyState) work() int { return k.running + k.pending + k.aside }
+
 func (k *keyState) info(alloc float64) KeyInfo {
 	ki := KeyInfo{
-		Key: k.name, Configured: k.configured, Cfg: k.cfg, Running: k.running, Queued: k.pending + k.delayed,
+		Key: k.name, Configured: k.configured, Cfg: k.cfg, Running: k.running, Queued: k.pending + k.aside, Paused: k.paused,
 		Allocation: alloc, VirtualTime: make(map[int]float64, len(k.flows)),
 	}
 	for _, f := range k.flows {
@@ -128,15 +133,24 @@ func (k *keyState) info(alloc float64) KeyInfo {
 
 // Effective returns j's effective priority at now, rounded down.
 func (e *Engine) Effective(j *Job, now int64) int {
-	if j.state == StateDelayed {
+	switch j.state {
+	case StateDelayed:
 		return int(j.base) // its aging clock has not started
+	case StatePaused:
+		now = j.at // its aging clock stands still
 	}
 	return e.aging.effective(int(j.base), j.sub, now)
 }
 
 // Urgent reports whether a pending j is urgent at now.
 func (e *Engine) Urgent(j *Job, now int64) bool {
-	return j.state != StateDelayed && e.aging.isUrgent(int(j.base), j.sub, now)
+	switch j.state {
+	case StateDelayed:
+		return false
+	case StatePaused:
+		now = j.at
+	}
+	return e.aging.isUrgent(int(j.base), j.sub, now)
 }
 
 // TypeTier returns the tier of the job type name, if it is registered.
@@ -195,7 +209,7 @@ func (e *Engine) WouldStart(d *Desc) bool {
 			return true
 		}
 	}
-	if e.full() || t.blocked() {
+	if e.full() || t.blocked() || t.paused || e.pausedKeys[d.Key] {
 		return false
 	}
 	k := e.anyKey

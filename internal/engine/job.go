@@ -11,6 +11,7 @@ const (
 	StateRunning              // holding a slot
 	StateDone                 // ended
 	StateDelayed              // accepted, not before a time (delay.go): outside every order
+	StatePaused               // accepted, its key or type paused (pause.go): outside every order
 )
 
 // Kind is the step of the order that started a job, which decides how it
@@ -57,7 +58,7 @@ type Job struct {
 	// The small fields first, packed together.
 	state   State
 	heap    uint8 // pending: which heap of its (wait) lane holds it
-	held    uint8 // parked: the gate that holds it, heldByKey or heldByLock
+	held    uint8 // parked: the gate that holds it, heldByKey or heldByLock; paused: pausedByKey or pausedByType
 	kind    Kind
 	guessed bool  // its estimate was the type's default cost, not learned
 	inGrace bool  // has an entry in the grace queue, numbered at
@@ -110,7 +111,7 @@ func (j *Job) Timed() bool { return j.timed }
 // Waiting reports whether the job was accepted and has not started:
 // queued, held by a gate, or delayed.
 func (j *Job) Waiting() bool {
-	return j.state == StateQueued || j.state == StateParked || j.state == StateDelayed
+	return j.state == StateQueued || j.state == StateParked || j.state == StateDelayed || j.state == StatePaused
 }
 
 // Running reports whether the job holds a slot.

@@ -48,12 +48,17 @@ type lane struct {
 	capped iheap.Keyed[*Job] // by seq
 	n      int               // queued jobs in the run and the three heaps
 	tyIdx  int               // handle in typ.lanes, -1 when not ready
+	allIdx int               // position in typ.all
 
 	// attached are the wait lanes of free conflict locks whose waiters
 	// come from this lane (conflict.go), nwaiting their jobs: they
 	// compete as if they were in the lane.
 	attached []*waitLane
 	nwaiting int
+	// held are all the wait lanes, attached or not, that hold jobs of
+	// this lane (waitLane.heldIdx their positions): a pause finds the
+	// jobs held by gates through them.
+	held []*waitLane
 }
 
 // first returns the lane's first job at now and its rank, or nil: the

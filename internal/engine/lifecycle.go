@@ -165,7 +165,7 @@ func (e *Engine) settle(j *Job, now int64) {
 	}
 	if k.pending == 0 && k.running == 0 {
 		e.removeBusy(k)
-		if k.delayed == 0 {
+		if k.aside == 0 {
 			e.markIdle(k, now)
 		}
 		e.emitAllocation(k, ReasonKeyDrained, now)
@@ -178,10 +178,10 @@ func (e *Engine) removeQueued(j *Job, now int64) {
 	if j.timed {
 		e.untime(j)
 	}
-	if j.state == StateDelayed {
-		e.undelay(j)
+	if j.state == StateDelayed || j.state == StatePaused {
+		e.unsetAside(j)
 		e.recordCancel(j, now)
-		e.endDelayed(j, now)
+		e.endAside(j, now)
 		return
 	}
 	e.leaveQueue(j)

@@ -24,8 +24,15 @@ type typeState struct {
 	blankCost *estimate
 	running   int
 	pending   int
-	delayed   int // StateDelayed, not in pending
-	limit     int // cap on running jobs, 0: none; cfg.MaxConcurrency until SetTypeLimit
+	aside     int // set aside (StateDelayed, StatePaused), not in pending
+	// paused: the type is paused (pause.go); pausedJobs are the jobs its
+	// pause set aside, Job.idx their positions.
+	paused     bool
+	pausedJobs []*Job
+	// all are every lane of the type, lane.allIdx their positions: the
+	// jobs a pause of the type sets aside are found through them.
+	all   []*lane
+	limit int // cap on running jobs, 0: none; cfg.MaxConcurrency until SetTypeLimit
 
 	// lanes holds the ready lanes of this type (queued jobs, key below its
 	// cap) in fair order: by their flow's virtual time.

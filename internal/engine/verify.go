@@ -246,13 +246,18 @@ func (e *Engine) Verify(now int64) error {
 	if err := e.verifyGrace(now); err != nil {
 		return err
 	}
-	if err := e.verifyTimers(now); err != nil {
+	asideKey := map[*keyState]int{}
+	asideType := map[*typeState]int{}
+	if err := e.verifyTimers(now, asideKey, asideType); err != nil {
+		return err
+	}
+	if err := e.verifyAside(asideKey, asideType); err != nil {
 		return err
 	}
 	c := &e.counters
-	if c.Submitted != c.Completed+c.Failed+c.Cancelled+c.Expired+uint64(e.nrunning+e.npending+e.ndelayed) {
+	if c.Submitted != c.Completed+c.Failed+c.Cancelled+c.Expired+uint64(e.nrunning+e.npending+e.naside) {
 		return errorf("submitted %d != completed %d + failed %d + cancelled %d + expired %d + running %d + pending %d + delayed %d",
-			c.Submitted, c.Completed, c.Failed, c.Cancelled, c.Expired, e.nrunning, e.npending, e.ndelayed)
+			c.Submitted, c.Completed, c.Failed, c.Cancelled, c.Expired, e.nrunning, e.npending, e.naside)
 	}
 	return nil
 }
@@ -261,18 +266,16 @@ func (e *Engine) Verify(now int64) error {
 // in timed and is flagged, has not started (or keeps its deadline while it
 // runs), and its timers are on the timeline exactly when they still have
 // to act (a retry may set one already due); a delayed
-// job's release timer is there; the delayed jobs are counted right; and
-// the timeline holds nothing else.
-func (e *Engine) verifyTimers(now int64) error {
-	delayedKey := map[*keyState]int{}
-	delayedType := map[*typeState]int{}
+// job's release timer is there; and the timeline holds nothing else. It
+// counts the delayed jobs by key and type into delayedKey, delayedType.
+func (e *Engine) verifyTimers(now int64, delayedKey map[*keyState]int, delayedType map[*typeState]int) error {
 	onTimeline, graced := 0, 0
 	for j, tm := range e.timed {
 		if !j.timed {
 			return errorf("job %d: has timers but is not flagged", j.seq)
 		}
 		switch j.state {
-		case StateQueued, StateParked, StateDelayed:
+		case StateQueued, StateParked, StateDelayed, StatePaused:
 		case StateRunning:
 			if tm.deadlineAt == 0 || tm.release.idx >= 0 || tm.deadline.idx >= 0 || tm.grace.idx >= 0 {
 				return errorf("job %d: running with timers set, or kept with no deadline", j.seq)
@@ -312,20 +315,89 @@ func (e *Engine) verifyTimers(now int64) error {
 	if graced != e.lateGrace.heap.Len() {
 		return errorf("late grace ends: %d timers, %d belong to queued jobs", e.lateGrace.heap.Len(), graced)
 	}
+	return nil
+}
+
+// verifyAside checks the jobs set aside: each paused job is in the list of
+// the key or type whose pause set it aside, at its index, and that one is
+// paused (the other may be too); a key's paused flag follows pausedKeys;
+// and the jobs set aside, delayed (counted by the caller into asideKey and
+// asideType) and paused, are counted right.
+func (e *Engine) verifyAside(asideKey map[*keyState]int, asideType map[*typeState]int) error {
+	paused := 0
+	check := func(list []*Job, by uint8, owner string) error {
+		for i, j := range list {
+			if j.state != StatePaused || j.held != by || int(j.idx) != i {
+				return errorf("%s: paused job %d in state %d, held %d, at %d, listed at %d", owner, j.seq, j.state, j.held, j.idx, i)
+			}
+			if by == pausedByKey && !j.lane.key.paused || by == pausedByType && !j.lane.typ.paused {
+				return errorf("%s: job %d is paused by what is not paused", owner, j.seq)
+			}
+			asideKey[j.lane.key]++
+			asideType[j.lane.typ]++
+		}
+		paused += len(list)
+		return nil
+	}
 	total := 0
 	for _, k := range e.keys {
-		if delayedKey[k] != k.delayed {
-			return errorf("key %q: delayed %d, counted %d", k.name, k.delayed, delayedKey[k])
+		if k.paused != e.pausedKeys[k.name] {
+			return errorf("key %q: paused %v, in pausedKeys %v", k.name, k.paused, e.pausedKeys[k.name])
 		}
-		total += k.delayed
+		for _, j := range k.pausedJobs {
+			if j.lane.key != k {
+				return errorf("key %q lists job %d of key %q", k.name, j.seq, j.lane.key.name)
+			}
+		}
+		if err := check(k.pausedJobs, pausedByKey, "key "+k.name); err != nil {
+			return err
+		}
+		total += k.aside
 	}
 	for _, t := range e.types {
-		if delayedType[t] != t.delayed {
-			return errorf("type %q: delayed %d, counted %d", t.name, t.delayed, delayedType[t])
+		for i, l := range t.all {
+			if l.typ != t || l.allIdx != i || e.keys[l.key.name] != l.key {
+				return errorf("type %q: lane %d of type %q, key %q, listed at %d", t.name, l.allIdx, l.typ.name, l.key.name, i)
+			}
+		}
+		for _, j := range t.pausedJobs {
+			if j.lane.typ != t {
+				return errorf("type %q lists job %d of type %q", t.name, j.seq, j.lane.typ.name)
+			}
+		}
+		if err := check(t.pausedJobs, pausedByType, "type "+t.name); err != nil {
+			return err
 		}
 	}
-	if total != e.ndelayed {
-		return errorf("ndelayed %d, counted %d", e.ndelayed, total)
+	// Every wait lane is listed by the lane its jobs come from.
+	listed, waits := 0, 0
+	for _, k := range e.keys {
+		if asideKey[k] != k.aside {
+			return errorf("key %q: %d set aside, counted %d", k.name, k.aside, asideKey[k])
+		}
+		for _, l := range k.lanes {
+			for i, w := range l.held {
+				if w.heldIdx != i || w.of != l || w.gate.waits[l] != w {
+					return errorf("key %q: wait lane listed at %d has index %d", k.name, i, w.heldIdx)
+				}
+			}
+			listed += len(l.held)
+		}
+		waits += len(k.cap.waits)
+	}
+	for _, lk := range e.conflicts {
+		waits += len(lk.gate.waits)
+	}
+	if listed != waits {
+		return errorf("%d wait lanes, %d listed by their lanes", waits, listed)
+	}
+	for _, t := range e.types {
+		if asideType[t] != t.aside {
+			return errorf("type %q: %d set aside, counted %d", t.name, t.aside, asideType[t])
+		}
+	}
+	if total != e.naside || paused != e.npaused {
+		return errorf("naside %d, npaused %d; counted %d, %d", e.naside, e.npaused, total, paused)
 	}
 	return nil
 }

@@ -42,6 +42,11 @@
 //     and its deadline. A type's disable policy refuses the submissions
 //     of a (type, ID) whose attempts failed Failures times within Window,
 //     for For.
+//   - Pause (pause.go): a job whose key or type is paused, and which is
+//     neither running nor delayed, is set aside as a delayed job is, and
+//     its aging clock stands still until both are resumed; then it joins
+//     the queue as a released job does, its aging clock moved on by the
+//     time it stood.
 //   - Cost estimates are an exponential moving average per (type, ID) of
 //     observed durations, from the type's default cost. Unconfigured keys
 //     other than "" idle for IdleTTL are forgotten at the next accepted
@@ -183,6 +188,8 @@ type Model struct {
 	// the pairs disabled, until when (0: for good).
 	failures map[costID][]int64
 	disabled map[costID]int64
+	// The keys and job types paused (pause.go), by name.
+	pausedKeys, pausedTypes map[string]bool
 
 	starts []Start // not yet taken by TakeStarts
 }
@@ -199,14 +206,19 @@ type job struct {
 	// pending for them), but counted by the admission limits.
 	delayed   bool
 	notBefore int64
-	retry     bool  // delayed by a retry's backoff: it keeps its aging clock
-	deadline  int64 // start deadline; 0: none
-	running   bool
-	kind      Kind
-	start     int64
-	est       float64 // cost estimate charged at start, seconds
-	guess     float64 // est if it was the type's default cost, else 0
-	w         float64 // key weight at start
+	// paused while its key or type is paused (pause.go), since pausedAt:
+	// outside the order and fair share like a delayed job, its aging clock
+	// standing still.
+	paused   bool
+	pausedAt int64
+	retry    bool  // delayed by a retry's backoff: it keeps its aging clock
+	deadline int64 // start deadline; 0: none
+	running  bool
+	kind     Kind
+	start    int64
+	est      float64 // cost estimate charged at start, seconds
+	guess    float64 // est if it was the type's default cost, else 0
+	w        float64 // key weight at start
 }
 
 type key struct {
@@ -350,6 +362,12 @@ func (m *Model) Submit(now int64, d Job) (uint64, bool) {
 		m.jobs = append(m.jobs, j)
 		return m.seq, true
 	}
+	if m.pausedFor(j) {
+		// Paused: it joins the queue when its key and type are resumed.
+		j.paused, j.pausedAt = true, now
+		m.jobs = append(m.jobs, j)
+		return m.seq, true
+	}
 	m.join(j, now, now)
 	m.jobs = append(m.jobs, j)
 	m.dispatch(now)
@@ -426,6 +444,15 @@ func (m *Model) Due(now int64) []uint64 {
 			break
 		}
 		if release {
+			if m.pausedFor(next) {
+				// Its aging clock runs until its release, then stands.
+				if !next.retry {
+					next.sub = next.notBefore
+				}
+				next.delayed, next.retry = false, false
+				next.paused, next.pausedAt = true, next.notBefore
+				continue
+			}
 			m.join(next, next.notBefore, now) // while it is still delayed: not yet active
 			next.delayed, next.retry = false, false
 			continue
@@ -541,11 +568,11 @@ func (m *Model) Cancel(now int64, seq uint64) bool {
 	return true
 }
 
-// drop takes out a job that did not start. A delayed one was in no flow,
+// drop takes out a job that did not start. One set aside was in no flow,
 // so only its key's idleness follows.
 func (m *Model) drop(j *job, now int64) {
 	m.remove(j)
-	if !j.delayed {
+	if !j.aside() {
 		m.ended(j, now)
 	} else if !m.busy(j.key) {
 		j.key.idleSince = now
@@ -788,7 +815,7 @@ func (m *Model) pick(now int64) (*job, Kind, bool) {
 	}
 	var order []candidate
 	for _, j := range m.jobs {
-		if j.running || j.delayed {
+		if j.running || j.aside() {
 			continue
 		}
 		eff := m.effective(j, now)
@@ -961,9 +988,9 @@ func (m *Model) remove(j *job) {
 func (m *Model) busy(k *key) bool { return m.count(func(j *job) bool { return j.key == k }) > 0 }
 
 // active reports whether the flow (k, tier) has pending or running jobs,
-// delayed ones aside.
+// the jobs set aside (delayed or paused) apart.
 func (m *Model) active(k *key, tier int) bool {
-	return m.count(func(j *job) bool { return j.key == k && j.typ.Tier == tier && !j.delayed }) > 0
+	return m.count(func(j *job) bool { return j.key == k && j.typ.Tier == tier && !j.aside() }) > 0
 }
 
 // minSettled returns the lowest settled virtual time among the tier's
@@ -971,7 +998,7 @@ func (m *Model) active(k *key, tier int) bool {
 func (m *Model) minSettled(tier int) (float64, bool) {
 	v, ok := 0.0, false
 	for _, j := range m.jobs {
-		if j.typ.Tier == tier && !j.delayed {
+		if j.typ.Tier == tier && !j.aside() {
 			if f := j.key.flows[tier]; !ok || f.settled() < v {
 				v, ok = f.settled(), true
 			}

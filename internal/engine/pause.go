@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Pause (SPEC section 10). A paused key or job type sets its waiting jobs
+// aside, as a not-before time does (delay.go): out of every order and
+// every fair-share account, so that for allocation the key counts as one
+// with no work and its share goes to the others at once. Its running jobs
+// finish. Resuming it brings its jobs back as if they joined the queue
+// then, so that its flows re-enter fair share like idle ones, except that
+// a job's aging clock has stood still while it was paused: its submission
+// time moves on by the time it stood (Job.at keeps when that began).
+//
+// A paused job is in the pausedJobs of the key or type whose pause set it
+// aside. When that one is resumed and the other is paused too, the job
+// moves to the other's list; otherwise it joins the queue. Jobs resumed at
+// one instant join in submission order, the order in which a pause set
+// them aside, so that flows activate and idle in an order that does not
+// depend on where the jobs were kept.
+//
+// Pausing finds the key's or type's waiting jobs through its lanes and
+// the wait lanes that hold their jobs (lane.held), and resuming through
+// its list: O(m log n) for m jobs, once. A job delayed or backing off
+// when its key or type is paused stays delayed, and is set aside paused
+// when its time comes.
+
+// PauseKey pauses key name, whether the engine knows it yet or not. O(m
+// log n) for its m waiting jobs. A paused key stays paused until
+// ResumeKey, even if its record is forgotten while idle.
+func (e *Engine) PauseKey(name string, now int64) {
+	if e.pausedKeys[name] {
+		return
+	}
+	if e.pausedKeys == nil {
+		e.pausedKeys = make(map[string]bool)
+	}
+	e.pausedKeys[name] = true
+	k := e.keys[name]
+	if k == nil {
+		return
+	}
+	k.paused = true
+	e.setAsideAll(e.waitingOf(k.lanes), now)
+}
+
+// ResumeKey resumes key name. O(m log n) for its m paused jobs.
+func (e *Engine) ResumeKey(name string, now int64) {
+	if !e.pausedKeys[name] {
+		return
+	}
+	delete(e.pausedKeys, name)
+	k := e.keys[name]
+	if k == nil {
+		return
+	}
+	k.paused = false
+	e.resumeAll(&k.pausedJobs, now)
+}
+
+// PauseType pauses job type name and reports whether it is registered.
+// O(m log n) for its m waiting jobs.
+func (e *Engine) PauseType(name string, now int64) bool {
+	t := e.types[name]
+	if t == nil {
+		return false
+	}
+	if !t.paused {
+		t.paused = true
+		e.setAsideAll(e.waitingOf(t.all), now)
+	}
+	return true
+}
+
+// ResumeType resumes job type name and reports whether it is registered.
+// O(m log n) for its m paused jobs.
+func (e *Engine) ResumeType(name string, now int64) bool {
+	t := e.types[name]
+	if t == nil {
+		return false
+	}
+	if t.paused {
+		t.paused = false
+		e.resumeAll(&t.pausedJobs, now)
+	}
+	return true
+}
+
+// KeyPaused and TypePaused report whether a key or a type is paused.
+func (e *Engine) KeyPaused(name string) bool { return e.pausedKeys[name] }
+func (e *Engine) TypePaused(name string) bool {
+	t := e.types[name]
+	return t != nil && t.paused
+}
+
+// PausedKeys returns the names of the paused keys, sorted.
+func (e *Engine) PausedKeys() []string { return sortedNames(e.pausedKeys) }
+
+// paused reports whether j's key or type is paused.
+func (j *Job) paused() bool { return j.lane.key.paused || j.lane.typ.paused }
+
+// waitingOf returns the queued and held jobs of the lanes, in submission
+// order.
+func (e *Engine) waitingOf(lanes []*lane) []*Job {
+	var out []*Job
+	for _, l := range lanes {
+		out = appendLane(out, l)
+		for _, w := range l.held {
+			out = appendLane(out, &w.lane)
+		}
+	}
+	slices.SortFunc(out, bySeq)
+	return out
+}
+
+// setAsideAll sets aside the waiting jobs js, in their order.
+func (e *Engine) setAsideAll(js []*Job, now int64) {
+	for _, j := range js {
+		e.leaveQueue(j)
+		if j.timed {
+			e.lateGrace.cancel(&e.timed[j].grace)
+		}
+		e.aside(j)
+		e.settle(j, now) // while j.at may still number its grace entry
+		e.park(j, now)
+	}
+}
+
+func bySeq(a, b *Job) int { return cmp.Compare(a.seq, b.seq) }
+
+// What pause set a paused job aside, in Job.held: the key's or the type's.
+const (
+	pausedByKey uint8 = iota + 1
+	pausedByType
+)
+
+// park files a job set aside in the paused list of its key if that is
+// paused, else of its type; its aging clock stands still from at.
+func (e *Engine) park(j *Job, at int64) {
+	list, by := &j.lane.typ.pausedJobs, pausedByType
+	if j.lane.key.paused {
+		list, by = &j.lane.key.pausedJobs, pausedByKey
+	}
+	j.state, j.at, j.held = StatePaused, at, by
+	e.npaused++
+	j.idx = int32(len(*list))
+	*list = append(*list, j)
+}
+
+// unpark takes a paused job out of its list.
+func (e *Engine) unpark(j *Job) {
+	list := &j.lane.typ.pausedJobs
+	if j.held == pausedByKey {
+		list = &j.lane.key.pausedJobs
+	}
+	j.held = 0
+	s := *list
+	last := len(s) - 1
+	s[j.idx] = s[last]
+	s[j.idx].idx = j.idx
+	s[last] = nil
+	*list = s[:last]
+	e.npaused--
+}
+
+// resumeAll brings back the jobs of a paused list whose key and type are
+// no longer paused, in submission order, and moves the others to the
+// list of what still pauses them.
+func (e *Engine) resumeAll(list *[]*Job, now int64) {
+	js := *list
+	*list = nil
+	e.npaused -= len(js)
+	slices.SortFunc(js, bySeq)
+	for _, j := range js {
+		if j.paused() {
+			e.park(j, j.at)
+			continue
+		}
+		j.sub += now - j.at // the aging clock stood still
+		j.held = 0
+		e.unaside(j)
+		e.rejoin(j, now)
+	}
+}

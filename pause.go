@@ -1,0 +1,67 @@
+package fairsched
+
+import "fmt"
+
+// PauseKey pauses the fairness key name. Its queued jobs, and those
+// submitted to it later, wait holding nothing, out of the order and out
+// of fair share: for allocation the key counts as one with no work, so
+// its share goes to the other keys at once. Its running jobs finish. A
+// paused job's aging clock stands still; its start deadline does not.
+// A key the scheduler has not seen may be paused: the pause applies when
+// it appears. Pausing a paused key does nothing.
+//
+// It takes the lock for O(m log n) time, for the key's m waiting jobs.
+func (s *Scheduler) PauseKey(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowLocked()
+	s.catchUpLocked(now)
+	s.eng.PauseKey(name, now)
+	s.kickLocked()
+}
+
+// ResumeKey resumes the fairness key name. Its waiting jobs whose type
+// is not paused join the queue, and the key re-enters fair share as a key
+// returning from idle does: at the lowest virtual time of the keys with
+// work, or its own if that is higher. Resuming a key that is not paused
+// does nothing.
+//
+// It takes the lock for O(m log n) time, for the key's m paused jobs.
+func (s *Scheduler) ResumeKey(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowLocked()
+	s.catchUpLocked(now)
+	s.eng.ResumeKey(name, now)
+	s.kickLocked()
+}
+
+// PauseType pauses the job type name, as PauseKey does a key: its queued
+// jobs and those submitted later wait, holding nothing, until ResumeType.
+// A job waits while its key or its type is paused. It fails, changing
+// nothing, if the type is not registered (the error wraps ErrUnknownType).
+func (s *Scheduler) PauseType(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowLocked()
+	s.catchUpLocked(now)
+	if !s.eng.PauseType(name, now) {
+		return fmt.Errorf("%w %q", ErrUnknownType, name)
+	}
+	s.kickLocked()
+	return nil
+}
+
+// ResumeType resumes the job type name, as ResumeKey does a key. It fails
+// if the type is not registered (the error wraps ErrUnknownType).
+func (s *Scheduler) ResumeType(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowLocked()
+	s.catchUpLocked(now)
+	if !s.eng.ResumeType(name, now) {
+		return fmt.Errorf("%w %q", ErrUnknownType, name)
+	}
+	s.kickLocked()
+	return nil
+}

@@ -1,0 +1,230 @@
+package fairsched
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Seed 001's pause: while key B is paused, A gets every slot at once, and
+// after B is resumed the shares return to the weights within 2%.
+func TestPauseKeyGivesItsShareToOthers(t *testing.T) {
+	const slots = 6
+	const mean = time.Minute
+	keys := []string{"a", "b"}
+	m := newSim(t, Config{
+		MaxConcurrency: slots,
+		Types:          map[string]TypeConfig{"sync": {DefaultCost: mean}},
+		Keys:           map[string]KeyConfig{"a": {Weight: 1}, "b": {Weight: 3}},
+	})
+	f := fairFeed(m, fairRepoJobs("sync", mean))
+	for _, k := range keys {
+		f.start(k, 0, slots)
+	}
+	weighted := fairExpected(slots, keys, []AllocationDemand{fairBacklogged(1, 0, 0), fairBacklogged(3, 0, 0)})
+	m.run(30 * time.Minute)
+	fairAssertShares(t, "before the pause", fairShares(m, slots, keys, 5*time.Minute, 30*time.Minute), weighted)
+
+	// Off the minute, so that the pause does not coincide with job ends.
+	paused := 30*time.Minute + 7*time.Second
+	m.run(paused)
+	m.s.PauseKey("b")
+	m.collect()
+	st := m.s.Stats()
+	assert.Equal(t, []string{"b"}, st.PausedKeys)
+	assert.Zero(t, st.Running-m.runningAt("a", paused)-m.runningAt("b", paused), "running jobs go on")
+
+	// Every slot b frees goes to a: from one job duration after the pause
+	// on, a holds all of them.
+	resumed := paused + 30*time.Minute
+	m.run(resumed)
+	from := paused + fairMaxRepoDuration(mean)
+	got := fairShares(m, slots, keys, from, resumed)
+	assert.InDelta(t, 1, got["a"], fairTolerance, "a's share while b is paused")
+	assert.Zero(t, got["b"], "b's share while it is paused")
+	for _, sj := range m.order {
+		if sj.Job.Key == "b" {
+			require.Less(t, sj.Start, paused, "%s of the paused key started at %v", sj.Name, sj.Start)
+		}
+	}
+	st = m.s.Stats()
+	assert.Equal(t, fairDepth(slots), st.Paused, "b's backlog and its running jobs' replacements wait paused")
+	assert.Equal(t, st.Paused, keyStats(t, st, "b").Queued)
+
+	m.s.ResumeKey("b")
+	m.collect()
+	assert.Zero(t, m.s.Stats().Paused)
+	m.run(resumed + 40*time.Minute)
+	fairAssertShares(t, "after the resume", fairShares(m, slots, keys, resumed+5*time.Minute, resumed+40*time.Minute), weighted)
+}
+
+// A paused job's aging clock stands still while it is paused
+// (SPEC section 4): its effective priority is where the pause left it,
+// and it goes on rising from there after the resume.
+func TestPauseStopsTheAgingClock(t *testing.T) {
+	tt := newTimeTest(t, Config{MaxConcurrency: 1, Aging: AgingConfig{Interval: time.Second, Step: 10}})
+	g := newGate()
+	_, err := tt.s.Submit(context.Background(), Job{Key: "a"}, g.fn)
+	require.NoError(t, err)
+	<-g.entered
+	h, err := tt.s.Submit(context.Background(), Job{Key: "b", Priority: 20}, g.fn)
+	require.NoError(t, err)
+	effective := func() int {
+		for _, ji := range tt.s.Snapshot() {
+			if ji.Seq == h.Seq() {
+				return ji.EffectivePriority
+			}
+		}
+		t.Fatal("the job is not in the snapshot")
+		return 0
+	}
+
+	tt.set(2 * time.Second)
+	require.Equal(t, 40, effective())
+	tt.s.PauseKey("b")
+	tt.set(60 * time.Second)
+	assert.Equal(t, 40, effective(), "paused for 58 s: the clock stood still")
+	tt.s.ResumeKey("b")
+	tt.set(63 * time.Second)
+	assert.Equal(t, 70, effective(), "3 s after the resume: 5 s of waiting in all")
+	close(g.open)
+}
+
+// A key may be paused before the scheduler has seen it; its jobs wait,
+// counted, though slots are free, and start when it is resumed.
+func TestPauseKeyNotYetSeen(t *testing.T) {
+	s, sig := newSignalledScheduler(t, Config{MaxConcurrency: 2})
+	s.PauseKey("new")
+	s.PauseKey("new") // again: nothing changes
+	g := newGate()
+	h, err := s.Submit(context.Background(), Job{Key: "new"}, g.fn)
+	require.NoError(t, err)
+	<-sig.accepted
+	other, err := s.Submit(context.Background(), Job{Key: "old"}, g.fn)
+	require.NoError(t, err)
+	<-g.entered // the other key's job starts
+
+	st := s.Stats()
+	assert.Equal(t, 1, st.Running)
+	assert.Equal(t, 1, st.Queued)
+	assert.Equal(t, 1, st.Paused)
+	assert.Equal(t, []string{"new"}, st.PausedKeys)
+	ks := keyStats(t, st, "new")
+	assert.True(t, ks.Paused)
+	assert.Equal(t, 1, ks.Queued)
+	noop := func(context.Context) error { return nil }
+	assert.ErrorIs(t, s.TryRunSync(context.Background(), Job{Key: "new"}, noop), ErrWouldWait, "a paused key's job would wait")
+	assert.NoError(t, s.TryRunSync(context.Background(), Job{Key: "old"}, noop))
+
+	s.ResumeKey("new")
+	<-g.entered
+	st = s.Stats()
+	assert.Equal(t, 2, st.Running)
+	assert.Zero(t, st.Paused)
+	assert.Empty(t, st.PausedKeys)
+	close(g.open)
+	require.NoError(t, h.Wait(context.Background()))
+	require.NoError(t, other.Wait(context.Background()))
+}
+
+// A job waits while its key or its type is paused, and starts only when
+// both are resumed, in either order. Pausing an unknown type is an error.
+func TestPauseTypeAndKey(t *testing.T) {
+	s, _ := newSignalledScheduler(t, Config{MaxConcurrency: 4, Types: map[string]TypeConfig{"index": {}}})
+	require.ErrorIs(t, s.PauseType("nope"), ErrUnknownType)
+	require.ErrorIs(t, s.ResumeType("nope"), ErrUnknownType)
+
+	for _, resumeKeyFirst := range []bool{true, false} {
+		require.NoError(t, s.PauseType("index"))
+		s.PauseKey("k")
+		g := newGate()
+		h, err := s.Submit(context.Background(), Job{Type: "index", Key: "k"}, g.fn)
+		require.NoError(t, err)
+		sameKey, err := s.Submit(context.Background(), Job{Key: "k"}, g.fn)
+		require.NoError(t, err)
+		sameType, err := s.Submit(context.Background(), Job{Type: "index", Key: "j"}, g.fn)
+		require.NoError(t, err)
+		free, err := s.Submit(context.Background(), Job{Key: "j"}, g.fn)
+		require.NoError(t, err)
+		<-g.entered // only the job of neither runs
+		assert.Equal(t, 1, s.Stats().Running)
+		assert.Equal(t, 3, s.Stats().Paused)
+		assert.True(t, typeStats(t, s.Stats(), "index").Paused)
+
+		if resumeKeyFirst {
+			s.ResumeKey("k")
+			<-g.entered // sameKey
+			assert.Equal(t, 2, s.Stats().Paused, "the job of both waits for its type")
+			require.NoError(t, s.ResumeType("index"))
+		} else {
+			require.NoError(t, s.ResumeType("index"))
+			<-g.entered // sameType
+			assert.Equal(t, 2, s.Stats().Paused, "the job of both waits for its key")
+			s.ResumeKey("k")
+		}
+		<-g.entered
+		<-g.entered
+		assert.Equal(t, 4, s.Stats().Running)
+		assert.Zero(t, s.Stats().Paused)
+		close(g.open)
+		for _, h := range []Handle{h, sameKey, sameType, free} {
+			require.NoError(t, h.Wait(context.Background()))
+		}
+	}
+}
+
+// A paused job's start deadline still runs, and a paused job can be
+// cancelled; running jobs of a paused key finish.
+func TestPausedJobsEndByDeadlineOrCancel(t *testing.T) {
+	tt := newTimeTest(t, Config{MaxConcurrency: 2})
+	g := newGate()
+	running, err := tt.s.Submit(context.Background(), Job{Key: "k"}, g.fn)
+	require.NoError(t, err)
+	<-g.entered
+	tt.s.PauseKey("k")
+	late, err := tt.s.Submit(context.Background(), Job{Key: "k", StartBy: tt.at(5 * time.Second)}, g.fn)
+	require.NoError(t, err)
+	cancelled, err := tt.s.Submit(context.Background(), Job{Key: "k"}, g.fn)
+	require.NoError(t, err)
+
+	tt.set(5 * time.Second)
+	require.True(t, ended(late), "the deadline fired while the job was paused")
+	require.ErrorIs(t, late.Err(), ErrStartDeadline)
+	cancelled.Cancel()
+	require.ErrorIs(t, cancelled.Wait(context.Background()), context.Canceled)
+	st := tt.s.Stats()
+	assert.Zero(t, st.Paused)
+	assert.Equal(t, 1, st.Running)
+	close(g.open)
+	require.NoError(t, running.Wait(context.Background()), "the running job finished while its key was paused")
+	tt.s.ResumeKey("k")
+	st = tt.s.Stats()
+	assert.Zero(t, st.Running+st.Queued)
+}
+
+// keyStats and typeStats return the stats of a key or type, which must
+// be listed.
+func keyStats(t *testing.T, st Stats, key string) KeyStats {
+	t.Helper()
+	for _, ks := range st.Keys {
+		if ks.Key == key {
+			return ks
+		}
+	}
+	t.Fatalf("key %q not in Stats", key)
+	return KeyStats{}
+}
+
+func typeStats(t *testing.T, st Stats, name string) TypeStats {
+	t.Helper()
+	for _, ts := range st.Types {
+		if ts.Name == name {
+			return ts
+		}
+	}
+	t.Fatalf("type %q not in Stats", name)
+	return TypeStats{}
+}
