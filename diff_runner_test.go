@@ -263,7 +263,7 @@ func (r *diffRunner) next(evs []diffEvent) (time.Duration, bool) {
 		at, ok = max(due, r.now), true // a deadline passed is due at once
 	}
 	if r.ref != nil {
-		if due, has := r.ref.NextDue(); has && (!ok || time.Duration(due)*time.Microsecond < at) {
+		if due, has := r.ref.NextDue(r.now.Microseconds()); has && (!ok || time.Duration(due)*time.Microsecond < at) {
 			at, ok = max(time.Duration(due)*time.Microsecond, r.now), true
 		}
 	}
@@ -399,7 +399,7 @@ func (r *diffRunner) change(c diffKeyChange) error {
 		err := r.sys.setKey(c.Key, *c.Set)
 		r.trace = append(r.trace, fmt.Sprintf("%v SetKey(%q, %+v): %v", r.now, c.Key, *c.Set, err))
 		if r.ref != nil {
-			if ok := r.ref.SetKey(now, c.Key, refmodel.Key(*c.Set)); ok != (err == nil) {
+			if ok := r.ref.SetKey(now, c.Key, diffRefKey(*c.Set)); ok != (err == nil) {
 				return fmt.Errorf("at %v SetKey(%q, %+v): scheduler error %v, reference accepted=%v", r.now, c.Key, *c.Set, err, ok)
 			}
 		}

@@ -455,7 +455,7 @@ func (d *diffEngine) setKey(name string, c KeyConfig) error {
 	if err := c.validate(name); err != nil {
 		return err
 	}
-	if !d.e.SetKey(name, engine.Key(c), d.now()) {
+	if !d.e.SetKey(name, c.engine(), d.now()) {
 		return errors.New("the reservations would exceed MaxConcurrency")
 	}
 	d.dispatch()

@@ -229,6 +229,9 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 				tc.Disable.For = diffUnits(1 + src.intn(10))
 			}
 		}
+		if diffChance(src, 1, 5) {
+			tc.Rate = diffRate(src)
+		}
 		if diffChance(src, 1, 3) {
 			tc.Retry = RetryPolicy{Attempts: 2 + src.intn(2), Backoff: diffUnits(1 + src.intn(4))}
 			if diffChance(src, 1, 3) {
@@ -276,6 +279,9 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		if diffChance(src, 1, 5) {
 			kc.MaxPending = 1 + src.intn(4)
 		}
+		if diffChance(src, 1, 5) {
+			kc.Rate = diffRate(src)
+		}
 		if cfg.Keys == nil {
 			cfg.Keys = map[string]KeyConfig{}
 		}
@@ -291,6 +297,9 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 	}
 	if diffChance(src, 1, 6) {
 		cfg.DefaultKey.MaxPending = 1 + src.intn(5)
+	}
+	if diffChance(src, 1, 8) {
+		cfg.DefaultKey.Rate = diffRate(src)
 	}
 	if diffChance(src, 1, 6) {
 		cfg.MaxQueue = 2 + src.intn(15)
@@ -371,6 +380,9 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 				if diffChance(src, 1, 4) {
 					c.Set.MaxPending = 1 + src.intn(3)
 				}
+				if diffChance(src, 1, 3) {
+					c.Set.Rate = diffRate(src)
+				}
 			case 5:
 				c.Reset = true
 			case 6:
@@ -411,6 +423,12 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 	return w
 }
 
+// diffRate returns a rate limit: some rates make tokens fall due off the
+// grid of workload times.
+func diffRate(src diffSource) RateLimit {
+	return RateLimit{PerSecond: diffPick(src, 1, 2, 5, 10, 3, 0.5, 1.5), Burst: diffPick(src, 0, 1, 2, 3)}
+}
+
 // job returns the job as submitted by a run that began at t0.
 func (j diffJob) job(t0 time.Time) Job {
 	d := j.Job
@@ -444,7 +462,7 @@ func diffRefConfig(c Config) refmodel.Config {
 		TierLimits:     map[int]int{},
 		Types:          map[string]refmodel.Type{},
 		Keys:           map[string]refmodel.Key{},
-		DefaultKey:     refmodel.Key(c.DefaultKey),
+		DefaultKey:     diffRefKey(c.DefaultKey),
 		Aging:          refmodel.Aging(c.Aging),
 		CostAlpha:      c.CostAlpha,
 		DefaultCost:    c.DefaultCost,
@@ -457,11 +475,17 @@ func diffRefConfig(c Config) refmodel.Config {
 		r.Types[name] = refmodel.Type{
 			Tier: int(tc.Tier), MaxConcurrency: tc.MaxConcurrency, ConflictGroup: tc.ConflictGroup,
 			DefaultCost: tc.DefaultCost, DefaultPriority: tc.DefaultPriority, StartTimeout: tc.StartTimeout,
-			Disable: refmodel.Disable(tc.Disable),
+			Disable: refmodel.Disable(tc.Disable), Rate: refmodel.Rate(tc.Rate),
 		}
 	}
 	for name, kc := range c.Keys {
-		r.Keys[name] = refmodel.Key(kc)
+		r.Keys[name] = diffRefKey(kc)
 	}
 	return r
+}
+
+// diffRefKey returns the reference model's mirror of a key configuration.
+func diffRefKey(kc KeyConfig) refmodel.Key {
+	return refmodel.Key{Weight: kc.Weight, MinSlots: kc.MinSlots, MaxConcurrency: kc.MaxConcurrency,
+		MaxPending: kc.MaxPending, Rate: refmodel.Rate(kc.Rate)}
 }

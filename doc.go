@@ -156,6 +156,12 @@
 // or its type is paused. On resume the key re-enters fair share as a key
 // returning from idle does. A key may be paused before it is first seen.
 //
+// KeyConfig.Rate and TypeConfig.Rate are token buckets on starts: a key or
+// type out of tokens is passed over, holding nothing, and its slots go to
+// others; it becomes eligible again when its next token is due, by the
+// scheduler's clock timer. Tokens are taken as jobs start, whichever step
+// of the order starts them.
+//
 // # Cost of scheduling
 //
 // Submitting and dispatching cost O(log n) in the pending jobs, plus the

@@ -2,8 +2,6 @@ package fairsched
 
 import (
 	"fmt"
-
-	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // Fair share between fairness keys is configured per key (KeyConfig, in
@@ -22,7 +20,7 @@ func (s *Scheduler) SetKey(name string, c KeyConfig) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
-	if !s.eng.SetKey(name, engine.Key(c), now) {
+	if !s.eng.SetKey(name, c.engine(), now) {
 		total := s.eng.ReservedWith(name, c.MinSlots)
 		return fmt.Errorf("fairsched: key %q: MinSlots %d would make the reservations add up to %d, more than MaxConcurrency %d",
 			name, c.MinSlots, total, s.eng.MaxConcurrency())

@@ -70,6 +70,8 @@ type TypeConfig struct {
 	StartTimeout time.Duration
 	// Retry says how failed attempts are retried; the zero value: never.
 	Retry RetryPolicy
+	// Rate limits how fast the type's jobs start; the zero value: no limit.
+	Rate RateLimit
 	// Disable turns away a (type, ID) pair whose attempts keep failing;
 	// the zero value: never.
 	Disable DisablePolicy
@@ -89,6 +91,8 @@ type KeyConfig struct {
 	// MaxPending caps the key's queued jobs; a Submit or RunSync past it
 	// fails with ErrQueueFull for this key only. 0 means no limit.
 	MaxPending int
+	// Rate limits how fast the key's jobs start; the zero value: no limit.
+	Rate RateLimit
 }
 
 // AgingConfig raises the priority of waiting jobs so that none starves.
@@ -301,6 +305,9 @@ func (tc TypeConfig) validate(name string) error {
 	if err := tc.Disable.validate(name); err != nil {
 		errs = append(errs, err)
 	}
+	if err := tc.Rate.validate(fmt.Sprintf("job type %q", name)); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -322,6 +329,9 @@ func (kc KeyConfig) validate(what string) error {
 	}
 	if kc.MaxPending < 0 {
 		errs = append(errs, fmt.Errorf("fairsched: %s.MaxPending is %d; it must be 0 (no limit) or positive", what, kc.MaxPending))
+	}
+	if err := kc.Rate.validate(what); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -414,7 +424,7 @@ func (c *Config) engine() engine.Config {
 		MaxQueue:       c.MaxQueue,
 		TierLimits:     make(map[int]int, len(c.TierLimits)),
 		Keys:           make(map[string]engine.Key, len(c.Keys)),
-		DefaultKey:     engine.Key(c.DefaultKey),
+		DefaultKey:     c.DefaultKey.engine(),
 		Aging:          c.Aging.engine(),
 		CostAlpha:      c.CostAlpha,
 		DefaultCost:    c.DefaultCost.Seconds(),
@@ -424,7 +434,7 @@ func (c *Config) engine() engine.Config {
 		ec.TierLimits[int(t)] = n
 	}
 	for name, kc := range c.Keys {
-		ec.Keys[name] = engine.Key(kc)
+		ec.Keys[name] = kc.engine()
 	}
 	if ec.CostAlpha == 0 {
 		ec.CostAlpha = defaultAlpha
@@ -447,6 +457,7 @@ func (tc TypeConfig) engine() engine.Type {
 		DefaultCost:     tc.DefaultCost.Seconds(),
 		DefaultPriority: tc.DefaultPriority,
 		StartTimeout:    tc.StartTimeout.Microseconds(),
+		Rate:            tc.Rate.engine(),
 	}
 }
 

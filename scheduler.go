@@ -438,7 +438,7 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 	}
 	r := s.eng.Enqueue(&t.rec, d, tm, now)
 	if r == nil {
-		if t.rec.Timed() {
+		if t.rec.Timed() || s.eng.Rated() {
 			s.armLocked(now)
 		}
 		if s.cfg.signals != nil {
@@ -472,7 +472,7 @@ func (s *Scheduler) dispatchLocked(now int64, self bool) (next *task) {
 	for s.eng.CanStart() {
 		j := s.eng.Next(now)
 		if j == nil {
-			return next
+			break
 		}
 		t := taskOf(j)
 		s.startedLocked(t)
@@ -486,6 +486,9 @@ func (s *Scheduler) dispatchLocked(now int64, self bool) (next *task) {
 			s.wg.Add(1)
 			go s.work(t)
 		}
+	}
+	if s.eng.Rated() {
+		s.armLocked(now) // a start may have emptied a token bucket
 	}
 	return next
 }

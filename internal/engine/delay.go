@@ -136,6 +136,9 @@ func (e *Engine) unsetAside(j *Job) {
 // O(d log n) for d timers due.
 func (e *Engine) Due(now int64) []*Job {
 	e.expired = e.expired[:0]
+	if e.rated {
+		e.openRates(now)
+	}
 	for {
 		t := e.timeline.popDue(now)
 		if t == nil {

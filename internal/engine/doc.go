@@ -102,9 +102,12 @@
 // (gates.go), and a gate keeps what it blocks out of sight until what
 // blocks it changes:
 //
-//   - the global limit and a tier's or type's cap: pick passes over the
-//     whole tier or type, one check each;
-//   - a key's cap: its lanes leave the type heaps while it is shut;
+//   - the global limit and a tier's or type's cap, and a type's rate limit
+//     out of tokens: pick passes over the whole tier or type, one check
+//     each;
+//   - a key's cap, or its rate limit out of tokens (one gate, the key's
+//     cap gate, shut while either holds): its lanes leave the type heaps
+//     while it is shut;
 //   - a key's cap, for the key's urgent jobs, and a conflict lock: the
 //     gate holds the jobs, in a wait lane per lane they come from, out of
 //     every order while it is shut. When it opens, the wait lanes are
@@ -138,7 +141,9 @@
 // caller keeps a single clock timer (the Clock's AfterFunc) however many
 // jobs wait for a time. The gates and lifecycle rules that act at a time
 // (a not-before time, a backoff, a rate limit's token, a start deadline)
-// put their timers there. Three are built (delay.go): a delayed job is
+// put their timers there; the rate limits' next tokens go on a rateline
+// beside it (ratelimit.go), one entry per empty bucket. Three job timers
+// are built (delay.go): a delayed job is
 // StateDelayed, outside every order and fair-share account until its
 // release timer joins it to the queue; a deadline timer expires a job
 // wherever it waits; and a retried job (Retry) is delayed the same way

@@ -29,6 +29,7 @@ type Type struct {
 	DefaultCost     float64 // seconds; 0: Config.DefaultCost
 	DefaultPriority int     // 0: 50
 	StartTimeout    int64   // µs from submission; 0: no start deadline
+	Rate            Rate
 }
 
 // Key configures a fairness key; it mirrors fairsched.KeyConfig.
@@ -37,6 +38,7 @@ type Key struct {
 	MinSlots       int
 	MaxConcurrency int
 	MaxPending     int
+	Rate           Rate
 }
 
 // Aging mirrors fairsched.AgingConfig, with durations in µs.
@@ -96,11 +98,13 @@ type Engine struct {
 	// What waits and what runs.
 	conflicts  map[conflictKey]*conflictLock
 	grace      graceQueue
-	timeline   timeline     // what falls due at a time
-	lateGrace  timeline     // grace ends of retried jobs (delay.go)
-	running    []runningJob // Job.idx is the position
-	seq        uint64       // the last sequence number handed out
-	stamp      uint64       // the last flow stamp handed out
+	timeline   timeline             // what falls due at a time
+	rateline   iheap.Keyed[*bucket] // empty token buckets by their next token (ratelimit.go)
+	rated      bool                 // some key or type has had a rate limit
+	lateGrace  timeline             // grace ends of retried jobs (delay.go)
+	running    []runningJob         // Job.idx is the position
+	seq        uint64               // the last sequence number handed out
+	stamp      uint64               // the last flow stamp handed out
 	nrunning   int
 	npending   int             // queued and held
 	naside     int             // accepted, set aside out of every order: delayed or paused
@@ -131,6 +135,7 @@ func New(cfg Config, obs Observer) *Engine {
 		conflicts: make(map[conflictKey]*conflictLock),
 		costs:     newCostTable(cfg.CostAlpha),
 		timeline:  newTimeline(),
+		rateline:  newRateline(),
 		lateGrace: newTimeline(),
 	}
 	for t := range cfg.TierLimits {
@@ -141,6 +146,7 @@ func New(cfg Config, obs Observer) *Engine {
 	for _, name := range sortedNames(cfg.Keys) {
 		k := e.keyOrNew(name)
 		k.cfg, k.configured = resolveKey(cfg.Keys[name]), true
+		e.setRate(&k.bucket, k.cfg.Rate, 0)
 		e.nconfigured++
 	}
 	e.anyKey = e.keyOrNew("")

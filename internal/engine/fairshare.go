@@ -34,9 +34,11 @@ type keyState struct {
 	reserved   int // running jobs started under the key's MinSlots
 	pending    int // queued and parked jobs
 	// cap is the key's cap as a gate (gates.go): shut while the key runs
-	// its MaxConcurrency, when its lanes are out of the fair orders and it
-	// holds the key's urgent jobs that the urgent step finds.
-	cap gate
+	// its MaxConcurrency or its bucket is empty (blocked), when its lanes
+	// are out of the fair orders and it holds the key's urgent jobs that
+	// the urgent step finds.
+	cap    gate
+	bucket bucket // its rate limit (ratelimit.go)
 
 	flows []*flow // one per tier the key has used
 	lanes []*lane // one per job type the key has used
@@ -56,6 +58,10 @@ type keyState struct {
 // belowReservation reports whether the key runs fewer jobs under its
 // reservation than its MinSlots.
 func (k *keyState) belowReservation() bool { return k.cfg.MinSlots > k.reserved }
+
+// blocked reports whether the key's gate is shut: it runs its cap, or
+// its token bucket is empty.
+func (k *keyState) blocked() bool { return k.atCap() || k.bucket.empty }
 
 func (k *keyState) atCap() bool {
 	return k.cfg.MaxConcurrency > 0 && k.running >= k.cfg.MaxConcurrency
@@ -144,6 +150,10 @@ func (e *Engine) keyOrNew(name string) *keyState {
 		return k
 	}
 	k := &keyState{name: name, cfg: e.defaultOf(name), busyIdx: -1, paused: e.pausedKeys[name]}
+	k.bucket = bucket{idx: -1, key: k}
+	if k.cfg.Rate.Period > 0 {
+		e.setRate(&k.bucket, k.cfg.Rate, 0) // full: nothing taken yet
+	}
 	e.keys[name] = k
 	return k
 }
@@ -263,7 +273,7 @@ func (e *Engine) uncapKey(k *keyState) {
 // recap brings a key's capped flag in line with its running count
 // and cap, after either changed.
 func (e *Engine) recap(k *keyState) {
-	switch at := k.atCap(); {
+	switch at := k.blocked(); {
 	case at && !k.cap.shut:
 		e.capKey(k)
 	case !at && k.cap.shut:
@@ -412,6 +422,9 @@ func (e *Engine) configureKey(k *keyState, c Key, configured bool, now int64) {
 	if old.MinSlots != c.MinSlots {
 		e.rebuildReserving()
 	}
+	if old.Rate != c.Rate {
+		e.setRate(&k.bucket, c.Rate, now)
+	}
 	e.recap(k)
 	if old != c {
 		e.emitAllocation(k, ReasonConfigChange, now)
@@ -503,6 +516,9 @@ func (e *Engine) forgetIdle(now int64) {
 func (e *Engine) forgetKey(k *keyState) {
 	e.unmarkIdle(k)
 	delete(e.keys, k.name)
+	if k.bucket.idx >= 0 {
+		e.rateline.Remove(int(k.bucket.idx))
+	}
 	for _, l := range k.lanes {
 		all := l.typ.all
 		last := len(all) - 1

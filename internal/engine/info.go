@@ -216,7 +216,7 @@ func (e *Engine) WouldStart(d *Desc) bool {
 	if d.Key != "" {
 		k = e.keys[d.Key] // a key not yet known runs nothing
 	}
-	if k != nil && k.atCap() {
+	if k != nil && k.blocked() {
 		return false
 	}
 	if g := t.cfg.ConflictGroup; g != "" {

@@ -82,7 +82,10 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 	f.running++
 	j.idx = int32(len(e.running))
 	e.running = append(e.running, runningJob{j, e.acquire(j)})
-	if k.atCap() && !k.cap.shut {
+	if e.rated {
+		e.takeTokens(j, now)
+	}
+	if k.blocked() && !k.cap.shut {
 		e.capKey(k)
 	}
 	if how == Reserved {
@@ -125,7 +128,7 @@ func (e *Engine) stop(j *Job, o Outcome, now int64) {
 	k.running--
 	f.running--
 	e.release(lk)
-	if k.cap.shut && !k.atCap() {
+	if k.cap.shut && !k.blocked() {
 		e.uncapKey(k)
 	}
 	dur := float64(now-j.at) / 1e6

@@ -65,7 +65,7 @@ func (e *Engine) full() bool {
 
 // admissible reports whether j passes every hard limit now.
 func (e *Engine) admissible(j *Job) bool {
-	return !e.full() && !j.lane.typ.blocked() && !j.lane.key.atCap() && e.conflict(j) == nil
+	return !e.full() && !j.lane.typ.blocked() && !j.lane.key.blocked() && e.conflict(j) == nil
 }
 
 // firstUrgent returns the most urgent job that no type or tier cap
@@ -82,7 +82,7 @@ func (e *Engine) firstUrgent(now int64) *Job {
 			continue
 		}
 		for _, ty := range t.types {
-			if ty.atCap() {
+			if ty.closed() {
 				continue
 			}
 			j, top, ok := ty.aged.TopKey()
@@ -164,7 +164,7 @@ func (e *Engine) firstFair(now int64) *Job {
 		var bestJob *Job
 		var bestRank rank
 		for _, ty := range t.types {
-			if ty.atCap() {
+			if ty.closed() {
 				continue
 			}
 			l, ok := ty.lanes.Top()

@@ -71,4 +71,11 @@ func (tl *timeline) popDue(now int64) *timer {
 
 // NextDue returns the earliest time at which something falls due in the
 // engine, if anything will: the caller should call Due then. O(1).
-func (e *Engine) NextDue() (int64, bool) { return e.timeline.next() }
+// A rate limit's next token counts too (ratelimit.go).
+func (e *Engine) NextDue() (int64, bool) {
+	at, ok := e.timeline.next()
+	if _, top, has := e.rateline.TopKey(); has && (!ok || iheap.IntOf(top.Hi) < at) {
+		at, ok = iheap.IntOf(top.Hi), true
+	}
+	return at, ok
+}

@@ -44,6 +44,8 @@ type typeState struct {
 	// waiters, by their most urgent one: the rest of the urgent order.
 	openWaits iheap.Keyed[*waitLane]
 
+	bucket bucket // its rate limit (ratelimit.go)
+
 	stats typeCounters
 }
 
@@ -51,9 +53,13 @@ func (t *typeState) atCap() bool {
 	return t.limit > 0 && t.running >= t.limit
 }
 
+// closed reports whether the type is passed over: at its cap, or its
+// token bucket empty.
+func (t *typeState) closed() bool { return t.atCap() || t.bucket.empty }
+
 // blocked reports whether a job of this type cannot start because of a type
-// or tier cap.
-func (t *typeState) blocked() bool { return t.atCap() || t.tier.atCap() }
+// or tier cap, or the type's rate limit.
+func (t *typeState) blocked() bool { return t.closed() || t.tier.atCap() }
 
 // RegisterType registers a job type, valid. Registering a name again with
 // the same configuration does nothing; with a different one it fails with
@@ -81,6 +87,10 @@ func (e *Engine) registerType(name string, c Type) error {
 		aged:     iheap.NewKeyed(jobSetUIdx),
 	}
 	t.openWaits = iheap.NewKeyed(func(w *waitLane, i int) { w.openIdx = i })
+	t.bucket = bucket{idx: -1, typ: t}
+	if c.Rate.Period > 0 {
+		e.setRate(&t.bucket, c.Rate, 0)
+	}
 	if c.DefaultPriority != 0 {
 		t.priority = clampPriority(c.DefaultPriority)
 	}

@@ -131,8 +131,8 @@ func (e *Engine) Verify(now int64) error {
 		// A key's cap binds when a job starts; SetKey may lower it below
 		// what already runs, so running > cap is not checked here. The
 		// tests check every start against the caps in force.
-		if k.cap.shut != k.atCap() {
-			return errorf("key %q: capped flag %v, at cap %v", k.name, k.cap.shut, k.atCap())
+		if k.cap.shut != k.blocked() {
+			return errorf("key %q: capped flag %v, at cap %v, bucket empty %v", k.name, k.cap.shut, k.atCap(), k.bucket.empty)
 		}
 		n, err := e.verifyGate(&k.cap, heldByKey, "key "+strconv.Quote(k.name)+"'s cap", pending, now)
 		if err != nil {
@@ -252,6 +252,9 @@ func (e *Engine) Verify(now int64) error {
 		return err
 	}
 	if err := e.verifyAside(asideKey, asideType); err != nil {
+		return err
+	}
+	if err := e.verifyRates(now); err != nil {
 		return err
 	}
 	c := &e.counters
@@ -698,4 +701,47 @@ func (e *Engine) verifyGate(g *gate, by uint8, what string, pending func(*lane, 
 		}
 	}
 	return held, nil
+}
+
+// verifyRates checks the token buckets: a bucket is empty exactly when it
+// has a rate and no token at now, and then it is on the rateline at the
+// time of its next token; the rateline holds nothing else.
+func (e *Engine) verifyRates(now int64) error {
+	n := 0
+	check := func(b *bucket, owner string) error {
+		want := b.rate.Period > 0 && b.due() > now
+		if b.empty != want || (b.idx >= 0) != b.empty {
+			return errorf("%s: bucket empty %v, a token due at %d (now %d), on the rateline %v", owner, b.empty, b.due(), now, b.idx >= 0)
+		}
+		if b.empty {
+			n++
+			if got, want := e.rateline.KeyOf(int(b.idx)), b.order(); got != want {
+				return errorf("%s: on the rateline at %v, due at %v", owner, got, want)
+			}
+		}
+		if b.rate.Period > 0 && (!e.rated || b.rate.Burst < 1) {
+			return errorf("%s: rate %+v, rated %v", owner, b.rate, e.rated)
+		}
+		return nil
+	}
+	for _, k := range e.keys {
+		if k.bucket.key != k || k.bucket.rate != k.cfg.Rate {
+			return errorf("key %q: bucket of another key (%v), or with rate %+v, configured %+v", k.name, k.bucket.key != k, k.bucket.rate, k.cfg.Rate)
+		}
+		if err := check(&k.bucket, "key "+k.name); err != nil {
+			return err
+		}
+	}
+	for _, t := range e.types {
+		if t.bucket.typ != t {
+			return errorf("type %q: bucket of another type", t.name)
+		}
+		if err := check(&t.bucket, "type "+t.name); err != nil {
+			return err
+		}
+	}
+	if n != e.rateline.Len() {
+		return errorf("rateline: %d buckets, %d empty", e.rateline.Len(), n)
+	}
+	return nil
 }

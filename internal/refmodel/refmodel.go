@@ -47,6 +47,9 @@
 //     its aging clock stands still until both are resumed; then it joins
 //     the queue as a released job does, its aging clock moved on by the
 //     time it stood.
+//   - Rate limits (ratelimit.go): a job whose key's or type's token bucket
+//     has no token at now is not eligible; a job that starts takes one
+//     from each.
 //   - Cost estimates are an exponential moving average per (type, ID) of
 //     observed durations, from the type's default cost. Unconfigured keys
 //     other than "" idle for IdleTTL are forgotten at the next accepted
@@ -104,6 +107,7 @@ type Type struct {
 	DefaultPriority int
 	StartTimeout    time.Duration // 0: none
 	Disable         Disable
+	Rate            Rate
 }
 
 // Disable mirrors fairsched.DisablePolicy: after Failures failed attempts
@@ -120,6 +124,7 @@ type Key struct {
 	MinSlots       int
 	MaxConcurrency int
 	MaxPending     int
+	Rate           Rate
 }
 
 // Aging mirrors fairsched.AgingConfig.
@@ -190,6 +195,8 @@ type Model struct {
 	disabled map[costID]int64
 	// The keys and job types paused (pause.go), by name.
 	pausedKeys, pausedTypes map[string]bool
+	// The job types' token buckets (ratelimit.go), by name.
+	typeBuckets map[string]*bucket
 
 	starts []Start // not yet taken by TakeStarts
 }
@@ -227,6 +234,7 @@ type key struct {
 	configured bool
 	flows      map[int]*flow // by tier
 	idleSince  int64         // when its last job ended
+	bucket     bucket        // its rate limit's state (ratelimit.go)
 }
 
 type flow struct {
@@ -394,10 +402,11 @@ func (m *Model) join(j *job, sub, now int64) {
 	}
 }
 
-// NextDue returns the earliest time something falls due: a delayed job's
-// NotBefore or a start deadline of a job not started.
-func (m *Model) NextDue() (int64, bool) {
-	due, ok := int64(0), false
+// NextDue returns the earliest time something falls due after now: a
+// delayed job's NotBefore, a start deadline of a job not started, or the
+// next token of a rate limit that has none at now.
+func (m *Model) NextDue(now int64) (int64, bool) {
+	due, ok := m.nextToken(now)
 	for _, j := range m.jobs {
 		for _, at := range []int64{j.releaseAt(), j.deadlineAt()} {
 			if at > 0 && (!ok || at < due) {
@@ -841,7 +850,7 @@ func (m *Model) pick(now int64) (*job, Kind, bool) {
 	slices.SortFunc(order, func(x, y candidate) int { return x.key.compare(y.key) })
 	u := m.usage()
 	for _, c := range order {
-		if u.admits(m, c.j) {
+		if m.hasTokens(c.j, now) && u.admits(m, c.j) {
 			return c.j, c.key.step, true
 		}
 	}
@@ -888,6 +897,7 @@ func (u usage) admits(m *Model, j *job) bool {
 // weight.
 func (m *Model) start(j *job, kind Kind, now int64) {
 	j.running, j.kind, j.start = true, kind, now
+	m.takeTokens(j, now)
 	if kind != Reserved {
 		j.est, j.w, j.guess = m.estimate(j), j.key.cfg.Weight, 0
 		f := j.key.flows[j.typ.Tier]
