@@ -660,6 +660,9 @@ func (r *diffRunner) sync() error {
 		if err := r.compareState(vt, est); err != nil {
 			return fmt.Errorf("at %v, after %q: %v", r.now, r.trace[len(r.trace)-1], err)
 		}
+		if err := r.compareWhy(); err != nil {
+			return fmt.Errorf("at %v, after %q: %v", r.now, r.trace[len(r.trace)-1], err)
+		}
 	}
 	if r.opts.stats {
 		return r.checkStats()
@@ -737,6 +740,40 @@ func (r *diffRunner) refJob(seq uint64) int {
 		}
 	}
 	return -1
+}
+
+// diffWhy is what holds a waiting job, and the number of the job that
+// holds it, if one does.
+type diffWhy struct {
+	why string
+	on  uint64
+}
+
+// compareWhy checks that both sides say the same thing holds each waiting
+// job, and, for a conflict, the same running job.
+func (r *diffRunner) compareWhy() error {
+	got := r.sys.waiting()
+	for i, j := range r.jobs {
+		if !j.accepted || j.started || j.ended {
+			continue
+		}
+		g, ok := got[j.seq]
+		if !ok {
+			return fmt.Errorf("j%d (seq %d) waits but the system does not list it", i, j.seq)
+		}
+		why, on := r.ref.Why(r.now.Microseconds(), j.refSeq)
+		gotOn, wantOn := -1, -1
+		if g.on != 0 {
+			gotOn = r.bySeq[g.on]
+		}
+		if on != 0 {
+			wantOn = r.refJob(on)
+		}
+		if g.why != why.String() || gotOn != wantOn {
+			return fmt.Errorf("j%d waits for %s (j%d), the reference says %s (j%d)", i, g.why, gotOn, why, wantOn)
+		}
+	}
+	return nil
 }
 
 func diffKindName(k engine.Kind) string {

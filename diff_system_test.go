@@ -35,6 +35,8 @@ type diffSystem interface {
 	setTypeLimit(name string, n int) error
 	// pause pauses (or resumes) a type if typ is not nil, else a key.
 	pause(key string, typ *string, resume bool) error
+	// waiting returns what holds each waiting job, by sequence number.
+	waiting() map[uint64]diffWhy
 	// fail lets running job i's attempt fail with errDiffAttempt. If retry,
 	// the job is put back until at (a Scheduler computes at itself, from
 	// its type's policy); otherwise it ends, and fail returns its error.
@@ -260,6 +262,16 @@ func (d *diffScheduler) resetKey(name string)                      { d.s.ResetKe
 func (d *diffScheduler) setMaxConcurrency(n int) error             { return d.s.SetMaxConcurrency(n) }
 func (d *diffScheduler) setTierLimit(t Tier, n int) error          { return d.s.SetTierLimit(t, n) }
 func (d *diffScheduler) setTypeLimit(name string, n int) error     { return d.s.SetTypeLimit(name, n) }
+
+func (d *diffScheduler) waiting() map[uint64]diffWhy {
+	out := map[uint64]diffWhy{}
+	for _, ji := range d.s.Snapshot() {
+		if !ji.Running {
+			out[ji.Seq] = diffWhy{ji.Waiting.String(), ji.WaitingOn}
+		}
+	}
+	return out
+}
 
 func (d *diffScheduler) pause(key string, typ *string, resume bool) error {
 	switch {
@@ -491,6 +503,15 @@ func (d *diffEngine) setTypeLimit(name string, n int) error {
 	}
 	d.dispatch()
 	return nil
+}
+
+func (d *diffEngine) waiting() map[uint64]diffWhy {
+	out := map[uint64]diffWhy{}
+	for _, j := range d.e.PendingJobs() {
+		why, on := d.e.WhyWaiting(j)
+		out[j.Seq()] = diffWhy{WaitReason(why).String(), on}
+	}
+	return out
 }
 
 func (d *diffEngine) pause(key string, typ *string, resume bool) error {

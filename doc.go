@@ -162,6 +162,12 @@
 // scheduler's clock timer. Tokens are taken as jobs start, whichever step
 // of the order starts them.
 //
+// Snapshot says, for each waiting job, the one thing that holds it
+// (JobInfo.Waiting), the first of: its NotBefore or backoff, a dependency,
+// a pause, a rate limit, its tier's, type's or key's cap, a running job
+// holding its conflict (JobInfo.WaitingOn), a resource, or just its turn.
+// Stats.Waiting counts them.
+//
 // # Cost of scheduling
 //
 // Submitting and dispatching cost O(log n) in the pending jobs, plus the

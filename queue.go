@@ -85,9 +85,13 @@ type JobInfo struct {
 	EffectivePriority int
 	Urgent            bool
 	Running           bool
-	Parked            bool          // waiting on a conflict or its key's cap
-	Wait              time.Duration // submission to start, or to now if pending
-	Submitted         time.Time
+	Parked            bool // waiting on a conflict or its key's cap
+	// Waiting is what holds a job that has not started; WaitingOn is, for
+	// WaitConflict, the Seq of the running job that holds the conflict.
+	Waiting   WaitReason
+	WaitingOn uint64
+	Wait      time.Duration // submission to start, or to now if pending
+	Submitted time.Time
 }
 
 // Snapshot lists every pending and running job, running first, then in
@@ -126,6 +130,8 @@ func (s *Scheduler) infoLocked(j *engine.Job, now int64) JobInfo {
 	} else {
 		ji.Urgent = s.eng.Urgent(j, now)
 	}
+	why, on := s.eng.WhyWaiting(j)
+	ji.Waiting, ji.WaitingOn = WaitReason(why), on
 	ji.EffectivePriority = s.eng.Effective(j, at)
 	ji.Wait = usDuration(at - j.Submitted())
 	return ji

@@ -35,6 +35,12 @@ type Stats struct {
 	// PausedKeys are the keys paused (PauseKey), by name, whether they
 	// have jobs or not.
 	PausedKeys []string
+	// Waiting counts the jobs not started by what holds them; the counts
+	// add up to Queued, and reasons with no job are left out. A queued job
+	// whose conflict holder started after it queued counts as WaitTurn
+	// until the dispatcher reaches it (Snapshot names the conflict at
+	// once).
+	Waiting map[WaitReason]int
 
 	Submitted uint64 // jobs accepted; each ends exactly once
 	Completed uint64 // ran and returned nil
@@ -148,8 +154,8 @@ type KeySummary struct {
 }
 
 // Stats returns the scheduler's statistics. It takes the lock for
-// O(t log t + k + b log b) time, for t types, k keys remembered and b keys
-// with work.
+// O(t log t + k + b log b + l) time, for t types, k keys remembered, b keys
+// with work and l lanes (key and type pairs) with work.
 func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -171,6 +177,12 @@ func (s *Scheduler) Stats() Stats {
 		KeysTracked:      e.KeysTracked, KeysForgotten: e.KeysForgotten,
 		CostEstimates: e.Estimates, CostsForgotten: e.Forgot,
 		PausedKeys: s.eng.PausedKeys(),
+		Waiting:    map[WaitReason]int{},
+	}
+	for why, n := range s.eng.WaitCounts() {
+		if n > 0 {
+			st.Waiting[WaitReason(why)] = n
+		}
 	}
 	for _, t := range s.eng.Tiers() {
 		st.Tiers = append(st.Tiers, TierStats{Tier: Tier(t.Tier), Limit: t.Limit, Running: t.Running, Queued: t.Queued})

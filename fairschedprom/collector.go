@@ -54,6 +54,7 @@ type Collector struct {
 	eventsDropped, keysForgotten, costsForgotten                 *prometheus.Desc
 
 	running, queued, parked, delayed, keysTracked, costEstimates *prometheus.Desc
+	waiting                                                      *prometheus.Desc
 	dead, deadTotal, disabled, skipped                           *prometheus.Desc
 
 	keyWeight, keyAllocation, keyUtilisation, keyRunning, keyQueued *prometheus.Desc
@@ -124,6 +125,8 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 		"Queued jobs waiting on a conflicting job or their key's concurrency cap.")
 	c.delayed = desc("delayed_jobs",
 		"Queued jobs waiting for their NotBefore time.")
+	c.waiting = desc("waiting_jobs",
+		"Queued jobs by what holds them: not-before, dependency, paused, rate, tier-cap, type-cap, key-cap, conflict, resource, or turn.", "reason")
 	c.dead = desc("dead_jobs",
 		"Dead jobs kept: Submit jobs that failed for good, which RetryDead can run again.")
 	c.deadTotal = desc("jobs_dead_total",
@@ -214,6 +217,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.parked, float64(st.Parked))
 	gauge(c.delayed, float64(st.Delayed))
+	for _, r := range fairsched.WaitReasons() {
+		gauge(c.waiting, float64(st.Waiting[r]), r.String())
+	}
 	gauge(c.dead, float64(st.Dead))
 	counter(c.deadTotal, st.DeadTotal)
 	gauge(c.disabled, float64(st.Disabled))

@@ -621,6 +621,44 @@ fairsched_queued_jobs{tier="background",type="sync"} 1
 	close(gate)
 }
 
+// Queued jobs are counted by what holds them, every reason listed.
+func TestCollectWaiting(t *testing.T) {
+	s := newScheduler(t, fairsched.Config{MaxConcurrency: 1})
+	gate := make(chan error)
+	running, err := s.Submit(context.Background(), fairsched.Job{Key: "a"}, gated(gate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.PauseKey("b")
+	for _, key := range []string{"a", "b", "b"} {
+		if _, err := s.Submit(context.Background(), fairsched.Job{Key: key}, gated(gate)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `
+# HELP fairsched_waiting_jobs Queued jobs by what holds them: not-before, dependency, paused, rate, tier-cap, type-cap, key-cap, conflict, resource, or turn.
+# TYPE fairsched_waiting_jobs gauge
+fairsched_waiting_jobs{reason="conflict"} 0
+fairsched_waiting_jobs{reason="dependency"} 0
+fairsched_waiting_jobs{reason="key-cap"} 0
+fairsched_waiting_jobs{reason="not-before"} 0
+fairsched_waiting_jobs{reason="paused"} 2
+fairsched_waiting_jobs{reason="rate"} 0
+fairsched_waiting_jobs{reason="resource"} 0
+fairsched_waiting_jobs{reason="tier-cap"} 0
+fairsched_waiting_jobs{reason="turn"} 1
+fairsched_waiting_jobs{reason="type-cap"} 0
+`
+	if err := testutil.CollectAndCompare(NewCollector(s), strings.NewReader(want), "fairsched_waiting_jobs"); err != nil {
+		t.Fatal(err)
+	}
+	s.ResumeKey("b")
+	close(gate)
+	if err := running.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A failed attempt that is retried counts in job_retries_total.
 func TestCollectRetries(t *testing.T) {
 	clk := clock.NewFake(t0)

@@ -257,6 +257,13 @@ func (e *Engine) Verify(now int64) error {
 	if err := e.verifyRates(now); err != nil {
 		return err
 	}
+	sum := 0
+	for _, n := range e.WaitCounts() {
+		sum += n
+	}
+	if sum != e.npending+e.naside {
+		return errorf("wait counts add up to %d, %d jobs wait", sum, e.npending+e.naside)
+	}
 	c := &e.counters
 	if c.Submitted != c.Completed+c.Failed+c.Cancelled+c.Expired+uint64(e.nrunning+e.npending+e.naside) {
 		return errorf("submitted %d != completed %d + failed %d + cancelled %d + expired %d + running %d + pending %d + delayed %d",

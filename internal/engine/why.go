@@ -1,0 +1,97 @@
+package engine
+
+// Why is a job waiting? SPEC section 10 names, for each waiting job, the
+// one thing that holds it: the first of these that applies.
+
+// Why is what holds a waiting job.
+type Why uint8
+
+const (
+	NotWaiting   Why = iota // running, or ended
+	WhyNotBefore            // its NotBefore, or a retry's backoff
+	WhyDependency
+	WhyPaused   // its key or type
+	WhyRate     // its key's or type's rate limit
+	WhyTierCap  // its tier's cap
+	WhyTypeCap  // its type's cap
+	WhyKeyCap   // its key's cap
+	WhyConflict // a running job with its conflict group and ID
+	WhyResource
+	WhyTurn // a free slot, or the jobs ahead of it in the order
+	NumWhys
+)
+
+// WhyWaiting returns what holds j at now and, for WhyConflict, the
+// sequence number of the running job that does. It looks at j's key, type,
+// tier and conflict lock: O(1).
+func (e *Engine) WhyWaiting(j *Job) (Why, uint64) {
+	switch j.state {
+	case StateDelayed:
+		return WhyNotBefore, 0
+	case StatePaused:
+		return WhyPaused, 0
+	case StateQueued, StateParked:
+	default:
+		return NotWaiting, 0
+	}
+	if why := laneWhy(j.lane); why != WhyTurn {
+		return why, 0
+	}
+	if lk := e.conflict(j); lk != nil {
+		return WhyConflict, lk.holder.seq
+	}
+	return WhyTurn, 0
+}
+
+// laneWhy returns what holds every queued job of lane l alike, or WhyTurn
+// if nothing does.
+func laneWhy(l *lane) Why {
+	t, k := l.typ, l.key
+	switch {
+	case t.bucket.empty || k.bucket.empty:
+		return WhyRate
+	case t.tier.atCap():
+		return WhyTierCap
+	case t.atCap():
+		return WhyTypeCap
+	case k.atCap():
+		return WhyKeyCap
+	}
+	return WhyTurn
+}
+
+// WaitCounts counts the waiting jobs by what holds them. Where a job is
+// kept says it: jobs set aside are delayed or paused; what holds a lane
+// holds all its jobs; and a job the dispatcher found blocked by a running
+// conflict holder is held by that lock. A queued job whose conflict
+// holder started after it queued counts as waiting its turn until the
+// dispatcher reaches it (WhyWaiting, looking at the job, names the
+// conflict at once). O(lanes + their wait lanes).
+func (e *Engine) WaitCounts() [NumWhys]int {
+	var n [NumWhys]int
+	n[WhyNotBefore] = e.naside - e.npaused
+	n[WhyPaused] = e.npaused
+	for _, k := range e.keys {
+		if k.pending == 0 {
+			continue
+		}
+		for _, l := range k.lanes {
+			if why := laneWhy(l); why != WhyTurn {
+				n[why] += l.n
+				for _, w := range l.held {
+					n[why] += w.n
+				}
+				continue
+			}
+			n[WhyTurn] += l.n
+			for _, w := range l.held {
+				if w.gate.shut && w.gate != &k.cap {
+					n[WhyConflict] += w.n
+				} else {
+					n[WhyTurn] += w.n
+				}
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,50 @@
+package fairsched
+
+import (
+	"strconv"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// WaitReason says what holds a job that has not started (JobInfo.Waiting,
+// Stats.Waiting): the first of these, in this order, that applies.
+type WaitReason uint8
+
+const (
+	NotWaiting     WaitReason = WaitReason(engine.NotWaiting)    // running
+	WaitNotBefore  WaitReason = WaitReason(engine.WhyNotBefore)  // its NotBefore, or a retry's backoff
+	WaitDependency WaitReason = WaitReason(engine.WhyDependency) // a job it runs after
+	WaitPaused     WaitReason = WaitReason(engine.WhyPaused)     // its key or type is paused
+	WaitRate       WaitReason = WaitReason(engine.WhyRate)       // its key or type is out of tokens
+	WaitTierCap    WaitReason = WaitReason(engine.WhyTierCap)    // its tier runs its cap
+	WaitTypeCap    WaitReason = WaitReason(engine.WhyTypeCap)    // its type runs its cap
+	WaitKeyCap     WaitReason = WaitReason(engine.WhyKeyCap)     // its key runs its cap
+	WaitConflict   WaitReason = WaitReason(engine.WhyConflict)   // a running job of its conflict group has its ID
+	WaitResource   WaitReason = WaitReason(engine.WhyResource)   // a named resource lacks free units
+	// WaitTurn: nothing but its turn: a free slot, or the jobs ahead of it
+	// in the order.
+	WaitTurn WaitReason = WaitReason(engine.WhyTurn)
+)
+
+var waitReasonNames = [...]string{
+	NotWaiting: "not-waiting", WaitNotBefore: "not-before", WaitDependency: "dependency",
+	WaitPaused: "paused", WaitRate: "rate", WaitTierCap: "tier-cap", WaitTypeCap: "type-cap",
+	WaitKeyCap: "key-cap", WaitConflict: "conflict", WaitResource: "resource", WaitTurn: "turn",
+}
+
+// String returns the reason's name, as the Prometheus collector labels it.
+func (r WaitReason) String() string {
+	if int(r) < len(waitReasonNames) {
+		return waitReasonNames[r]
+	}
+	return "WaitReason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// WaitReasons lists every reason a job may wait, in order.
+func WaitReasons() []WaitReason {
+	out := make([]WaitReason, 0, engine.NumWhys-1)
+	for r := WaitNotBefore; r <= WaitTurn; r++ {
+		out = append(out, r)
+	}
+	return out
+}
