@@ -58,6 +58,9 @@ func (w *diffWorkload) goString() string {
 		if j.Fails > 0 {
 			times += fmt.Sprintf(", Fails: %d", j.Fails)
 		}
+		if len(j.After) > 0 {
+			times += fmt.Sprintf(", After: %#v", j.After)
+		}
 		fmt.Fprintf(&b, "\t\t{Job: Job{Type: %q, ID: %q, Key: %q, Priority: %d}, At: %d * diffUnit, Dur: %d * diffUnit, CancelAt: %s%s}, // j%d\n",
 			j.Job.Type, j.Job.ID, j.Job.Key, j.Job.Priority, j.At/diffUnit, j.Dur/diffUnit, diffUnitsString(j.CancelAt), times, i)
 	}

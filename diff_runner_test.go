@@ -86,7 +86,7 @@ type diffRunner struct {
 	periodicLast int
 
 	// Counts the Stats must agree with.
-	rejected, completed, failed, cancelled, expired, running, pending int
+	rejected, completed, failed, cancelled, expired, unrun, running, pending int
 }
 
 func newDiffRunner(w *diffWorkload, opts diffOptions) *diffRunner {
@@ -223,7 +223,10 @@ func (r *diffRunner) run() error {
 		}
 		r.clk.Set(t0.Add(at)) // the system's timers due by then fire
 		r.now = at
-		if r.periodicNext == at { // off the grid: nothing else falls due now
+		// The periodic job's occurrence is off the grid of the other
+		// events: at its instants only a rate limit's token may fall due,
+		// which a submission takes in first.
+		if r.periodicNext == at {
 			if err := r.occur(); err != nil {
 				return err
 			}
@@ -494,7 +497,13 @@ func (r *diffRunner) setLimit(c diffLimit) error {
 }
 
 func (r *diffRunner) arrive(i int) error {
-	return r.arriveBy(i, func() (uint64, error) { return r.sys.submit(i, r.w.Jobs[i].job(r.t0)) })
+	var after []int
+	for _, k := range r.w.Jobs[i].After {
+		if r.jobs[k].accepted {
+			after = append(after, k)
+		}
+	}
+	return r.arriveBy(i, func() (uint64, error) { return r.sys.submit(i, r.w.Jobs[i].job(r.t0), after) })
 }
 
 // arriveBy takes in job i's submission, made by submit, on both sides.
@@ -518,7 +527,13 @@ func (r *diffRunner) arriveBy(i int, submit func() (uint64, error)) error {
 		return fmt.Errorf("submit j%d: %v", i, err)
 	}
 	if r.ref != nil {
-		seq, ok := r.ref.Submit(r.now.Microseconds(), r.w.Jobs[i].refJob())
+		d := r.w.Jobs[i].refJob()
+		for _, k := range r.w.Jobs[i].After {
+			if r.jobs[k].accepted {
+				d.After = append(d.After, r.jobs[k].refSeq)
+			}
+		}
+		seq, ok := r.ref.Submit(r.now.Microseconds(), d)
 		if ok != j.accepted {
 			return fmt.Errorf("j%d at %v: scheduler accepted=%v (err %v), reference accepted=%v", i, r.now, j.accepted, err, ok)
 		}
@@ -547,7 +562,7 @@ func (r *diffRunner) cancel(i int) error {
 		r.running--
 		r.failed++
 		if r.ref != nil {
-			r.ref.Finish(r.now.Microseconds(), j.refSeq)
+			r.ref.Stop(r.now.Microseconds(), j.refSeq)
 		}
 	} else {
 		r.trace = append(r.trace, fmt.Sprintf("%v cancel queued j%d", r.now, i))
@@ -621,6 +636,9 @@ func (r *diffRunner) fail(i int) error {
 // sync records the jobs the scheduler and the reference started since the
 // last event and compares them, after checking the scheduler's invariants.
 func (r *diffRunner) sync() error {
+	if err := r.takeUnrun(); err != nil {
+		return err
+	}
 	running, vt, est, err := r.sys.inspect()
 	var got []diffStart
 	// A dispatch appends the jobs it starts to the running list in start
@@ -666,6 +684,36 @@ func (r *diffRunner) sync() error {
 	}
 	if r.opts.stats {
 		return r.checkStats()
+	}
+	return nil
+}
+
+// takeUnrun takes in the jobs that ended without running because a job
+// they run after did not complete, the same ones on both sides.
+func (r *diffRunner) takeUnrun() error {
+	got, err := r.sys.unrun()
+	if err != nil {
+		return fmt.Errorf("at %v: %v", r.now, err)
+	}
+	if r.ref != nil {
+		var want []int
+		for _, seq := range r.ref.TakeUnrun() {
+			want = append(want, r.refJob(seq))
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("at %v, after %q: the scheduler ended %v unrun, the reference %v", r.now, r.trace[len(r.trace)-1], got, want)
+		}
+	}
+	for _, i := range got {
+		j := &r.jobs[i]
+		if j.started || j.ended {
+			return fmt.Errorf("at %v: j%d ended unrun, but it had started or ended", r.now, i)
+		}
+		j.ended = true
+		r.pending--
+		r.unrun++
+		r.trace = append(r.trace, fmt.Sprintf("%v j%d unrun: a job it runs after did not complete", r.now, i))
 	}
 	return nil
 }
@@ -790,10 +838,10 @@ func diffKindName(k engine.Kind) string {
 // own counts.
 func (r *diffRunner) checkStats() error {
 	got := r.sys.counts()
-	accepted := r.completed + r.failed + r.cancelled + r.expired + r.running + r.pending
-	want := []int{accepted, r.completed, r.failed, r.cancelled, r.expired, r.rejected, r.running, r.pending}
+	accepted := r.completed + r.failed + r.cancelled + r.expired + r.unrun + r.running + r.pending
+	want := []int{accepted, r.completed, r.failed, r.cancelled, r.expired, r.unrun, r.rejected, r.running, r.pending}
 	if !slices.Equal(got, want) {
-		return fmt.Errorf("at %v: submitted, completed, failed, cancelled, expired, rejected, active, queued = %v, want %v", r.now, got, want)
+		return fmt.Errorf("at %v: submitted, completed, failed, cancelled, expired, unrun, rejected, active, queued = %v, want %v", r.now, got, want)
 	}
 	if counted, listed := r.sys.parked(); counted != listed {
 		return fmt.Errorf("at %v: %d jobs counted parked, %d listed parked", r.now, counted, listed)
@@ -851,7 +899,7 @@ func (r *diffRunner) final() error {
 				return fmt.Errorf("j%d (seq %d) reported ended %d times", i, j.seq, n)
 			}
 		}
-		if n := r.completed + r.failed + r.cancelled + r.expired; len(ends) != n {
+		if n := r.completed + r.failed + r.cancelled + r.expired + r.unrun; len(ends) != n {
 			return fmt.Errorf("end reports for %d jobs, %d ended", len(ends), n)
 		}
 	}

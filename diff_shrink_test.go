@@ -44,7 +44,12 @@ func diffSimplifications(w *diffWorkload) []*diffWorkload {
 		out = append(out, c)
 	}
 	for i := range w.Jobs {
-		edit(func(c *diffWorkload) { c.Jobs = slices.Delete(c.Jobs, i, i+1) })
+		edit(func(c *diffWorkload) { c.deleteJob(i) })
+	}
+	for i, j := range w.Jobs {
+		if len(j.After) > 0 {
+			edit(func(c *diffWorkload) { c.Jobs[i].After = nil })
+		}
 	}
 	for i := range w.Changes {
 		edit(func(c *diffWorkload) { c.Changes = slices.Delete(c.Changes, i, i+1) })
@@ -153,6 +158,24 @@ func (w *diffWorkload) clone() *diffWorkload {
 	c.Cfg.Types = maps.Clone(w.Cfg.Types)
 	c.Cfg.Keys = maps.Clone(w.Cfg.Keys)
 	return c
+}
+
+// deleteJob deletes job i; the jobs that ran after it no longer do, and
+// the indices of the jobs after it move down by one.
+func (w *diffWorkload) deleteJob(i int) {
+	w.Jobs = slices.Delete(w.Jobs, i, i+1)
+	for k := range w.Jobs {
+		var after []int
+		for _, a := range w.Jobs[k].After {
+			switch {
+			case a < i:
+				after = append(after, a)
+			case a > i:
+				after = append(after, a-1)
+			}
+		}
+		w.Jobs[k].After = after
+	}
 }
 
 // goString renders the workload as a Go expression of this package.

@@ -17,9 +17,12 @@ import (
 // alone, called directly as the Scheduler would call it (diffEngine). Each
 // method takes in one event completely before it returns.
 type diffSystem interface {
-	// submit submits job i and returns its sequence number, or the error
-	// that refused it.
-	submit(i int, d Job) (uint64, error)
+	// submit submits job i, to run after the jobs of after (by index),
+	// and returns its sequence number, or the error that refused it.
+	submit(i int, d Job, after []int) (uint64, error)
+	// unrun returns the jobs that ended without running, since the last
+	// call, because a job they run after did not complete, by index.
+	unrun() ([]int, error)
 	// cancel cancels accepted job i, which has not ended, and returns the
 	// job's error: context.Canceled, whether it was queued or running.
 	cancel(i int) error
@@ -114,7 +117,10 @@ func newDiffScheduler(cfg Config, clk *clock.Fake, hook bool) (*diffScheduler, e
 	return d, nil
 }
 
-func (d *diffScheduler) submit(i int, desc Job) (uint64, error) {
+func (d *diffScheduler) submit(i int, desc Job, after []int) (uint64, error) {
+	for _, k := range after {
+		desc.After = append(desc.After, d.handles[k])
+	}
 	release := make(chan error, 1)
 	h, err := d.s.Submit(context.Background(), desc, func(ctx context.Context) error {
 		select {
@@ -223,7 +229,32 @@ func (d *diffScheduler) due() ([]int, error) {
 		default:
 			continue
 		}
+		if errors.Is(h.Err(), ErrDependency) {
+			continue // unrun's
+		}
 		if !errors.Is(h.Err(), ErrStartDeadline) {
+			return nil, fmt.Errorf("j%d ended by itself with %v", i, h.Err())
+		}
+		out = append(out, i)
+		delete(d.live, i)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// unrun reports the jobs that ended with a *DependencyError: ended by the
+// event just taken in, under the lock that took it in.
+func (d *diffScheduler) unrun() ([]int, error) {
+	var out []int
+	for i := range d.live {
+		h := d.handles[i]
+		select {
+		case <-h.Done():
+		default:
+			continue
+		}
+		var de *DependencyError
+		if !errors.As(h.Err(), &de) || de.Seq != h.Seq() {
 			return nil, fmt.Errorf("j%d ended by itself with %v", i, h.Err())
 		}
 		out = append(out, i)
@@ -295,10 +326,11 @@ func (d *diffScheduler) inspect() ([]*engine.Job, map[engine.FlowID]float64, map
 
 func (d *diffScheduler) counts() []int {
 	st := d.s.Stats()
-	if st.Submitted != st.Completed+st.Failed+st.Cancelled+st.Expired+uint64(st.Running+st.Queued) {
+	if st.Submitted != st.Completed+st.Failed+st.Cancelled+st.Expired+st.DependencyFailed+uint64(st.Running+st.Queued) {
 		return nil // do not add up: no count can match
 	}
-	return []int{int(st.Submitted), int(st.Completed), int(st.Failed), int(st.Cancelled), int(st.Expired), int(st.Rejected), st.Running, st.Queued}
+	return []int{int(st.Submitted), int(st.Completed), int(st.Failed), int(st.Cancelled), int(st.Expired), int(st.DependencyFailed),
+		int(st.Rejected), st.Running, st.Queued}
 }
 
 func (d *diffScheduler) parked() (int, int) {
@@ -344,6 +376,7 @@ type diffEngine struct {
 	jobs    map[int]*engine.Job
 	index   map[*engine.Job]int
 	endSeqs map[uint64]int
+	expired []*engine.Job // by a Due a submission called first, for due to report
 }
 
 func newDiffEngine(cfg Config, clk *clock.Fake) (*diffEngine, error) {
@@ -369,17 +402,24 @@ func (d *diffEngine) dispatch() {
 	}
 }
 
-func (d *diffEngine) submit(i int, desc Job) (uint64, error) {
+func (d *diffEngine) submit(i int, desc Job, after []int) (uint64, error) {
 	j := new(engine.Job)
 	ed := engine.Desc{Type: desc.Type, ID: desc.ID, Key: desc.Key, Priority: desc.Priority}
 	var tm engine.Times
+	for _, k := range after {
+		tm.After = append(tm.After, d.jobs[k])
+	}
+	if due, ok := d.e.NextDue(); ok && due <= d.now() {
+		d.expired = append(d.expired, d.e.Due(d.now())...) // as the Scheduler catches up first
+		d.dispatch()
+	}
 	if !desc.NotBefore.IsZero() {
 		tm.NotBefore = desc.NotBefore.Sub(d.t0).Microseconds()
 	}
 	if !desc.StartBy.IsZero() {
 		tm.StartBy = desc.StartBy.Sub(d.t0).Microseconds()
 	}
-	would := d.e.WouldStart(&ed) && tm.NotBefore <= d.now()
+	would := d.e.WouldStart(&ed) && tm.NotBefore <= d.now() && !d.waitsForAny(tm.After)
 	if r := d.e.Enqueue(j, &ed, tm, d.now()); r != nil {
 		switch r.Reason {
 		case engine.RefusedFull, engine.RefusedKeyFull:
@@ -442,8 +482,25 @@ func (d *diffEngine) fail(i int, retry bool, at time.Duration) error {
 
 func (d *diffEngine) schedule(Schedule, Job) error              { return nil }
 func (d *diffEngine) unschedule()                               {}
-func (d *diffEngine) occurrence(i int, job Job) (uint64, error) { return d.submit(i, job) }
-func (d *diffEngine) unexpectedOccurrence() (uint64, bool)      { return 0, false }
+func (d *diffEngine) occurrence(i int, job Job) (uint64, error) { return d.submit(i, job, nil) }
+
+// waitsForAny reports whether a job of after has not completed: it has
+// not ended, or ended otherwise.
+func (d *diffEngine) waitsForAny(after []*engine.Job) bool {
+	return slices.ContainsFunc(after, func(j *engine.Job) bool {
+		return j.State() != engine.StateDone || j.Outcome() != engine.Completed
+	})
+}
+
+func (d *diffEngine) unrun() ([]int, error) {
+	var out []int
+	for _, u := range d.e.TakeUnrun() {
+		out = append(out, d.index[u.Job])
+	}
+	slices.Sort(out)
+	return out, nil
+}
+func (d *diffEngine) unexpectedOccurrence() (uint64, bool) { return 0, false }
 
 func (d *diffEngine) nextDue() (time.Duration, bool) {
 	due, ok := d.e.NextDue()
@@ -454,9 +511,10 @@ func (d *diffEngine) nextDue() (time.Duration, bool) {
 // Scheduler's timer does.
 func (d *diffEngine) due() ([]int, error) {
 	var out []int
-	for _, j := range d.e.Due(d.now()) {
+	for _, j := range append(d.expired, d.e.Due(d.now())...) {
 		out = append(out, d.index[j])
 	}
+	d.expired = nil
 	d.dispatch()
 	slices.Sort(out)
 	return out, nil
@@ -553,7 +611,8 @@ func (d *diffEngine) counts() []int {
 	for _, t := range d.e.Types() {
 		rejected += t.RejectedFull + t.RejectedClosed
 	}
-	return []int{int(sum.Submitted), int(sum.Completed), int(sum.Failed), int(sum.Cancelled), int(sum.Expired), int(rejected), sum.Running, sum.Pending + sum.Delayed + sum.Paused}
+	return []int{int(sum.Submitted), int(sum.Completed), int(sum.Failed), int(sum.Cancelled), int(sum.Expired), int(sum.DependencyFailed),
+		int(rejected), sum.Running, sum.Pending + sum.Delayed + sum.Paused + sum.Blocked}
 }
 
 func (d *diffEngine) parked() (int, int) {
@@ -577,6 +636,7 @@ func (c diffEndCounter) Started(*engine.Job, int, bool, int64)             {}
 func (c diffEndCounter) Finished(j *engine.Job, _ engine.Outcome, _ int64) { c[j.Seq()]++ }
 func (c diffEndCounter) Cancelled(j *engine.Job, _ int64)                  { c[j.Seq()]++ }
 func (c diffEndCounter) Expired(j *engine.Job, _ int64)                    { c[j.Seq()]++ }
+func (c diffEndCounter) DependencyFailed(j, _ *engine.Job, _ int64)        { c[j.Seq()]++ }
 func (c diffEndCounter) Retrying(*engine.Job, int64, int64)                {}
 func (c diffEndCounter) AllocationChanged(string, float64, float64, engine.AllocationReason, int64) {
 }

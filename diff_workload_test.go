@@ -3,6 +3,7 @@ package fairsched
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/fairsched/fairsched/internal/refmodel"
@@ -86,6 +87,9 @@ type diffJob struct {
 	// Fails is how many of its attempts fail: each is retried if its
 	// type's RetryPolicy allows another attempt, and ends the job if not.
 	Fails int
+	// After are the jobs it runs after, by index: jobs that arrive before
+	// it (those refused are left out).
+	After []int
 }
 
 // diffKeyChange is a run-time change of the keys' configuration:
@@ -354,6 +358,21 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 			j.Fails = 1 + src.intn(3)
 		}
 		w.Jobs = append(w.Jobs, j)
+	}
+	if diffChance(src, 1, 3) {
+		// Dependencies, on jobs that arrive before: chains, fans and
+		// diamonds, some of whose jobs fail, are cancelled or expire.
+		for i := range w.Jobs {
+			if i == 0 || !diffChance(src, 1, 3) {
+				continue
+			}
+			for range 1 + src.intn(2) {
+				k := src.intn(i)
+				if w.Jobs[k].At <= w.Jobs[i].At && !slices.Contains(w.Jobs[i].After, k) {
+					w.Jobs[i].After = append(w.Jobs[i].After, k)
+				}
+			}
+		}
 	}
 	if diffChance(src, 1, 4) {
 		w.Periodic = &diffPeriodic{

@@ -162,6 +162,15 @@
 // scheduler's clock timer. Tokens are taken as jobs start, whichever step
 // of the order starts them.
 //
+// Job.After names jobs a job runs after: it waits for them, holding
+// nothing and out of fair share (its aging clock runs), and starts once
+// all completed. If one does not complete (it fails for good, is
+// cancelled or misses its start deadline), the job ends without running
+// with a *DependencyError wrapping that job's error (errors.Is(err,
+// ErrDependency)), and so do the jobs after it, down the chain. A job that
+// will be retried has not failed yet. RunSync jobs may run after Submit
+// jobs too.
+//
 // Snapshot says, for each waiting job, the one thing that holds it
 // (JobInfo.Waiting), the first of: its NotBefore or backoff, a dependency,
 // a pause, a rate limit, its tier's, type's or key's cap, a running job

@@ -38,13 +38,14 @@ func (k EventKind) String() string {
 type Outcome uint8
 
 const (
-	OutcomeCompleted Outcome = iota + 1 // ran and returned nil
-	OutcomeFailed                       // ran and returned an error, or panicked
-	OutcomeCancelled                    // did not run to the end: cancelled, caller gone, or closed
-	OutcomeExpired                      // did not start by its start deadline
+	OutcomeCompleted        Outcome = iota + 1 // ran and returned nil
+	OutcomeFailed                              // ran and returned an error, or panicked
+	OutcomeCancelled                           // did not run to the end: cancelled, caller gone, or closed
+	OutcomeExpired                             // did not start by its start deadline
+	OutcomeDependencyFailed                    // did not start: a job it runs after did not complete
 )
 
-var outcomeNames = [...]string{"", "completed", "failed", "cancelled", "expired"}
+var outcomeNames = [...]string{"", "completed", "failed", "cancelled", "expired", "dependency_failed"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -242,6 +243,19 @@ func (o *observer) Expired(j *engine.Job, now int64) {
 	ev := o.jobEvent(EventFinished, j, now)
 	ev.Wait = usDuration(now - j.Submitted())
 	ev.Outcome, ev.Err = OutcomeExpired, ErrStartDeadline
+	o.events.send(ev)
+}
+
+// DependencyFailed is reported by the Scheduler itself as it ends the job
+// (unrunLocked), once the error it wraps is known: a dependency that
+// expired gets its error after the engine reports the expiry.
+func (o *observer) DependencyFailed(j, dep *engine.Job, now int64) {}
+
+// dependencyFailed reports a job that ended without running with err.
+func (o *observer) dependencyFailed(j *engine.Job, err error, now int64) {
+	ev := o.jobEvent(EventFinished, j, now)
+	ev.Wait = usDuration(now - j.Submitted())
+	ev.Outcome, ev.Err = OutcomeDependencyFailed, err
 	o.events.send(ev)
 }
 

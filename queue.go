@@ -45,6 +45,16 @@ type Job struct {
 	// not after the submission and NotBefore is refused at submission,
 	// with an error matching ErrStartDeadline.
 	StartBy time.Time
+	// After are jobs of this scheduler that this one runs after: it waits,
+	// holding nothing and out of fair share (its aging clock runs), until
+	// every one of them has completed. If one does not complete (it fails
+	// for good, is cancelled, or misses its start deadline) the job ends
+	// without running, with a *DependencyError that names it and wraps its
+	// error, and so do the jobs after it, down the chain. A job that will
+	// be retried has not failed yet; one that has ended already is taken
+	// as it ended. A job can only run after jobs submitted before it, so
+	// no cycle can form.
+	After []Handle
 }
 
 // descOf returns the engine's description of job: the same fields, laid
@@ -54,6 +64,7 @@ func descOf(job *Job) *engine.Desc { return (*engine.Desc)(unsafe.Pointer(job)) 
 // timesOf returns job's times in µs of the scheduler's clock (0 for the
 // zero time).
 func (s *Scheduler) timesOf(job *Job) engine.Times {
+	// job.After is converted, and checked, by afterOf.
 	var tm engine.Times
 	if !job.NotBefore.IsZero() {
 		tm.NotBefore = max(1, job.NotBefore.Sub(s.epoch).Microseconds())

@@ -212,6 +212,10 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 		s.mu.Unlock()
 		return err
 	}
+	if t.rec.State() == engine.StateDone { // a job it runs after had failed
+		s.mu.Unlock()
+		return resultOf(t)
+	}
 	if !t.rec.Running() {
 		t.wake = make(chan struct{})
 		s.dispatchLocked(now, false)
@@ -281,7 +285,8 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 		return err
 	}
 	s.mu.Lock()
-	if s.eng.Accepting() && (!s.eng.WouldStart(descOf(&desc)) || s.timesOf(&desc).NotBefore > s.nowLocked()) {
+	if s.eng.Accepting() && (!s.eng.WouldStart(descOf(&desc)) || s.timesOf(&desc).NotBefore > s.nowLocked() ||
+		s.waitsForAnyLocked(desc.After)) {
 		s.mu.Unlock()
 		return ErrWouldWait
 	}
@@ -291,6 +296,10 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 		s.recycleLocked(t)
 		s.mu.Unlock()
 		return err
+	}
+	if t.rec.State() == engine.StateDone { // a job it runs after had failed
+		s.mu.Unlock()
+		return resultOf(t)
 	}
 	if !t.rec.Running() {
 		// Queued behind jobs that limits hold back: the dispatch starts it.
@@ -433,13 +442,23 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 	s.catchUpLocked(now)
 	d := descOf(desc)
 	var tm engine.Times
-	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() { // rare: keep the call off the common path
+	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() || desc.After != nil { // rare: keep the calls off the common path
 		tm = s.timesOf(desc)
+		if desc.After != nil {
+			after, err := s.afterOf(desc)
+			if err != nil {
+				return err
+			}
+			tm.After = after
+		}
 	}
 	r := s.eng.Enqueue(&t.rec, d, tm, now)
 	if r == nil {
 		if t.rec.Timed() || s.eng.Rated() {
 			s.armLocked(now)
+		}
+		if s.eng.HasUnrun() { // a job it runs after had failed already
+			s.unrunLocked(now)
 		}
 		if s.cfg.signals != nil {
 			s.cfg.signals.accepted <- t.rec.Seq()
@@ -552,6 +571,9 @@ func (s *Scheduler) finishLocked(t *task, err error, ran bool, now int64) {
 	setResultLocked(t, err) // before the engine reports the end
 	s.eng.Finish(&t.rec, o, now)
 	s.endedLocked(t)
+	if s.eng.HasUnrun() {
+		s.unrunLocked(now)
+	}
 }
 
 // cancelQueuedLocked takes a job that has not started out of the queue
@@ -560,6 +582,9 @@ func (s *Scheduler) cancelQueuedLocked(t *task, err error, now int64) {
 	setResultLocked(t, err)
 	s.eng.Cancel(&t.rec, now)
 	s.endedLocked(t)
+	if s.eng.HasUnrun() {
+		s.unrunLocked(now)
+	}
 }
 
 // endedLocked wakes whoever waits for a job that ended.
@@ -685,7 +710,9 @@ func (s *Scheduler) Close() error {
 	s.stopSchedulesLocked()
 	now := s.nowLocked()
 	for _, j := range s.eng.PendingJobs() {
-		s.cancelQueuedLocked(taskOf(j), ErrClosed, now)
+		if j.Waiting() { // not ended already by a job it runs after, cancelled just before
+			s.cancelQueuedLocked(taskOf(j), ErrClosed, now)
+		}
 	}
 	for _, j := range s.eng.RunningJobs() {
 		taskOf(j).ctx.cancel(context.Canceled)

@@ -47,9 +47,12 @@ type Stats struct {
 	Failed    uint64 // ran and returned an error or panicked
 	Cancelled uint64 // left without running: Handle.Cancel or the caller's context while queued, or Close (a running job that returns an error after its context was cancelled counts as Failed)
 	Expired   uint64 // not started by their start deadline
-	Retries   uint64 // failed attempts that were retried (not counted in Failed)
-	Dead      int    // dead jobs kept (DeadJobs)
-	DeadTotal uint64 // jobs that died, kept or not
+	// DependencyFailed counts the jobs that ended without running because
+	// a job they run after did not complete.
+	DependencyFailed uint64
+	Retries          uint64 // failed attempts that were retried (not counted in Failed)
+	Dead             int    // dead jobs kept (DeadJobs)
+	DeadTotal        uint64 // jobs that died, kept or not
 	// SkippedOccurrences counts the occurrences of periodic jobs that were
 	// not submitted: their predecessor had not ended, or the queue was full.
 	SkippedOccurrences uint64
@@ -114,9 +117,12 @@ type TypeStats struct {
 	Failed         uint64
 	Cancelled      uint64
 	Expired        uint64 // not started by their start deadline
-	Retries        uint64 // failed attempts that were retried
-	Paused         bool   // PauseType
-	Rejected       uint64 // refusals of jobs of this type: RejectedFull + RejectedClosed
+	// DependencyFailed: ended without running, a job they run after did
+	// not complete.
+	DependencyFailed uint64
+	Retries          uint64 // failed attempts that were retried
+	Paused           bool   // PauseType
+	Rejected         uint64 // refusals of jobs of this type: RejectedFull + RejectedClosed
 	// RejectedFull counts refusals with ErrQueueFull: the queue or the
 	// key's MaxPending was full. RejectedClosed counts refusals with
 	// ErrClosed, after Shutdown or Close began.
@@ -161,9 +167,9 @@ func (s *Scheduler) Stats() Stats {
 	defer s.mu.Unlock()
 	e := s.eng.Summary()
 	st := Stats{
-		Running: e.Running, Queued: e.Pending + e.Delayed + e.Paused, Parked: e.Parked, Delayed: e.Delayed, Paused: e.Paused,
+		Running: e.Running, Queued: e.Pending + e.Delayed + e.Paused + e.Blocked, Parked: e.Parked, Delayed: e.Delayed, Paused: e.Paused,
 		Submitted: e.Submitted, Completed: e.Completed, Failed: e.Failed,
-		Cancelled: e.Cancelled, Expired: e.Expired, Retries: e.Retries,
+		Cancelled: e.Cancelled, Expired: e.Expired, DependencyFailed: e.DependencyFailed, Retries: e.Retries,
 		Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
 		Dead: len(s.dead), DeadTotal: s.deadTotal, SkippedOccurrences: s.skippedOccurrences,
 		Disabled: s.disabling.countLocked(s.nowLocked()), DisabledTotal: s.disabling.total,
@@ -190,7 +196,7 @@ func (s *Scheduler) Stats() Stats {
 	for _, t := range s.eng.Types() {
 		st.Types = append(st.Types, TypeStats{
 			Name: t.Name, Tier: Tier(t.Tier), MaxConcurrency: t.Limit, Running: t.Running, Queued: t.Queued,
-			Started: t.Started, Completed: t.Completed, Failed: t.Failed, Cancelled: t.Cancelled, Expired: t.Expired, Retries: t.Retries,
+			Started: t.Started, Completed: t.Completed, Failed: t.Failed, Cancelled: t.Cancelled, Expired: t.Expired, DependencyFailed: t.DependencyFailed, Retries: t.Retries,
 			Rejected: t.RejectedFull + t.RejectedClosed, RejectedFull: t.RejectedFull, RejectedClosed: t.RejectedClosed,
 			Paused: t.Paused,
 		})

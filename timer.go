@@ -3,6 +3,8 @@ package fairsched
 import (
 	"fmt"
 	"time"
+
+	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // The scheduler's one clock timer. The engine keeps everything that falls
@@ -54,17 +56,25 @@ func (s *Scheduler) catchUpLocked(now int64) {
 // applied first.
 func (s *Scheduler) dueLocked(now int64) {
 	for _, j := range s.eng.Due(now) {
-		t := taskOf(j)
-		err := fmt.Errorf("%w: job %d did not start by %v", ErrStartDeadline, j.Seq(), s.timeOf(now).Format(time.RFC3339Nano))
-		if a := attemptsOf(t); a != nil {
-			last := a.list[len(a.list)-1].Err
-			err = fmt.Errorf("%w: job %d did not start again by %v, after %d attempts; the last failed with: %w",
-				ErrStartDeadline, j.Seq(), s.timeOf(now).Format(time.RFC3339Nano), len(a.list), last)
-		}
-		setResultLocked(t, err)
-		s.endedLocked(t)
+		setResultLocked(taskOf(j), s.expiredError(j, now))
+		s.endedLocked(taskOf(j))
+	}
+	if s.eng.HasUnrun() {
+		s.unrunLocked(now) // after the expired jobs, whose errors they wrap
 	}
 	s.dispatchLocked(now, false)
+}
+
+// expiredError returns the error of job j, which did not start by its
+// start deadline, now.
+func (s *Scheduler) expiredError(j *engine.Job, now int64) error {
+	at := s.timeOf(now).Format(time.RFC3339Nano)
+	if a := attemptsOf(taskOf(j)); a != nil {
+		last := a.list[len(a.list)-1].Err
+		return fmt.Errorf("%w: job %d did not start again by %v, after %d attempts; the last failed with: %w",
+			ErrStartDeadline, j.Seq(), at, len(a.list), last)
+	}
+	return fmt.Errorf("%w: job %d did not start by %v", ErrStartDeadline, j.Seq(), at)
 }
 
 // stopTimerLocked stops the clock timer: Close.

@@ -91,7 +91,7 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 	c.started = desc("jobs_started_total",
 		"Jobs that got a slot, by tier and job type.", tierType...)
 	c.finished = desc("jobs_finished_total",
-		"Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting, expired those that missed their start deadline.",
+		"Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting, expired those that missed their start deadline, dependency_failed those that did not run because a job they run after did not complete.",
 		"tier", "type", "outcome")
 	c.retries = desc("job_retries_total",
 		"Failed attempts that were retried, by tier and job type.", tierType...)
@@ -209,6 +209,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.finished, t.Failed, tier, t.Name, fairsched.OutcomeFailed.String())
 		counter(c.finished, t.Cancelled, tier, t.Name, fairsched.OutcomeCancelled.String())
 		counter(c.finished, t.Expired, tier, t.Name, fairsched.OutcomeExpired.String())
+		counter(c.finished, t.DependencyFailed, tier, t.Name, fairsched.OutcomeDependencyFailed.String())
 		counter(c.retries, t.Retries, tier, t.Name)
 		counter(c.rejected, t.RejectedFull, tier, t.Name, "queue_full")
 		counter(c.rejected, t.RejectedClosed, tier, t.Name, "closed")
@@ -288,5 +289,5 @@ func histogram(d *prometheus.Desc, h fairsched.Histogram) prometheus.Metric {
 
 // unused reports whether a job type has never had a job.
 func unused(t fairsched.TypeStats) bool {
-	return t.Started+t.Cancelled+t.Expired+t.Retries+t.Rejected == 0 && t.Running+t.Queued == 0
+	return t.Started+t.Cancelled+t.Expired+t.DependencyFailed+t.Retries+t.Rejected == 0 && t.Running+t.Queued == 0
 }

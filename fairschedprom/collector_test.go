@@ -183,10 +183,12 @@ fairsched_jobs_submitted_total 4
 # TYPE fairsched_jobs_started_total counter
 fairsched_jobs_started_total{tier="background",type="index"} 2
 fairsched_jobs_started_total{tier="foreground",type="build"} 1
-# HELP fairsched_jobs_finished_total Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting, expired those that missed their start deadline.
+# HELP fairsched_jobs_finished_total Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting, expired those that missed their start deadline, dependency_failed those that did not run because a job they run after did not complete.
 # TYPE fairsched_jobs_finished_total counter
 fairsched_jobs_finished_total{outcome="cancelled",tier="background",type="index"} 1
 fairsched_jobs_finished_total{outcome="completed",tier="background",type="index"} 1
+fairsched_jobs_finished_total{outcome="dependency_failed",tier="background",type="index"} 0
+fairsched_jobs_finished_total{outcome="dependency_failed",tier="foreground",type="build"} 0
 fairsched_jobs_finished_total{outcome="expired",tier="background",type="index"} 0
 fairsched_jobs_finished_total{outcome="failed",tier="background",type="index"} 1
 fairsched_jobs_finished_total{outcome="cancelled",tier="foreground",type="build"} 0
@@ -604,10 +606,11 @@ func TestCollectExpiredAndDelayed(t *testing.T) {
 # HELP fairsched_delayed_jobs Queued jobs waiting for their NotBefore time.
 # TYPE fairsched_delayed_jobs gauge
 fairsched_delayed_jobs 1
-# HELP fairsched_jobs_finished_total Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting, expired those that missed their start deadline.
+# HELP fairsched_jobs_finished_total Jobs that ended, by tier, job type and outcome; cancelled includes jobs that left the queue without starting, expired those that missed their start deadline, dependency_failed those that did not run because a job they run after did not complete.
 # TYPE fairsched_jobs_finished_total counter
 fairsched_jobs_finished_total{outcome="cancelled",tier="background",type="sync"} 0
 fairsched_jobs_finished_total{outcome="completed",tier="background",type="sync"} 0
+fairsched_jobs_finished_total{outcome="dependency_failed",tier="background",type="sync"} 0
 fairsched_jobs_finished_total{outcome="expired",tier="background",type="sync"} 1
 fairsched_jobs_finished_total{outcome="failed",tier="background",type="sync"} 0
 # HELP fairsched_queued_jobs Queued jobs, including parked and delayed ones, by tier and job type.

@@ -119,8 +119,11 @@ func (e *Engine) unaside(j *Job) {
 
 // unsetAside takes a delayed or paused job out of where it is kept.
 func (e *Engine) unsetAside(j *Job) {
-	if j.state == StatePaused {
+	switch j.state {
+	case StatePaused:
 		e.unpark(j)
+	case StateBlocked:
+		e.nblocked--
 	}
 	e.unaside(j)
 }
@@ -147,6 +150,12 @@ func (e *Engine) Due(now int64) []*Job {
 		switch t.kind {
 		case timerRelease:
 			j := t.job
+			if e.waitsForDeps(j) {
+				e.timed[j].retry = false // a retried job's dependencies completed: never here
+				j.sub = t.at             // its aging clock starts at its NotBefore
+				e.block(j)
+				continue
+			}
 			if j.paused() {
 				// Its aging clock runs until its release, then stands.
 				if tm := e.timed[j]; tm.retry {
@@ -217,25 +226,28 @@ func (e *Engine) expire(j *Job, now int64) {
 	e.untime(j)
 	e.counters.Expired++
 	j.lane.typ.stats.expired++
-	if j.state == StateDelayed || j.state == StatePaused {
+	if j.aside() {
 		e.unsetAside(j)
 		if e.obs != nil {
 			e.obs.Expired(j, now)
 		}
-		e.endAside(j, now)
-		return
+		e.endAside(j, Expired, now)
+	} else {
+		e.leaveQueue(j)
+		if e.obs != nil {
+			e.obs.Expired(j, now)
+		}
+		e.end(j, Expired, now)
 	}
-	e.leaveQueue(j)
-	if e.obs != nil {
-		e.obs.Expired(j, now)
+	if j.linked {
+		e.resolve(j, Expired, now)
 	}
-	e.end(j, Expired, now)
 }
 
-// endAside ends a job set aside, which is in no order: nothing but its
-// key's idleness has to follow.
-func (e *Engine) endAside(j *Job, now int64) {
-	j.state = StateDone
+// endAside ends a job set aside, which is in no order, with o: nothing
+// but its key's idleness has to follow.
+func (e *Engine) endAside(j *Job, o Outcome, now int64) {
+	j.state, j.heap = StateDone, uint8(o)
 	if j.timed {
 		e.untime(j)
 	}

@@ -115,8 +115,8 @@
 //     it shuts again (the key reaches its cap, the lock's next holder
 //     starts) they are detached;
 //   - a job's own gates that take it out of fair share as well (a
-//     not-before time, a pause): the job is set aside, StateDelayed or
-//     StatePaused, counted apart (naside: admission limits still count
+//     not-before time, dependencies, a pause): the job is set aside,
+//     StateDelayed, StateBlocked or StatePaused, counted apart (naside: admission limits still count
 //     it, and its key is not idle) but in no order and no flow, so that
 //     its flow goes idle and its key's share goes to others, as SPEC
 //     section 10 asks of a pause. When the gate opens the job joins the

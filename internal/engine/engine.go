@@ -58,9 +58,11 @@ type Desc struct {
 
 // Times are the times a job carries, in µs; 0: none. NotBefore: it may not
 // start before then (a time not after its submission means no delay).
-// StartBy: its start deadline.
+// StartBy: its start deadline. And After are the jobs it runs after
+// (deps.go): enqueued before it, in this engine; ended or not.
 type Times struct {
 	NotBefore, StartBy int64
+	After              []*Job
 }
 
 // Engine is the whole decision state of a scheduler and the order of
@@ -106,10 +108,13 @@ type Engine struct {
 	seq        uint64               // the last sequence number handed out
 	stamp      uint64               // the last flow stamp handed out
 	nrunning   int
-	npending   int             // queued and held
-	naside     int             // accepted, set aside out of every order: delayed or paused
-	npaused    int             // of them, StatePaused
-	pausedKeys map[string]bool // paused keys by name, known to the engine or not (pause.go)
+	npending   int               // queued and held
+	naside     int               // accepted, set aside out of every order: delayed or paused
+	npaused    int               // of them, StatePaused
+	nblocked   int               // of them, StateBlocked
+	deps       map[*Job]*depNode // the dependency graph (deps.go)
+	unrun      []Unrun           // TakeUnrun's answer
+	pausedKeys map[string]bool   // paused keys by name, known to the engine or not (pause.go)
 	timed      map[*Job]*jobTimers
 	expired    []*Job // Due's answer
 	nqueued    int    // visible in lanes
@@ -236,17 +241,10 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 	if e.obs != nil {
 		e.obs.Submitted(j, now)
 	}
-	if tm.NotBefore > now || j.paused() {
-		if tm.NotBefore > now {
-			e.delay(j, tm.NotBefore)
-		} else {
-			e.aside(j)
-			e.park(j, now)
+	if tm.NotBefore > now || j.paused() || tm.After != nil {
+		if e.setAside(j, tm, deadline, now) {
+			return nil
 		}
-		if deadline > 0 {
-			e.setDeadline(j, deadline)
-		}
-		return nil
 	}
 	e.join(j, now, now)
 	if e.npending == 1 && e.admissible(j) {
@@ -262,6 +260,40 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 		e.setDeadline(j, deadline)
 	}
 	return nil
+}
+
+// setAside sets aside an accepted job that has a gate of its own to wait
+// for, in their order: a not-before time, dependencies, a pause; a
+// dependency that failed already ends it. It reports false if none holds
+// the job after all: it goes on to the queue.
+func (e *Engine) setAside(j *Job, tm Times, deadline, now int64) bool {
+	if tm.After != nil {
+		if dep := e.link(j, tm.After); dep != nil {
+			e.aside(j)
+			e.block(j)
+			e.failDependant(j, dep, now)
+			if j.linked {
+				e.resolve(j, DependencyFailed, now)
+			}
+			return true
+		}
+	}
+	switch {
+	case tm.NotBefore > now:
+		e.delay(j, tm.NotBefore)
+	case e.waitsForDeps(j):
+		e.aside(j)
+		e.block(j)
+	case j.paused():
+		e.aside(j)
+		e.park(j, now)
+	default:
+		return false
+	}
+	if deadline > 0 {
+		e.setDeadline(j, deadline)
+	}
+	return true
 }
 
 // join counts an accepted job among the pending ones at now: its flow
@@ -383,6 +415,11 @@ func (e *Engine) PendingJobs() []*Job {
 	}
 	for j := range e.timed {
 		if j.state == StateDelayed {
+			out = append(out, j)
+		}
+	}
+	for j := range e.deps {
+		if j.state == StateBlocked {
 			out = append(out, j)
 		}
 	}

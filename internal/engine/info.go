@@ -9,7 +9,7 @@ import "sort"
 type Summary struct {
 	Counters
 	Running, Pending, Parked int
-	Delayed, Paused          int // set aside: not in Pending
+	Delayed, Paused, Blocked int // set aside: not in Pending
 	KeysTracked, Estimates   int
 	KeysForgotten, Forgot    uint64
 }
@@ -18,7 +18,7 @@ type Summary struct {
 func (e *Engine) Summary() Summary {
 	return Summary{
 		Counters: e.counters,
-		Running:  e.nrunning, Pending: e.npending, Parked: e.nheld, Delayed: e.naside - e.npaused, Paused: e.npaused,
+		Running:  e.nrunning, Pending: e.npending, Parked: e.nheld, Delayed: e.naside - e.npaused - e.nblocked, Paused: e.npaused, Blocked: e.nblocked,
 		KeysTracked: len(e.keys), KeysForgotten: e.keysForgotten,
 		Estimates: e.costs.len(), Forgot: e.costs.forgotten,
 	}
@@ -47,7 +47,7 @@ type TypeInfo struct {
 	Name                                  string
 	Tier, Limit, Running, Queued          int
 	Started, Completed, Failed, Cancelled uint64
-	Expired, Retries                      uint64
+	Expired, Retries, DependencyFailed    uint64
 	RejectedFull, RejectedClosed          uint64
 	Paused                                bool
 }
@@ -59,7 +59,7 @@ func (e *Engine) Types() []TypeInfo {
 		t := e.types[name]
 		out = append(out, TypeInfo{
 			Name: name, Tier: t.cfg.Tier, Limit: t.limit, Running: t.running, Queued: t.pending + t.aside,
-			Started: t.stats.started, Completed: t.stats.completed, Failed: t.stats.failed, Cancelled: t.stats.cancelled, Expired: t.stats.expired, Retries: t.stats.retries,
+			Started: t.stats.started, Completed: t.stats.completed, Failed: t.stats.failed, Cancelled: t.stats.cancelled, Expired: t.stats.expired, Retries: t.stats.retries, DependencyFailed: t.stats.dependencyFailed,
 			RejectedFull: t.stats.rejectedFull, RejectedClosed: t.stats.rejectedClosed, Paused: t.paused,
 		})
 	}

@@ -12,6 +12,7 @@ const (
 	StateDone                 // ended
 	StateDelayed              // accepted, not before a time (delay.go): outside every order
 	StatePaused               // accepted, its key or type paused (pause.go): outside every order
+	StateBlocked              // accepted, waiting for the jobs it runs after (deps.go): outside every order
 )
 
 // Kind is the step of the order that started a job, which decides how it
@@ -28,10 +29,11 @@ const (
 type Outcome uint8
 
 const (
-	Completed Outcome = iota + 1 // ran and returned nil
-	Failed                       // ran and returned an error, or panicked
-	NotRun                       // left without running to the end: cancelled, or its caller gave up as it started
-	Expired                      // not started by its start deadline
+	Completed        Outcome = iota + 1 // ran and returned nil
+	Failed                              // ran and returned an error, or panicked
+	NotRun                              // left without running to the end: cancelled, or its caller gave up as it started
+	Expired                             // not started by its start deadline
+	DependencyFailed                    // not started: a job it runs after did not complete (deps.go)
 )
 
 // Which heap of its lane (or, for a job a gate holds, of its wait lane)
@@ -57,12 +59,12 @@ type Job struct {
 
 	// The small fields first, packed together.
 	state   State
-	heap    uint8 // pending: which heap of its (wait) lane holds it
+	heap    uint8 // pending: which heap of its (wait) lane holds it; done: its Outcome
 	held    uint8 // parked: the gate that holds it, heldByKey or heldByLock; paused: pausedByKey or pausedByType
 	kind    Kind
-	guessed bool  // its estimate was the type's default cost, not learned
 	inGrace bool  // has an entry in the grace queue, numbered at
 	timed   bool  // has timers (Engine.timed): a not-before time or a start deadline
+	linked  bool  // has a node in the dependency graph (Engine.deps)
 	idx     int32 // handle in a (wait) lane heap; position in the run or the running list
 	uidx    int32 // handle in typ.aged, or its wait lane's aged; -1 when absent
 	// at is, while the job is pending and inGrace, the number of its entry
@@ -71,7 +73,7 @@ type Job struct {
 	// and sharing the word keeps the record of a queued job 8 bytes smaller.
 	at       int64
 	estimate float64   // cost estimate at start, seconds
-	est      *estimate // the learnt estimate it came from, if any
+	est      *estimate // the learnt estimate it came from; nil: a guess, the type's default cost
 	weight   float64   // key weight at start
 }
 
@@ -111,8 +113,17 @@ func (j *Job) Timed() bool { return j.timed }
 // Waiting reports whether the job was accepted and has not started:
 // queued, held by a gate, or delayed.
 func (j *Job) Waiting() bool {
-	return j.state == StateQueued || j.state == StateParked || j.state == StateDelayed || j.state == StatePaused
+	return j.state == StateQueued || j.state == StateParked || j.aside()
 }
+
+// aside reports whether the job is set aside, outside every order:
+// delayed, paused or blocked by a dependency.
+func (j *Job) aside() bool {
+	return j.state == StateDelayed || j.state == StatePaused || j.state == StateBlocked
+}
+
+// Outcome returns how the job ended, once it is StateDone.
+func (j *Job) Outcome() Outcome { return Outcome(j.heap) }
 
 // Running reports whether the job holds a slot.
 func (j *Job) Running() bool { return j.state == StateRunning }
@@ -126,7 +137,7 @@ func byAgedKey(a, b *Job) bool { return a.agedOrder().Less(b.agedOrder()) }
 
 // guessOf returns the part of j's charge that was a default-cost guess.
 func (j *Job) guessOf() float64 {
-	if j.guessed {
+	if j.est == nil { // its estimate was the type's default cost, not learned
 		return j.estimate
 	}
 	return 0

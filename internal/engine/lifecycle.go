@@ -92,8 +92,8 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 		k.reserved++
 	} else {
 		j.est = e.costs.lookup(t, j.id)
-		j.estimate, j.guessed = t.cost, j.est == nil
-		if !j.guessed {
+		j.estimate = t.cost
+		if j.est != nil {
 			j.estimate = j.est.seconds
 		}
 		j.weight = k.cfg.Weight
@@ -108,6 +108,9 @@ func (e *Engine) finish(j *Job, o Outcome, now int64) {
 	e.stop(j, o, now)
 	e.recordFinish(j, o, now)
 	e.end(j, o, now)
+	if j.linked {
+		e.resolve(j, o, now)
+	}
 }
 
 // stop takes a running job's attempt out of the running jobs and accounts
@@ -146,7 +149,7 @@ func (e *Engine) stop(j *Job, o Outcome, now int64) {
 
 // end moves j to its final state and settles what it leaves behind.
 func (e *Engine) end(j *Job, o Outcome, now int64) {
-	j.state, j.est = StateDone, nil // the caller may keep the record long after
+	j.state, j.heap, j.est = StateDone, uint8(o), nil // the caller may keep the record long after
 	if j.timed {
 		e.untime(j)
 	}
@@ -181,15 +184,18 @@ func (e *Engine) removeQueued(j *Job, now int64) {
 	if j.timed {
 		e.untime(j)
 	}
-	if j.state == StateDelayed || j.state == StatePaused {
+	if j.aside() {
 		e.unsetAside(j)
 		e.recordCancel(j, now)
-		e.endAside(j, now)
-		return
+		e.endAside(j, NotRun, now)
+	} else {
+		e.leaveQueue(j)
+		e.recordCancel(j, now)
+		e.end(j, NotRun, now)
 	}
-	e.leaveQueue(j)
-	e.recordCancel(j, now)
-	e.end(j, NotRun, now)
+	if j.linked {
+		e.resolve(j, NotRun, now)
+	}
 }
 
 // leaveQueue takes a job that has not started out of the queue and its

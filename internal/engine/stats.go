@@ -20,6 +20,9 @@ type Observer interface {
 	Cancelled(j *Job, now int64)
 	// Expired: j was not started by its start deadline.
 	Expired(j *Job, now int64)
+	// DependencyFailed: j ended without running: dep, a job it runs
+	// after, did not complete.
+	DependencyFailed(j, dep *Job, now int64)
 	// Retrying: j's attempt failed; j waits until notBefore to try again.
 	Retrying(j *Job, notBefore, now int64)
 	// AllocationChanged: a configured key's fair allocation moved.
@@ -39,6 +42,7 @@ const (
 type Counters struct {
 	Submitted, Completed, Failed, Cancelled  uint64
 	Expired                                  uint64 // not started by their start deadline
+	DependencyFailed                         uint64 // not started: a job they run after did not complete
 	Retries                                  uint64 // failed attempts followed by another
 	RejectedUnknownType                      uint64 // the other refusals are counted by type
 	HighCompleted, LowCompleted              uint64 // base priority >= 75, < 25
@@ -51,7 +55,7 @@ type Counters struct {
 // typeCounters are one job type's cumulative counts.
 type typeCounters struct {
 	started, completed, failed, cancelled uint64
-	expired, retries                      uint64
+	expired, retries, dependencyFailed    uint64
 	rejectedFull, rejectedClosed          uint64
 }
 

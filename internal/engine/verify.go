@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/fairsched/fairsched/internal/iheap"
@@ -251,6 +252,9 @@ func (e *Engine) Verify(now int64) error {
 	if err := e.verifyTimers(now, asideKey, asideType); err != nil {
 		return err
 	}
+	if err := e.verifyDeps(asideKey, asideType); err != nil {
+		return err
+	}
 	if err := e.verifyAside(asideKey, asideType); err != nil {
 		return err
 	}
@@ -265,7 +269,7 @@ func (e *Engine) Verify(now int64) error {
 		return errorf("wait counts add up to %d, %d jobs wait", sum, e.npending+e.naside)
 	}
 	c := &e.counters
-	if c.Submitted != c.Completed+c.Failed+c.Cancelled+c.Expired+uint64(e.nrunning+e.npending+e.naside) {
+	if c.Submitted != c.Completed+c.Failed+c.Cancelled+c.Expired+c.DependencyFailed+uint64(e.nrunning+e.npending+e.naside) {
 		return errorf("submitted %d != completed %d + failed %d + cancelled %d + expired %d + running %d + pending %d + delayed %d",
 			c.Submitted, c.Completed, c.Failed, c.Cancelled, c.Expired, e.nrunning, e.npending, e.naside)
 	}
@@ -285,7 +289,7 @@ func (e *Engine) verifyTimers(now int64, delayedKey map[*keyState]int, delayedTy
 			return errorf("job %d: has timers but is not flagged", j.seq)
 		}
 		switch j.state {
-		case StateQueued, StateParked, StateDelayed, StatePaused:
+		case StateQueued, StateParked, StateDelayed, StatePaused, StateBlocked:
 		case StateRunning:
 			if tm.deadlineAt == 0 || tm.release.idx >= 0 || tm.deadline.idx >= 0 || tm.grace.idx >= 0 {
 				return errorf("job %d: running with timers set, or kept with no deadline", j.seq)
@@ -749,6 +753,47 @@ func (e *Engine) verifyRates(now int64) error {
 	}
 	if n != e.rateline.Len() {
 		return errorf("rateline: %d buckets, %d empty", e.rateline.Len(), n)
+	}
+	return nil
+}
+
+// verifyDeps checks the dependency graph: every node is a linked job that
+// has not ended, with edges left; every edge is listed by both its ends,
+// at its index among its dependency's dependants; a job that still waits
+// for a dependency is delayed or blocked, and a blocked one waits for one.
+// It counts the blocked jobs by key and type into asideKey, asideType.
+func (e *Engine) verifyDeps(asideKey map[*keyState]int, asideType map[*typeState]int) error {
+	blocked := 0
+	for j, n := range e.deps {
+		if !j.linked || j.state == StateDone || len(n.after)+len(n.dependants) == 0 {
+			return errorf("job %d: in the graph, linked %v, state %d, %d edges", j.seq, j.linked, j.state, len(n.after)+len(n.dependants))
+		}
+		for _, ed := range n.after {
+			dn := e.deps[ed.dep]
+			if ed.dependant != j || dn == nil || ed.idx >= len(dn.dependants) || dn.dependants[ed.idx] != ed {
+				return errorf("job %d: an edge from job %d not listed by it", j.seq, ed.dep.seq)
+			}
+		}
+		if len(n.after) > 0 && j.state != StateDelayed && j.state != StateBlocked {
+			return errorf("job %d: waits for %d dependencies in state %d", j.seq, len(n.after), j.state)
+		}
+		if j.state == StateBlocked {
+			if len(n.after) == 0 {
+				return errorf("job %d: blocked with no dependency left", j.seq)
+			}
+			blocked++
+			asideKey[j.lane.key]++
+			asideType[j.lane.typ]++
+		}
+		for i, ed := range n.dependants {
+			dn := e.deps[ed.dependant]
+			if ed.dep != j || ed.idx != i || dn == nil || !slices.Contains(dn.after, ed) {
+				return errorf("job %d: dependant %d listed at %d (index %d) not waiting for it", j.seq, ed.dependant.seq, i, ed.idx)
+			}
+		}
+	}
+	if blocked != e.nblocked {
+		return errorf("nblocked %d, counted %d", e.nblocked, blocked)
 	}
 	return nil
 }

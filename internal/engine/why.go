@@ -22,7 +22,8 @@ const (
 )
 
 // WhyWaiting returns what holds j at now and, for WhyConflict, the
-// sequence number of the running job that does. It looks at j's key, type,
+// sequence number of the running job that does, for WhyDependency that
+// of the earliest submitted job it still waits for. It looks at j's key, type,
 // tier and conflict lock: O(1).
 func (e *Engine) WhyWaiting(j *Job) (Why, uint64) {
 	switch j.state {
@@ -30,6 +31,11 @@ func (e *Engine) WhyWaiting(j *Job) (Why, uint64) {
 		return WhyNotBefore, 0
 	case StatePaused:
 		return WhyPaused, 0
+	case StateBlocked:
+		if d := e.FirstDependency(j); d != nil {
+			return WhyDependency, d.seq
+		}
+		return WhyDependency, 0
 	case StateQueued, StateParked:
 	default:
 		return NotWaiting, 0
@@ -69,7 +75,8 @@ func laneWhy(l *lane) Why {
 // conflict at once). O(lanes + their wait lanes).
 func (e *Engine) WaitCounts() [NumWhys]int {
 	var n [NumWhys]int
-	n[WhyNotBefore] = e.naside - e.npaused
+	n[WhyNotBefore] = e.naside - e.npaused - e.nblocked
+	n[WhyDependency] = e.nblocked
 	n[WhyPaused] = e.npaused
 	for _, k := range e.keys {
 		if k.pending == 0 {

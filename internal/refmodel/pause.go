@@ -7,9 +7,9 @@ func (m *Model) pausedFor(j *job) bool {
 	return m.pausedKeys[j.key.name] || m.pausedTypes[j.typName]
 }
 
-// aside reports whether j is outside the order and fair share: delayed or
-// paused.
-func (j *job) aside() bool { return j.delayed || j.paused }
+// aside reports whether j is outside the order and fair share: delayed,
+// paused or blocked by a dependency.
+func (j *job) aside() bool { return j.delayed || j.paused || j.blocked }
 
 // PauseKey pauses a key, known or not, from now: its waiting jobs, and
 // those submitted later, are set aside until it is resumed. Then it

@@ -141,6 +141,7 @@ type Job struct {
 	Type, ID, Key      string
 	Priority           int
 	NotBefore, StartBy int64
+	After              []uint64 // the jobs it runs after, by number (deps.go)
 }
 
 // Kind is the step of the order that started a job.
@@ -197,6 +198,11 @@ type Model struct {
 	pausedKeys, pausedTypes map[string]bool
 	// The job types' token buckets (ratelimit.go), by name.
 	typeBuckets map[string]*bucket
+	// completed says, for each job that ended, whether it completed; unrun
+	// are the jobs that ended because one they run after did not, not yet
+	// taken (deps.go).
+	completed map[uint64]bool
+	unrun     []uint64
 
 	starts []Start // not yet taken by TakeStarts
 }
@@ -218,6 +224,10 @@ type job struct {
 	// standing still.
 	paused   bool
 	pausedAt int64
+	// after are the jobs it runs after that have not ended; blocked: set
+	// aside until they complete (deps.go).
+	after    []uint64
+	blocked  bool
 	retry    bool  // delayed by a retry's backoff: it keeps its aging clock
 	deadline int64 // start deadline; 0: none
 	running  bool
@@ -364,9 +374,23 @@ func (m *Model) Submit(now int64, d Job) (uint64, bool) {
 	}
 	m.seq++
 	j := &job{seq: m.seq, typName: d.Type, typ: t, id: d.ID, key: k, base: clamp(base), sub: now, deadline: deadline}
+	// Its own gates, in order: a job it runs after that did not complete
+	// ends it at once; then a not-before time, dependencies left, a pause.
+	if !m.link(j, d.After) {
+		j.blocked = true
+		m.jobs = append(m.jobs, j)
+		m.unrunBy(j, now)
+		return m.seq, true
+	}
 	if d.NotBefore > now {
 		// Delayed: it joins the queue at NotBefore (Due).
 		j.delayed, j.notBefore = true, d.NotBefore
+		m.jobs = append(m.jobs, j)
+		return m.seq, true
+	}
+	if len(j.after) > 0 {
+		// It waits for its dependencies, set aside.
+		j.blocked = true
 		m.jobs = append(m.jobs, j)
 		return m.seq, true
 	}
@@ -453,6 +477,14 @@ func (m *Model) Due(now int64) []uint64 {
 			break
 		}
 		if release {
+			if len(next.after) > 0 {
+				// Its dependencies first: its aging clock runs meanwhile.
+				if !next.retry {
+					next.sub = next.notBefore
+				}
+				next.delayed, next.retry, next.blocked = false, false, true
+				continue
+			}
 			if m.pausedFor(next) {
 				// Its aging clock runs until its release, then stands.
 				if !next.retry {
@@ -468,6 +500,7 @@ func (m *Model) Due(now int64) []uint64 {
 		}
 		expired = append(expired, next.seq)
 		m.drop(next, now)
+		m.settleDeps(next, false, now)
 	}
 	m.dispatch(now)
 	return expired
@@ -491,7 +524,14 @@ func (m *Model) forget(now int64) {
 
 // Finish ends the running job seq at now, after it ran since its start.
 // Then it dispatches.
-func (m *Model) Finish(now int64, seq uint64) {
+func (m *Model) Finish(now int64, seq uint64) { m.finish(now, seq, true) }
+
+// Stop ends the running job seq at now as Finish does, but it did not
+// complete (it was cancelled as it ran): the jobs that run after it will
+// not run. Then it dispatches.
+func (m *Model) Stop(now int64, seq uint64) { m.finish(now, seq, false) }
+
+func (m *Model) finish(now int64, seq uint64, completed bool) {
 	j := m.find(seq)
 	if j == nil || !j.running {
 		panic("refmodel: Finish of a job that is not running")
@@ -499,6 +539,7 @@ func (m *Model) Finish(now int64, seq uint64) {
 	m.remove(j)
 	m.account(j, now)
 	m.ended(j, now)
+	m.settleDeps(j, completed, now)
 	m.dispatch(now)
 }
 
@@ -520,7 +561,7 @@ func (m *Model) Fail(now int64, seq uint64) {
 	if j := m.find(seq); j != nil {
 		m.failed(j, now)
 	}
-	m.Finish(now, seq)
+	m.finish(now, seq, false)
 }
 
 // failed counts a failed attempt of j at now and disables its (type, ID)
@@ -573,6 +614,7 @@ func (m *Model) Cancel(now int64, seq uint64) bool {
 		return false
 	}
 	m.drop(j, now)
+	m.settleDeps(j, false, now)
 	m.dispatch(now)
 	return true
 }

@@ -1,5 +1,7 @@
 package refmodel
 
+import "slices"
+
 // Why is what holds a waiting job (SPEC section 10): the first of these,
 // in this order, that applies.
 type Why int
@@ -33,6 +35,8 @@ func (m *Model) Why(now int64, seq uint64) (Why, uint64) {
 		return NotWaiting, 0
 	case j.delayed:
 		return WhyNotBefore, 0
+	case j.blocked:
+		return WhyDependency, slices.Min(j.after)
 	case j.paused:
 		return WhyPaused, 0
 	case !m.hasTokens(j, now):
