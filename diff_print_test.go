@@ -46,6 +46,7 @@ func (w *diffWorkload) goString() string {
 	field("CostAlpha", c.CostAlpha, c.CostAlpha == 0)
 	field("DefaultCost", c.DefaultCost, c.DefaultCost == 0)
 	field("IdleTTL", c.IdleTTL, c.IdleTTL == 0)
+	field("Resources", c.Resources, len(c.Resources) == 0)
 	b.WriteString("\t},\n\tJobs: []diffJob{\n")
 	for i, j := range w.Jobs {
 		var times string
@@ -61,8 +62,12 @@ func (w *diffWorkload) goString() string {
 		if len(j.After) > 0 {
 			times += fmt.Sprintf(", After: %#v", j.After)
 		}
-		fmt.Fprintf(&b, "\t\t{Job: Job{Type: %q, ID: %q, Key: %q, Priority: %d}, At: %d * diffUnit, Dur: %d * diffUnit, CancelAt: %s%s}, // j%d\n",
-			j.Job.Type, j.Job.ID, j.Job.Key, j.Job.Priority, j.At/diffUnit, j.Dur/diffUnit, diffUnitsString(j.CancelAt), times, i)
+		needs := ""
+		if j.Job.Needs != nil {
+			needs = fmt.Sprintf(", Needs: %#v", j.Job.Needs)
+		}
+		fmt.Fprintf(&b, "\t\t{Job: Job{Type: %q, ID: %q, Key: %q, Priority: %d%s}, At: %d * diffUnit, Dur: %d * diffUnit, CancelAt: %s%s}, // j%d\n",
+			j.Job.Type, j.Job.ID, j.Job.Key, j.Job.Priority, needs, j.At/diffUnit, j.Dur/diffUnit, diffUnitsString(j.CancelAt), times, i)
 	}
 	b.WriteString("\t},\n")
 	if len(w.Changes) > 0 {
@@ -73,6 +78,8 @@ func (w *diffWorkload) goString() string {
 				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Reset: true},\n", c.At/diffUnit)
 			case c.Limit != nil:
 				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Limit: %s},\n", c.At/diffUnit, c.Limit.goString())
+			case c.Resource != nil:
+				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Resource: &diffResource{%q, %d}},\n", c.At/diffUnit, c.Resource.Name, c.Resource.N)
 			case c.Pause != nil:
 				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Key: %q, Pause: %s},\n", c.At/diffUnit, c.Key, c.Pause.goString())
 			case c.ResetKey:

@@ -78,6 +78,7 @@ type diffRunner struct {
 		global int
 		tier   map[Tier]int
 		typ    map[string]int
+		res    map[string]int
 	}
 
 	// The periodic job: when its next occurrence is (-1: none), and its
@@ -99,7 +100,8 @@ func newDiffRunner(w *diffWorkload, opts diffOptions) *diffRunner {
 }
 
 // resumesLeft returns a resume, after every event of the workload, of
-// each key and type that its changes leave paused.
+// each key and type that its changes leave paused, and of each resource
+// whose capacity they change, its configured capacity.
 func (w *diffWorkload) resumesLeft() []diffKeyChange {
 	type target struct {
 		key string
@@ -136,6 +138,13 @@ func (w *diffWorkload) resumesLeft() []diffKeyChange {
 	for _, n := range slices.Sorted(maps.Keys(paused)) {
 		t := paused[n]
 		out = append(out, diffKeyChange{At: end + diffUnits(1), Key: t.key, Pause: &diffPause{Type: t.typ, Resume: true}})
+	}
+	// A job that needs more than a capacity lowered meanwhile waits for
+	// it to grow: the capacities go back to their configuration too.
+	for _, name := range slices.Sorted(maps.Keys(w.Cfg.Resources)) {
+		if slices.ContainsFunc(changes, func(c diffKeyChange) bool { return c.Resource != nil && c.Resource.Name == name }) {
+			out = append(out, diffKeyChange{At: end + diffUnits(1), Resource: &diffResource{name, w.Cfg.Resources[name]}})
+		}
 	}
 	return out
 }
@@ -208,6 +217,7 @@ func (r *diffRunner) run() error {
 		r.ref = refmodel.New(cfg)
 	}
 	r.caps.global, r.caps.tier, r.caps.typ = r.w.Cfg.MaxConcurrency, maps.Clone(r.w.Cfg.TierLimits), map[string]int{}
+	r.caps.res = maps.Clone(r.w.Cfg.Resources)
 	if r.caps.tier == nil {
 		r.caps.tier = map[Tier]int{}
 	}
@@ -380,6 +390,16 @@ func (r *diffRunner) change(c diffKeyChange) error {
 			r.ref.ResetKeys(now)
 		}
 		r.keyCfg, r.keysReset = map[string]KeyConfig{}, true
+	case c.Resource != nil:
+		err := r.sys.setResource(c.Resource.Name, c.Resource.N)
+		r.trace = append(r.trace, fmt.Sprintf("%v SetResource(%q, %d): %v", r.now, c.Resource.Name, c.Resource.N, err))
+		if err != nil {
+			return fmt.Errorf("SetResource(%q, %d): %v", c.Resource.Name, c.Resource.N, err)
+		}
+		if r.ref != nil && !r.ref.SetResource(now, c.Resource.Name, c.Resource.N) {
+			return fmt.Errorf("SetResource(%q, %d): the reference does not have it", c.Resource.Name, c.Resource.N)
+		}
+		r.caps.res[c.Resource.Name] = c.Resource.N
 	case c.Pause != nil:
 		if err := r.pause(c.Key, *c.Pause); err != nil {
 			return err
@@ -521,7 +541,8 @@ func (r *diffRunner) arriveBy(i int, submit func() (uint64, error)) error {
 		r.rejected++
 		r.trace = append(r.trace, fmt.Sprintf("%v submit j%d: %v", r.now, i, err))
 	case errors.Is(err, ErrStartDeadline), // a deadline that cannot be met
-		errors.Is(err, ErrDisabled): // a (type, ID) that kept failing
+		errors.Is(err, ErrDisabled), // a (type, ID) that kept failing
+		errors.Is(err, ErrTooMuch):  // more units than a resource has now
 		r.trace = append(r.trace, fmt.Sprintf("%v submit j%d: %v", r.now, i, err))
 	default:
 		return fmt.Errorf("submit j%d: %v", i, err)
@@ -730,12 +751,16 @@ func (r *diffRunner) checkLimits(started []diffStart) error {
 	types := map[string]int{}
 	keys := map[string]int{}
 	held := map[[2]string]int{}
+	units := map[string]int{}
 	for _, i := range r.order {
 		if r.jobs[i].ended {
 			continue
 		}
 		d := r.w.Jobs[i].Job
 		tc := c.Types[d.Type]
+		for res, u := range diffNeeds(d, tc) {
+			units[res] += u
+		}
 		all++
 		tiers[tc.Tier]++
 		types[d.Type]++
@@ -766,8 +791,21 @@ func (r *diffRunner) checkLimits(started []diffStart) error {
 		if limit := r.keyConfig(d.Key).MaxConcurrency; over(keys[d.Key], limit) {
 			return fmt.Errorf("key %q: %d running, cap %d", d.Key, keys[d.Key], limit)
 		}
+		for res := range diffNeeds(d, c.Types[d.Type]) {
+			if units[res] > r.caps.res[res] {
+				return fmt.Errorf("resource %q: %d units held, capacity %d", res, units[res], r.caps.res[res])
+			}
+		}
 	}
 	return nil
+}
+
+// diffNeeds returns what job d of type tc needs of the resources.
+func diffNeeds(d Job, tc TypeConfig) map[string]int {
+	if d.Needs != nil {
+		return d.Needs
+	}
+	return tc.Needs
 }
 
 // keyConfig returns key name's configuration as the driver knows it.
@@ -793,8 +831,9 @@ func (r *diffRunner) refJob(seq uint64) int {
 // diffWhy is what holds a waiting job, and the number of the job that
 // holds it, if one does.
 type diffWhy struct {
-	why string
-	on  uint64
+	why      string
+	on       uint64
+	resource string
 }
 
 // compareWhy checks that both sides say the same thing holds each waiting
@@ -809,16 +848,16 @@ func (r *diffRunner) compareWhy() error {
 		if !ok {
 			return fmt.Errorf("j%d (seq %d) waits but the system does not list it", i, j.seq)
 		}
-		why, on := r.ref.Why(r.now.Microseconds(), j.refSeq)
+		w := r.ref.Why(r.now.Microseconds(), j.refSeq)
 		gotOn, wantOn := -1, -1
 		if g.on != 0 {
 			gotOn = r.bySeq[g.on]
 		}
-		if on != 0 {
-			wantOn = r.refJob(on)
+		if w.On != 0 {
+			wantOn = r.refJob(w.On)
 		}
-		if g.why != why.String() || gotOn != wantOn {
-			return fmt.Errorf("j%d waits for %s (j%d), the reference says %s (j%d)", i, g.why, gotOn, why, wantOn)
+		if g.why != w.Why.String() || gotOn != wantOn || g.resource != w.Resource {
+			return fmt.Errorf("j%d waits for %s (j%d %q), the reference says %s (j%d %q)", i, g.why, gotOn, g.resource, w.Why, wantOn, w.Resource)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package fairsched
 import (
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 )
@@ -105,7 +106,7 @@ func diffSimplifications(w *diffWorkload) []*diffWorkload {
 			{Tier: tc.Tier, MaxConcurrency: tc.MaxConcurrency, DefaultCost: tc.DefaultCost, DefaultPriority: tc.DefaultPriority},
 			{Tier: tc.Tier, MaxConcurrency: tc.MaxConcurrency, ConflictGroup: tc.ConflictGroup, DefaultPriority: tc.DefaultPriority},
 			{Tier: tc.Tier, MaxConcurrency: tc.MaxConcurrency, ConflictGroup: tc.ConflictGroup, DefaultCost: tc.DefaultCost}} {
-			if z != tc {
+			if !reflect.DeepEqual(z, tc) {
 				edit(func(c *diffWorkload) { c.Cfg.Types[name] = z })
 			}
 		}
@@ -155,6 +156,7 @@ func (w *diffWorkload) clone() *diffWorkload {
 		c.Periodic = &p
 	}
 	c.Cfg.TierLimits = maps.Clone(w.Cfg.TierLimits)
+	c.Cfg.Resources = maps.Clone(w.Cfg.Resources)
 	c.Cfg.Types = maps.Clone(w.Cfg.Types)
 	c.Cfg.Keys = maps.Clone(w.Cfg.Keys)
 	return c

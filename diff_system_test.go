@@ -36,6 +36,7 @@ type diffSystem interface {
 	setMaxConcurrency(n int) error
 	setTierLimit(t Tier, n int) error
 	setTypeLimit(name string, n int) error
+	setResource(name string, n int) error
 	// pause pauses (or resumes) a type if typ is not nil, else a key.
 	pause(key string, typ *string, resume bool) error
 	// waiting returns what holds each waiting job, by sequence number.
@@ -298,11 +299,13 @@ func (d *diffScheduler) waiting() map[uint64]diffWhy {
 	out := map[uint64]diffWhy{}
 	for _, ji := range d.s.Snapshot() {
 		if !ji.Running {
-			out[ji.Seq] = diffWhy{ji.Waiting.String(), ji.WaitingOn}
+			out[ji.Seq] = diffWhy{ji.Waiting.String(), ji.WaitingOn, ji.WaitingFor}
 		}
 	}
 	return out
 }
+
+func (d *diffScheduler) setResource(name string, n int) error { return d.s.SetResource(name, n) }
 
 func (d *diffScheduler) pause(key string, typ *string, resume bool) error {
 	switch {
@@ -409,6 +412,12 @@ func (d *diffEngine) submit(i int, desc Job, after []int) (uint64, error) {
 	for _, k := range after {
 		tm.After = append(tm.After, d.jobs[k])
 	}
+	if desc.Needs != nil {
+		tm.Needs = engineNeeds(desc.Needs)
+		if tm.Needs == nil {
+			tm.Needs = []engine.Need{}
+		}
+	}
 	if due, ok := d.e.NextDue(); ok && due <= d.now() {
 		d.expired = append(d.expired, d.e.Due(d.now())...) // as the Scheduler catches up first
 		d.dispatch()
@@ -419,13 +428,17 @@ func (d *diffEngine) submit(i int, desc Job, after []int) (uint64, error) {
 	if !desc.StartBy.IsZero() {
 		tm.StartBy = desc.StartBy.Sub(d.t0).Microseconds()
 	}
-	would := d.e.WouldStart(&ed) && tm.NotBefore <= d.now() && !d.waitsForAny(tm.After)
+	would := d.e.WouldStart(&ed, tm.Needs) && tm.NotBefore <= d.now() && !d.waitsForAny(tm.After)
 	if r := d.e.Enqueue(j, &ed, tm, d.now()); r != nil {
 		switch r.Reason {
 		case engine.RefusedFull, engine.RefusedKeyFull:
 			return 0, &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size}
 		case engine.RefusedNeverStarts:
 			return 0, ErrStartDeadline
+		case engine.RefusedUnknownResource:
+			return 0, ErrUnknownResource
+		case engine.RefusedTooMuch:
+			return 0, ErrTooMuch
 		}
 		return 0, fmt.Errorf("refused: reason %d", r.Reason)
 	}
@@ -566,10 +579,18 @@ func (d *diffEngine) setTypeLimit(name string, n int) error {
 func (d *diffEngine) waiting() map[uint64]diffWhy {
 	out := map[uint64]diffWhy{}
 	for _, j := range d.e.PendingJobs() {
-		why, on := d.e.WhyWaiting(j)
-		out[j.Seq()] = diffWhy{WaitReason(why).String(), on}
+		w := d.e.WhyWaiting(j)
+		out[j.Seq()] = diffWhy{WaitReason(w.Why).String(), w.On, w.Resource}
 	}
 	return out
+}
+
+func (d *diffEngine) setResource(name string, n int) error {
+	if !d.e.SetResource(name, n, d.now()) {
+		return ErrUnknownResource
+	}
+	d.dispatch()
+	return nil
 }
 
 func (d *diffEngine) pause(key string, typ *string, resume bool) error {

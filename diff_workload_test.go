@@ -2,6 +2,7 @@ package fairsched
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -104,6 +105,13 @@ type diffKeyChange struct {
 	ResetKey bool
 	Limit    *diffLimit // a change of the global, a tier's or a type's limit instead
 	Pause    *diffPause // a pause or resume of Key, or of a type, instead
+	Resource *diffResource
+}
+
+// diffResource sets a resource's capacity to N.
+type diffResource struct {
+	Name string
+	N    int
 }
 
 // diffPause pauses Key, or the type Type if it is set, or resumes it.
@@ -209,9 +217,32 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		}
 	}
 
+	var resources []string
+	if diffChance(src, 1, 3) {
+		cfg.Resources = map[string]int{"r0": 1 + src.intn(4)}
+		resources = append(resources, "r0")
+		if diffChance(src, 1, 2) {
+			cfg.Resources["r1"] = 1 + src.intn(3)
+			resources = append(resources, "r1")
+		}
+	}
+	// needs returns some units of some resources, within their capacities.
+	needs := func() map[string]int {
+		n := map[string]int{}
+		for _, r := range resources {
+			if diffChance(src, 2, 3) {
+				n[r] = 1 + src.intn(cfg.Resources[r])
+			}
+		}
+		return n
+	}
+
 	types := []string{""}
 	for i := range src.intn(4) {
 		tc := TypeConfig{Tier: Tier(src.intn(ntiers))}
+		if resources != nil && diffChance(src, 1, 2) {
+			tc.Needs = needs()
+		}
 		if diffChance(src, 1, 3) {
 			tc.MaxConcurrency = 1 + src.intn(3)
 		}
@@ -357,6 +388,9 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		if diffChance(src, 1, 4) {
 			j.Fails = 1 + src.intn(3)
 		}
+		if resources != nil && diffChance(src, 1, 6) {
+			j.Job.Needs = needs() // perhaps none, in place of its type's
+		}
 		w.Jobs = append(w.Jobs, j)
 	}
 	if diffChance(src, 1, 3) {
@@ -385,7 +419,11 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 	if diffChance(src, 1, 3) {
 		for range 1 + src.intn(4) {
 			c := diffKeyChange{At: diffUnits(src.intn(span + 1)), Key: keys[src.intn(len(keys))]}
-			switch src.intn(9) {
+			choices := 9
+			if resources != nil {
+				choices = 10
+			}
+			switch src.intn(choices) {
 			case 0, 1, 2:
 				c.Weight = diffPick(src, 2, 0.5, 1, 3, 4)
 			case 3, 4:
@@ -406,6 +444,8 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 				c.Reset = true
 			case 6:
 				c.ResetKey = true
+			case 9:
+				c.Resource = &diffResource{Name: resources[src.intn(len(resources))], N: src.intn(5)}
 			default:
 				l := &diffLimit{N: src.intn(4)}
 				switch src.intn(3) {
@@ -463,7 +503,7 @@ func (j diffJob) job(t0 time.Time) Job {
 // refJob returns the job as submitted to the reference model, its times
 // in µs of the run.
 func (j diffJob) refJob() refmodel.Job {
-	d := refmodel.Job{Type: j.Job.Type, ID: j.Job.ID, Key: j.Job.Key, Priority: j.Job.Priority}
+	d := refmodel.Job{Type: j.Job.Type, ID: j.Job.ID, Key: j.Job.Key, Priority: j.Job.Priority, Needs: j.Job.Needs}
 	if j.Delay > 0 {
 		d.NotBefore = (j.At + j.Delay).Microseconds()
 	}
@@ -486,6 +526,7 @@ func diffRefConfig(c Config) refmodel.Config {
 		CostAlpha:      c.CostAlpha,
 		DefaultCost:    c.DefaultCost,
 		IdleTTL:        c.IdleTTL,
+		Resources:      maps.Clone(c.Resources),
 	}
 	for t, n := range c.TierLimits {
 		r.TierLimits[int(t)] = n
@@ -494,7 +535,7 @@ func diffRefConfig(c Config) refmodel.Config {
 		r.Types[name] = refmodel.Type{
 			Tier: int(tc.Tier), MaxConcurrency: tc.MaxConcurrency, ConflictGroup: tc.ConflictGroup,
 			DefaultCost: tc.DefaultCost, DefaultPriority: tc.DefaultPriority, StartTimeout: tc.StartTimeout,
-			Disable: refmodel.Disable(tc.Disable), Rate: refmodel.Rate(tc.Rate),
+			Disable: refmodel.Disable(tc.Disable), Rate: refmodel.Rate(tc.Rate), Needs: tc.Needs,
 		}
 	}
 	for name, kc := range c.Keys {

@@ -171,6 +171,16 @@
 // will be retried has not failed yet. RunSync jobs may run after Submit
 // jobs too.
 //
+// Config.Resources gives named resources capacities in units, and
+// TypeConfig.Needs (or a job's own Job.Needs) the units its jobs need: a
+// job starts only when all are free, a hard limit like the caps, and it
+// waits without blocking jobs that need other things. No starvation by
+// size: the first job in the order that finds a resource short of its
+// units claims the resources it needs, and their free units are held for
+// it alone (never a slot) until it starts or leaves the queue, so a large
+// job waits at most for the jobs ahead of it and for the units in use
+// when it claimed to be released. SetResource changes a capacity.
+//
 // Snapshot says, for each waiting job, the one thing that holds it
 // (JobInfo.Waiting), the first of: its NotBefore or backoff, a dependency,
 // a pause, a rate limit, its tier's, type's or key's cap, a running job

@@ -72,6 +72,9 @@ type TypeConfig struct {
 	Retry RetryPolicy
 	// Rate limits how fast the type's jobs start; the zero value: no limit.
 	Rate RateLimit
+	// Needs are the units of named resources (Config.Resources) each of
+	// its jobs needs while it runs; a job's own Job.Needs replace them.
+	Needs map[string]int
 	// Disable turns away a (type, ID) pair whose attempts keep failing;
 	// the zero value: never.
 	Disable DisablePolicy
@@ -181,6 +184,10 @@ type Config struct {
 	// A service whose RunSync calls name no type and serve requests sets
 	// Types[""] = TypeConfig{Tier: Foreground}, or names their types.
 	Types map[string]TypeConfig
+	// Resources gives named resources their capacities in units; job
+	// types (TypeConfig.Needs) and jobs (Job.Needs) need units of them.
+	// See SetResource.
+	Resources map[string]int
 	// Keys configures fairness keys by name. Configured keys may carry
 	// reservations and are never forgotten, until ResetKey or ResetKeys
 	// unconfigures them. Keys[""] configures the empty key, of jobs that
@@ -250,6 +257,7 @@ func (c *Config) validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, c.validateResources()...)
 	reserved := 0
 	for _, name := range sortedKeys(c.Keys) {
 		kc := c.Keys[name]
@@ -306,6 +314,9 @@ func (tc TypeConfig) validate(name string) error {
 		errs = append(errs, err)
 	}
 	if err := tc.Rate.validate(fmt.Sprintf("job type %q", name)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateNeeds(fmt.Sprintf("job type %q", name), tc.Needs); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -429,6 +440,7 @@ func (c *Config) engine() engine.Config {
 		CostAlpha:      c.CostAlpha,
 		DefaultCost:    c.DefaultCost.Seconds(),
 		IdleTTL:        c.IdleTTL.Microseconds(),
+		Resources:      c.Resources,
 	}
 	for t, n := range c.TierLimits {
 		ec.TierLimits[int(t)] = n
@@ -458,6 +470,7 @@ func (tc TypeConfig) engine() engine.Type {
 		DefaultPriority: tc.DefaultPriority,
 		StartTimeout:    tc.StartTimeout.Microseconds(),
 		Rate:            tc.Rate.engine(),
+		Needs:           engineNeeds(tc.Needs),
 	}
 }
 

@@ -55,6 +55,11 @@ type Job struct {
 	// as it ended. A job can only run after jobs submitted before it, so
 	// no cycle can form.
 	After []Handle
+	// Needs are the units of named resources (Config.Resources) the job
+	// needs while it runs, in place of its type's TypeConfig.Needs; nil:
+	// its type's. A job that needs a resource not configured, or more
+	// units than it has, is refused, with ErrUnknownResource or ErrTooMuch.
+	Needs map[string]int
 }
 
 // descOf returns the engine's description of job: the same fields, laid
@@ -98,11 +103,14 @@ type JobInfo struct {
 	Running           bool
 	Parked            bool // waiting on a conflict or its key's cap
 	// Waiting is what holds a job that has not started; WaitingOn is, for
-	// WaitConflict, the Seq of the running job that holds the conflict.
-	Waiting   WaitReason
-	WaitingOn uint64
-	Wait      time.Duration // submission to start, or to now if pending
-	Submitted time.Time
+	// WaitConflict, the Seq of the running job that holds the conflict,
+	// for WaitDependency that of the earliest submitted job it still waits
+	// for; WaitingFor is, for WaitResource, the resource.
+	Waiting    WaitReason
+	WaitingOn  uint64
+	WaitingFor string
+	Wait       time.Duration // submission to start, or to now if pending
+	Submitted  time.Time
 }
 
 // Snapshot lists every pending and running job, running first, then in
@@ -141,8 +149,8 @@ func (s *Scheduler) infoLocked(j *engine.Job, now int64) JobInfo {
 	} else {
 		ji.Urgent = s.eng.Urgent(j, now)
 	}
-	why, on := s.eng.WhyWaiting(j)
-	ji.Waiting, ji.WaitingOn = WaitReason(why), on
+	w := s.eng.WhyWaiting(j)
+	ji.Waiting, ji.WaitingOn, ji.WaitingFor = WaitReason(w.Why), w.On, w.Resource
 	ji.EffectivePriority = s.eng.Effective(j, at)
 	ji.Wait = usDuration(at - j.Submitted())
 	return ji

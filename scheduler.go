@@ -285,7 +285,7 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 		return err
 	}
 	s.mu.Lock()
-	if s.eng.Accepting() && (!s.eng.WouldStart(descOf(&desc)) || s.timesOf(&desc).NotBefore > s.nowLocked() ||
+	if s.eng.Accepting() && (!s.eng.WouldStart(descOf(&desc), engineNeeds(desc.Needs)) || s.timesOf(&desc).NotBefore > s.nowLocked() ||
 		s.waitsForAnyLocked(desc.After)) {
 		s.mu.Unlock()
 		return ErrWouldWait
@@ -442,8 +442,17 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 	s.catchUpLocked(now)
 	d := descOf(desc)
 	var tm engine.Times
-	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() || desc.After != nil { // rare: keep the calls off the common path
+	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() || desc.After != nil || desc.Needs != nil { // rare: keep the calls off the common path
 		tm = s.timesOf(desc)
+		if desc.Needs != nil {
+			if err := validateNeeds("the job", desc.Needs); err != nil {
+				return err
+			}
+			tm.Needs = engineNeeds(desc.Needs)
+			if tm.Needs == nil {
+				tm.Needs = []engine.Need{} // none, in place of its type's
+			}
+		}
 		if desc.After != nil {
 			after, err := s.afterOf(desc)
 			if err != nil {
@@ -474,6 +483,10 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 	case engine.RefusedNeverStarts:
 		err = fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
 			ErrStartDeadline, s.timeOf(r.Deadline).Format(time.RFC3339Nano))
+	case engine.RefusedUnknownResource:
+		err = fmt.Errorf("%w %q", ErrUnknownResource, r.Resource)
+	case engine.RefusedTooMuch:
+		err = fmt.Errorf("%w: it needs %d units of %q, which has %d", ErrTooMuch, r.Size, r.Resource, r.Limit)
 	default:
 		wait, _ := s.estimateLocked(desc, now)
 		err = &QueueFullError{
@@ -580,10 +593,13 @@ func (s *Scheduler) finishLocked(t *task, err error, ran bool, now int64) {
 // and ends it with err (cancelled, or the scheduler closed).
 func (s *Scheduler) cancelQueuedLocked(t *task, err error, now int64) {
 	setResultLocked(t, err)
-	s.eng.Cancel(&t.rec, now)
+	unblocked := s.eng.Cancel(&t.rec, now)
 	s.endedLocked(t)
 	if s.eng.HasUnrun() {
 		s.unrunLocked(now)
+	}
+	if unblocked { // it held a resource's units for itself
+		s.dispatchLocked(now, false)
 	}
 }
 

@@ -35,6 +35,8 @@ type Stats struct {
 	// PausedKeys are the keys paused (PauseKey), by name, whether they
 	// have jobs or not.
 	PausedKeys []string
+	// Resources are the named resources, by name.
+	Resources []ResourceStats
 	// Waiting counts the jobs not started by what holds them; the counts
 	// add up to Queued, and reasons with no job are left out. A queued job
 	// whose conflict holder started after it queued counts as WaitTurn
@@ -184,6 +186,7 @@ func (s *Scheduler) Stats() Stats {
 		CostEstimates: e.Estimates, CostsForgotten: e.Forgot,
 		PausedKeys: s.eng.PausedKeys(),
 		Waiting:    map[WaitReason]int{},
+		Resources:  s.resourceStatsLocked(),
 	}
 	for why, n := range s.eng.WaitCounts() {
 		if n > 0 {

@@ -248,6 +248,9 @@ func (e *Engine) expire(j *Job, now int64) {
 // but its key's idleness has to follow.
 func (e *Engine) endAside(j *Job, o Outcome, now int64) {
 	j.state, j.heap = StateDone, uint8(o)
+	if e.nown > 0 {
+		e.forgetNeeds(j)
+	}
 	if j.timed {
 		e.untime(j)
 	}

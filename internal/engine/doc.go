@@ -114,6 +114,9 @@
 //     attached to their lanes and their jobs compete as they are, and when
 //     it shuts again (the key reaches its cap, the lock's next holder
 //     starts) they are detached;
+//   - a named resource short of units, or held for the job that claimed
+//     it (resources.go): like a conflict lock, its gate holds the jobs it
+//     blocks, in wait lanes, and opens when its claimant starts;
 //   - a job's own gates that take it out of fair share as well (a
 //     not-before time, dependencies, a pause): the job is set aside,
 //     StateDelayed, StateBlocked or StatePaused, counted apart (naside: admission limits still count

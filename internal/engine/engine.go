@@ -16,9 +16,10 @@ type Config struct {
 	Keys           map[string]Key // configured keys
 	DefaultKey     Key
 	Aging          Aging
-	CostAlpha      float64 // in (0, 1]
-	DefaultCost    float64 // seconds, > 0
-	IdleTTL        int64   // µs, > 0
+	CostAlpha      float64        // in (0, 1]
+	DefaultCost    float64        // seconds, > 0
+	IdleTTL        int64          // µs, > 0
+	Resources      map[string]int // named resources' capacities (resources.go)
 }
 
 // Type configures a job type; it mirrors fairsched.TypeConfig.
@@ -30,6 +31,7 @@ type Type struct {
 	DefaultPriority int     // 0: 50
 	StartTimeout    int64   // µs from submission; 0: no start deadline
 	Rate            Rate
+	Needs           []Need // units of named resources its jobs need
 }
 
 // Key configures a fairness key; it mirrors fairsched.KeyConfig.
@@ -63,6 +65,7 @@ type Desc struct {
 type Times struct {
 	NotBefore, StartBy int64
 	After              []*Job
+	Needs              []Need // the job's own needs, in place of its type's; nil: its type's
 }
 
 // Engine is the whole decision state of a scheduler and the order of
@@ -98,23 +101,30 @@ type Engine struct {
 	idleTail    *keyState
 
 	// What waits and what runs.
-	conflicts  map[conflictKey]*conflictLock
-	grace      graceQueue
-	timeline   timeline             // what falls due at a time
-	rateline   iheap.Keyed[*bucket] // empty token buckets by their next token (ratelimit.go)
-	rated      bool                 // some key or type has had a rate limit
-	lateGrace  timeline             // grace ends of retried jobs (delay.go)
-	running    []runningJob         // Job.idx is the position
-	seq        uint64               // the last sequence number handed out
-	stamp      uint64               // the last flow stamp handed out
-	nrunning   int
-	npending   int               // queued and held
-	naside     int               // accepted, set aside out of every order: delayed or paused
-	npaused    int               // of them, StatePaused
-	nblocked   int               // of them, StateBlocked
-	deps       map[*Job]*depNode // the dependency graph (deps.go)
-	unrun      []Unrun           // TakeUnrun's answer
-	pausedKeys map[string]bool   // paused keys by name, known to the engine or not (pause.go)
+	conflicts map[conflictKey]*conflictLock
+	grace     graceQueue
+	timeline  timeline             // what falls due at a time
+	rateline  iheap.Keyed[*bucket] // empty token buckets by their next token (ratelimit.go)
+	rated     bool                 // some key or type has had a rate limit
+	lateGrace timeline             // grace ends of retried jobs (delay.go)
+	running   []runningJob         // Job.idx is the position
+	seq       uint64               // the last sequence number handed out
+	stamp     uint64               // the last flow stamp handed out
+	nrunning  int
+	npending  int               // queued and held
+	naside    int               // accepted, set aside out of every order: delayed or paused
+	npaused   int               // of them, StatePaused
+	nblocked  int               // of them, StateBlocked
+	deps      map[*Job]*depNode // the dependency graph (deps.go)
+	// Named resources (resources.go): by name; the gate that holds each
+	// job a resource blocks; the jobs with needs of their own.
+	resources  map[string]*resource
+	resHeld    map[*Job]*gate
+	unblocked  bool // a claim ended as a job left the queue (Cancel's answer)
+	ownNeeds   map[*Job][]need
+	nown       int
+	unrun      []Unrun         // TakeUnrun's answer
+	pausedKeys map[string]bool // paused keys by name, known to the engine or not (pause.go)
 	timed      map[*Job]*jobTimers
 	expired    []*Job // Due's answer
 	nqueued    int    // visible in lanes
@@ -146,6 +156,7 @@ func New(cfg Config, obs Observer) *Engine {
 	for t := range cfg.TierLimits {
 		e.tierOf(t)
 	}
+	e.setResources(cfg.Resources)
 	e.registerType("", cfg.DefaultType)
 	e.anyType = e.types[""]
 	for _, name := range sortedNames(cfg.Keys) {
@@ -164,21 +175,24 @@ func New(cfg Config, obs Observer) *Engine {
 // Refusal says why Enqueue refused a job.
 type Refusal struct {
 	Reason   RefusalReason
-	Limit    int   // RefusedFull, RefusedKeyFull: the limit
-	Size     int   // and the jobs pending under it
-	Deadline int64 // RefusedNeverStarts: the start deadline, µs
+	Limit    int    // RefusedFull, RefusedKeyFull: the limit
+	Size     int    // and the jobs pending under it
+	Deadline int64  // RefusedNeverStarts: the start deadline, µs
+	Resource string // RefusedUnknownResource, RefusedTooMuch
 }
 
 // RefusalReason is why a submission was refused.
 type RefusalReason uint8
 
 const (
-	Accepted           RefusalReason = iota
-	RefusedUnknownType               // no such type
-	RefusedClosed                    // StopAccepting was called
-	RefusedFull                      // MaxQueue reached
-	RefusedKeyFull                   // the key's MaxPending reached
-	RefusedNeverStarts               // its start deadline is not after its submission and NotBefore
+	Accepted               RefusalReason = iota
+	RefusedUnknownType                   // no such type
+	RefusedClosed                        // StopAccepting was called
+	RefusedFull                          // MaxQueue reached
+	RefusedKeyFull                       // the key's MaxPending reached
+	RefusedNeverStarts                   // its start deadline is not after its submission and NotBefore
+	RefusedUnknownResource               // it needs a resource not configured: Refusal.Resource
+	RefusedTooMuch                       // it needs more units than Refusal.Resource has (Limit), Size
 )
 
 // StopAccepting makes every later Enqueue refuse with RefusedClosed.
@@ -207,6 +221,20 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 	deadline := deadlineOf(t, tm.StartBy, now)
 	if deadline > 0 && deadline <= max(now, tm.NotBefore) {
 		return &Refusal{Reason: RefusedNeverStarts, Deadline: deadline}
+	}
+	var own []need
+	if tm.Needs != nil || t.needs != nil {
+		needs := t.needs
+		if tm.Needs != nil {
+			var unknown string
+			if own, unknown = e.resolveNeeds(tm.Needs); unknown != "" {
+				return &Refusal{Reason: RefusedUnknownResource, Resource: unknown}
+			}
+			needs = own
+		}
+		if n, ok := tooMuch(needs); ok {
+			return &Refusal{Reason: RefusedTooMuch, Resource: n.r.name, Limit: n.r.capacity, Size: n.units}
+		}
 	}
 	if e.cfg.MaxQueue > 0 && e.npending+e.naside >= e.cfg.MaxQueue {
 		t.stats.rejectedFull++
@@ -237,6 +265,13 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 	e.seq++
 	j.seq, j.sub, j.uidx = e.seq, now, -1
 	j.lane = e.laneOf(t, k)
+	if own != nil {
+		if e.ownNeeds == nil {
+			e.ownNeeds = make(map[*Job][]need)
+		}
+		e.ownNeeds[j] = own
+		e.nown++
+	}
 	e.counters.Submitted++
 	if e.obs != nil {
 		e.obs.Submitted(j, now)
@@ -364,9 +399,12 @@ func (e *Engine) Finish(j *Job, o Outcome, now int64) {
 }
 
 // Cancel takes a job that has not started out of the queue and ends it,
-// as not run. O(log n).
-func (e *Engine) Cancel(j *Job, now int64) {
+// as not run, and reports whether other jobs may start now: it had
+// claimed a resource (resources.go). O(log n).
+func (e *Engine) Cancel(j *Job, now int64) bool {
+	e.unblocked = false
 	e.removeQueued(j, now)
+	return e.unblocked
 }
 
 // Pending returns the number of jobs waiting, queued or parked (the
@@ -412,6 +450,10 @@ func (e *Engine) PendingJobs() []*Job {
 	}
 	for _, lk := range e.conflicts {
 		out = appendHeld(out, &lk.gate)
+	}
+	for _, r := range e.resources {
+		out = appendHeld(out, &r.gate)
+		out = appendHeld(out, &r.tooBig)
 	}
 	for j := range e.timed {
 		if j.state == StateDelayed {

@@ -31,7 +31,7 @@ func (e *Engine) EstimateWait(d *Desc) (int64, bool) {
 			return 0, false
 		}
 	}
-	if e.WouldStart(d) {
+	if e.WouldStart(d, nil) {
 		return 0, true
 	}
 	k := e.anyKey

@@ -38,12 +38,14 @@ import "github.com/fairsched/fairsched/internal/iheap"
 type gate struct {
 	shut  bool
 	waits map[*lane]*waitLane // by the lane the held jobs come from; made for the first
+	res   *resource           // a resource's gates: the resource
 }
 
 // What holds a parked job: Job.held.
 const (
-	heldByKey  uint8 = iota + 1 // its key's cap: keyState.cap
-	heldByLock                  // its conflict lock: conflictLock.gate
+	heldByKey      uint8 = iota + 1 // its key's cap: keyState.cap
+	heldByLock                      // its conflict lock: conflictLock.gate
+	heldByResource                  // a resource's gate (resources.go): Engine.resHeld
 )
 
 // waitLane holds the jobs a gate holds that come from one lane, in that
@@ -61,8 +63,11 @@ type waitLane struct {
 
 // gateOf returns the gate that holds a parked job.
 func (e *Engine) gateOf(j *Job) *gate {
-	if j.held == heldByKey {
+	switch j.held {
+	case heldByKey:
 		return &j.lane.key.cap
+	case heldByResource:
+		return e.resHeld[j]
 	}
 	return &e.lockOf(j).gate
 }
@@ -88,6 +93,12 @@ func (e *Engine) hold(j *Job, g *gate, by uint8, now int64) {
 		l.held = append(l.held, w)
 	}
 	j.state, j.held = StateParked, by
+	if by == heldByResource {
+		if e.resHeld == nil {
+			e.resHeld = make(map[*Job]*gate)
+		}
+		e.resHeld[j] = g
+	}
 	e.fileHeld(w, j, now)
 }
 
@@ -99,6 +110,9 @@ func (e *Engine) unhold(j *Job) {
 	e.unfileHeld(w, j)
 	by := j.held
 	j.held = 0
+	if by == heldByResource {
+		delete(e.resHeld, j)
+	}
 	if w.n > 0 {
 		return
 	}

@@ -202,7 +202,10 @@ func (e *Engine) Held(j *Job) bool {
 // do not stand in its way, since after every call that may start one none
 // that could is left waiting. It creates nothing. An unknown type answers
 // true: Enqueue then says why it refuses.
-func (e *Engine) WouldStart(d *Desc) bool {
+//
+// needs are the job's own needs of resources, in place of its type's, or
+// nil.
+func (e *Engine) WouldStart(d *Desc, needs []Need) bool {
 	t := e.anyType
 	if d.Type != "" {
 		if t = e.types[d.Type]; t == nil {
@@ -221,6 +224,18 @@ func (e *Engine) WouldStart(d *Desc) bool {
 	}
 	if g := t.cfg.ConflictGroup; g != "" {
 		if lk := e.conflicts[conflictKey{g, d.ID}]; lk != nil && lk.holder != nil {
+			return false
+		}
+	}
+	resolved := t.needs
+	if needs != nil {
+		var unknown string
+		if resolved, unknown = e.resolveNeeds(needs); unknown != "" {
+			return true // Enqueue refuses it
+		}
+	}
+	for _, n := range resolved {
+		if n.units <= n.r.capacity && (n.r.claimant != nil || n.r.capacity-n.r.used < n.units) {
 			return false
 		}
 	}

@@ -85,6 +85,9 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 	if e.rated {
 		e.takeTokens(j, now)
 	}
+	if e.resources != nil {
+		e.takeUnits(j)
+	}
 	if k.blocked() && !k.cap.shut {
 		e.capKey(k)
 	}
@@ -131,6 +134,9 @@ func (e *Engine) stop(j *Job, o Outcome, now int64) {
 	k.running--
 	f.running--
 	e.release(lk)
+	if e.resources != nil {
+		e.releaseUnits(j, now)
+	}
 	if k.cap.shut && !k.blocked() {
 		e.uncapKey(k)
 	}
@@ -150,6 +156,9 @@ func (e *Engine) stop(j *Job, o Outcome, now int64) {
 // end moves j to its final state and settles what it leaves behind.
 func (e *Engine) end(j *Job, o Outcome, now int64) {
 	j.state, j.heap, j.est = StateDone, uint8(o), nil // the caller may keep the record long after
+	if e.nown > 0 {
+		e.forgetNeeds(j)
+	}
 	if j.timed {
 		e.untime(j)
 	}
@@ -205,6 +214,9 @@ func (e *Engine) leaveQueue(j *Job) {
 		e.hide(j)
 	} else {
 		e.unhold(j)
+	}
+	if e.resources != nil {
+		e.dropClaims(j)
 	}
 	e.npending--
 	j.lane.key.pending--

@@ -65,7 +65,8 @@ func (e *Engine) full() bool {
 
 // admissible reports whether j passes every hard limit now.
 func (e *Engine) admissible(j *Job) bool {
-	return !e.full() && !j.lane.typ.blocked() && !j.lane.key.blocked() && e.conflict(j) == nil
+	return !e.full() && !j.lane.typ.blocked() && !j.lane.key.blocked() && e.conflict(j) == nil &&
+		(e.resources == nil || e.fits(j))
 }
 
 // firstUrgent returns the most urgent job that no type or tier cap
@@ -102,7 +103,8 @@ func (e *Engine) firstUrgent(now int64) *Job {
 
 // parkIfBlocked has the gate that blocks a job a step found hold it, and
 // reports whether one did: its key's cap, which only the urgent step can
-// find shut, or its conflict lock, which a queued job may find held.
+// find shut, its conflict lock, which a queued job may find held, or a
+// resource short of units or held for another job (resources.go).
 func (e *Engine) parkIfBlocked(j *Job, now int64) bool {
 	if k := j.lane.key; k.cap.shut {
 		e.hold(j, &k.cap, heldByKey, now)
@@ -111,6 +113,12 @@ func (e *Engine) parkIfBlocked(j *Job, now int64) bool {
 	if lk := e.conflict(j); lk != nil {
 		e.hold(j, &lk.gate, heldByLock, now)
 		return true
+	}
+	if e.resources != nil {
+		if g := e.resourceBlock(j); g != nil {
+			e.hold(j, g, heldByResource, now)
+			return true
+		}
 	}
 	return false
 }

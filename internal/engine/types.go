@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -45,6 +46,7 @@ type typeState struct {
 	openWaits iheap.Keyed[*waitLane]
 
 	bucket bucket // its rate limit (ratelimit.go)
+	needs  []need // units of resources its jobs need, by resource name (resources.go)
 
 	stats typeCounters
 }
@@ -69,12 +71,19 @@ func (e *Engine) RegisterType(name string, c Type) error { return e.registerType
 func (e *Engine) registerType(name string, c Type) error {
 	if t := e.types[name]; t != nil {
 		switch {
-		case t.cfg == c:
+		case sameType(t.cfg, c):
 			return nil
 		case name == "":
 			return errors.New(`fairsched: job type "": the default job type is configured once, in Config.Types[""]`)
 		}
 		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
+	}
+	var needs []need
+	if len(c.Needs) > 0 {
+		var unknown string
+		if needs, unknown = e.resolveNeeds(c.Needs); unknown != "" {
+			return errors.New("fairsched: job type " + strconv.Quote(name) + " needs resource " + strconv.Quote(unknown) + ", which Config.Resources does not have")
+		}
 	}
 	t := &typeState{
 		name:     name,
@@ -87,6 +96,7 @@ func (e *Engine) registerType(name string, c Type) error {
 		aged:     iheap.NewKeyed(jobSetUIdx),
 	}
 	t.openWaits = iheap.NewKeyed(func(w *waitLane, i int) { w.openIdx = i })
+	t.needs = needs
 	t.bucket = bucket{idx: -1, typ: t}
 	if c.Rate.Period > 0 {
 		e.setRate(&t.bucket, c.Rate, 0)
@@ -124,3 +134,10 @@ func (e *Engine) tierOf(level int) *tierState {
 // defaultPriority is the priority of a job that sets none, of a type that
 // sets none.
 const defaultPriority = 50
+
+// sameType reports whether two type configurations are the same.
+func sameType(a, b Type) bool {
+	return a.Tier == b.Tier && a.MaxConcurrency == b.MaxConcurrency && a.ConflictGroup == b.ConflictGroup &&
+		a.DefaultCost == b.DefaultCost && a.DefaultPriority == b.DefaultPriority &&
+		a.StartTimeout == b.StartTimeout && a.Rate == b.Rate && slices.Equal(a.Needs, b.Needs)
+}

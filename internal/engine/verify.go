@@ -201,6 +201,20 @@ func (e *Engine) Verify(now int64) error {
 		}
 		nheld += n
 	}
+	for name, r := range e.resources {
+		for _, g := range []*gate{&r.gate, &r.tooBig} {
+			n, err := e.verifyGate(g, heldByResource, "resource "+name, pending, now)
+			if err != nil {
+				return err
+			}
+			for _, j := range appendHeld(nil, g) {
+				if e.resHeld[j] != g {
+					return errorf("resource %q holds job %d, filed under another gate", name, j.seq)
+				}
+			}
+			nheld += n
+		}
+	}
 	for _, t := range e.types {
 		if !t.openWaits.Verify(func(w *waitLane) int { return w.openIdx }) {
 			return errorf("type %q: openWaits heap broken", t.name)
@@ -259,6 +273,9 @@ func (e *Engine) Verify(now int64) error {
 		return err
 	}
 	if err := e.verifyRates(now); err != nil {
+		return err
+	}
+	if err := e.verifyResources(); err != nil {
 		return err
 	}
 	sum := 0
@@ -402,6 +419,9 @@ func (e *Engine) verifyAside(asideKey map[*keyState]int, asideType map[*typeStat
 	for _, lk := range e.conflicts {
 		waits += len(lk.gate.waits)
 	}
+	for _, r := range e.resources {
+		waits += len(r.gate.waits) + len(r.tooBig.waits)
+	}
 	if listed != waits {
 		return errorf("%d wait lanes, %d listed by their lanes", waits, listed)
 	}
@@ -451,6 +471,9 @@ func (e *Engine) verifyGrace(now int64) error {
 	}
 	for _, lk := range e.conflicts {
 		gates = append(gates, &lk.gate)
+	}
+	for _, r := range e.resources {
+		gates = append(gates, &r.gate, &r.tooBig)
 	}
 	for _, g := range gates {
 		for _, w := range g.waits {
@@ -794,6 +817,48 @@ func (e *Engine) verifyDeps(asideKey map[*keyState]int, asideType map[*typeState
 	}
 	if blocked != e.nblocked {
 		return errorf("nblocked %d, counted %d", e.nblocked, blocked)
+	}
+	return nil
+}
+
+// verifyResources checks the named resources: the units in use are the
+// running jobs' needs; a resource's gate is shut exactly while a job
+// claims it, a waiting job that needs it; its tooBig gate is always shut;
+// every job a resource's gate holds is parked by it and needs it; and the
+// jobs with needs of their own are counted.
+func (e *Engine) verifyResources() error {
+	used := map[*resource]int{}
+	for _, r := range e.running {
+		for _, n := range e.needsOf(r.j) {
+			used[n.r] += n.units
+		}
+	}
+	needs := func(j *Job, r *resource) bool {
+		return slices.ContainsFunc(e.needsOf(j), func(n need) bool { return n.r == r })
+	}
+	for name, r := range e.resources {
+		if r.used != used[r] {
+			return errorf("resource %q: %d units in use, running jobs need %d", name, r.used, used[r])
+		}
+		if r.gate.shut != (r.claimant != nil) || !r.tooBig.shut || r.gate.res != r || r.tooBig.res != r {
+			return errorf("resource %q: gate shut %v with claimant %v, tooBig shut %v", name, r.gate.shut, r.claimant != nil, r.tooBig.shut)
+		}
+		if c := r.claimant; c != nil && (c.state != StateQueued && c.state != StateParked || !needs(c, r)) {
+			return errorf("resource %q: claimed by job %d in state %d", name, c.seq, c.state)
+		}
+	}
+	for j, g := range e.resHeld {
+		if j.state != StateParked || j.held != heldByResource || g.res == nil || !needs(j, g.res) || g.waits[j.lane] == nil {
+			return errorf("job %d: held by resource gate in state %d, held %d", j.seq, j.state, j.held)
+		}
+	}
+	if e.nown != len(e.ownNeeds) {
+		return errorf("nown %d, %d jobs with needs of their own", e.nown, len(e.ownNeeds))
+	}
+	for j := range e.ownNeeds {
+		if j.state == StateDone {
+			return errorf("job %d: ended with needs of its own kept", j.seq)
+		}
 	}
 	return nil
 }

@@ -21,32 +21,46 @@ const (
 	NumWhys
 )
 
-// WhyWaiting returns what holds j at now and, for WhyConflict, the
-// sequence number of the running job that does, for WhyDependency that
-// of the earliest submitted job it still waits for. It looks at j's key, type,
-// tier and conflict lock: O(1).
-func (e *Engine) WhyWaiting(j *Job) (Why, uint64) {
+// WaitInfo says what holds a waiting job: Why, and for WhyConflict the
+// sequence number of the running job that holds the conflict, for
+// WhyDependency that of the earliest submitted job it still waits for,
+// for WhyResource the resource.
+type WaitInfo struct {
+	Why      Why
+	On       uint64
+	Resource string
+}
+
+// WhyWaiting says what holds j now. It looks at j's key, type, tier,
+// conflict lock and resources: O(its dependencies and resources).
+func (e *Engine) WhyWaiting(j *Job) WaitInfo {
 	switch j.state {
 	case StateDelayed:
-		return WhyNotBefore, 0
-	case StatePaused:
-		return WhyPaused, 0
+		return WaitInfo{Why: WhyNotBefore}
 	case StateBlocked:
+		w := WaitInfo{Why: WhyDependency}
 		if d := e.FirstDependency(j); d != nil {
-			return WhyDependency, d.seq
+			w.On = d.seq
 		}
-		return WhyDependency, 0
+		return w
+	case StatePaused:
+		return WaitInfo{Why: WhyPaused}
 	case StateQueued, StateParked:
 	default:
-		return NotWaiting, 0
+		return WaitInfo{}
 	}
 	if why := laneWhy(j.lane); why != WhyTurn {
-		return why, 0
+		return WaitInfo{Why: why}
 	}
 	if lk := e.conflict(j); lk != nil {
-		return WhyConflict, lk.holder.seq
+		return WaitInfo{Why: WhyConflict, On: lk.holder.seq}
 	}
-	return WhyTurn, 0
+	if e.resources != nil {
+		if r := e.resourceWhy(j); r != "" {
+			return WaitInfo{Why: WhyResource, Resource: r}
+		}
+	}
+	return WaitInfo{Why: WhyTurn}
 }
 
 // laneWhy returns what holds every queued job of lane l alike, or WhyTurn
@@ -92,10 +106,13 @@ func (e *Engine) WaitCounts() [NumWhys]int {
 			}
 			n[WhyTurn] += l.n
 			for _, w := range l.held {
-				if w.gate.shut && w.gate != &k.cap {
-					n[WhyConflict] += w.n
-				} else {
+				switch {
+				case !w.gate.shut || w.gate == &k.cap:
 					n[WhyTurn] += w.n
+				case w.gate.res != nil:
+					n[WhyResource] += w.n
+				default:
+					n[WhyConflict] += w.n
 				}
 			}
 		}

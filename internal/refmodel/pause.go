@@ -52,6 +52,7 @@ func (m *Model) pauseWaiting(now int64) {
 			continue
 		}
 		j.paused, j.pausedAt = true, now
+		m.unclaim(j)
 		m.ended(j, now)
 	}
 	m.dispatch(now)

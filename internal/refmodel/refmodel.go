@@ -50,6 +50,10 @@
 //   - Rate limits (ratelimit.go): a job whose key's or type's token bucket
 //     has no token at now is not eligible; a job that starts takes one
 //     from each.
+//   - Named resources (resources.go): a job starts only when every
+//     resource it needs has its units free and is not claimed by another
+//     job; the first job by the order that finds one short, passing every
+//     other limit, claims it until it starts or leaves the queue.
 //   - Cost estimates are an exponential moving average per (type, ID) of
 //     observed durations, from the type's default cost. Unconfigured keys
 //     other than "" idle for IdleTTL are forgotten at the next accepted
@@ -93,9 +97,10 @@ type Config struct {
 	Keys        map[string]Key // configured keys: never forgotten, nor is ""
 	DefaultKey  Key            // every other key but "", whose default is the zero Key
 	Aging       Aging
-	CostAlpha   float64       // 0: 0.3
-	DefaultCost time.Duration // 0: one second
-	IdleTTL     time.Duration // 0: ten minutes
+	CostAlpha   float64        // 0: 0.3
+	DefaultCost time.Duration  // 0: one second
+	IdleTTL     time.Duration  // 0: ten minutes
+	Resources   map[string]int // named resources' capacities (resources.go)
 }
 
 // Type mirrors fairsched.TypeConfig.
@@ -108,6 +113,7 @@ type Type struct {
 	StartTimeout    time.Duration // 0: none
 	Disable         Disable
 	Rate            Rate
+	Needs           map[string]int // units of named resources its jobs need
 }
 
 // Disable mirrors fairsched.DisablePolicy: after Failures failed attempts
@@ -141,7 +147,8 @@ type Job struct {
 	Type, ID, Key      string
 	Priority           int
 	NotBefore, StartBy int64
-	After              []uint64 // the jobs it runs after, by number (deps.go)
+	After              []uint64       // the jobs it runs after, by number (deps.go)
+	Needs              map[string]int // its own needs of resources; nil: its type's
 }
 
 // Kind is the step of the order that started a job.
@@ -203,6 +210,10 @@ type Model struct {
 	// taken (deps.go).
 	completed map[uint64]bool
 	unrun     []uint64
+	// The resources' capacities in force, and the job each is claimed
+	// for, by name (resources.go).
+	capacities map[string]int
+	claimant   map[string]uint64
 
 	starts []Start // not yet taken by TakeStarts
 }
@@ -228,8 +239,9 @@ type job struct {
 	// aside until they complete (deps.go).
 	after    []uint64
 	blocked  bool
-	retry    bool  // delayed by a retry's backoff: it keeps its aging clock
-	deadline int64 // start deadline; 0: none
+	needs    map[string]int // units of resources it needs (resources.go)
+	retry    bool           // delayed by a retry's backoff: it keeps its aging clock
+	deadline int64          // start deadline; 0: none
 	running  bool
 	kind     Kind
 	start    int64
@@ -349,6 +361,15 @@ func (m *Model) Submit(now int64, d Job) (uint64, bool) {
 	if deadline > 0 && deadline <= max(now, d.NotBefore) {
 		return 0, false
 	}
+	needs := t.Needs
+	if d.Needs != nil {
+		needs = d.Needs
+	}
+	for r, u := range needs {
+		if c, ok := m.capacity()[r]; !ok || u > c {
+			return 0, false
+		}
+	}
 	if m.cfg.MaxQueue > 0 && m.count(func(j *job) bool { return !j.running }) >= m.cfg.MaxQueue {
 		return 0, false
 	}
@@ -373,7 +394,7 @@ func (m *Model) Submit(now int64, d Job) (uint64, bool) {
 		k.flows[t.Tier] = &flow{v: m.floor[t.Tier]}
 	}
 	m.seq++
-	j := &job{seq: m.seq, typName: d.Type, typ: t, id: d.ID, key: k, base: clamp(base), sub: now, deadline: deadline}
+	j := &job{seq: m.seq, typName: d.Type, typ: t, id: d.ID, key: k, base: clamp(base), sub: now, deadline: deadline, needs: needs}
 	// Its own gates, in order: a job it runs after that did not complete
 	// ends it at once; then a not-before time, dependencies left, a pause.
 	if !m.link(j, d.After) {
@@ -623,6 +644,7 @@ func (m *Model) Cancel(now int64, seq uint64) bool {
 // so only its key's idleness follows.
 func (m *Model) drop(j *job, now int64) {
 	m.remove(j)
+	m.unclaim(j)
 	if !j.aside() {
 		m.ended(j, now)
 	} else if !m.busy(j.key) {
@@ -892,7 +914,7 @@ func (m *Model) pick(now int64) (*job, Kind, bool) {
 	slices.SortFunc(order, func(x, y candidate) int { return x.key.compare(y.key) })
 	u := m.usage()
 	for _, c := range order {
-		if m.hasTokens(c.j, now) && u.admits(m, c.j) {
+		if m.hasTokens(c.j, now) && u.admits(m, c.j) && m.takeResources(c.j) {
 			return c.j, c.key.step, true
 		}
 	}
@@ -939,6 +961,7 @@ func (u usage) admits(m *Model, j *job) bool {
 // weight.
 func (m *Model) start(j *job, kind Kind, now int64) {
 	j.running, j.kind, j.start = true, kind, now
+	m.unclaim(j)
 	m.takeTokens(j, now)
 	if kind != Reserved {
 		j.est, j.w, j.guess = m.estimate(j), j.key.cfg.Weight, 0

@@ -25,39 +25,49 @@ var whyNames = [...]string{"not-waiting", "not-before", "dependency", "paused", 
 
 func (w Why) String() string { return whyNames[w] }
 
-// Why returns what holds the waiting job seq at now and, for a conflict,
-// the number of the running job that holds it; NotWaiting if seq is not
-// waiting.
-func (m *Model) Why(now int64, seq uint64) (Why, uint64) {
+// WaitInfo is what holds a waiting job: Why, and the number of the job
+// that does (a conflict's holder, the first dependency), or the resource.
+type WaitInfo struct {
+	Why      Why
+	On       uint64
+	Resource string
+}
+
+// Why returns what holds the waiting job seq at now; NotWaiting if seq is
+// not waiting.
+func (m *Model) Why(now int64, seq uint64) WaitInfo {
 	j := m.find(seq)
 	switch {
 	case j == nil || j.running:
-		return NotWaiting, 0
+		return WaitInfo{}
 	case j.delayed:
-		return WhyNotBefore, 0
+		return WaitInfo{Why: WhyNotBefore}
 	case j.blocked:
-		return WhyDependency, slices.Min(j.after)
+		return WaitInfo{Why: WhyDependency, On: slices.Min(j.after)}
 	case j.paused:
-		return WhyPaused, 0
+		return WaitInfo{Why: WhyPaused}
 	case !m.hasTokens(j, now):
-		return WhyRate, 0
+		return WaitInfo{Why: WhyRate}
 	}
 	u := m.usage()
 	under := func(n, limit int) bool { return limit == 0 || n < limit }
 	switch {
 	case !under(u.tier[j.typ.Tier], m.cfg.TierLimits[j.typ.Tier]):
-		return WhyTierCap, 0
+		return WaitInfo{Why: WhyTierCap}
 	case !under(u.typ[j.typName], m.typeCap(j.typName)):
-		return WhyTypeCap, 0
+		return WaitInfo{Why: WhyTypeCap}
 	case !under(u.key[j.key], j.key.cfg.MaxConcurrency):
-		return WhyKeyCap, 0
+		return WaitInfo{Why: WhyKeyCap}
 	}
 	if g := j.typ.ConflictGroup; g != "" {
 		for _, r := range m.jobs {
 			if r.running && r.typ.ConflictGroup == g && r.id == j.id {
-				return WhyConflict, r.seq
+				return WaitInfo{Why: WhyConflict, On: r.seq}
 			}
 		}
 	}
-	return WhyTurn, 0
+	if r := m.resourceWhy(j); r != "" {
+		return WaitInfo{Why: WhyResource, Resource: r}
+	}
+	return WaitInfo{Why: WhyTurn}
 }

@@ -1,0 +1,114 @@
+package fairsched
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// Named resources (Config.Resources) are SPEC's hard limit 6: a pool of
+// units, such as database connections, GPU memory in gigabytes or an
+// API's concurrent-call quota, shared by job types that need some of it
+// (TypeConfig.Needs, or a job's own Job.Needs). A job starts only when
+// every resource it needs has its units free, and it waits without a slot
+// and without blocking jobs that need other resources.
+//
+// A large job is not starved by a stream of small ones: the first job, in
+// the order of SPEC section 3, that finds a resource short of its units
+// claims it, and the resource's free units are then held for it alone
+// until it starts (or leaves the queue); no slot is held. It therefore
+// waits at most for the jobs ahead of it in the order and for the units
+// in use when it claimed to be released.
+
+// validateNeeds says what is wrong with needs, of what.
+func validateNeeds(what string, needs map[string]int) error {
+	for _, name := range sortedKeys(needs) {
+		if u := needs[name]; u <= 0 {
+			return fmt.Errorf("fairsched: %s needs %d units of %q; a need must be positive", what, u, name)
+		}
+	}
+	return nil
+}
+
+// engineNeeds returns needs for the engine, by resource name.
+func engineNeeds(needs map[string]int) []engine.Need {
+	if len(needs) == 0 {
+		return nil
+	}
+	out := make([]engine.Need, 0, len(needs))
+	for name, u := range needs {
+		out = append(out, engine.Need{Resource: name, Units: u})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	return out
+}
+
+// validateResources checks the resources and the types' needs of them.
+func (c *Config) validateResources() []error {
+	var errs []error
+	for _, name := range sortedKeys(c.Resources) {
+		if n := c.Resources[name]; n < 0 {
+			errs = append(errs, fmt.Errorf("fairsched: Resources[%q] is %d; a capacity must not be negative", name, n))
+		}
+	}
+	for _, tname := range sortedKeys(c.Types) {
+		needs := c.Types[tname].Needs
+		for _, r := range sortedKeys(needs) {
+			capacity, ok := c.Resources[r]
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("fairsched: job type %q needs resource %q, which Config.Resources does not have", tname, r))
+			case needs[r] > capacity:
+				errs = append(errs, fmt.Errorf("fairsched: job type %q needs %d units of %q, which has %d", tname, needs[r], r, capacity))
+			}
+		}
+	}
+	return errs
+}
+
+// ErrUnknownResource is matched (errors.Is) by the refusal of a job that
+// needs a resource Config.Resources does not have.
+var ErrUnknownResource = fmt.Errorf("fairsched: unknown resource")
+
+// ErrTooMuch is matched (errors.Is) by the refusal of a job that needs
+// more units of a resource than its capacity.
+var ErrTooMuch = fmt.Errorf("fairsched: a job needs more units than a resource has")
+
+// SetResource changes the capacity of a named resource of
+// Config.Resources. Jobs running keep their units (a lowered capacity may
+// be exceeded until they end; nothing new starts meanwhile); jobs waiting
+// are looked at again, and a waiting job that needs more than the new
+// capacity waits until it grows. It fails, changing nothing, if the
+// resource is not configured or the capacity is negative.
+func (s *Scheduler) SetResource(name string, capacity int) error {
+	if capacity < 0 {
+		return fmt.Errorf("fairsched: resource %q: capacity %d; it must not be negative", name, capacity)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowLocked()
+	s.catchUpLocked(now)
+	if !s.eng.SetResource(name, capacity, now) {
+		return fmt.Errorf("%w %q", ErrUnknownResource, name)
+	}
+	s.kickLocked()
+	return nil
+}
+
+// ResourceStats describes one named resource.
+type ResourceStats struct {
+	Name     string
+	Capacity int
+	InUse    int // units held by running jobs
+}
+
+// resourceStatsLocked lists the resources by name.
+func (s *Scheduler) resourceStatsLocked() []ResourceStats {
+	rs := s.eng.Resources()
+	out := make([]ResourceStats, 0, len(rs))
+	for _, name := range sortedKeys(rs) {
+		out = append(out, ResourceStats{Name: name, Capacity: rs[name][0], InUse: rs[name][1]})
+	}
+	return out
+}
