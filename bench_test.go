@@ -117,6 +117,11 @@ var errBenchAttempt = errors.New("attempt failed")
 // BenchmarkHOL measures the time to start one admissible job while n queued
 // jobs are blocked by a conflict on one ID: it must not grow with n.
 func BenchmarkHOL(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		for _, gate := range []string{"paused", "rate", "dependency", "resource"} {
+			b.Run(fmt.Sprintf("%s-%s", gate, count(n)), func(b *testing.B) { benchGateHOL(b, gate, n) })
+		}
+	}
 	for _, n := range []int{1000, 100000} {
 		b.Run(fmt.Sprintf("conflict-%s", count(n)), func(b *testing.B) {
 			s := benchScheduler(b, Config{
@@ -140,6 +145,48 @@ func BenchmarkHOL(b *testing.B) {
 				d.finishOldest(1) // the holder stays: it is the only older one
 			}
 		})
+	}
+}
+
+// benchGateHOL is BenchmarkHOL with n jobs held by a gate (SPEC section
+// 10): a paused key, a rate limit out of tokens, a dependency that runs,
+// or a resource held by a running job. Each operation submits one job that
+// nothing holds and starts it: in time flat in n.
+func benchGateHOL(b *testing.B, gate string, n int) {
+	cfg := Config{MaxConcurrency: 16}
+	flood := Job{Key: "flood"}
+	switch gate {
+	case "rate":
+		cfg.Keys = map[string]KeyConfig{"flood": {Rate: RateLimit{PerSecond: 1e-3}}}
+	case "resource":
+		cfg.Resources = map[string]int{"gpu": 1}
+		cfg.Types = map[string]TypeConfig{"train": {Needs: map[string]int{"gpu": 1}}}
+		flood.Type = "train"
+	}
+	s := benchScheduler(b, cfg)
+	d := newBenchDriver(b, s)
+	d.submit(flood) // the holder: it takes the token, the resource, or is the dependency
+	d.dispatch()
+	switch gate {
+	case "paused":
+		s.PauseKey("flood")
+	case "dependency":
+		flood.After = []Handle{{t: d.started[0]}}
+	}
+	for range n {
+		d.submit(flood)
+	}
+	d.dispatch() // holds the flood once
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		before := len(d.started)
+		d.submit(Job{Key: "polite"}) // starts at once if the flood is set aside
+		d.dispatch()
+		if started := len(d.started) - before; started != 1 {
+			b.Fatalf("started %d jobs, want 1", started)
+		}
+		d.finishOldest(1) // the holder stays: it is the only older one
 	}
 }
 
