@@ -429,7 +429,7 @@ func (d *diffEngine) submit(i int, desc Job, after []int) (uint64, error) {
 		tm.StartBy = desc.StartBy.Sub(d.t0).Microseconds()
 	}
 	would := d.e.WouldStart(&ed, tm.Needs) && tm.NotBefore <= d.now() && !d.waitsForAny(tm.After)
-	if r := d.e.Enqueue(j, &ed, tm, d.now()); r != nil {
+	if r := d.e.Enqueue(j, &ed, &tm, d.now()); r != nil {
 		switch r.Reason {
 		case engine.RefusedFull, engine.RefusedKeyFull:
 			return 0, &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size}

@@ -439,11 +439,14 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 			return err
 		}
 	}
-	s.catchUpLocked(now)
+	if due, ok := s.eng.NextDue(); ok && due <= now {
+		s.dueLocked(now) // the clock timer is late: what fell due comes first
+	}
 	d := descOf(desc)
-	var tm engine.Times
-	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() || desc.After != nil || desc.Needs != nil { // rare: keep the calls off the common path
-		tm = s.timesOf(desc)
+	var tm *engine.Times // nil: none, the common case
+	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() || desc.After != nil || desc.Needs != nil {
+		times := s.timesOf(desc)
+		tm = &times
 		if desc.Needs != nil {
 			if err := validateNeeds("the job", desc.Needs); err != nil {
 				return err

@@ -239,14 +239,20 @@ func (e *Engine) expire(j *Job, now int64) {
 		}
 		e.end(j, Expired, now)
 	}
-	if j.linked {
-		e.resolve(j, Expired, now)
-	}
 }
 
 // endAside ends a job set aside, which is in no order, with o: nothing
-// but its key's idleness has to follow.
+// but its key's idleness, and the jobs that run after it, have to follow.
 func (e *Engine) endAside(j *Job, o Outcome, now int64) {
+	e.closeAside(j, o, now)
+	if j.linked {
+		e.resolve(j, o, now)
+	}
+}
+
+// closeAside ends a job set aside, as endAside does, but for the jobs
+// that run after it: resolve, which calls it, takes care of them.
+func (e *Engine) closeAside(j *Job, o Outcome, now int64) {
 	j.state, j.heap = StateDone, uint8(o)
 	if e.nown > 0 {
 		e.forgetNeeds(j)

@@ -184,7 +184,7 @@ func (e *Engine) failDependant(j, dep *Job, now int64) {
 		e.obs.DependencyFailed(j, dep, now)
 	}
 	e.unrun = append(e.unrun, Unrun{j, dep})
-	e.endAside(j, DependencyFailed, now) // its own dependants are the caller's
+	e.closeAside(j, DependencyFailed, now) // its own dependants are the caller's
 }
 
 // TakeUnrun returns the jobs that ended without running because a job

@@ -125,6 +125,7 @@ type Engine struct {
 	nown       int
 	unrun      []Unrun         // TakeUnrun's answer
 	pausedKeys map[string]bool // paused keys by name, known to the engine or not (pause.go)
+	npausing   int             // paused keys and types: while 0, no job is paused
 	timed      map[*Job]*jobTimers
 	expired    []*Job // Due's answer
 	nqueued    int    // visible in lanes
@@ -195,18 +196,25 @@ const (
 	RefusedTooMuch                       // it needs more units than Refusal.Resource has (Limit), Size
 )
 
+// noTimes are the times of a job that carries none.
+var noTimes Times
+
 // StopAccepting makes every later Enqueue refuse with RefusedClosed.
 func (e *Engine) StopAccepting() { e.closing = true }
 
 // Accepting reports whether StopAccepting has not been called.
 func (e *Engine) Accepting() bool { return !e.closing }
 
-// Enqueue admits j, described by d and carrying the times tm, at now: it
+// Enqueue admits j, described by d and carrying the times tm (nil: none),
+// at now: it
 // gets its sequence number and is queued (or delayed, delay.go), or
 // started at once when nothing else is pending and it is admissible (then
 // j.State() is StateRunning), and Enqueue returns nil.
 // A refused job changes nothing but the rejection counts. O(log n).
-func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
+func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
+	if tm == nil {
+		tm = &noTimes
+	}
 	t := e.anyType
 	if d.Type != "" {
 		if t = e.types[d.Type]; t == nil {
@@ -223,7 +231,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 		return &Refusal{Reason: RefusedNeverStarts, Deadline: deadline}
 	}
 	var own []need
-	if tm.Needs != nil || t.needs != nil {
+	if e.resources != nil && (tm.Needs != nil || t.needs != nil) {
 		needs := t.needs
 		if tm.Needs != nil {
 			var unknown string
@@ -276,7 +284,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 	if e.obs != nil {
 		e.obs.Submitted(j, now)
 	}
-	if tm.NotBefore > now || j.paused() || tm.After != nil {
+	if tm.NotBefore > now || tm.After != nil || e.npausing > 0 && j.paused() {
 		if e.setAside(j, tm, deadline, now) {
 			return nil
 		}
@@ -301,7 +309,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm Times, now int64) *Refusal {
 // for, in their order: a not-before time, dependencies, a pause; a
 // dependency that failed already ends it. It reports false if none holds
 // the job after all: it goes on to the queue.
-func (e *Engine) setAside(j *Job, tm Times, deadline, now int64) bool {
+func (e *Engine) setAside(j *Job, tm *Times, deadline, now int64) bool {
 	if tm.After != nil {
 		if dep := e.link(j, tm.After); dep != nil {
 			e.aside(j)

@@ -38,16 +38,16 @@ func TestGraceQueueForgetsEndedJobs(t *testing.T) {
 	e := newTestEngine(t, Config{MaxConcurrency: 1, Aging: Aging{GracePeriod: 3600e6, Interval: 1e6, Step: 1}})
 	var now int64
 	holder := new(Job)
-	e.Enqueue(holder, &Desc{Type: "t"}, Times{}, now)
+	e.Enqueue(holder, &Desc{Type: "t"}, nil, now)
 	if holder.State() != StateRunning {
 		t.Fatalf("the first job is %v, want running", holder.State())
 	}
 	waiter := new(Job) // waits, in its grace period, for the whole test
-	e.Enqueue(waiter, &Desc{Type: "t"}, Times{}, now)
+	e.Enqueue(waiter, &Desc{Type: "t"}, nil, now)
 	for i := 0; i < 1000; i++ {
 		now++
 		j := new(Job)
-		e.Enqueue(j, &Desc{Type: "t"}, Times{}, now)
+		e.Enqueue(j, &Desc{Type: "t"}, nil, now)
 		e.Cancel(j, now)
 		if err := e.Verify(now); err != nil {
 			t.Fatalf("after %d jobs: %v", i+1, err)
@@ -99,7 +99,7 @@ func TestAllocationsGroupTheOtherKeys(t *testing.T) {
 				name = "c" + strconv.Itoa(rng.IntN(5))
 			}
 			now++
-			e.Enqueue(new(Job), &Desc{Type: "t", Key: name}, Times{}, now)
+			e.Enqueue(new(Job), &Desc{Type: "t", Key: name}, nil, now)
 			for e.Next(now) != nil {
 			}
 		}

@@ -14,31 +14,28 @@ import (
 
 // keyState is one fairness key.
 type keyState struct {
-	name       string
-	cfg        Key  // resolved: Weight > 0
+	// What the hot paths read, together.
+	name     string
+	cfg      Key // resolved: Weight > 0
+	running  int // running jobs of the key, all tiers
+	reserved int // running jobs started under the key's MinSlots
+	pending  int // queued and parked jobs
+	// aside counts its jobs set aside, outside every order (delayed,
+	// paused or blocked): not pending, but the key is not idle.
+	aside      int
 	configured bool // named in Config.Keys or set at run time: never forgotten
 	pinned     bool // the empty key: never forgotten either, nor given DefaultKey
 	// ownDefault is set on the empty key when its default, the zero Key,
 	// is not DefaultKey's configuration: then it is never counted among
 	// the keys that share DefaultKey's (ownConfig).
 	ownDefault bool
-
-	// aside counts its jobs set aside, outside every order (delayed or
-	// paused): not pending, but the key is not idle.
-	aside int
-	// paused: the key is paused (pause.go); pausedJobs are the jobs its
-	// pause set aside, Job.idx their positions.
-	paused     bool
-	pausedJobs []*Job
-	running    int // running jobs of the key, all tiers
-	reserved   int // running jobs started under the key's MinSlots
-	pending    int // queued and parked jobs
+	paused     bool // the key is paused (pause.go)
+	idle       bool // on the idle list
 	// cap is the key's cap as a gate (gates.go): shut while the key runs
 	// its MaxConcurrency or its bucket is empty (blocked), when its lanes
 	// are out of the fair orders and it holds the key's urgent jobs that
 	// the urgent step finds.
-	cap    gate
-	bucket bucket // its rate limit (ratelimit.go)
+	cap gate
 
 	flows []*flow // one per tier the key has used
 	lanes []*lane // one per job type the key has used
@@ -50,9 +47,12 @@ type keyState struct {
 
 	idleSince        int64 // µs; valid while idle
 	idlePrev, idleNx *keyState
-	idle             bool // on the idle list
 
 	alloc float64 // last allocation reported in an event
+
+	// What only the gates that need them read.
+	bucket     bucket // its rate limit (ratelimit.go)
+	pausedJobs []*Job // the jobs its pause set aside, Job.idx their positions
 }
 
 // belowReservation reports whether the key runs fewer jobs under its

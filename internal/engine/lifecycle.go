@@ -111,9 +111,6 @@ func (e *Engine) finish(j *Job, o Outcome, now int64) {
 	e.stop(j, o, now)
 	e.recordFinish(j, o, now)
 	e.end(j, o, now)
-	if j.linked {
-		e.resolve(j, o, now)
-	}
 }
 
 // stop takes a running job's attempt out of the running jobs and accounts
@@ -163,6 +160,9 @@ func (e *Engine) end(j *Job, o Outcome, now int64) {
 		e.untime(j)
 	}
 	e.settle(j, now)
+	if j.linked {
+		e.resolve(j, o, now) // after its flow and key are settled
+	}
 }
 
 // settle settles what a job that leaves the pending and running jobs
@@ -201,9 +201,6 @@ func (e *Engine) removeQueued(j *Job, now int64) {
 		e.leaveQueue(j)
 		e.recordCancel(j, now)
 		e.end(j, NotRun, now)
-	}
-	if j.linked {
-		e.resolve(j, NotRun, now)
 	}
 }
 

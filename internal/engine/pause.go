@@ -38,6 +38,7 @@ func (e *Engine) PauseKey(name string, now int64) {
 		e.pausedKeys = make(map[string]bool)
 	}
 	e.pausedKeys[name] = true
+	e.npausing++
 	k := e.keys[name]
 	if k == nil {
 		return
@@ -52,6 +53,7 @@ func (e *Engine) ResumeKey(name string, now int64) {
 		return
 	}
 	delete(e.pausedKeys, name)
+	e.npausing--
 	k := e.keys[name]
 	if k == nil {
 		return
@@ -69,6 +71,7 @@ func (e *Engine) PauseType(name string, now int64) bool {
 	}
 	if !t.paused {
 		t.paused = true
+		e.npausing++
 		e.setAsideAll(e.waitingOf(t.all), now)
 	}
 	return true
@@ -83,6 +86,7 @@ func (e *Engine) ResumeType(name string, now int64) bool {
 	}
 	if t.paused {
 		t.paused = false
+		e.npausing--
 		e.resumeAll(&t.pausedJobs, now)
 	}
 	return true

@@ -74,8 +74,10 @@ func (tl *timeline) popDue(now int64) *timer {
 // A rate limit's next token counts too (ratelimit.go).
 func (e *Engine) NextDue() (int64, bool) {
 	at, ok := e.timeline.next()
-	if _, top, has := e.rateline.TopKey(); has && (!ok || iheap.IntOf(top.Hi) < at) {
-		at, ok = iheap.IntOf(top.Hi), true
+	if e.rated {
+		if _, top, has := e.rateline.TopKey(); has && (!ok || iheap.IntOf(top.Hi) < at) {
+			at, ok = iheap.IntOf(top.Hi), true
+		}
 	}
 	return at, ok
 }

@@ -25,15 +25,9 @@ type typeState struct {
 	blankCost *estimate
 	running   int
 	pending   int
-	aside     int // set aside (StateDelayed, StatePaused), not in pending
-	// paused: the type is paused (pause.go); pausedJobs are the jobs its
-	// pause set aside, Job.idx their positions.
-	paused     bool
-	pausedJobs []*Job
-	// all are every lane of the type, lane.allIdx their positions: the
-	// jobs a pause of the type sets aside are found through them.
-	all   []*lane
-	limit int // cap on running jobs, 0: none; cfg.MaxConcurrency until SetTypeLimit
+	aside     int  // set aside (delayed, paused, blocked), not in pending
+	limit     int  // cap on running jobs, 0: none; cfg.MaxConcurrency until SetTypeLimit
+	paused    bool // the type is paused (pause.go)
 
 	// lanes holds the ready lanes of this type (queued jobs, key below its
 	// cap) in fair order: by their flow's virtual time.
@@ -49,6 +43,10 @@ type typeState struct {
 	needs  []need // units of resources its jobs need, by resource name (resources.go)
 
 	stats typeCounters
+
+	// What only a pause reads.
+	pausedJobs []*Job  // the jobs its pause set aside, Job.idx their positions
+	all        []*lane // every lane of the type, lane.allIdx their positions
 }
 
 func (t *typeState) atCap() bool {

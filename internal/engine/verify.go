@@ -430,6 +430,15 @@ func (e *Engine) verifyAside(asideKey map[*keyState]int, asideType map[*typeStat
 			return errorf("type %q: %d set aside, counted %d", t.name, t.aside, asideType[t])
 		}
 	}
+	npausing := len(e.pausedKeys)
+	for _, t := range e.types {
+		if t.paused {
+			npausing++
+		}
+	}
+	if npausing != e.npausing {
+		return errorf("npausing %d, %d keys and types paused", e.npausing, npausing)
+	}
 	if total != e.naside || paused != e.npaused {
 		return errorf("naside %d, npaused %d; counted %d, %d", e.naside, e.npaused, total, paused)
 	}
