@@ -62,7 +62,10 @@ type diffRunner struct {
 	ref   *refmodel.Model
 	jobs  []diffJobRun
 	bySeq map[uint64]int // real seq -> job index
-	order []int          // job indices in start order
+	// waitingDup is, for each (type, ID) of a type that supersedes, the
+	// job a newer submission would replace, until it starts.
+	waitingDup map[dupKey]int
+	order      []int // job indices in start order
 
 	real, model []diffStart // the start sequences
 	trace       []string    // the events applied, for reports
@@ -94,7 +97,7 @@ func newDiffRunner(w *diffWorkload, opts diffOptions) *diffRunner {
 	// The runner's w gains the periodic job's occurrences as jobs, and a
 	// resume of every pause left in force, so that every job ends.
 	r := &diffRunner{orig: w, w: w.clone(), opts: opts, jobs: make([]diffJobRun, len(w.Jobs)),
-		bySeq: map[uint64]int{}, keyCfg: map[string]KeyConfig{}, keyReset: map[string]bool{}}
+		bySeq: map[uint64]int{}, keyCfg: map[string]KeyConfig{}, keyReset: map[string]bool{}, waitingDup: map[dupKey]int{}}
 	r.w.Changes = append(r.w.Changes, w.resumesLeft()...)
 	return r
 }
@@ -529,6 +532,14 @@ func (r *diffRunner) arrive(i int) error {
 // arriveBy takes in job i's submission, made by submit, on both sides.
 func (r *diffRunner) arriveBy(i int, submit func() (uint64, error)) error {
 	j := &r.jobs[i]
+	// A job of a type that supersedes replaces the one of its type and ID
+	// that waits, the latest accepted and not started since.
+	desc := r.w.Jobs[i].Job
+	key, old := dupKey{desc.Type, desc.ID}, -1
+	supersedes := r.w.Cfg.Types[desc.Type].Duplicates == Supersede
+	if k, ok := r.waitingDup[key]; supersedes && ok && !r.jobs[k].started && !r.jobs[k].ended {
+		old = k
+	}
 	seq, err := submit()
 	var qf *QueueFullError
 	switch {
@@ -554,7 +565,11 @@ func (r *diffRunner) arriveBy(i int, submit func() (uint64, error)) error {
 				d.After = append(d.After, r.jobs[k].refSeq)
 			}
 		}
-		seq, ok := r.ref.Submit(r.now.Microseconds(), d)
+		var oldSeq uint64
+		if old >= 0 {
+			oldSeq = r.jobs[old].refSeq
+		}
+		seq, ok := r.ref.Supersede(r.now.Microseconds(), oldSeq, d)
 		if ok != j.accepted {
 			return fmt.Errorf("j%d at %v: scheduler accepted=%v (err %v), reference accepted=%v", i, r.now, j.accepted, err, ok)
 		}
@@ -562,6 +577,18 @@ func (r *diffRunner) arriveBy(i int, submit func() (uint64, error)) error {
 			return fmt.Errorf("j%d at %v: scheduler seq %d, reference seq %d", i, r.now, j.seq, seq)
 		}
 		j.refSeq = seq
+	}
+	if supersedes && j.accepted {
+		if old >= 0 {
+			if err := r.sys.superseded(old); err != nil {
+				return fmt.Errorf("at %v: %v", r.now, err)
+			}
+			r.jobs[old].ended = true
+			r.pending--
+			r.cancelled++
+			r.trace = append(r.trace, fmt.Sprintf("%v j%d superseded by j%d", r.now, old, i))
+		}
+		r.waitingDup[key] = i // forgotten when it starts (sync)
 	}
 	return r.sync()
 }
@@ -673,6 +700,9 @@ func (r *diffRunner) sync() error {
 		}
 		if jr := &r.jobs[i]; !jr.started {
 			jr.started, jr.start = true, r.now
+			if d := r.w.Jobs[i].Job; r.waitingDup[dupKey{d.Type, d.ID}] == i {
+				delete(r.waitingDup, dupKey{d.Type, d.ID})
+			}
 			r.order = append(r.order, i)
 			got = append(got, diffStart{i, r.now, diffKindName(j.Kind())})
 		}

@@ -20,6 +20,9 @@ type diffSystem interface {
 	// submit submits job i, to run after the jobs of after (by index),
 	// and returns its sequence number, or the error that refused it.
 	submit(i int, d Job, after []int) (uint64, error)
+	// superseded checks that waiting job i ended, replaced by a newer
+	// submission of its type and ID.
+	superseded(i int) error
 	// unrun returns the jobs that ended without running, since the last
 	// call, because a job they run after did not complete, by index.
 	unrun() ([]int, error)
@@ -305,6 +308,14 @@ func (d *diffScheduler) waiting() map[uint64]diffWhy {
 	return out
 }
 
+func (d *diffScheduler) superseded(i int) error {
+	delete(d.live, i)
+	if err := d.await(i); !errors.Is(err, ErrSuperseded) {
+		return fmt.Errorf("j%d ended with %v, want ErrSuperseded", i, err)
+	}
+	return nil
+}
+
 func (d *diffScheduler) setResource(name string, n int) error { return d.s.SetResource(name, n) }
 
 func (d *diffScheduler) pause(key string, typ *string, resume bool) error {
@@ -372,21 +383,23 @@ func (d *diffScheduler) close() error {
 // one call, followed, as in the Scheduler, by starting every job that can
 // start. Time is the runner's fake clock, in µs since the run began.
 type diffEngine struct {
-	e       *engine.Engine
-	cfg     Config
-	clk     *clock.Fake
-	t0      time.Time
-	jobs    map[int]*engine.Job
-	index   map[*engine.Job]int
-	endSeqs map[uint64]int
-	expired []*engine.Job // by a Due a submission called first, for due to report
+	e         *engine.Engine
+	cfg       Config
+	clk       *clock.Fake
+	t0        time.Time
+	jobs      map[int]*engine.Job
+	index     map[*engine.Job]int
+	endSeqs   map[uint64]int
+	expired   []*engine.Job          // by a Due a submission called first, for due to report
+	toReplace map[dupKey]*engine.Job // of Supersede types: the job to replace
 }
 
 func newDiffEngine(cfg Config, clk *clock.Fake) (*diffEngine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &diffEngine{cfg: cfg, clk: clk, t0: clk.Now(), jobs: map[int]*engine.Job{}, index: map[*engine.Job]int{}, endSeqs: map[uint64]int{}}
+	d := &diffEngine{cfg: cfg, clk: clk, t0: clk.Now(), jobs: map[int]*engine.Job{}, index: map[*engine.Job]int{}, endSeqs: map[uint64]int{},
+		toReplace: map[dupKey]*engine.Job{}}
 	d.e = engine.New(cfg.engine(), diffEndCounter(d.endSeqs))
 	for _, name := range sortedKeys(cfg.Types) {
 		if err := d.e.RegisterType(name, cfg.Types[name].engine()); err != nil {
@@ -401,7 +414,36 @@ func (d *diffEngine) now() int64 { return d.clk.Now().Sub(d.t0).Microseconds() }
 // dispatch starts every job that can start now, as the Scheduler does
 // after each event.
 func (d *diffEngine) dispatch() {
-	for now := d.now(); d.e.Next(now) != nil; {
+	for now := d.now(); ; {
+		j := d.e.Next(now)
+		if j == nil {
+			return
+		}
+		d.forgetWaiting(j)
+	}
+}
+
+// supersede does what a Scheduler does for a job j of a type whose policy
+// is Supersede, just accepted: it cancels the job of its type and ID that
+// waits, if one does, and is the one to replace next if it waits.
+func (d *diffEngine) supersede(j *engine.Job) {
+	if d.cfg.Types[j.Type()].Duplicates != Supersede {
+		return
+	}
+	key := dupKey{j.Type(), j.ID()}
+	if old := d.toReplace[key]; old != nil && old.Waiting() {
+		d.e.Cancel(old, d.now())
+	}
+	delete(d.toReplace, key)
+	if j.Waiting() {
+		d.toReplace[key] = j
+	}
+}
+
+// forgetWaiting forgets j, which started, as the job to replace.
+func (d *diffEngine) forgetWaiting(j *engine.Job) {
+	if key := (dupKey{j.Type(), j.ID()}); d.toReplace[key] == j {
+		delete(d.toReplace, key)
 	}
 }
 
@@ -443,6 +485,7 @@ func (d *diffEngine) submit(i int, desc Job, after []int) (uint64, error) {
 		return 0, fmt.Errorf("refused: reason %d", r.Reason)
 	}
 	d.jobs[i], d.index[j] = j, i
+	d.supersede(j)
 	d.dispatch()
 	if would != j.Running() {
 		return 0, fmt.Errorf("j%d: WouldStart said %v, but it started %v", i, would, j.Running())
@@ -583,6 +626,13 @@ func (d *diffEngine) waiting() map[uint64]diffWhy {
 		out[j.Seq()] = diffWhy{WaitReason(w.Why).String(), w.On, w.Resource}
 	}
 	return out
+}
+
+func (d *diffEngine) superseded(i int) error {
+	if j := d.jobs[i]; j.State() != engine.StateDone || j.Outcome() != engine.NotRun {
+		return fmt.Errorf("j%d superseded, but in state %d, outcome %d", i, j.State(), j.Outcome())
+	}
+	return nil
 }
 
 func (d *diffEngine) setResource(name string, n int) error {

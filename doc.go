@@ -181,6 +181,12 @@
 // job waits at most for the jobs ahead of it and for the units in use
 // when it claimed to be released. SetResource changes a capacity.
 //
+// A type whose Duplicates policy is Supersede keeps one waiting job per
+// ID: a new submission replaces the waiting one, which ends with
+// ErrSuperseded. A job submitted (or run by RunSync) with a context that
+// descends from a running job's is that job's child: its base priority is
+// raised to the priority its parent started at, when that is higher.
+//
 // Snapshot says, for each waiting job, the one thing that holds it
 // (JobInfo.Waiting), the first of: its NotBefore or backoff, a dependency,
 // a pause, a rate limit, its tier's, type's or key's cap, a running job

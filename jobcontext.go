@@ -54,8 +54,11 @@ func (c *jobContext) Deadline() (time.Time, bool) {
 	return c.parent.Deadline()
 }
 func (c *jobContext) Value(key any) any {
-	if key == (attemptKey{}) {
+	switch key {
+	case attemptKey{}:
 		return int(max(c.attempt, 1))
+	case parentKey{}:
+		return c
 	}
 	return c.parent.Value(key)
 }

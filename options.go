@@ -72,6 +72,10 @@ type TypeConfig struct {
 	Retry RetryPolicy
 	// Rate limits how fast the type's jobs start; the zero value: no limit.
 	Rate RateLimit
+	// Duplicates says what a submission does when a job of the same type
+	// and ID waits already: run as a job of its own (the zero value), or
+	// Supersede it.
+	Duplicates DuplicatePolicy
 	// Needs are the units of named resources (Config.Resources) each of
 	// its jobs needs while it runs; a job's own Job.Needs replace them.
 	Needs map[string]int
@@ -318,6 +322,9 @@ func (tc TypeConfig) validate(name string) error {
 	}
 	if err := validateNeeds(fmt.Sprintf("job type %q", name), tc.Needs); err != nil {
 		errs = append(errs, err)
+	}
+	if tc.Duplicates > Supersede {
+		errs = append(errs, fmt.Errorf("fairsched: job type %q: Duplicates is %d, not a DuplicatePolicy", name, tc.Duplicates))
 	}
 	return errors.Join(errs...)
 }

@@ -102,6 +102,8 @@ type Scheduler struct {
 	deadTotal uint64
 	// disabling is what the disable policies keep (disable.go).
 	disabling disabling
+	// superseding is what the Supersede policies keep (supersede.go).
+	superseding supersedes
 	// periodic holds the schedules running (periodic.go).
 	periodic           map[*Periodic]struct{}
 	skippedOccurrences uint64
@@ -204,9 +206,13 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 	if err := checkSyncCall(ctx, fn, "RunSync"); err != nil {
 		return err
 	}
+	parent := parentOf(ctx)
 	s.mu.Lock()
 	t := s.newSyncTaskLocked(&jobContext{parent: ctx})
 	now := s.nowLocked()
+	if parent != nil {
+		s.inheritLocked(parent, &desc)
+	}
 	if err := s.enqueueLocked(t, &desc, now); err != nil {
 		s.recycleLocked(t)
 		s.mu.Unlock()
@@ -292,6 +298,9 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 	}
 	t := s.newSyncTaskLocked(&jobContext{parent: ctx})
 	now := s.nowLocked()
+	if parent := parentOf(ctx); parent != nil {
+		s.inheritLocked(parent, &desc)
+	}
 	if err := s.enqueueLocked(t, &desc, now); err != nil {
 		s.recycleLocked(t)
 		s.mu.Unlock()
@@ -408,8 +417,12 @@ func (s *Scheduler) Submit(ctx context.Context, desc Job, fn func(context.Contex
 		return Handle{}, errNilFunc
 	}
 	t := newSubmitTask(ctx, fn)
+	parent := parentOf(ctx)
 	s.mu.Lock()
 	now := s.nowLocked()
+	if parent != nil {
+		s.inheritLocked(parent, &desc)
+	}
 	if err := s.enqueueLocked(t, &desc, now); err != nil {
 		s.mu.Unlock()
 		return Handle{}, err
@@ -472,6 +485,9 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 		if s.eng.HasUnrun() { // a job it runs after had failed already
 			s.unrunLocked(now)
 		}
+		if s.superseding.types != nil && s.superseding.types[desc.Type] {
+			s.supersedeLocked(t, now)
+		}
 		if s.cfg.signals != nil {
 			s.cfg.signals.accepted <- t.rec.Seq()
 		}
@@ -530,6 +546,9 @@ func (s *Scheduler) dispatchLocked(now int64, self bool) (next *task) {
 
 // startedLocked readies a job the engine started to run.
 func (s *Scheduler) startedLocked(t *task) {
+	if s.superseding.types != nil {
+		s.forgetWaitingLocked(t)
+	}
 	if t.ctx == nil { // a Submit job: its context is made as it starts
 		t.ctx = &jobContext{parent: t.submitCtx, valuesOnly: true}
 		t.submitCtx = nil
@@ -595,19 +614,28 @@ func (s *Scheduler) finishLocked(t *task, err error, ran bool, now int64) {
 // cancelQueuedLocked takes a job that has not started out of the queue
 // and ends it with err (cancelled, or the scheduler closed).
 func (s *Scheduler) cancelQueuedLocked(t *task, err error, now int64) {
-	setResultLocked(t, err)
-	unblocked := s.eng.Cancel(&t.rec, now)
-	s.endedLocked(t)
-	if s.eng.HasUnrun() {
-		s.unrunLocked(now)
-	}
-	if unblocked { // it held a resource's units for itself
+	if s.endQueuedLocked(t, err, now) { // it held a resource's units for itself
 		s.dispatchLocked(now, false)
 	}
 }
 
+// endQueuedLocked is cancelQueuedLocked without the dispatch, for a caller
+// that dispatches next: it reports whether other jobs may start now.
+func (s *Scheduler) endQueuedLocked(t *task, err error, now int64) (unblocked bool) {
+	setResultLocked(t, err)
+	unblocked = s.eng.Cancel(&t.rec, now)
+	s.endedLocked(t)
+	if s.eng.HasUnrun() {
+		s.unrunLocked(now)
+	}
+	return unblocked
+}
+
 // endedLocked wakes whoever waits for a job that ended.
 func (s *Scheduler) endedLocked(t *task) {
+	if s.superseding.types != nil {
+		s.forgetWaitingLocked(t)
+	}
 	t.fn, t.ctx, t.submitCtx = nil, nil, nil // a Handle may keep the record long after
 	if t.wake != nil {
 		close(t.wake)

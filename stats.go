@@ -49,6 +49,9 @@ type Stats struct {
 	Failed    uint64 // ran and returned an error or panicked
 	Cancelled uint64 // left without running: Handle.Cancel or the caller's context while queued, or Close (a running job that returns an error after its context was cancelled counts as Failed)
 	Expired   uint64 // not started by their start deadline
+	// Superseded counts, of Cancelled, the jobs replaced by a newer
+	// submission of their type and ID (DuplicatePolicy Supersede).
+	Superseded uint64
 	// DependencyFailed counts the jobs that ended without running because
 	// a job they run after did not complete.
 	DependencyFailed uint64
@@ -173,7 +176,8 @@ func (s *Scheduler) Stats() Stats {
 		Submitted: e.Submitted, Completed: e.Completed, Failed: e.Failed,
 		Cancelled: e.Cancelled, Expired: e.Expired, DependencyFailed: e.DependencyFailed, Retries: e.Retries,
 		Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
-		Dead: len(s.dead), DeadTotal: s.deadTotal, SkippedOccurrences: s.skippedOccurrences,
+		Superseded: s.superseding.total,
+		Dead:       len(s.dead), DeadTotal: s.deadTotal, SkippedOccurrences: s.skippedOccurrences,
 		Disabled: s.disabling.countLocked(s.nowLocked()), DisabledTotal: s.disabling.total,
 		DisabledRefusals:      s.disabling.refused,
 		HighPriorityCompleted: e.HighCompleted, LowPriorityCompleted: e.LowCompleted,

@@ -32,13 +32,15 @@ func (s *Scheduler) RegisterType(name string, c TypeConfig) error {
 // registerLocked registers job type name with the engine, and its retry
 // policy.
 func (s *Scheduler) registerLocked(name string, c TypeConfig) error {
-	if _, known := s.eng.TypeTier(name); known && (s.retries[name] != c.Retry || s.disabling.policies[name] != c.Disable) {
+	if _, known := s.eng.TypeTier(name); known && (s.retries[name] != c.Retry || s.disabling.policies[name] != c.Disable ||
+		s.superseding.types[name] != (c.Duplicates == Supersede)) {
 		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
 	}
 	if err := s.eng.RegisterType(name, c.engine()); err != nil {
 		return err
 	}
 	s.noteRetriesLocked(name, c)
+	s.superseding.note(name, c)
 	return nil
 }
 

@@ -241,3 +241,29 @@ func (e *Engine) WouldStart(d *Desc, needs []Need) bool {
 	}
 	return true
 }
+
+// FindRunning returns the first running job match reports true for, or
+// nil. O(running).
+func (e *Engine) FindRunning(match func(*Job) bool) *Job {
+	for _, r := range e.running {
+		if match(r.j) {
+			return r.j
+		}
+	}
+	return nil
+}
+
+// BasePriority returns the base priority a job described by d would get,
+// and false if its type is unknown.
+func (e *Engine) BasePriority(d *Desc) (int, bool) {
+	t := e.anyType
+	if d.Type != "" {
+		if t = e.types[d.Type]; t == nil {
+			return 0, false
+		}
+	}
+	if d.Priority != 0 {
+		return clampPriority(d.Priority), true
+	}
+	return t.priority, true
+}

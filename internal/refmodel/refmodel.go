@@ -345,6 +345,31 @@ func (m *Model) typeOf(name string) (Type, bool) {
 // false if the job was rejected (unknown type, MaxQueue or the key's
 // MaxPending), in which case nothing changed. Then it dispatches.
 func (m *Model) Submit(now int64, d Job) (uint64, bool) {
+	seq, ok := m.submit(now, d)
+	if ok {
+		m.dispatch(now)
+	}
+	return seq, ok
+}
+
+// Supersede offers d at now, as Submit does, replacing the waiting job
+// old (0: none) if d is accepted: old leaves the queue as if cancelled,
+// after d joins it. Then it dispatches.
+func (m *Model) Supersede(now int64, old uint64, d Job) (uint64, bool) {
+	seq, ok := m.submit(now, d)
+	if !ok {
+		return 0, false
+	}
+	if j := m.find(old); j != nil && !j.running {
+		m.drop(j, now)
+		m.settleDeps(j, false, now)
+	}
+	m.dispatch(now)
+	return seq, true
+}
+
+// submit is Submit without the dispatch.
+func (m *Model) submit(now int64, d Job) (uint64, bool) {
 	t, ok := m.typeOf(d.Type)
 	if !ok {
 		return 0, false
@@ -423,7 +448,6 @@ func (m *Model) Submit(now int64, d Job) (uint64, bool) {
 	}
 	m.join(j, now, now)
 	m.jobs = append(m.jobs, j)
-	m.dispatch(now)
 	return m.seq, true
 }
 
