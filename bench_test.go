@@ -190,6 +190,35 @@ func benchGateHOL(b *testing.B, gate string, n int) {
 	}
 }
 
+// BenchmarkJoin measures a Submit that joins the waiting job of its type
+// and ID (DuplicatePolicy JoinQueued), which 1,000 submissions joined
+// already: one joiner more, its priority compared, nothing queued.
+func BenchmarkJoin(b *testing.B) {
+	s := benchScheduler(b, Config{MaxConcurrency: 1, Types: map[string]TypeConfig{"fetch": {Duplicates: JoinQueued}}})
+	hold := make(chan struct{})
+	b.Cleanup(func() { close(hold) }) // before Close, registered earlier, waits for the job
+	if _, err := s.Submit(context.Background(), Job{}, func(context.Context) error { <-hold; return nil }); err != nil {
+		b.Fatal(err)
+	}
+	fetch := Job{Type: "fetch", ID: "page"}
+	for range 1001 {
+		if _, err := s.Submit(context.Background(), fetch, noop); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.Submit(context.Background(), fetch, noop); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if st := s.Stats(); st.Joins != uint64(1000+b.N) || st.Queued != 1 {
+		b.Fatalf("%d joins, %d queued", st.Joins, st.Queued)
+	}
+}
+
 // BenchmarkConflictDrain measures the start of each job while n others
 // wait on the same conflict ID (seed 002: one client starting a thousand
 // clones of one repository): the holder ends, the next waiter starts, and

@@ -118,8 +118,9 @@ func (s *Scheduler) RetryDead(seq uint64) (Handle, error) {
 		return Handle{}, err
 	}
 	s.dead = append(s.dead[:i], s.dead[i+1:]...)
+	h := s.handleLocked(t)
 	s.launchLocked(t, now)
-	return Handle{t}, nil
+	return h, nil
 }
 
 // priorityOf returns the Job.Priority that gives the base priority base.

@@ -41,6 +41,13 @@ type diffJobRun struct {
 	ended    bool
 	start    time.Duration
 	failed   int // attempts failed and retried
+	// A submission of a type that joins duplicates: joiner if it joined
+	// job of; attached counts, on a job, the submissions attached to it,
+	// its own included; detached says this submission detached.
+	joiner   bool
+	of       int
+	attached int
+	detached bool
 }
 
 // errDiffInvalid marks a workload whose configuration New rejects; the
@@ -65,7 +72,10 @@ type diffRunner struct {
 	// waitingDup is, for each (type, ID) of a type that supersedes, the
 	// job a newer submission would replace, until it starts.
 	waitingDup map[dupKey]int
-	order      []int // job indices in start order
+	// openJoin is, for each (type, ID) of a type that joins duplicates,
+	// the job a duplicate joins (if it has not ended).
+	openJoin map[dupKey]int
+	order    []int // job indices in start order
 
 	real, model []diffStart // the start sequences
 	trace       []string    // the events applied, for reports
@@ -97,7 +107,7 @@ func newDiffRunner(w *diffWorkload, opts diffOptions) *diffRunner {
 	// The runner's w gains the periodic job's occurrences as jobs, and a
 	// resume of every pause left in force, so that every job ends.
 	r := &diffRunner{orig: w, w: w.clone(), opts: opts, jobs: make([]diffJobRun, len(w.Jobs)),
-		bySeq: map[uint64]int{}, keyCfg: map[string]KeyConfig{}, keyReset: map[string]bool{}, waitingDup: map[dupKey]int{}}
+		bySeq: map[uint64]int{}, keyCfg: map[string]KeyConfig{}, keyReset: map[string]bool{}, waitingDup: map[dupKey]int{}, openJoin: map[dupKey]int{}}
 	r.w.Changes = append(r.w.Changes, w.resumesLeft()...)
 	return r
 }
@@ -444,6 +454,53 @@ func (r *diffRunner) change(c diffKeyChange) error {
 	return r.sync()
 }
 
+// join has submission i join job k: the system returns k's number, and
+// the reference raises k's priority to i's.
+func (r *diffRunner) join(i, k int) error {
+	desc := r.w.Jobs[i].Job
+	seq, err := r.sys.join(i, k, desc)
+	if err != nil {
+		return fmt.Errorf("j%d joining j%d: %v", i, k, err)
+	}
+	if seq != r.jobs[k].seq {
+		return fmt.Errorf("j%d joined seq %d, want j%d's %d", i, seq, k, r.jobs[k].seq)
+	}
+	j := &r.jobs[i]
+	j.joiner, j.of, j.seq = true, k, seq
+	r.jobs[k].attached++
+	r.trace = append(r.trace, fmt.Sprintf("%v j%d joins j%d", r.now, i, k))
+	if r.ref != nil {
+		p := desc.Priority
+		if p == 0 {
+			if p = r.w.Cfg.Types[desc.Type].DefaultPriority; p == 0 {
+				p = 50
+			}
+		}
+		r.ref.Raise(r.now.Microseconds(), r.jobs[k].refSeq, p)
+	}
+	return r.sync()
+}
+
+// detach detaches submission i from job k, which it joined or is; the
+// job is cancelled when none is left attached.
+func (r *diffRunner) detach(i, k int) error {
+	r.jobs[i].detached = true
+	r.jobs[k].attached--
+	last := r.jobs[k].attached == 0
+	r.trace = append(r.trace, fmt.Sprintf("%v j%d detaches from j%d (last %v)", r.now, i, k, last))
+	err := r.sys.detach(i, k, last)
+	if !last {
+		if err != nil {
+			return fmt.Errorf("j%d detaching: %v", i, err)
+		}
+		return r.sync()
+	}
+	if !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("j%d cancelled by its last detaching at %v ended with %v, want context.Canceled", k, r.now, err)
+	}
+	return r.endCancelled(k, r.jobs[k].started)
+}
+
 // pause pauses or resumes a key or a type on both sides.
 func (r *diffRunner) pause(key string, p diffPause) error {
 	now := r.now.Microseconds()
@@ -520,6 +577,22 @@ func (r *diffRunner) setLimit(c diffLimit) error {
 }
 
 func (r *diffRunner) arrive(i int) error {
+	desc := r.w.Jobs[i].Job
+	policy := r.w.Cfg.Types[desc.Type].Duplicates
+	key := dupKey{desc.Type, desc.ID}
+	if policy == JoinQueued || policy == JoinRunning {
+		if k, ok := r.openJoin[key]; ok && !r.jobs[k].ended {
+			return r.join(i, k)
+		}
+		defer func() {
+			if j := &r.jobs[i]; j.accepted {
+				j.attached = 1
+				if !j.ended && (policy == JoinRunning || !j.started) {
+					r.openJoin[key] = i
+				}
+			}
+		}()
+	}
 	var after []int
 	for _, k := range r.w.Jobs[i].After {
 		if r.jobs[k].accepted {
@@ -598,14 +671,32 @@ func (r *diffRunner) arriveBy(i int, submit func() (uint64, error)) error {
 // failed. Cancelling a job that was rejected or has ended does nothing.
 func (r *diffRunner) cancel(i int) error {
 	j := &r.jobs[i]
-	if !j.accepted || j.ended {
+	switch {
+	case j.joiner:
+		if j.detached || r.jobs[j.of].ended {
+			return nil
+		}
+		return r.detach(i, j.of)
+	case !j.accepted || j.ended:
 		return nil
+	case j.attached > 0:
+		if j.detached {
+			return nil
+		}
+		return r.detach(i, i)
 	}
 	if err := r.sys.cancel(i); !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("j%d cancelled at %v ended with %v, want context.Canceled", i, r.now, err)
 	}
+	return r.endCancelled(i, j.started)
+}
+
+// endCancelled takes in that job i ended cancelled: running (its function
+// returned its context's error), or waiting.
+func (r *diffRunner) endCancelled(i int, running bool) error {
+	j := &r.jobs[i]
 	j.ended = true
-	if j.started {
+	if running {
 		r.trace = append(r.trace, fmt.Sprintf("%v cancel running j%d", r.now, i))
 		r.running--
 		r.failed++
@@ -702,6 +793,9 @@ func (r *diffRunner) sync() error {
 			jr.started, jr.start = true, r.now
 			if d := r.w.Jobs[i].Job; r.waitingDup[dupKey{d.Type, d.ID}] == i {
 				delete(r.waitingDup, dupKey{d.Type, d.ID})
+			}
+			if d := r.w.Jobs[i].Job; r.w.Cfg.Types[d.Type].Duplicates == JoinQueued && r.openJoin[dupKey{d.Type, d.ID}] == i {
+				delete(r.openJoin, dupKey{d.Type, d.ID})
 			}
 			r.order = append(r.order, i)
 			got = append(got, diffStart{i, r.now, diffKindName(j.Kind())})

@@ -20,6 +20,12 @@ type diffSystem interface {
 	// submit submits job i, to run after the jobs of after (by index),
 	// and returns its sequence number, or the error that refused it.
 	submit(i int, d Job, after []int) (uint64, error)
+	// join submits job i, a duplicate of job k that joins it, and returns
+	// the number of the job it joined.
+	join(i, k int, d Job) (uint64, error)
+	// detach detaches submission i from job k; if last, k is then
+	// cancelled, and detach returns k's error once it has ended.
+	detach(i, k int, last bool) error
 	// superseded checks that waiting job i ended, replaced by a newer
 	// submission of its type and ID.
 	superseded(i int) error
@@ -306,6 +312,40 @@ func (d *diffScheduler) waiting() map[uint64]diffWhy {
 		}
 	}
 	return out
+}
+
+func (d *diffScheduler) join(i, k int, desc Job) (uint64, error) {
+	release := d.release[k] // whichever submission's function runs, the job's finish releases it
+	h, err := d.s.Submit(context.Background(), desc, func(ctx context.Context) error {
+		select {
+		case err := <-release:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	d.handles[i] = h
+	return h.Seq(), nil
+}
+
+func (d *diffScheduler) detach(i, k int, last bool) error {
+	h := d.handles[i]
+	h.Cancel()
+	if err := h.Wait(context.Background()); !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("a detached submission's Wait returned %v", err)
+	}
+	if i == k {
+		d.handles[k] = Handle{t: h.t} // the job's own end, not its first submission's
+	}
+	if !last {
+		return nil
+	}
+	delete(d.live, k)
+	d.handles[k] = Handle{t: h.t}
+	return d.await(k)
 }
 
 func (d *diffScheduler) superseded(i int) error {
@@ -626,6 +666,21 @@ func (d *diffEngine) waiting() map[uint64]diffWhy {
 		out[j.Seq()] = diffWhy{WaitReason(w.Why).String(), w.On, w.Resource}
 	}
 	return out
+}
+
+func (d *diffEngine) join(i, k int, desc Job) (uint64, error) {
+	j := d.jobs[k]
+	p, _ := d.e.BasePriority(&engine.Desc{Type: desc.Type, ID: desc.ID, Key: desc.Key, Priority: desc.Priority})
+	d.e.Raise(j, p, d.now())
+	d.dispatch()
+	return j.Seq(), nil
+}
+
+func (d *diffEngine) detach(i, k int, last bool) error {
+	if !last {
+		return nil
+	}
+	return d.cancel(k)
 }
 
 func (d *diffEngine) superseded(i int) error {

@@ -267,8 +267,8 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		if diffChance(src, 1, 5) {
 			tc.Rate = diffRate(src)
 		}
-		if diffChance(src, 1, 5) {
-			tc.Duplicates = Supersede
+		if diffChance(src, 1, 4) {
+			tc.Duplicates = diffPick(src, Supersede, JoinQueued, JoinRunning)
 		}
 		if diffChance(src, 1, 3) {
 			tc.Retry = RetryPolicy{Attempts: 2 + src.intn(2), Backoff: diffUnits(1 + src.intn(4))}

@@ -181,9 +181,15 @@
 // job waits at most for the jobs ahead of it and for the units in use
 // when it claimed to be released. SetResource changes a capacity.
 //
-// A type whose Duplicates policy is Supersede keeps one waiting job per
-// ID: a new submission replaces the waiting one, which ends with
-// ErrSuperseded. A job submitted (or run by RunSync) with a context that
+// A type whose Duplicates policy is JoinQueued (or JoinRunning) runs one
+// job per ID at a time: a submission of an ID whose job waits (or runs)
+// joins it. Submit returns a Handle on that job, standing for the joining
+// submission; RunSync waits for it and returns its error without calling
+// its own function. The job runs once, at the highest priority of those
+// who joined; a joiner whose Handle or context is cancelled detaches
+// alone, and the job is cancelled when none is left. A type whose policy
+// is Supersede keeps one waiting job per ID: a new submission replaces
+// the waiting one, which ends with ErrSuperseded. A job submitted (or run by RunSync) with a context that
 // descends from a running job's is that job's child: its base priority is
 // raised to the priority its parent started at, when that is higher.
 //

@@ -15,7 +15,8 @@ import (
 // The zero Handle refers to no job: Seq returns 0, Done a closed channel,
 // Err and Wait an error saying so, and Cancel does nothing.
 type Handle struct {
-	t *task // a Submit job's record, never reused while a Handle may hold it
+	t *task   // a Submit job's record, never reused while a Handle may hold it
+	w *joiner // for a job of a type that joins duplicates: the submission it stands for
 }
 
 // errNoJob is the error of the zero Handle.
@@ -42,6 +43,12 @@ func (h Handle) Done() <-chan struct{} {
 	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if h.w != nil { // a joiner: the job's end, or its own detaching
+		if h.w.gone {
+			return closedChan
+		}
+		return h.w.js.done
+	}
 	if h.t.rec.State() == engine.StateDone {
 		return closedChan
 	}
@@ -79,6 +86,9 @@ func (h Handle) Err() error {
 	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if h.w != nil && h.w.gone {
+		return context.Canceled // this submission detached
+	}
 	if h.t.rec.State() != engine.StateDone {
 		return nil
 	}
@@ -89,6 +99,11 @@ func (h Handle) Err() error {
 // with context.Canceled; a running job's context is cancelled, and the job
 // ends with whatever its function returns. Cancel does nothing once the job
 // has ended.
+//
+// For a job that others joined (TypeConfig.Duplicates), Cancel detaches
+// the submission this Handle stands for: its Wait returns
+// context.Canceled at once, and the job is cancelled only when no
+// submission is left attached to it.
 func (h Handle) Cancel() {
 	if h.t == nil {
 		return
@@ -96,6 +111,10 @@ func (h Handle) Cancel() {
 	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if h.w != nil {
+		s.detachLocked(h.t, h.w, s.nowLocked())
+		return
+	}
 	switch {
 	case h.t.rec.Waiting():
 		s.cancelQueuedLocked(h.t, context.Canceled, s.nowLocked())

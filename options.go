@@ -323,7 +323,7 @@ func (tc TypeConfig) validate(name string) error {
 	if err := validateNeeds(fmt.Sprintf("job type %q", name), tc.Needs); err != nil {
 		errs = append(errs, err)
 	}
-	if tc.Duplicates > Supersede {
+	if tc.Duplicates > JoinRunning {
 		errs = append(errs, fmt.Errorf("fairsched: job type %q: Duplicates is %d, not a DuplicatePolicy", name, tc.Duplicates))
 	}
 	return errors.Join(errs...)

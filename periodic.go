@@ -110,8 +110,8 @@ func (p *Periodic) occur(at time.Time) {
 		job := p.job
 		now := s.nowLocked()
 		if err := s.enqueueLocked(t, &job, now); err == nil {
+			p.last = s.handleLocked(t)
 			s.launchLocked(t, now)
-			p.last = Handle{t}
 		} else {
 			p.skipped++ // refused: a full queue, say
 			s.skippedOccurrences++

@@ -104,6 +104,8 @@ type Scheduler struct {
 	disabling disabling
 	// superseding is what the Supersede policies keep (supersede.go).
 	superseding supersedes
+	// joining is what the Join policies keep (join.go).
+	joining joins
 	// periodic holds the schedules running (periodic.go).
 	periodic           map[*Periodic]struct{}
 	skippedOccurrences uint64
@@ -213,10 +215,25 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 	if parent != nil {
 		s.inheritLocked(parent, &desc)
 	}
+	if s.joining.policy != nil {
+		if existing := s.joinableLocked(&desc); existing != nil {
+			s.recycleLocked(t)
+			if !s.eng.Accepting() {
+				s.mu.Unlock()
+				return ErrClosed
+			}
+			w := &joiner{ctx: ctx, promoted: make(chan struct{})}
+			s.joinLocked(existing, &desc, w, now)
+			return s.runJoined(ctx, existing, w, fn)
+		}
+	}
 	if err := s.enqueueLocked(t, &desc, now); err != nil {
 		s.recycleLocked(t)
 		s.mu.Unlock()
 		return err
+	}
+	if s.joining.policy != nil && s.joining.policy[desc.Type] != 0 && t.rec.State() != engine.StateDone {
+		s.registerJoinLocked(t, nil, ctx)
 	}
 	if t.rec.State() == engine.StateDone { // a job it runs after had failed
 		s.mu.Unlock()
@@ -257,7 +274,11 @@ func (s *Scheduler) awaitStartLocked(ctx context.Context, t *task) error {
 	switch {
 	case t.rec.Waiting():
 		err = ctx.Err()
-		s.cancelQueuedLocked(t, err, s.nowLocked())
+		if w := s.runnerOf(t); w != nil { // others joined it: this caller detaches alone
+			s.detachLocked(t, w, s.nowLocked())
+		} else {
+			s.cancelQueuedLocked(t, err, s.nowLocked())
+		}
 	case t.rec.State() == engine.StateDone: // discarded by Close, or past its start deadline
 		err = resultOf(t)
 	case ctx.Err() != nil:
@@ -291,7 +312,7 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 		return err
 	}
 	s.mu.Lock()
-	if s.eng.Accepting() && (!s.eng.WouldStart(descOf(&desc), engineNeeds(desc.Needs)) || s.timesOf(&desc).NotBefore > s.nowLocked() ||
+	if s.eng.Accepting() && (!s.eng.WouldStart(descOf(&desc), engineNeeds(desc.Needs)) || s.joinableLocked(&desc) != nil || s.timesOf(&desc).NotBefore > s.nowLocked() ||
 		s.waitsForAnyLocked(desc.After)) {
 		s.mu.Unlock()
 		return ErrWouldWait
@@ -353,7 +374,9 @@ func (s *Scheduler) runStarted(ctx context.Context, t *task, fn func(context.Con
 			}
 			continue
 		}
-		s.recycleLocked(t)
+		if s.joining.policy == nil || s.joining.policy[t.rec.Type()] == 0 { // joiners' handles may keep it
+			s.recycleLocked(t)
+		}
 		s.mu.Unlock()
 		return err
 	}
@@ -423,13 +446,20 @@ func (s *Scheduler) Submit(ctx context.Context, desc Job, fn func(context.Contex
 	if parent != nil {
 		s.inheritLocked(parent, &desc)
 	}
+	if s.joining.policy != nil {
+		if h, joined, err := s.submitJoinLocked(t, &desc, now); joined || err != nil {
+			s.mu.Unlock()
+			return h, err
+		}
+	}
 	if err := s.enqueueLocked(t, &desc, now); err != nil {
 		s.mu.Unlock()
 		return Handle{}, err
 	}
+	h := s.handleLocked(t)
 	s.launchLocked(t, now)
 	s.mu.Unlock()
-	return Handle{t}, nil
+	return h, nil
 }
 
 // launchLocked gives a Submit job the engine just accepted a goroutine if
@@ -546,6 +576,9 @@ func (s *Scheduler) dispatchLocked(now int64, self bool) (next *task) {
 
 // startedLocked readies a job the engine started to run.
 func (s *Scheduler) startedLocked(t *task) {
+	if s.joining.policy != nil {
+		s.joinStartedLocked(t)
+	}
 	if s.superseding.types != nil {
 		s.forgetWaitingLocked(t)
 	}
@@ -633,6 +666,9 @@ func (s *Scheduler) endQueuedLocked(t *task, err error, now int64) (unblocked bo
 
 // endedLocked wakes whoever waits for a job that ended.
 func (s *Scheduler) endedLocked(t *task) {
+	if s.joining.policy != nil {
+		s.joinEndedLocked(t)
+	}
 	if s.superseding.types != nil {
 		s.forgetWaitingLocked(t)
 	}

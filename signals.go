@@ -8,8 +8,9 @@ type testSignals struct {
 	accepted  chan uint64   // a job was queued or started: its Seq
 	retried   chan uint64   // a job's failed attempt was put back for a retry: its Seq
 	delivered chan struct{} // the hook returned and the event is counted delivered
+	joined    chan uint64   // a duplicate joined a job: the job's Seq
 }
 
 func newTestSignals() *testSignals {
-	return &testSignals{accepted: make(chan uint64, 1<<16), retried: make(chan uint64, 1<<16), delivered: make(chan struct{}, 1<<16)}
+	return &testSignals{accepted: make(chan uint64, 1<<16), retried: make(chan uint64, 1<<16), delivered: make(chan struct{}, 1<<16), joined: make(chan uint64, 1<<16)}
 }

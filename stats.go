@@ -49,6 +49,9 @@ type Stats struct {
 	Failed    uint64 // ran and returned an error or panicked
 	Cancelled uint64 // left without running: Handle.Cancel or the caller's context while queued, or Close (a running job that returns an error after its context was cancelled counts as Failed)
 	Expired   uint64 // not started by their start deadline
+	// Joins counts the submissions that joined a job of their type and ID
+	// instead of making one (DuplicatePolicy JoinQueued, JoinRunning).
+	Joins uint64
 	// Superseded counts, of Cancelled, the jobs replaced by a newer
 	// submission of their type and ID (DuplicatePolicy Supersede).
 	Superseded uint64
@@ -177,6 +180,7 @@ func (s *Scheduler) Stats() Stats {
 		Cancelled: e.Cancelled, Expired: e.Expired, DependencyFailed: e.DependencyFailed, Retries: e.Retries,
 		Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
 		Superseded: s.superseding.total,
+		Joins:      s.joining.total,
 		Dead:       len(s.dead), DeadTotal: s.deadTotal, SkippedOccurrences: s.skippedOccurrences,
 		Disabled: s.disabling.countLocked(s.nowLocked()), DisabledTotal: s.disabling.total,
 		DisabledRefusals:      s.disabling.refused,

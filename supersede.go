@@ -21,6 +21,19 @@ const (
 	// The new submission is admitted by the queue's limits as any other,
 	// before the one it replaces leaves.
 	Supersede
+	// JoinQueued: a new submission joins the job of its type and ID that
+	// waits, instead of making a second job: Submit returns a Handle on
+	// that job, RunSync waits for it and returns its error without
+	// calling its own function. The job runs once, at the highest priority
+	// of those who joined, charged to the key that submitted it first;
+	// the joiner's other fields are ignored. A joiner whose Handle or
+	// context is cancelled detaches alone; the job is cancelled when no
+	// one is left attached, and if the submission whose function it would
+	// run detaches while it waits, it runs the earliest joiner's still
+	// attached (a RunSync joiner's on that caller's goroutine).
+	JoinQueued
+	// JoinRunning: as JoinQueued, and a job that runs is joined too.
+	JoinRunning
 )
 
 // ErrSuperseded is matched (errors.Is) by the error of a job replaced by

@@ -33,7 +33,7 @@ func (s *Scheduler) RegisterType(name string, c TypeConfig) error {
 // policy.
 func (s *Scheduler) registerLocked(name string, c TypeConfig) error {
 	if _, known := s.eng.TypeTier(name); known && (s.retries[name] != c.Retry || s.disabling.policies[name] != c.Disable ||
-		s.superseding.types[name] != (c.Duplicates == Supersede)) {
+		s.superseding.types[name] != (c.Duplicates == Supersede) || s.joining.policy[name] != joinPolicy(c.Duplicates)) {
 		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
 	}
 	if err := s.eng.RegisterType(name, c.engine()); err != nil {
@@ -41,6 +41,7 @@ func (s *Scheduler) registerLocked(name string, c TypeConfig) error {
 	}
 	s.noteRetriesLocked(name, c)
 	s.superseding.note(name, c)
+	s.joining.note(name, c)
 	return nil
 }
 

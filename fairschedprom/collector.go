@@ -56,6 +56,7 @@ type Collector struct {
 	running, queued, parked, delayed, keysTracked, costEstimates *prometheus.Desc
 	waiting                                                      *prometheus.Desc
 	dead, deadTotal, disabled, skipped                           *prometheus.Desc
+	joins, superseded                                            *prometheus.Desc
 
 	keyWeight, keyAllocation, keyUtilisation, keyRunning, keyQueued *prometheus.Desc
 	otherKeys, otherRunning, otherQueued                            *prometheus.Desc
@@ -125,6 +126,10 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 		"Queued jobs waiting on a conflicting job or their key's concurrency cap.")
 	c.delayed = desc("delayed_jobs",
 		"Queued jobs waiting for their NotBefore time.")
+	c.joins = desc("jobs_joined_total",
+		"Submissions that joined the job of their type and ID instead of making one.")
+	c.superseded = desc("jobs_superseded_total",
+		"Waiting jobs replaced by a newer submission of their type and ID (counted as cancelled too).")
 	c.waiting = desc("waiting_jobs",
 		"Queued jobs by what holds them: not-before, dependency, paused, rate, tier-cap, type-cap, key-cap, conflict, resource, or turn.", "reason")
 	c.dead = desc("dead_jobs",
@@ -218,6 +223,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.parked, float64(st.Parked))
 	gauge(c.delayed, float64(st.Delayed))
+	counter(c.joins, st.Joins)
+	counter(c.superseded, st.Superseded)
 	for _, r := range fairsched.WaitReasons() {
 		gauge(c.waiting, float64(st.Waiting[r]), r.String())
 	}

@@ -415,6 +415,28 @@ func (e *Engine) Cancel(j *Job, now int64) bool {
 	return e.unblocked
 }
 
+// Raise raises the base priority of waiting job j to p (clamped), if that
+// is higher, at now: a duplicate that joined it asked for more. O(log n).
+func (e *Engine) Raise(j *Job, p int, now int64) {
+	b := uint8(clampPriority(p))
+	if b <= j.base {
+		return
+	}
+	switch j.state {
+	case StateQueued:
+		e.hide(j)
+		j.base = b
+		e.show(j, now)
+	case StateParked:
+		w := e.gateOf(j).waits[j.lane]
+		e.unfileHeld(w, j)
+		j.base = b
+		e.fileHeld(w, j, now)
+	case StateDelayed, StatePaused, StateBlocked:
+		j.base = b // in no heap
+	}
+}
+
 // Pending returns the number of jobs waiting, queued or parked (the
 // delayed ones are in Summary).
 func (e *Engine) Pending() int { return e.npending }

@@ -1133,3 +1133,12 @@ func (m *Model) restamp(f *flow) {
 	m.stamp++
 	f.stamp = m.stamp
 }
+
+// Raise raises the base priority of the waiting job seq to p (clamped),
+// if that is higher: a duplicate joined it. Then it dispatches.
+func (m *Model) Raise(now int64, seq uint64, p int) {
+	if j := m.find(seq); j != nil && !j.running {
+		j.base = max(j.base, clamp(p))
+	}
+	m.dispatch(now)
+}

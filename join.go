@@ -1,0 +1,230 @@
+package fairsched
+
+import (
+	"context"
+	"slices"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// Joining duplicates (SPEC section 10; seed 002's (type, ID) identity,
+// seed 004's attach). For a type whose Duplicates policy is JoinQueued or
+// JoinRunning, a submission of a (type, ID) whose job is waiting (or, for
+// JoinRunning, running) does not make a second job: it joins that one.
+//
+// Every submission of such a type is a joiner of its job, the first
+// included; a Handle on such a job names its joiner, so that cancelling
+// it detaches that joiner alone. One joiner is the job's runner, whose
+// function the job runs: the first, or, once it detaches while the job
+// waits, the earliest still waiting (a RunSync joiner's function runs on
+// its own goroutine, a Submit joiner's on the scheduler's). The job is
+// cancelled when no joiner is left. It runs once, at the highest priority
+// a joiner asked for, charged to its first submitter's key; a joiner's
+// other fields are ignored.
+
+// joined is what a job that duplicates may join keeps.
+type joined struct {
+	key     dupKey
+	waiters []*joiner     // still attached, in the order they joined
+	done    chan struct{} // closed when the job ends
+}
+
+// joiner is one submission attached to a job.
+type joiner struct {
+	js     *joined
+	fn     func(context.Context) error // a Submit joiner's; nil for RunSync
+	ctx    context.Context             // a Submit joiner's (its values) or a RunSync joiner's
+	runner bool                        // its function is the one the job runs
+	gone   bool                        // detached
+	// promoted is, for a RunSync joiner, closed when it becomes the
+	// runner of a job that waits: it must then run the job itself.
+	promoted chan struct{}
+}
+
+// joins holds what the Join policies keep.
+type joins struct {
+	policy map[string]DuplicatePolicy // the types that join
+	open   map[dupKey]*task           // by (type, ID): the job a duplicate joins
+	of     map[*task]*joined          // the joiners of each job that has them
+	total  uint64                     // duplicates that joined a job
+}
+
+// note records a type's join policy.
+func (p *joins) note(name string, c TypeConfig) {
+	if c.Duplicates == JoinQueued || c.Duplicates == JoinRunning {
+		if p.policy == nil {
+			p.policy = make(map[string]DuplicatePolicy)
+			p.open = make(map[dupKey]*task)
+			p.of = make(map[*task]*joined)
+		}
+		p.policy[name] = c.Duplicates
+	}
+}
+
+// joinable returns the job a submission of desc would join, or nil.
+func (s *Scheduler) joinableLocked(desc *Job) *task {
+	if s.joining.policy == nil || s.joining.policy[desc.Type] == 0 {
+		return nil
+	}
+	return s.joining.open[dupKey{desc.Type, desc.ID}]
+}
+
+// registerLocked makes t, just accepted, the job its duplicates join, its
+// submitter the first joiner, and returns that joiner. fn and ctx are a
+// Submit's; nil for RunSync.
+func (s *Scheduler) registerJoinLocked(t *task, fn func(context.Context) error, ctx context.Context) *joiner {
+	key := dupKey{t.rec.Type(), t.rec.ID()}
+	js := &joined{key: key, done: make(chan struct{})}
+	w := &joiner{js: js, fn: fn, ctx: ctx, runner: true}
+	js.waiters = []*joiner{w}
+	s.joining.of[t] = js
+	if t.rec.Waiting() || s.joining.policy[key.typ] == JoinRunning && t.rec.Running() {
+		s.joining.open[key] = t
+	}
+	return w
+}
+
+// joinLocked attaches a duplicate described by desc to job t at now: the
+// job's priority rises to the duplicate's if that is higher.
+func (s *Scheduler) joinLocked(t *task, desc *Job, w *joiner, now int64) {
+	js := s.joining.of[t]
+	w.js = js
+	js.waiters = append(js.waiters, w)
+	s.joining.total++
+	if p, ok := s.eng.BasePriority(descOf(desc)); ok && t.rec.Waiting() {
+		s.eng.Raise(&t.rec, p, now)
+	}
+	if s.cfg.signals != nil {
+		s.cfg.signals.joined <- t.rec.Seq()
+	}
+}
+
+// joinStartedLocked closes a JoinQueued job to duplicates as it starts.
+func (s *Scheduler) joinStartedLocked(t *task) {
+	if js := s.joining.of[t]; js != nil && s.joining.policy[js.key.typ] == JoinQueued && s.joining.open[js.key] == t {
+		delete(s.joining.open, js.key)
+	}
+}
+
+// joinEndedLocked lets the joiners of t, which ended, go.
+func (s *Scheduler) joinEndedLocked(t *task) {
+	js := s.joining.of[t]
+	if js == nil {
+		return
+	}
+	delete(s.joining.of, t)
+	if s.joining.open[js.key] == t {
+		delete(s.joining.open, js.key)
+	}
+	close(js.done)
+}
+
+// detachLocked detaches joiner w from job t at now. The job is cancelled
+// if no joiner is left; if w ran it and the job waits, the earliest joiner
+// left runs it instead.
+func (s *Scheduler) detachLocked(t *task, w *joiner, now int64) {
+	js := w.js
+	if w.gone || js != s.joining.of[t] {
+		return // detached before, or the job has ended
+	}
+	w.gone = true
+	js.waiters = slices.DeleteFunc(js.waiters, func(x *joiner) bool { return x == w })
+	if len(js.waiters) == 0 {
+		switch {
+		case t.rec.Waiting():
+			s.cancelQueuedLocked(t, context.Canceled, now)
+		case t.rec.Running():
+			t.ctx.cancel(context.Canceled)
+		}
+		return
+	}
+	if !w.runner || !t.rec.Waiting() {
+		return
+	}
+	next := js.waiters[0]
+	next.runner = true
+	if next.fn != nil { // a Submit joiner: the scheduler's goroutine runs it
+		t.fn, t.submitCtx, t.ctx = next.fn, next.ctx, nil
+		return
+	}
+	// A RunSync joiner runs it on its own goroutine, as the RunSync job
+	// it now is.
+	t.fn, t.submitCtx = nil, nil
+	t.ctx = &jobContext{parent: next.ctx}
+	if t.wake == nil {
+		t.wake = make(chan struct{}) // closed as it starts, which may be before next looks
+	}
+	close(next.promoted)
+}
+
+// runJoined is RunSync for a duplicate that joined job t as w: it waits
+// for the job's end and returns its error, or, if it is made the job's
+// runner while the job waits, runs fn itself. If ctx ends first, w
+// detaches and ctx's error is returned. mu is held on entry and released.
+func (s *Scheduler) runJoined(ctx context.Context, t *task, w *joiner, fn func(context.Context) error) error {
+	done := w.js.done
+	s.mu.Unlock()
+	select {
+	case <-done:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return resultOf(t)
+	case <-w.promoted:
+		s.mu.Lock()
+		if err := s.awaitStartLocked(ctx, t); err != nil {
+			return err
+		}
+		return s.runStarted(ctx, t, fn)
+	case <-ctx.Done():
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.detachLocked(t, w, s.nowLocked())
+		return ctx.Err()
+	}
+}
+
+// runnerOf returns the joiner that runs t, if t has joiners.
+func (s *Scheduler) runnerOf(t *task) *joiner {
+	if js := s.joining.of[t]; js != nil {
+		for _, w := range js.waiters {
+			if w.runner {
+				return w
+			}
+		}
+	}
+	return nil
+}
+
+// handleLocked returns the Handle of Submit job t, just accepted: for a
+// type that joins duplicates, on its first joiner, its submitter.
+func (s *Scheduler) handleLocked(t *task) Handle {
+	h := Handle{t: t}
+	if s.joining.policy != nil && s.joining.policy[t.rec.Type()] != 0 && t.rec.State() != engine.StateDone {
+		h.w = s.registerJoinLocked(t, t.fn, t.submitCtx)
+	}
+	return h
+}
+
+// joinPolicy returns p if it is a Join policy, else 0.
+func joinPolicy(p DuplicatePolicy) DuplicatePolicy {
+	if p == JoinQueued || p == JoinRunning {
+		return p
+	}
+	return 0
+}
+
+// submitJoinLocked joins a Submit job of task t, described by desc, to
+// the job it duplicates, if there is one, at now, and returns the Handle
+// of the submission, and whether it joined.
+func (s *Scheduler) submitJoinLocked(t *task, desc *Job, now int64) (Handle, bool, error) {
+	existing := s.joinableLocked(desc)
+	if existing == nil {
+		return Handle{}, false, nil
+	}
+	if !s.eng.Accepting() {
+		return Handle{}, false, ErrClosed
+	}
+	w := &joiner{fn: t.fn, ctx: t.submitCtx}
+	s.joinLocked(existing, desc, w, now)
+	return Handle{t: existing, w: w}, true, nil
+}
