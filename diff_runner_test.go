@@ -44,10 +44,11 @@ type diffJobRun struct {
 	// A submission of a type that joins duplicates: joiner if it joined
 	// job of; attached counts, on a job, the submissions attached to it,
 	// its own included; detached says this submission detached.
-	joiner   bool
-	of       int
-	attached int
-	detached bool
+	joiner    bool
+	of        int
+	attached  int
+	detached  bool
+	completed bool // ended, its function having returned nil
 }
 
 // errDiffInvalid marks a workload whose configuration New rejects; the
@@ -724,6 +725,7 @@ func (r *diffRunner) finish(i int) error {
 		return fmt.Errorf("j%d finished at %v with %v", i, r.now, err)
 	}
 	r.completed++
+	j.completed = true
 	return r.ended(i, false)
 }
 
@@ -904,6 +906,12 @@ func (r *diffRunner) checkLimits(started []diffStart) error {
 		return fmt.Errorf("%d running, MaxConcurrency %d", all, r.caps.global)
 	}
 	for _, st := range started {
+		// No job starts before every job it runs after completed.
+		for _, k := range r.w.Jobs[st.Job].After {
+			if r.jobs[k].accepted && !r.jobs[k].completed {
+				return fmt.Errorf("j%d started before j%d, which it runs after, completed", st.Job, k)
+			}
+		}
 		d := r.w.Jobs[st.Job].Job
 		tier := c.Types[d.Type].Tier
 		if limit := r.caps.tier[tier]; over(tiers[tier], limit) {

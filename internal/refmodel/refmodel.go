@@ -47,6 +47,11 @@
 //     its aging clock stands still until both are resumed; then it joins
 //     the queue as a released job does, its aging clock moved on by the
 //     time it stood.
+//   - Dependencies (deps.go): a job that runs after jobs not yet ended is
+//     set aside, its aging clock running, until they complete; if one does
+//     not, it ends without running, and so do the jobs after it.
+//   - Duplicates: a duplicate that joins a waiting job raises its base
+//     priority (Raise); one that supersedes replaces it (Supersede).
 //   - Rate limits (ratelimit.go): a job whose key's or type's token bucket
 //     has no token at now is not eligible; a job that starts takes one
 //     from each.
