@@ -8,11 +8,12 @@ import (
 
 // Child jobs (SPEC section 10). A job submitted, or run by RunSync, with a
 // context that descends from a running job's context is that job's child:
-// its base priority is raised to the priority the parent started at
-// (its effective priority, aging included) when that is higher, so that
-// work a job fans out does not fall behind it in its key's queue. The
-// child is otherwise a job of its own: it runs in its own key's share,
-// and the parent's end does not end it.
+// when it has to wait, its base priority is raised to the priority the
+// parent started at (its effective priority, aging included) when that
+// is higher, so that work a job fans out does not fall behind it in its
+// key's queue. A child that starts at once keeps its own: nothing is
+// ordered against it. The child is otherwise a job of its own: it runs in
+// its own key's share, and the parent's end does not end it.
 
 // parentKey is the context key under which a job's context answers with
 // itself, so that a child finds its parent.
@@ -24,15 +25,37 @@ func parentOf(ctx context.Context) *jobContext {
 	return jc
 }
 
-// inheritLocked raises desc's priority to that of the running job whose
-// context is parent, if it is higher. O(running jobs).
-func (s *Scheduler) inheritLocked(parent *jobContext, desc *Job) {
+// parentPriorityLocked returns the priority the running job whose
+// context ctx descends from started at, if there is one. O(running jobs).
+func (s *Scheduler) parentPriorityLocked(ctx context.Context) (int, bool) {
+	parent := parentOf(ctx)
+	if parent == nil {
+		return 0, false
+	}
 	p := s.eng.FindRunning(func(j *engine.Job) bool { return taskOf(j).ctx == parent })
 	if p == nil {
-		return // it has ended
+		return 0, false // it has ended
 	}
-	eff := s.eng.Effective(p, p.Started())
-	if base, ok := s.eng.BasePriority(descOf(desc)); ok && eff > base {
-		desc.Priority = eff
+	return s.eng.Effective(p, p.Started()), true
+}
+
+// raiseChildLocked raises the priority of t, just queued at now, to its
+// parent's, if it is a child and that is higher. Only a job that waits is
+// looked at: one that starts at once has nothing to be ordered against,
+// and the look-up walks the caller's context, which a request's makes
+// long.
+func (s *Scheduler) raiseChildLocked(ctx context.Context, t *task, now int64) {
+	if eff, ok := s.parentPriorityLocked(ctx); ok {
+		s.eng.Raise(&t.rec, eff, now)
+	}
+}
+
+// inheritLocked raises desc's priority to its parent's, if ctx makes it a
+// child and that is higher: for a duplicate about to join a job.
+func (s *Scheduler) inheritLocked(ctx context.Context, desc *Job) {
+	if eff, ok := s.parentPriorityLocked(ctx); ok {
+		if base, known := s.eng.BasePriority(descOf(desc)); known && eff > base {
+			desc.Priority = eff
+		}
 	}
 }

@@ -190,8 +190,9 @@
 // alone, and the job is cancelled when none is left. A type whose policy
 // is Supersede keeps one waiting job per ID: a new submission replaces
 // the waiting one, which ends with ErrSuperseded. A job submitted (or run by RunSync) with a context that
-// descends from a running job's is that job's child: its base priority is
-// raised to the priority its parent started at, when that is higher.
+// descends from a running job's is that job's child: if it has to wait,
+// its base priority is raised to the priority its parent started at, when
+// that is higher.
 //
 // Snapshot says, for each waiting job, the one thing that holds it
 // (JobInfo.Waiting), the first of: its NotBefore or backoff, a dependency,

@@ -224,6 +224,7 @@ func (s *Scheduler) submitJoinLocked(t *task, desc *Job, now int64) (Handle, boo
 	if !s.eng.Accepting() {
 		return Handle{}, false, ErrClosed
 	}
+	s.inheritLocked(t.submitCtx, desc)
 	w := &joiner{fn: t.fn, ctx: t.submitCtx}
 	s.joinLocked(existing, desc, w, now)
 	return Handle{t: existing, w: w}, true, nil

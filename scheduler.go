@@ -106,6 +106,11 @@ type Scheduler struct {
 	superseding supersedes
 	// joining is what the Join policies keep (join.go).
 	joining joins
+	// duplicates: some type has a DuplicatePolicy (supersede.go, join.go).
+	duplicates bool
+	// watchEnds: a job's end has more to do than its own waiters' (idle
+	// or duplicates is set).
+	watchEnds bool
 	// periodic holds the schedules running (periodic.go).
 	periodic           map[*Periodic]struct{}
 	skippedOccurrences uint64
@@ -208,15 +213,12 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 	if err := checkSyncCall(ctx, fn, "RunSync"); err != nil {
 		return err
 	}
-	parent := parentOf(ctx)
 	s.mu.Lock()
 	t := s.newSyncTaskLocked(&jobContext{parent: ctx})
 	now := s.nowLocked()
-	if parent != nil {
-		s.inheritLocked(parent, &desc)
-	}
 	if s.joining.policy != nil {
 		if existing := s.joinableLocked(&desc); existing != nil {
+			s.inheritLocked(ctx, &desc)
 			s.recycleLocked(t)
 			if !s.eng.Accepting() {
 				s.mu.Unlock()
@@ -240,6 +242,7 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 		return resultOf(t)
 	}
 	if !t.rec.Running() {
+		s.raiseChildLocked(ctx, t, now)
 		t.wake = make(chan struct{})
 		s.dispatchLocked(now, false)
 	}
@@ -319,9 +322,6 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 	}
 	t := s.newSyncTaskLocked(&jobContext{parent: ctx})
 	now := s.nowLocked()
-	if parent := parentOf(ctx); parent != nil {
-		s.inheritLocked(parent, &desc)
-	}
 	if err := s.enqueueLocked(t, &desc, now); err != nil {
 		s.recycleLocked(t)
 		s.mu.Unlock()
@@ -374,7 +374,7 @@ func (s *Scheduler) runStarted(ctx context.Context, t *task, fn func(context.Con
 			}
 			continue
 		}
-		if s.joining.policy == nil || s.joining.policy[t.rec.Type()] == 0 { // joiners' handles may keep it
+		if !s.duplicates || s.joining.policy[t.rec.Type()] == 0 { // joiners' handles may keep it
 			s.recycleLocked(t)
 		}
 		s.mu.Unlock()
@@ -440,12 +440,8 @@ func (s *Scheduler) Submit(ctx context.Context, desc Job, fn func(context.Contex
 		return Handle{}, errNilFunc
 	}
 	t := newSubmitTask(ctx, fn)
-	parent := parentOf(ctx)
 	s.mu.Lock()
 	now := s.nowLocked()
-	if parent != nil {
-		s.inheritLocked(parent, &desc)
-	}
 	if s.joining.policy != nil {
 		if h, joined, err := s.submitJoinLocked(t, &desc, now); joined || err != nil {
 			s.mu.Unlock()
@@ -457,6 +453,9 @@ func (s *Scheduler) Submit(ctx context.Context, desc Job, fn func(context.Contex
 		return Handle{}, err
 	}
 	h := s.handleLocked(t)
+	if t.rec.Waiting() {
+		s.raiseChildLocked(ctx, t, now)
+	}
 	s.launchLocked(t, now)
 	s.mu.Unlock()
 	return h, nil
@@ -576,11 +575,8 @@ func (s *Scheduler) dispatchLocked(now int64, self bool) (next *task) {
 
 // startedLocked readies a job the engine started to run.
 func (s *Scheduler) startedLocked(t *task) {
-	if s.joining.policy != nil {
-		s.joinStartedLocked(t)
-	}
-	if s.superseding.types != nil {
-		s.forgetWaitingLocked(t)
+	if s.duplicates {
+		s.dupStartedLocked(t)
 	}
 	if t.ctx == nil { // a Submit job: its context is made as it starts
 		t.ctx = &jobContext{parent: t.submitCtx, valuesOnly: true}
@@ -666,19 +662,25 @@ func (s *Scheduler) endQueuedLocked(t *task, err error, now int64) (unblocked bo
 
 // endedLocked wakes whoever waits for a job that ended.
 func (s *Scheduler) endedLocked(t *task) {
-	if s.joining.policy != nil {
-		s.joinEndedLocked(t)
-	}
-	if s.superseding.types != nil {
-		s.forgetWaitingLocked(t)
-	}
 	t.fn, t.ctx, t.submitCtx = nil, nil, nil // a Handle may keep the record long after
+	if t.wake != nil || s.watchEnds {        // rare: kept out so that this inlines
+		s.wakeEndedLocked(t)
+	}
+}
+
+// wakeEndedLocked is what endedLocked does for a job someone waits for,
+// or that duplicates may join or supersede.
+func (s *Scheduler) wakeEndedLocked(t *task) {
+	if s.duplicates {
+		s.dupEndedLocked(t)
+	}
 	if t.wake != nil {
 		close(t.wake)
 	}
 	if s.idle != nil && s.eng.Idle() {
 		close(s.idle)
 		s.idle = nil
+		s.watchEnds = s.duplicates
 	}
 }
 
@@ -815,6 +817,7 @@ func (s *Scheduler) idleChanLocked() <-chan struct{} {
 	}
 	if s.idle == nil {
 		s.idle = make(chan struct{})
+		s.watchEnds = true
 	}
 	return s.idle
 }

@@ -77,6 +77,27 @@ func (s *Scheduler) supersedeLocked(t *task, now int64) {
 	}
 }
 
+// dupStartedLocked does what the duplicate policies do as t starts: it can
+// no longer be superseded, nor, under JoinQueued, joined.
+func (s *Scheduler) dupStartedLocked(t *task) {
+	if s.joining.policy != nil {
+		s.joinStartedLocked(t)
+	}
+	if s.superseding.types != nil {
+		s.forgetWaitingLocked(t)
+	}
+}
+
+// dupEndedLocked does what the duplicate policies do as t ends.
+func (s *Scheduler) dupEndedLocked(t *task) {
+	if s.joining.policy != nil {
+		s.joinEndedLocked(t)
+	}
+	if s.superseding.types != nil {
+		s.forgetWaitingLocked(t)
+	}
+}
+
 // forgetWaitingLocked forgets t as the job of its type and ID to replace:
 // it started or ended.
 func (s *Scheduler) forgetWaitingLocked(t *task) {

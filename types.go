@@ -42,6 +42,9 @@ func (s *Scheduler) registerLocked(name string, c TypeConfig) error {
 	s.noteRetriesLocked(name, c)
 	s.superseding.note(name, c)
 	s.joining.note(name, c)
+	if c.Duplicates != AllowDuplicates {
+		s.duplicates, s.watchEnds = true, true
+	}
 	return nil
 }
 
