@@ -333,15 +333,8 @@ func (r *diffRunner) due() error {
 			return fmt.Errorf("at %v: the scheduler expired %v, the reference %v", r.now, expired, want)
 		}
 	}
-	for _, i := range expired {
-		j := &r.jobs[i]
-		if j.started || j.ended {
-			return fmt.Errorf("at %v: j%d expired, but it had started or ended", r.now, i)
-		}
-		j.ended = true
-		r.pending--
-		r.expired++
-		r.trace = append(r.trace, fmt.Sprintf("%v j%d expired", r.now, i))
+	if err := r.endWaiting(expired, "expired", &r.expired); err != nil {
+		return err
 	}
 	r.trace = append(r.trace, fmt.Sprintf("%v timers", r.now))
 	return r.sync()
@@ -852,15 +845,21 @@ func (r *diffRunner) takeUnrun() error {
 			return fmt.Errorf("at %v, after %q: the scheduler ended %v unrun, the reference %v", r.now, r.trace[len(r.trace)-1], got, want)
 		}
 	}
-	for _, i := range got {
+	return r.endWaiting(got, "ended unrun: a job it runs after did not complete", &r.unrun)
+}
+
+// endWaiting takes in that the waiting jobs ended by themselves, as
+// what says, and counts them in count.
+func (r *diffRunner) endWaiting(ended []int, what string, count *int) error {
+	for _, i := range ended {
 		j := &r.jobs[i]
 		if j.started || j.ended {
-			return fmt.Errorf("at %v: j%d ended unrun, but it had started or ended", r.now, i)
+			return fmt.Errorf("at %v: j%d %s, but it had started or ended", r.now, i, what)
 		}
 		j.ended = true
 		r.pending--
-		r.unrun++
-		r.trace = append(r.trace, fmt.Sprintf("%v j%d unrun: a job it runs after did not complete", r.now, i))
+		*count++
+		r.trace = append(r.trace, fmt.Sprintf("%v j%d %s", r.now, i, what))
 	}
 	return nil
 }

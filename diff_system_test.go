@@ -132,14 +132,7 @@ func (d *diffScheduler) submit(i int, desc Job, after []int) (uint64, error) {
 		desc.After = append(desc.After, d.handles[k])
 	}
 	release := make(chan error, 1)
-	h, err := d.s.Submit(context.Background(), desc, func(ctx context.Context) error {
-		select {
-		case err := <-release:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
+	h, err := d.s.Submit(context.Background(), desc, awaitRelease(release))
 	if err != nil {
 		return 0, err
 	}
@@ -315,15 +308,8 @@ func (d *diffScheduler) waiting() map[uint64]diffWhy {
 }
 
 func (d *diffScheduler) join(i, k int, desc Job) (uint64, error) {
-	release := d.release[k] // whichever submission's function runs, the job's finish releases it
-	h, err := d.s.Submit(context.Background(), desc, func(ctx context.Context) error {
-		select {
-		case err := <-release:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
+	// Whichever submission's function runs, the job's finish releases it.
+	h, err := d.s.Submit(context.Background(), desc, awaitRelease(d.release[k]))
 	if err != nil {
 		return 0, err
 	}
@@ -765,4 +751,17 @@ func (c diffEndCounter) Expired(j *engine.Job, _ int64)                    { c[j
 func (c diffEndCounter) DependencyFailed(j, _ *engine.Job, _ int64)        { c[j.Seq()]++ }
 func (c diffEndCounter) Retrying(*engine.Job, int64, int64)                {}
 func (c diffEndCounter) AllocationChanged(string, float64, float64, engine.AllocationReason, int64) {
+}
+
+// awaitRelease returns a job function that returns what release gives
+// it, or its context's error if that ends first.
+func awaitRelease(release <-chan error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		select {
+		case err := <-release:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

@@ -1,7 +1,5 @@
 package fairsched
 
-import "fmt"
-
 // PauseKey pauses the fairness key name. Its queued jobs, and those
 // submitted to it later, wait holding nothing, out of the order and out
 // of fair share: for allocation the key counts as one with no work, so
@@ -12,12 +10,7 @@ import "fmt"
 //
 // It takes the lock for O(m log n) time, for the key's m waiting jobs.
 func (s *Scheduler) PauseKey(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	s.catchUpLocked(now)
-	s.eng.PauseKey(name, now)
-	s.kickLocked()
+	s.changeNow(func(now int64) bool { s.eng.PauseKey(name, now); return true })
 }
 
 // ResumeKey resumes the fairness key name. Its waiting jobs whose type
@@ -28,12 +21,7 @@ func (s *Scheduler) PauseKey(name string) {
 //
 // It takes the lock for O(m log n) time, for the key's m paused jobs.
 func (s *Scheduler) ResumeKey(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	s.catchUpLocked(now)
-	s.eng.ResumeKey(name, now)
-	s.kickLocked()
+	s.changeNow(func(now int64) bool { s.eng.ResumeKey(name, now); return true })
 }
 
 // PauseType pauses the job type name, as PauseKey does a key: its queued
@@ -41,27 +29,32 @@ func (s *Scheduler) ResumeKey(name string) {
 // A job waits while its key or its type is paused. It fails, changing
 // nothing, if the type is not registered (the error wraps ErrUnknownType).
 func (s *Scheduler) PauseType(name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	s.catchUpLocked(now)
-	if !s.eng.PauseType(name, now) {
-		return fmt.Errorf("%w %q", ErrUnknownType, name)
+	if !s.changeNow(func(now int64) bool { return s.eng.PauseType(name, now) }) {
+		return errUnknownType(name)
 	}
-	s.kickLocked()
 	return nil
 }
 
 // ResumeType resumes the job type name, as ResumeKey does a key. It fails
 // if the type is not registered (the error wraps ErrUnknownType).
 func (s *Scheduler) ResumeType(name string) error {
+	if !s.changeNow(func(now int64) bool { return s.eng.ResumeType(name, now) }) {
+		return errUnknownType(name)
+	}
+	return nil
+}
+
+// changeNow applies change to the engine at the scheduler's time, after
+// what fell due by then, and dispatches if it reports that it changed
+// something.
+func (s *Scheduler) changeNow(change func(now int64) bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
 	s.catchUpLocked(now)
-	if !s.eng.ResumeType(name, now) {
-		return fmt.Errorf("%w %q", ErrUnknownType, name)
+	if !change(now) {
+		return false
 	}
 	s.kickLocked()
-	return nil
+	return true
 }

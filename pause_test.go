@@ -2,6 +2,7 @@ package fairsched
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -208,23 +209,19 @@ func TestPausedJobsEndByDeadlineOrCancel(t *testing.T) {
 // keyStats and typeStats return the stats of a key or type, which must
 // be listed.
 func keyStats(t *testing.T, st Stats, key string) KeyStats {
-	t.Helper()
-	for _, ks := range st.Keys {
-		if ks.Key == key {
-			return ks
-		}
-	}
-	t.Fatalf("key %q not in Stats", key)
-	return KeyStats{}
+	return listed(t, st.Keys, func(ks KeyStats) bool { return ks.Key == key })
 }
 
 func typeStats(t *testing.T, st Stats, name string) TypeStats {
+	return listed(t, st.Types, func(ts TypeStats) bool { return ts.Name == name })
+}
+
+// listed returns the element of list that is, which must be there.
+func listed[T any](t *testing.T, list []T, is func(T) bool) T {
 	t.Helper()
-	for _, ts := range st.Types {
-		if ts.Name == name {
-			return ts
-		}
+	i := slices.IndexFunc(list, is)
+	if i < 0 {
+		t.Fatalf("not in Stats: %T", *new(T))
 	}
-	t.Fatalf("type %q not in Stats", name)
-	return TypeStats{}
+	return list[i]
 }

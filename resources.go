@@ -85,14 +85,9 @@ func (s *Scheduler) SetResource(name string, capacity int) error {
 	if capacity < 0 {
 		return fmt.Errorf("fairsched: resource %q: capacity %d; it must not be negative", name, capacity)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	s.catchUpLocked(now)
-	if !s.eng.SetResource(name, capacity, now) {
+	if !s.changeNow(func(now int64) bool { return s.eng.SetResource(name, capacity, now) }) {
 		return fmt.Errorf("%w %q", ErrUnknownResource, name)
 	}
-	s.kickLocked()
 	return nil
 }
 

@@ -139,13 +139,8 @@ func (e *Engine) resolve(j *Job, o Outcome, now int64) {
 // the dependency out of the graph if nothing is left of it there.
 func (e *Engine) unlinkDependant(ed *edge) {
 	n := e.deps[ed.dep]
-	s := n.dependants
-	last := len(s) - 1
-	s[ed.idx] = s[last]
-	s[ed.idx].idx = ed.idx
-	s[last] = nil
-	n.dependants = s[:last]
-	if last == 0 && len(n.after) == 0 {
+	n.dependants = swapRemove(n.dependants, ed.idx, func(x *edge, i int) { x.idx = i })
+	if len(n.dependants) == 0 && len(n.after) == 0 {
 		delete(e.deps, ed.dep)
 		ed.dep.linked = false
 	}

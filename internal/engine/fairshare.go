@@ -520,12 +520,7 @@ func (e *Engine) forgetKey(k *keyState) {
 		e.rateline.Remove(int(k.bucket.idx))
 	}
 	for _, l := range k.lanes {
-		all := l.typ.all
-		last := len(all) - 1
-		all[l.allIdx] = all[last]
-		all[l.allIdx].allIdx = l.allIdx
-		all[last] = nil
-		l.typ.all = all[:last]
+		l.typ.all = swapRemove(l.typ.all, l.allIdx, func(x *lane, i int) { x.allIdx = i })
 	}
 	e.keysForgotten++
 }

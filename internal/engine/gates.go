@@ -120,12 +120,7 @@ func (e *Engine) unhold(j *Job) {
 		e.detach(w)
 	}
 	delete(g.waits, j.lane)
-	l := j.lane
-	last := len(l.held) - 1
-	l.held[w.heldIdx] = l.held[last]
-	l.held[w.heldIdx].heldIdx = w.heldIdx
-	l.held[last] = nil
-	l.held = l.held[:last]
+	j.lane.held = swapRemove(j.lane.held, w.heldIdx, func(x *waitLane, i int) { x.heldIdx = i })
 	if by == heldByLock {
 		e.dropLockIfUnused(j)
 	}
@@ -211,11 +206,7 @@ func (e *Engine) attach(w *waitLane) {
 // detach takes w's jobs out of their lane's sight. O(log n).
 func (e *Engine) detach(w *waitLane) {
 	l := w.of
-	last := len(l.attached) - 1
-	l.attached[w.attIdx] = l.attached[last]
-	l.attached[w.attIdx].attIdx = w.attIdx
-	l.attached[last] = nil
-	l.attached = l.attached[:last]
+	l.attached = swapRemove(l.attached, w.attIdx, func(x *waitLane, i int) { x.attIdx = i })
 	w.attIdx = -1
 	l.nwaiting -= w.n
 	e.nqueued -= w.n
@@ -239,4 +230,17 @@ func (e *Engine) refileOpen(w *waitLane) {
 	case w.openIdx >= 0:
 		ow.Remove(w.openIdx)
 	}
+}
+
+// swapRemove removes s[i] by moving the last element there, which learns
+// its new position through setIdx, and returns the shorter slice: the
+// way every list of the engine that knows its elements' positions drops
+// one. O(1).
+func swapRemove[T any](s []T, i int, setIdx func(T, int)) []T {
+	last := len(s) - 1
+	s[i] = s[last]
+	setIdx(s[i], i)
+	var zero T
+	s[last] = zero
+	return s[:last]
 }

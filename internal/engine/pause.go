@@ -160,12 +160,7 @@ func (e *Engine) unpark(j *Job) {
 		list = &j.lane.key.pausedJobs
 	}
 	j.held = 0
-	s := *list
-	last := len(s) - 1
-	s[j.idx] = s[last]
-	s[j.idx].idx = j.idx
-	s[last] = nil
-	*list = s[:last]
+	*list = swapRemove(*list, int(j.idx), jobSetIdx)
 	e.npaused--
 }
 
