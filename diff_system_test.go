@@ -224,30 +224,32 @@ func (d *diffScheduler) nextDue() (time.Duration, bool) {
 // fake clock runs a timer's function on the goroutine that sets it, so
 // every such end has happened by now.
 func (d *diffScheduler) due() ([]int, error) {
-	var out []int
-	for i := range d.live {
-		h := d.handles[i]
-		select {
-		case <-h.Done():
-		default:
-			continue
+	return d.endedBy(func(h Handle) (bool, error) {
+		switch err := h.Err(); {
+		case errors.Is(err, ErrDependency):
+			return false, nil // unrun's
+		case !errors.Is(err, ErrStartDeadline):
+			return false, fmt.Errorf("ended by itself with %v", err)
 		}
-		if errors.Is(h.Err(), ErrDependency) {
-			continue // unrun's
-		}
-		if !errors.Is(h.Err(), ErrStartDeadline) {
-			return nil, fmt.Errorf("j%d ended by itself with %v", i, h.Err())
-		}
-		out = append(out, i)
-		delete(d.live, i)
-	}
-	slices.Sort(out)
-	return out, nil
+		return true, nil
+	})
 }
 
 // unrun reports the jobs that ended with a *DependencyError: ended by the
 // event just taken in, under the lock that took it in.
 func (d *diffScheduler) unrun() ([]int, error) {
+	return d.endedBy(func(h Handle) (bool, error) {
+		var de *DependencyError
+		if !errors.As(h.Err(), &de) || de.Seq != h.Seq() {
+			return false, fmt.Errorf("ended by itself with %v", h.Err())
+		}
+		return true, nil
+	})
+}
+
+// endedBy takes out of the live jobs, and returns, those that ended and
+// that took says are its to take; an end it finds wrong is an error.
+func (d *diffScheduler) endedBy(took func(Handle) (bool, error)) ([]int, error) {
 	var out []int
 	for i := range d.live {
 		h := d.handles[i]
@@ -256,12 +258,14 @@ func (d *diffScheduler) unrun() ([]int, error) {
 		default:
 			continue
 		}
-		var de *DependencyError
-		if !errors.As(h.Err(), &de) || de.Seq != h.Seq() {
-			return nil, fmt.Errorf("j%d ended by itself with %v", i, h.Err())
+		ok, err := took(h)
+		if err != nil {
+			return nil, fmt.Errorf("j%d %v", i, err)
 		}
-		out = append(out, i)
-		delete(d.live, i)
+		if ok {
+			out = append(out, i)
+			delete(d.live, i)
+		}
 	}
 	slices.Sort(out)
 	return out, nil
