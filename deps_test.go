@@ -217,3 +217,34 @@ func TestDependencyBadHandles(t *testing.T) {
 	require.ErrorContains(t, err, "Job.After[0] is the zero Handle")
 	assert.Zero(t, s.Stats().Submitted)
 }
+
+// No cycle can be formed: a job names only jobs submitted before it, by
+// their Handles. A dead dependency retried by hand runs again as a new
+// job, and what failed after it stays failed: nothing runs twice, and
+// nothing waits on itself.
+func TestDependencyNoCycle(t *testing.T) {
+	s, _ := newSignalledScheduler(t, Config{MaxConcurrency: 2})
+	var rec recorder
+	fails := true
+	a, err := s.Submit(context.Background(), Job{}, func(ctx context.Context) error {
+		rec.job("a", nil)(ctx)
+		if fails {
+			return errors.New("a failed")
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Error(t, a.Wait(context.Background()))
+	b, err := s.Submit(context.Background(), Job{After: []Handle{a}}, rec.job("b", nil))
+	require.NoError(t, err)
+	require.ErrorIs(t, b.Wait(context.Background()), ErrDependency)
+
+	fails = false
+	again, err := s.RetryDead(a.Seq())
+	require.NoError(t, err)
+	require.NoError(t, again.Wait(context.Background()))
+	c, err := s.Submit(context.Background(), Job{After: []Handle{again, b}}, rec.job("c", nil))
+	require.NoError(t, err)
+	require.ErrorIs(t, c.Wait(context.Background()), ErrDependency, "b failed for good")
+	assert.Equal(t, []string{"a", "a"}, rec.order())
+}
