@@ -500,7 +500,7 @@ func (d *diffEngine) submit(i int, desc Job, after []int) (uint64, error) {
 	if !desc.StartBy.IsZero() {
 		tm.StartBy = desc.StartBy.Sub(d.t0).Microseconds()
 	}
-	would := d.e.WouldStart(&ed, tm.Needs) && tm.NotBefore <= d.now() && !d.waitsForAny(tm.After)
+	would := d.e.WouldStart(&ed, tm.Needs, d.now()) && tm.NotBefore <= d.now() && !d.waitsForAny(tm.After)
 	if r := d.e.Enqueue(j, &ed, &tm, d.now()); r != nil {
 		switch r.Reason {
 		case engine.RefusedFull, engine.RefusedKeyFull:

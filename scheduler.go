@@ -315,13 +315,14 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 		return err
 	}
 	s.mu.Lock()
-	if s.eng.Accepting() && (!s.eng.WouldStart(descOf(&desc), engineNeeds(desc.Needs)) || s.joinableLocked(&desc) != nil || s.timesOf(&desc).NotBefore > s.nowLocked() ||
-		s.waitsForAnyLocked(desc.After)) {
+	now := s.nowLocked()
+	s.catchUpLocked(now) // a limit's state as of now
+	if s.eng.Accepting() && (!s.eng.WouldStart(descOf(&desc), engineNeeds(desc.Needs), now) || s.joinableLocked(&desc) != nil ||
+		s.timesOf(&desc).NotBefore > now || s.waitsForAnyLocked(desc.After)) {
 		s.mu.Unlock()
 		return ErrWouldWait
 	}
 	t := s.newSyncTaskLocked(&jobContext{parent: ctx})
-	now := s.nowLocked()
 	if err := s.enqueueLocked(t, &desc, now); err != nil {
 		s.recycleLocked(t)
 		s.mu.Unlock()

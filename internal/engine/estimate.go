@@ -22,16 +22,17 @@ package engine
 // estimate for telling a client when to retry, not a promise.
 
 // EstimateWait estimates how long a job described by d would wait before
-// it starts if it were submitted now, in µs: 0 if it would start at once.
+// it starts if it were submitted at now, in µs: 0 if it would start at
+// once.
 // It reports false if d's type is unknown.
-func (e *Engine) EstimateWait(d *Desc) (int64, bool) {
+func (e *Engine) EstimateWait(d *Desc, now int64) (int64, bool) {
 	t := e.anyType
 	if d.Type != "" {
 		if t = e.types[d.Type]; t == nil {
 			return 0, false
 		}
 	}
-	if e.WouldStart(d, nil) {
+	if e.WouldStart(d, nil, now) {
 		return 0, true
 	}
 	k := e.anyKey

@@ -204,8 +204,8 @@ func (e *Engine) Held(j *Job) bool {
 // true: Enqueue then says why it refuses.
 //
 // needs are the job's own needs of resources, in place of its type's, or
-// nil.
-func (e *Engine) WouldStart(d *Desc, needs []Need) bool {
+// nil; now is the time it would be enqueued, after what fell due.
+func (e *Engine) WouldStart(d *Desc, needs []Need, now int64) bool {
 	t := e.anyType
 	if d.Type != "" {
 		if t = e.types[d.Type]; t == nil {
@@ -218,6 +218,9 @@ func (e *Engine) WouldStart(d *Desc, needs []Need) bool {
 	k := e.anyKey
 	if d.Key != "" {
 		k = e.keys[d.Key] // a key not yet known runs nothing
+	}
+	if k != nil && k.idle && now-k.idleSince >= e.cfg.IdleTTL {
+		k = nil // Enqueue forgets it first: it comes back brand-new
 	}
 	if k != nil && k.blocked() {
 		return false
