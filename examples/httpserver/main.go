@@ -38,7 +38,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +45,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched"
+	"github.com/fairsched/fairsched/fairschedhttp"
 	"github.com/fairsched/fairsched/fairschedprom"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -239,7 +239,11 @@ func checkLoopback(addr string) error {
 // load it is meant to show.
 func newHandler(s *fairsched.Scheduler, reg *prometheus.Registry, work time.Duration) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /work", scheduled(s, "request", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// fairschedhttp runs each request inside s.RunSync, keyed by the
+	// client: a full queue (or the client's MaxPending) answers 429 with
+	// Retry-After, the wait the request would have had; a closing
+	// scheduler 503; a client that hangs up leaves the queue at once.
+	mux.Handle("GET /work", fairschedhttp.Middleware(s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := time.NewTimer(work)
 		defer t.Stop()
 		select {
@@ -247,46 +251,12 @@ func newHandler(s *fairsched.Scheduler, reg *prometheus.Registry, work time.Dura
 			fmt.Fprintln(w, "done")
 		case <-r.Context().Done():
 		}
-	})))
+	}), fairschedhttp.Options{
+		Key: clientKey,
+		Job: func(*http.Request) fairsched.Job { return fairsched.Job{Type: "request"} },
+	}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return mux
-}
-
-// scheduled runs next inside s.RunSync, as a job of the given type keyed
-// by the client. While the request waits for a slot it holds none; if the
-// client hangs up, it leaves the queue at once.
-//
-//   - ErrQueueFull (the client has MaxPending requests waiting already, or
-//     the queue is full): 429 with Retry-After, the wait the request
-//     would have had, so the client backs off instead of piling up.
-//   - ErrClosed (the server is shutting down): 503.
-//   - A panic in next: 500; the scheduler recovers it and frees the slot.
-func scheduled(s *fairsched.Scheduler, typ string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		job := fairsched.Job{Type: typ, Key: clientKey(r)}
-		err := s.RunSync(r.Context(), job, func(ctx context.Context) error {
-			next.ServeHTTP(w, r.WithContext(ctx))
-			return nil
-		})
-		var panicked *fairsched.PanicError
-		var full *fairsched.QueueFullError
-		switch {
-		case err == nil:
-		case errors.As(err, &full):
-			// The wait the request would have had, in whole seconds.
-			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(full.Wait.Seconds())))))
-			http.Error(w, "too many requests waiting for this client; retry later", http.StatusTooManyRequests)
-		case errors.Is(err, fairsched.ErrClosed):
-			http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
-		case errors.As(err, &panicked):
-			log.Printf("httpserver: handler panicked: %v", panicked.Value)
-			http.Error(w, "internal error", http.StatusInternalServerError)
-		case r.Context().Err() != nil:
-			// The client went away while waiting: nobody to answer.
-		default:
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-		}
-	})
 }
 
 // clientKey is the fairness key of a request: the X-Client header if set,

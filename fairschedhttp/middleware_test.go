@@ -1,0 +1,269 @@
+package fairschedhttp
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// harness is a scheduler whose submissions are signalled, and a handler
+// that holds each request until released.
+type harness struct {
+	s         *fairsched.Scheduler
+	submitted chan uint64 // a job was queued or started
+	entered   chan string // a request reached the handler: its path
+	release   chan struct{}
+}
+
+func newHarness(t *testing.T, cfg fairsched.Config) *harness {
+	t.Helper()
+	h := &harness{submitted: make(chan uint64, 1024), entered: make(chan string, 1024), release: make(chan struct{})}
+	cfg.OnEvent = func(ev fairsched.Event) {
+		if ev.Kind == fairsched.EventSubmitted {
+			h.submitted <- ev.Seq
+		}
+	}
+	s, err := fairsched.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.s = s
+	t.Cleanup(func() { s.Close() })
+	return h
+}
+
+// holding answers "ok" once released.
+func (h *harness) holding() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.entered <- r.URL.Path
+		select {
+		case <-h.release:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+}
+
+// serve runs req through handler on a goroutine; the recorder arrives on
+// the channel when the handler returns.
+func serve(handler http.Handler, req *http.Request) <-chan *httptest.ResponseRecorder {
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		done <- rec
+	}()
+	return done
+}
+
+func TestMiddlewareServes(t *testing.T) {
+	h := newHarness(t, fairsched.Config{MaxConcurrency: 2})
+	handler := Middleware(h.s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello")
+	}), Options{})
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != 200 || rec.Body.String() != "hello" {
+		t.Fatalf("got %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+// A full queue answers 429 with Retry-After: the wait the request would
+// have had, in whole seconds, which grows with the queue ahead of it.
+func TestMiddlewareFullQueue(t *testing.T) {
+	retryAfter := func(queued int) int {
+		h := newHarness(t, fairsched.Config{MaxConcurrency: 1, MaxQueue: queued,
+			Types: map[string]fairsched.TypeConfig{"": {DefaultCost: 2 * time.Second}}})
+		handler := Middleware(h.s, h.holding(), Options{})
+		var waiting []<-chan *httptest.ResponseRecorder
+		for range queued + 1 { // one runs, the others wait
+			waiting = append(waiting, serve(handler, httptest.NewRequest("GET", "/", nil)))
+			<-h.submitted
+		}
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		if rec.Code != http.StatusTooManyRequests {
+			t.Fatalf("with %d queued: status %d, want 429", queued, rec.Code)
+		}
+		ra, err := strconv.Atoi(rec.Header().Get("Retry-After"))
+		if err != nil || ra < 1 {
+			t.Fatalf("with %d queued: Retry-After %q", queued, rec.Header().Get("Retry-After"))
+		}
+		close(h.release)
+		for _, w := range waiting {
+			if rec := <-w; rec.Code != 200 {
+				t.Errorf("a request admitted ended %d", rec.Code)
+			}
+		}
+		return ra
+	}
+	short, long := retryAfter(2), retryAfter(6)
+	t.Logf("Retry-After: %d s with 2 queued, %d s with 6", short, long)
+	// Each queued request is 2 s of work for the one slot, and the running
+	// one has half of its 2 s left, on average: 2×2+1 and 6×2+1.
+	if short != 5 || long != 13 {
+		t.Errorf("Retry-After %d and %d, want 5 and 13", short, long)
+	}
+}
+
+// A closing scheduler answers 503; exempt requests bypass it.
+func TestMiddlewareClosingAndExempt(t *testing.T) {
+	h := newHarness(t, fairsched.Config{})
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	handler := Middleware(h.s, ok, Options{Exempt: func(r *http.Request) bool { return r.URL.Path == "/healthz" }})
+	h.s.Close()
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/work", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("closed: status %d, want 503", rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != 200 {
+		t.Errorf("exempt: status %d, want 200", rec.Code)
+	}
+}
+
+// A client that goes away while its request waits leaves the queue at
+// once, and nothing is written.
+func TestMiddlewareClientGone(t *testing.T) {
+	h := newHarness(t, fairsched.Config{MaxConcurrency: 1})
+	handler := Middleware(h.s, h.holding(), Options{})
+	first := serve(handler, httptest.NewRequest("GET", "/first", nil))
+	<-h.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := serve(handler, httptest.NewRequest("GET", "/gone", nil).WithContext(ctx))
+	<-h.submitted
+	<-h.submitted
+	cancel()
+	rec := <-gone
+	if rec.Code != 200 || rec.Body.Len() != 0 || len(rec.Header()) != 0 || rec.Flushed {
+		t.Errorf("something was written: %d %q %v", rec.Code, rec.Body.String(), rec.Header())
+	}
+	if st := h.s.Stats(); st.Queued != 0 || st.Cancelled != 1 {
+		t.Errorf("queued %d, cancelled %d: the request did not leave the queue", st.Queued, st.Cancelled)
+	}
+	close(h.release)
+	if rec := <-first; rec.Code != 200 {
+		t.Errorf("first: %d", rec.Code)
+	}
+}
+
+// A handler that panics releases its slot; its client gets a 500 without
+// the stack, unless the handler had written its header already; a panic
+// with http.ErrAbortHandler goes on to net/http.
+func TestMiddlewarePanic(t *testing.T) {
+	h := newHarness(t, fairsched.Config{MaxConcurrency: 1})
+	var reported []string
+	handler := Middleware(h.s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/late":
+			w.WriteHeader(http.StatusAccepted)
+		case "/abort":
+			panic(http.ErrAbortHandler)
+		}
+		panic("boom in " + r.URL.Path)
+	}), Options{OnPanic: func(r *http.Request, p *fairsched.PanicError) { reported = append(reported, p.Value.(string)) }})
+
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/early", nil))
+	if rec.Code != 500 || strings.Contains(rec.Body.String(), "boom") || strings.Contains(rec.Body.String(), "goroutine") {
+		t.Errorf("early panic: %d %q", rec.Code, rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/late", nil))
+	if rec.Code != http.StatusAccepted {
+		t.Errorf("late panic: status %d, want the handler's 202 kept", rec.Code)
+	}
+	if len(reported) != 2 || reported[0] != "boom in /early" {
+		t.Errorf("reported %q", reported)
+	}
+	func() {
+		defer func() {
+			if v := recover(); v != http.ErrAbortHandler {
+				t.Errorf("abort: recovered %v, want http.ErrAbortHandler", v)
+			}
+		}()
+		handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/abort", nil))
+	}()
+	if st := h.s.Stats(); st.Running != 0 || st.Failed != 3 {
+		t.Errorf("running %d, failed %d: a slot leaked", st.Running, st.Failed)
+	}
+}
+
+// A forwarded-for header is believed only from a trusted proxy, and only
+// as far as trusted proxies added to it.
+func TestClientAddr(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	for _, tc := range []struct {
+		remote, xff, want string
+	}{
+		{"198.51.100.7:4321", "", "198.51.100.7"},
+		{"198.51.100.7:4321", "203.0.113.9", "198.51.100.7"},             // not from a trusted proxy: the header is the client's
+		{"10.1.2.3:80", "203.0.113.9", "203.0.113.9"},                    // from a trusted proxy
+		{"10.1.2.3:80", "1.1.1.1, 203.0.113.9, 10.9.9.9", "203.0.113.9"}, // the nearest untrusted hop, not what the client wrote first
+		{"10.1.2.3:80", "10.2.2.2", "10.2.2.2"},                          // all trusted: the farthest
+		{"[::1]:80", "2001:db8::5", "2001:db8::5"},
+		{"10.1.2.3:80", "", "10.1.2.3"},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tc.remote
+		if tc.xff != "" {
+			r.Header.Set("X-Forwarded-For", tc.xff)
+		}
+		if got := ClientAddr(r, trusted); got != tc.want {
+			t.Errorf("ClientAddr(%s, %q) = %s, want %s", tc.remote, tc.xff, got, tc.want)
+		}
+	}
+}
+
+// With http.Server.Shutdown, a request already running finishes.
+func TestMiddlewareServerShutdown(t *testing.T) {
+	h := newHarness(t, fairsched.Config{MaxConcurrency: 1})
+	srv := httptest.NewServer(Middleware(h.s, h.holding(), Options{}))
+	defer srv.Close()
+	result := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(srv.URL + "/slow")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(body) != "ok" {
+				err = &url{resp.StatusCode, string(body)}
+			}
+		}
+		result <- err
+	}()
+	<-h.entered
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Config.Shutdown(context.Background()) }()
+	close(h.release)
+	if err := <-result; err != nil {
+		t.Errorf("the running request: %v", err)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
+
+// url reports an unexpected answer.
+type url struct {
+	status int
+	body   string
+}
+
+func (u *url) Error() string { return strconv.Itoa(u.status) + " " + u.body }
