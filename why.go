@@ -1,6 +1,7 @@
 package fairsched
 
 import (
+	"errors"
 	"strconv"
 
 	"github.com/fairsched/fairsched/internal/engine"
@@ -38,6 +39,21 @@ func (r WaitReason) String() string {
 		return waitReasonNames[r]
 	}
 	return "WaitReason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// MarshalText returns the reason's name: JSON shows reasons, and maps
+// keyed by them, by name.
+func (r WaitReason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText sets r to the reason named text.
+func (r *WaitReason) UnmarshalText(text []byte) error {
+	for i, name := range waitReasonNames {
+		if name == string(text) {
+			*r = WaitReason(i)
+			return nil
+		}
+	}
+	return errors.New("fairsched: no WaitReason is named " + strconv.Quote(string(text)))
 }
 
 // WaitReasons lists every reason a job may wait, in order.

@@ -243,7 +243,7 @@ func TestMiddlewareServerShutdown(t *testing.T) {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != 200 || string(body) != "ok" {
-				err = &url{resp.StatusCode, string(body)}
+				err = &answerError{resp.StatusCode, string(body)}
 			}
 		}
 		result <- err
@@ -260,10 +260,10 @@ func TestMiddlewareServerShutdown(t *testing.T) {
 	}
 }
 
-// url reports an unexpected answer.
-type url struct {
+// answerError reports an unexpected answer.
+type answerError struct {
 	status int
 	body   string
 }
 
-func (u *url) Error() string { return strconv.Itoa(u.status) + " " + u.body }
+func (a *answerError) Error() string { return strconv.Itoa(a.status) + " " + a.body }

@@ -256,6 +256,8 @@ func newHandler(s *fairsched.Scheduler, reg *prometheus.Registry, work time.Dura
 		Job: func(*http.Request) fairsched.Job { return fairsched.Job{Type: "request"} },
 	}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// The admin page, read-only: no authorisation function is given.
+	mux.Handle("/admin/", http.StripPrefix("/admin", fairschedhttp.Admin(s, fairschedhttp.AdminOptions{})))
 	return mux
 }
 
