@@ -27,6 +27,10 @@ func histogramOf(h engine.Histogram) Histogram {
 
 // Stats is a consistent view of the scheduler at one instant.
 type Stats struct {
+	// MaxConcurrency and MaxQueue are the limits in force (0: none):
+	// Config's, or SetMaxConcurrency's.
+	MaxConcurrency, MaxQueue int
+
 	Running int // running jobs
 	Queued  int // jobs not started, including those parked or delayed
 	Parked  int // of Queued, those waiting on a conflict or their key's cap
@@ -192,9 +196,10 @@ func (s *Scheduler) Stats() Stats {
 		EventsDropped:    s.events.droppedCount(),
 		KeysTracked:      e.KeysTracked, KeysForgotten: e.KeysForgotten,
 		CostEstimates: e.Estimates, CostsForgotten: e.Forgot,
-		PausedKeys: s.eng.PausedKeys(),
-		Waiting:    map[WaitReason]int{},
-		Resources:  s.resourceStatsLocked(),
+		PausedKeys:     s.eng.PausedKeys(),
+		MaxConcurrency: s.eng.MaxConcurrency(), MaxQueue: s.cfg.MaxQueue,
+		Waiting:   map[WaitReason]int{},
+		Resources: s.resourceStatsLocked(),
 	}
 	for why, n := range s.eng.WaitCounts() {
 		if n > 0 {

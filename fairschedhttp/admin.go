@@ -36,9 +36,10 @@ type AdminOptions struct {
 //     embedded, with no build step and nothing fetched from elsewhere,
 //     which refreshes itself every two seconds;
 //   - GET /state.json?page=N serves what it shows: the scheduler's Stats
-//     (tiers, types, keys, resources), one page of the queue (Snapshot:
-//     base and effective priority, wait, and what each waiting job waits
-//     for), the dead jobs and the disabled pairs;
+//     (its limits; tiers, types, keys and resources with theirs, and
+//     what they run and hold), each key's longest wait, one page of the
+//     queue (Snapshot: base and effective priority, wait, and what each
+//     waiting job waits for), the dead jobs and the disabled pairs;
 //   - POST /pause-key, /resume-key, /pause-type, /resume-type (form field
 //     name), /weight (key, weight), /retry-dead (seq) and /enable (type,
 //     id) change the scheduler, if Authorize allows the request.
@@ -118,6 +119,9 @@ type State struct {
 	Page, Pages, Jobs int
 	Dead              []DeadJob
 	Disabled          []fairsched.DisabledPair
+	// OldestWait is, for each key with jobs waiting, how long the one
+	// that has waited longest has waited, over the whole queue.
+	OldestWait map[string]time.Duration
 }
 
 // DeadJob is a dead job as the page shows it: its error as text.
@@ -135,6 +139,12 @@ func (a *admin) state(w http.ResponseWriter, r *http.Request) {
 	st := State{
 		Time: time.Now(), Controls: a.authorize != nil && a.authorize(r),
 		Stats: a.s.Stats(), Jobs: len(snap), Disabled: a.s.Disabled(),
+	}
+	st.OldestWait = map[string]time.Duration{}
+	for _, j := range snap {
+		if !j.Running && j.Wait > st.OldestWait[j.Key] {
+			st.OldestWait[j.Key] = j.Wait
+		}
 	}
 	st.Pages = max(1, (len(snap)+a.size-1)/a.size)
 	st.Page = min(max(page, 0), st.Pages-1)

@@ -87,6 +87,9 @@ func TestAdminPageAndState(t *testing.T) {
 	if len(st.Disabled) != 1 || st.Disabled[0].ID != "repo" {
 		t.Errorf("disabled: %+v", st.Disabled)
 	}
+	if st.Stats.MaxConcurrency != 1 || st.OldestWait["b"] <= 0 || st.OldestWait["a"] <= 0 {
+		t.Errorf("limits %d, longest waits %v", st.Stats.MaxConcurrency, st.OldestWait)
+	}
 	if i := slices.IndexFunc(st.Stats.Keys, func(k fairsched.KeyStats) bool { return k.Key == "b" }); i < 0 || !st.Stats.Keys[i].Paused {
 		t.Error("key b is not shown paused")
 	}
