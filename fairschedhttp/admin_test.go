@@ -175,9 +175,15 @@ func TestAdminControls(t *testing.T) {
 		"Sec-Fetch-Site same-site":  {"X-Admin": "yes", "Sec-Fetch-Site": "same-site"},
 		"another Origin":            {"X-Admin": "yes", "Origin": "https://evil.example"},
 	} {
-		if rec := post(handler, "/resume-key", url.Values{"name": {"a"}}, header); rec.Code != http.StatusForbidden {
-			t.Errorf("%s: %d, want 403", name, rec.Code)
+		for _, path := range []string{"/pause-key", "/resume-key", "/pause-type", "/resume-type", "/weight", "/retry-dead", "/enable"} {
+			form := url.Values{"name": {"a"}, "key": {"a"}, "weight": {"5"}, "seq": {"1"}, "type": {"sync"}, "id": {"repo"}}
+			if rec := post(handler, path, form, header); rec.Code != http.StatusForbidden {
+				t.Errorf("%s %s: %d, want 403", name, path, rec.Code)
+			}
 		}
+	}
+	if st := h.s.Stats(); !slices.Equal(st.PausedKeys, []string{"a"}) {
+		t.Errorf("a refused change changed something: paused %v", st.PausedKeys)
 	}
 	if rec := post(handler, "/resume-key", url.Values{"name": {"a"}}, map[string]string{"X-Admin": "no"}); rec.Code != http.StatusForbidden {
 		t.Errorf("not authorised: %d, want 403", rec.Code)
