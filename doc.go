@@ -31,8 +31,11 @@
 // # Hard limits
 //
 // A job starts only if, at that moment, running jobs are below
-// MaxConcurrency, its tier's cap, its type's cap and its key's cap, and no
-// running job has its ID and its (non-empty) conflict group. Blocked jobs
+// MaxConcurrency, its tier's cap, its type's cap and its key's cap, no
+// running job has its ID and its (non-empty) conflict group, and every
+// named resource it needs has the units free (see Gates); and only once
+// every gate of its own is open: its NotBefore, its dependencies, its key
+// and type not paused, their rate limits holding a token. Blocked jobs
 // hold no slot and never block others: if the next job in order is not
 // admissible, the next admissible one starts. A slot stays idle only when
 // no pending job is admissible (work conservation); caps are caps, not
