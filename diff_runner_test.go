@@ -99,6 +99,9 @@ type diffRunner struct {
 	// latest occurrence, by index in w.Jobs (-1: none yet).
 	periodicNext time.Duration
 	periodicLast int
+	// refExpired are the jobs the reference expired at an occurrence's
+	// instant, before the occurrence, for due to report with the rest.
+	refExpired []uint64
 
 	// Counts the Stats must agree with.
 	rejected, completed, failed, cancelled, expired, unrun, running, pending int
@@ -325,9 +328,10 @@ func (r *diffRunner) due() error {
 	}
 	if r.ref != nil {
 		var want []int
-		for _, seq := range r.ref.Due(r.now.Microseconds()) {
+		for _, seq := range append(r.refExpired, r.ref.Due(r.now.Microseconds())...) {
 			want = append(want, r.refJob(seq))
 		}
+		r.refExpired = nil
 		slices.Sort(want)
 		if !slices.Equal(expired, want) {
 			return fmt.Errorf("at %v: the scheduler expired %v, the reference %v", r.now, expired, want)
@@ -376,6 +380,11 @@ func (r *diffRunner) occur() error {
 	i := len(r.w.Jobs)
 	r.w.Jobs = append(r.w.Jobs, diffJob{Job: p.Job, At: r.now, Dur: p.Dur, CancelAt: -1})
 	r.jobs = append(r.jobs, diffJobRun{})
+	if r.ref != nil {
+		// A submission takes in first what fell due by now (a rate
+		// limit's token), and what that starts starts before it.
+		r.refExpired = append(r.refExpired, r.ref.Due(r.now.Microseconds())...)
+	}
 	if err := r.arriveBy(i, func() (uint64, error) { return r.sys.occurrence(i, p.Job) }); err != nil {
 		return err
 	}
