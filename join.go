@@ -24,7 +24,6 @@ import (
 
 // joined is what a job that duplicates may join keeps.
 type joined struct {
-	key     dupKey
 	waiters []*joiner     // still attached, in the order they joined
 	done    chan struct{} // closed when the job ends
 }
@@ -41,56 +40,32 @@ type joiner struct {
 	promoted chan struct{}
 }
 
-// joins holds what the Join policies keep.
-type joins struct {
-	policy map[string]DuplicatePolicy // the types that join
-	open   map[dupKey]*task           // by (type, ID): the job a duplicate joins
-	of     map[*task]*joined          // the joiners of each job that has them
-	total  uint64                     // duplicates that joined a job
-}
-
-// note records a type's join policy.
-func (p *joins) note(name string, c TypeConfig) {
-	if c.Duplicates == JoinQueued || c.Duplicates == JoinRunning {
-		if p.policy == nil {
-			p.policy = make(map[string]DuplicatePolicy)
-			p.open = make(map[dupKey]*task)
-			p.of = make(map[*task]*joined)
-		}
-		p.policy[name] = c.Duplicates
-	}
-}
-
-// joinable returns the job a submission of desc would join, or nil.
+// joinableLocked returns the job a submission of desc would join, or nil.
 func (s *Scheduler) joinableLocked(desc *Job) *task {
-	if s.joining.policy == nil || s.joining.policy[desc.Type] == 0 {
+	if p := s.dups.policy[desc.Type]; p != JoinQueued && p != JoinRunning {
 		return nil
 	}
-	return s.joining.open[dupKey{desc.Type, desc.ID}]
+	return s.dups.current[dupKey{desc.Type, desc.ID}]
 }
 
-// registerLocked makes t, just accepted, the job its duplicates join, its
-// submitter the first joiner, and returns that joiner. fn and ctx are a
+// registerJoinLocked gives t, just accepted, the record of its joiners,
+// its submitter the first, and returns that joiner. fn and ctx are a
 // Submit's; nil for RunSync.
 func (s *Scheduler) registerJoinLocked(t *task, fn func(context.Context) error, ctx context.Context) *joiner {
-	key := dupKey{t.rec.Type(), t.rec.ID()}
-	js := &joined{key: key, done: make(chan struct{})}
+	js := &joined{done: make(chan struct{})}
 	w := &joiner{js: js, fn: fn, ctx: ctx, runner: true}
 	js.waiters = []*joiner{w}
-	s.joining.of[t] = js
-	if t.rec.Waiting() || s.joining.policy[key.typ] == JoinRunning && t.rec.Running() {
-		s.joining.open[key] = t
-	}
+	s.dups.joiners[t] = js
 	return w
 }
 
 // joinLocked attaches a duplicate described by desc to job t at now: the
 // job's priority rises to the duplicate's if that is higher.
 func (s *Scheduler) joinLocked(t *task, desc *Job, w *joiner, now int64) {
-	js := s.joining.of[t]
+	js := s.dups.joiners[t]
 	w.js = js
 	js.waiters = append(js.waiters, w)
-	s.joining.total++
+	s.dups.joins++
 	if p, ok := s.eng.BasePriority(descOf(desc)); ok && t.rec.Waiting() {
 		s.eng.Raise(&t.rec, p, now)
 	}
@@ -99,32 +74,12 @@ func (s *Scheduler) joinLocked(t *task, desc *Job, w *joiner, now int64) {
 	}
 }
 
-// joinStartedLocked closes a JoinQueued job to duplicates as it starts.
-func (s *Scheduler) joinStartedLocked(t *task) {
-	if js := s.joining.of[t]; js != nil && s.joining.policy[js.key.typ] == JoinQueued && s.joining.open[js.key] == t {
-		delete(s.joining.open, js.key)
-	}
-}
-
-// joinEndedLocked lets the joiners of t, which ended, go.
-func (s *Scheduler) joinEndedLocked(t *task) {
-	js := s.joining.of[t]
-	if js == nil {
-		return
-	}
-	delete(s.joining.of, t)
-	if s.joining.open[js.key] == t {
-		delete(s.joining.open, js.key)
-	}
-	close(js.done)
-}
-
 // detachLocked detaches joiner w from job t at now. The job is cancelled
 // if no joiner is left; if w ran it and the job waits, the earliest joiner
 // left runs it instead.
 func (s *Scheduler) detachLocked(t *task, w *joiner, now int64) {
 	js := w.js
-	if w.gone || js != s.joining.of[t] {
+	if w.gone || js != s.dups.joiners[t] {
 		return // detached before, or the job has ended
 	}
 	w.gone = true
@@ -185,7 +140,7 @@ func (s *Scheduler) runJoined(ctx context.Context, t *task, w *joiner, fn func(c
 
 // runnerOf returns the joiner that runs t, if t has joiners.
 func (s *Scheduler) runnerOf(t *task) *joiner {
-	if js := s.joining.of[t]; js != nil {
+	if js := s.dups.joiners[t]; js != nil {
 		for _, w := range js.waiters {
 			if w.runner {
 				return w
@@ -199,18 +154,17 @@ func (s *Scheduler) runnerOf(t *task) *joiner {
 // type that joins duplicates, on its first joiner, its submitter.
 func (s *Scheduler) handleLocked(t *task) Handle {
 	h := Handle{t: t}
-	if s.joining.policy != nil && s.joining.policy[t.rec.Type()] != 0 && t.rec.State() != engine.StateDone {
+	if s.joinsLocked(t) {
 		h.w = s.registerJoinLocked(t, t.fn, t.submitCtx)
 	}
 	return h
 }
 
-// joinPolicy returns p if it is a Join policy, else 0.
-func joinPolicy(p DuplicatePolicy) DuplicatePolicy {
-	if p == JoinQueued || p == JoinRunning {
-		return p
-	}
-	return 0
+// joinsLocked reports whether duplicates may join t, just accepted: its
+// type joins, and it has not ended already.
+func (s *Scheduler) joinsLocked(t *task) bool {
+	p := s.dups.policy[t.rec.Type()]
+	return (p == JoinQueued || p == JoinRunning) && t.rec.State() != engine.StateDone
 }
 
 // submitJoinLocked joins a Submit job of task t, described by desc, to

@@ -102,14 +102,10 @@ type Scheduler struct {
 	deadTotal uint64
 	// disabling is what the disable policies keep (disable.go).
 	disabling disabling
-	// superseding is what the Supersede policies keep (supersede.go).
-	superseding supersedes
-	// joining is what the Join policies keep (join.go).
-	joining joins
-	// duplicates: some type has a DuplicatePolicy (supersede.go, join.go).
-	duplicates bool
+	// dups is what the duplicate policies keep (supersede.go, join.go).
+	dups duplicates
 	// watchEnds: a job's end has more to do than its own waiters' (idle
-	// or duplicates is set).
+	// is set, or a type has a duplicate policy).
 	watchEnds bool
 	// periodic holds the schedules running (periodic.go).
 	periodic           map[*Periodic]struct{}
@@ -216,7 +212,7 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 	s.mu.Lock()
 	t := s.newSyncTaskLocked(&jobContext{parent: ctx})
 	now := s.nowLocked()
-	if s.joining.policy != nil {
+	if s.dups.policy != nil {
 		if existing := s.joinableLocked(&desc); existing != nil {
 			s.inheritLocked(ctx, &desc)
 			s.recycleLocked(t)
@@ -234,7 +230,7 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 		s.mu.Unlock()
 		return err
 	}
-	if s.joining.policy != nil && s.joining.policy[desc.Type] != 0 && t.rec.State() != engine.StateDone {
+	if s.dups.policy != nil && s.joinsLocked(t) {
 		s.registerJoinLocked(t, nil, ctx)
 	}
 	if t.rec.State() == engine.StateDone { // a job it runs after had failed
@@ -375,7 +371,7 @@ func (s *Scheduler) runStarted(ctx context.Context, t *task, fn func(context.Con
 			}
 			continue
 		}
-		if !s.duplicates || s.joining.policy[t.rec.Type()] == 0 { // joiners' handles may keep it
+		if p := s.dups.policy[t.rec.Type()]; p != JoinQueued && p != JoinRunning { // joiners' handles may keep it
 			s.recycleLocked(t)
 		}
 		s.mu.Unlock()
@@ -443,7 +439,7 @@ func (s *Scheduler) Submit(ctx context.Context, desc Job, fn func(context.Contex
 	t := newSubmitTask(ctx, fn)
 	s.mu.Lock()
 	now := s.nowLocked()
-	if s.joining.policy != nil {
+	if s.dups.policy != nil {
 		if h, joined, err := s.submitJoinLocked(t, &desc, now); joined || err != nil {
 			s.mu.Unlock()
 			return h, err
@@ -515,8 +511,8 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 		if s.eng.HasUnrun() { // a job it runs after had failed already
 			s.unrunLocked(now)
 		}
-		if s.superseding.types != nil && s.superseding.types[desc.Type] {
-			s.supersedeLocked(t, now)
+		if s.dups.policy != nil {
+			s.acceptedDupLocked(t, now)
 		}
 		if s.cfg.signals != nil {
 			s.cfg.signals.accepted <- t.rec.Seq()
@@ -576,7 +572,7 @@ func (s *Scheduler) dispatchLocked(now int64, self bool) (next *task) {
 
 // startedLocked readies a job the engine started to run.
 func (s *Scheduler) startedLocked(t *task) {
-	if s.duplicates {
+	if s.dups.policy != nil {
 		s.dupStartedLocked(t)
 	}
 	if t.ctx == nil { // a Submit job: its context is made as it starts
@@ -672,7 +668,7 @@ func (s *Scheduler) endedLocked(t *task) {
 // wakeEndedLocked is what endedLocked does for a job someone waits for,
 // or that duplicates may join or supersede.
 func (s *Scheduler) wakeEndedLocked(t *task) {
-	if s.duplicates {
+	if s.dups.policy != nil {
 		s.dupEndedLocked(t)
 	}
 	if t.wake != nil {
@@ -681,7 +677,7 @@ func (s *Scheduler) wakeEndedLocked(t *task) {
 	if s.idle != nil && s.eng.Idle() {
 		close(s.idle)
 		s.idle = nil
-		s.watchEnds = s.duplicates
+		s.watchEnds = s.dups.policy != nil
 	}
 }
 

@@ -43,66 +43,69 @@ var ErrSuperseded = errors.New("fairsched: superseded by a newer submission of t
 // dupKey is a job's identity for its type's DuplicatePolicy.
 type dupKey struct{ typ, id string }
 
-// supersedes holds what the Supersede policies keep: the types that
-// supersede, and the job of each (type, ID) that a newer submission would
-// replace.
-type supersedes struct {
-	types   map[string]bool
-	waiting map[dupKey]*task
-	total   uint64 // jobs superseded
+// duplicates holds what the duplicate policies keep: each type's policy,
+// and, for each (type, ID), the job a new submission meets (joins, or
+// replaces): the latest accepted while it waits, or, under JoinRunning,
+// until it ends.
+type duplicates struct {
+	policy     map[string]DuplicatePolicy // the types that have one; nil: none has
+	current    map[dupKey]*task
+	joiners    map[*task]*joined // of each job that duplicates may join (join.go)
+	joins      uint64            // submissions that joined a job
+	superseded uint64            // jobs replaced
 }
 
-// note records the types whose policy is Supersede.
-func (p *supersedes) note(name string, c TypeConfig) {
-	if c.Duplicates == Supersede {
-		if p.types == nil {
-			p.types = make(map[string]bool)
-			p.waiting = make(map[dupKey]*task)
-		}
-		p.types[name] = true
+// note records type name's policy, if it has one.
+func (d *duplicates) note(name string, c TypeConfig) {
+	if c.Duplicates == AllowDuplicates {
+		return
 	}
+	if d.policy == nil {
+		d.policy = make(map[string]DuplicatePolicy)
+		d.current = make(map[dupKey]*task)
+		d.joiners = make(map[*task]*joined)
+	}
+	d.policy[name] = c.Duplicates
 }
 
-// supersedeLocked ends the job that t, just accepted at now, replaces, and
-// records t as the one to replace next if it waits.
-func (s *Scheduler) supersedeLocked(t *task, now int64) {
-	key := dupKey{t.rec.Type(), t.rec.ID()}
-	if old := s.superseding.waiting[key]; old != nil && old.rec.Waiting() {
-		s.superseding.total++
+// keyOf returns t's identity for its type's policy.
+func keyOf(t *task) dupKey { return dupKey{t.rec.Type(), t.rec.ID()} }
+
+// acceptedDupLocked applies t's type's policy to t, just accepted at now:
+// under Supersede it ends the job t replaces; and t becomes the job its
+// duplicates meet, if it waits (or, under JoinRunning, runs).
+func (s *Scheduler) acceptedDupLocked(t *task, now int64) {
+	p := s.dups.policy[t.rec.Type()]
+	if p == AllowDuplicates {
+		return
+	}
+	key := keyOf(t)
+	if old := s.dups.current[key]; p == Supersede && old != nil && old.rec.Waiting() {
+		s.dups.superseded++
 		// No dispatch here: the submission dispatches next.
 		s.endQueuedLocked(old, fmt.Errorf("%w: job %d replaced by job %d", ErrSuperseded, old.rec.Seq(), t.rec.Seq()), now)
 	}
-	if t.rec.Waiting() {
-		s.superseding.waiting[key] = t
+	if t.rec.Waiting() || p == JoinRunning && t.rec.Running() {
+		s.dups.current[key] = t
 	}
 }
 
-// dupStartedLocked does what the duplicate policies do as t starts: it can
-// no longer be superseded, nor, under JoinQueued, joined.
+// dupStartedLocked closes t to its duplicates as it starts, unless its
+// type joins running jobs.
 func (s *Scheduler) dupStartedLocked(t *task) {
-	if s.joining.policy != nil {
-		s.joinStartedLocked(t)
-	}
-	if s.superseding.types != nil {
-		s.forgetWaitingLocked(t)
+	if key := keyOf(t); s.dups.current[key] == t && s.dups.policy[key.typ] != JoinRunning {
+		delete(s.dups.current, key)
 	}
 }
 
-// dupEndedLocked does what the duplicate policies do as t ends.
+// dupEndedLocked closes t to its duplicates as it ends, and lets its
+// joiners go.
 func (s *Scheduler) dupEndedLocked(t *task) {
-	if s.joining.policy != nil {
-		s.joinEndedLocked(t)
+	if key := keyOf(t); s.dups.current[key] == t {
+		delete(s.dups.current, key)
 	}
-	if s.superseding.types != nil {
-		s.forgetWaitingLocked(t)
-	}
-}
-
-// forgetWaitingLocked forgets t as the job of its type and ID to replace:
-// it started or ended.
-func (s *Scheduler) forgetWaitingLocked(t *task) {
-	key := dupKey{t.rec.Type(), t.rec.ID()}
-	if s.superseding.waiting[key] == t {
-		delete(s.superseding.waiting, key)
+	if js := s.dups.joiners[t]; js != nil {
+		delete(s.dups.joiners, t)
+		close(js.done)
 	}
 }

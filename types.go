@@ -33,17 +33,16 @@ func (s *Scheduler) RegisterType(name string, c TypeConfig) error {
 // policy.
 func (s *Scheduler) registerLocked(name string, c TypeConfig) error {
 	if _, known := s.eng.TypeTier(name); known && (s.retries[name] != c.Retry || s.disabling.policies[name] != c.Disable ||
-		s.superseding.types[name] != (c.Duplicates == Supersede) || s.joining.policy[name] != joinPolicy(c.Duplicates)) {
+		s.dups.policy[name] != c.Duplicates) {
 		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
 	}
 	if err := s.eng.RegisterType(name, c.engine()); err != nil {
 		return err
 	}
 	s.noteRetriesLocked(name, c)
-	s.superseding.note(name, c)
-	s.joining.note(name, c)
+	s.dups.note(name, c)
 	if c.Duplicates != AllowDuplicates {
-		s.duplicates, s.watchEnds = true, true
+		s.watchEnds = true
 	}
 	return nil
 }
