@@ -478,9 +478,7 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 			return err
 		}
 	}
-	if due, ok := s.eng.NextDue(); ok && due <= now {
-		s.dueLocked(now) // the clock timer is late: what fell due comes first
-	}
+	s.catchUpLocked(now) // the clock timer may be late: what fell due comes first
 	d := descOf(desc)
 	var tm *engine.Times // nil: none, the common case
 	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() || desc.After != nil || desc.Needs != nil {
