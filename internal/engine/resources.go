@@ -103,13 +103,18 @@ func tooMuch(needs []need) (need, bool) {
 
 // fits reports whether j may take the units it needs now: each of its
 // resources has them free, and is not claimed by another job.
-func (e *Engine) fits(j *Job) bool {
+func (e *Engine) fits(j *Job) bool { return e.blockingResource(j) == nil }
+
+// blockingResource returns the first resource (by name) that keeps j from
+// starting now: claimed by another job, or short of the units j needs
+// (a capacity below them included), or nil.
+func (e *Engine) blockingResource(j *Job) *resource {
 	for _, n := range e.needsOf(j) {
 		if c := n.r.claimant; c != nil && c != j || n.r.capacity-n.r.used < n.units {
-			return false
+			return n.r
 		}
 	}
-	return true
+	return nil
 }
 
 // resourceBlock returns the gate that holds j if a resource blocks it,
@@ -246,16 +251,4 @@ func (e *Engine) forgetNeeds(j *Job) {
 		delete(e.ownNeeds, j)
 		e.nown--
 	}
-}
-
-// resourceWhy returns the first resource (by name) that blocks j now, or
-// "".
-func (e *Engine) resourceWhy(j *Job) string {
-	for _, n := range e.needsOf(j) {
-		r := n.r
-		if n.units > r.capacity || r.claimant != nil && r.claimant != j || r.capacity-r.used < n.units {
-			return r.name
-		}
-	}
-	return ""
 }

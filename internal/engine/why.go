@@ -56,8 +56,8 @@ func (e *Engine) WhyWaiting(j *Job) WaitInfo {
 		return WaitInfo{Why: WhyConflict, On: lk.holder.seq}
 	}
 	if e.resources != nil {
-		if r := e.resourceWhy(j); r != "" {
-			return WaitInfo{Why: WhyResource, Resource: r}
+		if r := e.blockingResource(j); r != nil {
+			return WaitInfo{Why: WhyResource, Resource: r.name}
 		}
 	}
 	return WaitInfo{Why: WhyTurn}
