@@ -42,7 +42,7 @@ type joiner struct {
 
 // joinableLocked returns the job a submission of desc would join, or nil.
 func (s *Scheduler) joinableLocked(desc *Job) *task {
-	if p := s.dups.policy[desc.Type]; p != JoinQueued && p != JoinRunning {
+	if !s.joinsType(desc.Type) {
 		return nil
 	}
 	return s.dups.current[dupKey{desc.Type, desc.ID}]
@@ -154,7 +154,7 @@ func (s *Scheduler) runnerOf(t *task) *joiner {
 // type that joins duplicates, on its first joiner, its submitter.
 func (s *Scheduler) handleLocked(t *task) Handle {
 	h := Handle{t: t}
-	if s.joinsLocked(t) {
+	if s.dups.policy != nil && s.joinsLocked(t) {
 		h.w = s.registerJoinLocked(t, t.fn, t.submitCtx)
 	}
 	return h
@@ -163,8 +163,13 @@ func (s *Scheduler) handleLocked(t *task) Handle {
 // joinsLocked reports whether duplicates may join t, just accepted: its
 // type joins, and it has not ended already.
 func (s *Scheduler) joinsLocked(t *task) bool {
-	p := s.dups.policy[t.rec.Type()]
-	return (p == JoinQueued || p == JoinRunning) && t.rec.State() != engine.StateDone
+	return s.joinsType(t.rec.Type()) && t.rec.State() != engine.StateDone
+}
+
+// joinsType reports whether the type name joins duplicates.
+func (s *Scheduler) joinsType(name string) bool {
+	p := s.dups.policy[name]
+	return p == JoinQueued || p == JoinRunning
 }
 
 // submitJoinLocked joins a Submit job of task t, described by desc, to

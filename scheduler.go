@@ -371,7 +371,7 @@ func (s *Scheduler) runStarted(ctx context.Context, t *task, fn func(context.Con
 			}
 			continue
 		}
-		if p := s.dups.policy[t.rec.Type()]; p != JoinQueued && p != JoinRunning { // joiners' handles may keep it
+		if s.dups.policy == nil || !s.joinsType(t.rec.Type()) { // joiners' handles may keep it
 			s.recycleLocked(t)
 		}
 		s.mu.Unlock()
