@@ -1,0 +1,224 @@
+// Package fairschedsqlite keeps a fairsched scheduler's durable jobs in
+// one SQLite file, through database/sql and modernc.org/sqlite, a driver
+// in pure Go: no cgo, nothing to install, nothing else to run.
+//
+//	st, err := fairschedsqlite.Open("jobs.db")
+//	...
+//	s, err := fairsched.New(fairsched.Config{Store: st, Handlers: handlers})
+//
+// The file is in WAL mode, with a busy timeout, and its schema is created
+// or migrated by Open. One process at a time may hold it: a second Open
+// of the same file, from this process or another, fails with ErrInUse
+// until the first is closed (or its process has died: the lock is the
+// kernel's, so a restart after kill -9 never waits).
+//
+// What "committed" means is SQLite's synchronous setting (Options): with
+// Normal, the default, a committed job survives the process's death
+// (kill -9, a panic, the OOM killer) but the last commits before a power
+// loss or an operating system crash may be lost; with Full they survive
+// those too, at the cost of an fsync per transaction.
+package fairschedsqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/store"
+	_ "modernc.org/sqlite" // the "sqlite" driver
+)
+
+// Synchronous is SQLite's synchronous setting: when a commit is durable.
+type Synchronous uint8
+
+const (
+	// Normal: a commit survives the process's death; the last ones may
+	// be lost on a power loss or OS crash. The default.
+	Normal Synchronous = iota
+	// Full: a commit survives a power loss too; every transaction waits
+	// for an fsync.
+	Full
+)
+
+func (s Synchronous) String() string {
+	if s == Full {
+		return "FULL"
+	}
+	return "NORMAL"
+}
+
+// Options configure Open. The zero value is the default.
+type Options struct {
+	// Synchronous is when a commit is durable; Normal by default.
+	Synchronous Synchronous
+	// BusyTimeout is how long a statement waits for a lock another
+	// connection holds before it fails; 5 seconds by default.
+	BusyTimeout time.Duration
+}
+
+// ErrInUse is returned by Open for a file that another Store holds.
+var ErrInUse = errors.New("fairschedsqlite: the database is in use by another process or Store")
+
+// Store is a SQLite file of durable jobs, for Config.Store. Give it to one
+// Scheduler at a time; close it after the Scheduler. Its methods other
+// than DB and Close are for the scheduler, not to be called directly.
+type Store struct {
+	db    *sql.DB
+	owner *os.File // holds the owner lock
+	w     *writer
+}
+
+// Open opens, or creates, the SQLite file at path for durable jobs,
+// creating or migrating its schema. It fails with ErrInUse if another
+// Store holds the file, with ErrSchemaTooNew if a newer version of this
+// package wrote it, and with the error of the file system or SQLite
+// otherwise.
+func Open(path string, opts ...Options) (*Store, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.Synchronous > Full {
+		return nil, fmt.Errorf("fairschedsqlite: unknown Synchronous setting %d", o.Synchronous)
+	}
+	owner, err := lockOwner(path)
+	if err != nil {
+		return nil, err
+	}
+	dsn := fmt.Sprintf("file:%s?_pragma=journal_mode(WAL)&_pragma=busy_timeout(%d)&_pragma=synchronous(%s)&_txlock=immediate",
+		path, o.BusyTimeout.Milliseconds(), o.Synchronous)
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		owner.Close()
+		return nil, fmt.Errorf("fairschedsqlite: %w", err)
+	}
+	st, err := open(db, owner)
+	if err != nil {
+		db.Close()
+		if owner != nil {
+			owner.Close()
+		}
+		return nil, err
+	}
+	return st, nil
+}
+
+// open readies a Store on db, whose owner lock is held.
+func open(db *sql.DB, owner *os.File) (*Store, error) {
+	ctx := context.Background()
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return nil, fmt.Errorf("fairschedsqlite: opening: %w", err)
+	}
+	if mode != "wal" {
+		return nil, fmt.Errorf("fairschedsqlite: the database is in journal mode %q; it must allow WAL", mode)
+	}
+	if err := migrate(ctx, db); err != nil {
+		return nil, err
+	}
+	w, err := newWriter(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, owner: owner, w: w}, nil
+}
+
+// DB returns the database the Store opened, for the service's own
+// tables: a job enqueued in one of its transactions exists if and only if
+// the transaction commits.
+func (st *Store) DB() *sql.DB { return st.db }
+
+// Close waits for the writes queued, then closes the database and
+// releases the file. Close the Scheduler first.
+func (st *Store) Close() error {
+	err := st.w.close()
+	if cerr := st.db.Close(); err == nil {
+		err = cerr
+	}
+	if st.owner != nil {
+		st.owner.Close()
+	}
+	return err
+}
+
+// Recover is for the scheduler: it calls fn with every unfinished job, in
+// ID order, without their arguments.
+func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
+	rows, err := st.db.QueryContext(ctx, `
+SELECT id, state, type, key, ref, priority, submitted, not_before, start_by, attempt, allowed, started, attempts
+FROM fairsched_jobs WHERE state < 3 ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("fairschedsqlite: recovering jobs: %w", err)
+	}
+	defer rows.Close()
+	var intern interner
+	for rows.Next() {
+		j := new(store.Job)
+		var typ, key string
+		var attempts sql.RawBytes
+		if err := rows.Scan(&j.ID, &j.State, &typ, &key, &j.Ref, &j.Priority, &j.Submitted, &j.NotBefore, &j.StartBy,
+			&j.Attempt, &j.Allowed, &j.Started, &attempts); err != nil {
+			return fmt.Errorf("fairschedsqlite: recovering jobs: %w", err)
+		}
+		j.Type, j.Key = intern.of(typ), intern.of(key)
+		if len(attempts) > 0 {
+			if err := decodeAttempts(attempts, &j.Attempts); err != nil {
+				return fmt.Errorf("fairschedsqlite: job %d: its attempts: %w", j.ID, err)
+			}
+		}
+		if err := fn(j); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("fairschedsqlite: recovering jobs: %w", err)
+	}
+	return nil
+}
+
+// interner keeps one copy of each type and key name read, so that a
+// million recovered jobs of a few keys do not hold a million copies.
+type interner map[string]string
+
+func (in *interner) of(s string) string {
+	if *in == nil {
+		*in = make(map[string]string)
+	}
+	if c, ok := (*in)[s]; ok {
+		return c
+	}
+	if len(*in) < 1<<16 {
+		(*in)[s] = s
+	}
+	return s
+}
+
+// Insert is for the scheduler: it stores jobs, assigning their IDs, and
+// returns once they are committed.
+func (st *Store) Insert(ctx context.Context, jobs ...*store.Job) error {
+	return st.w.do(&request{kind: reqInsert, jobs: jobs})
+}
+
+// Start is for the scheduler: it records that an attempt of job id
+// starts, and returns the job's arguments once that is committed.
+func (st *Store) Start(ctx context.Context, id int64, attempt int, at int64) ([]byte, error) {
+	r := &request{kind: reqStart, op: store.Op{ID: id, At: at}, attempt: attempt}
+	if err := st.w.do(r); err != nil {
+		return nil, err
+	}
+	return r.args, r.err
+}
+
+// Post is for the scheduler: it records op in a transaction to come.
+func (st *Store) Post(op store.Op) { st.w.post(&request{kind: reqOp, op: op}) }
+
+// Flush is for the scheduler: it waits for every op posted before.
+func (st *Store) Flush(ctx context.Context) error { return st.w.flush() }
+
+var _ store.Store = (*Store)(nil)

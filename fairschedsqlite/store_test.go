@@ -1,0 +1,116 @@
+package fairschedsqlite
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/fairsched/fairsched/internal/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func openTest(t *testing.T) *Store {
+	t.Helper()
+	st, err := Open(filepath.Join(t.TempDir(), "jobs.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// recovered returns what Recover gives back, by ID.
+func recovered(t *testing.T, st *Store) map[int64]*store.Job {
+	t.Helper()
+	out := make(map[int64]*store.Job)
+	var last int64
+	require.NoError(t, st.Recover(context.Background(), func(j *store.Job) error {
+		require.Greater(t, j.ID, last, "in ID order")
+		last = j.ID
+		out[j.ID] = j
+		return nil
+	}))
+	return out
+}
+
+// Every op moves a job's record as its name says, and Recover gives back
+// exactly the unfinished ones, with their attempts and without their
+// arguments.
+func TestOpsAndRecover(t *testing.T) {
+	st := openTest(t)
+	ctx := context.Background()
+	jobs := make([]*store.Job, 6)
+	for i := range jobs {
+		jobs[i] = &store.Job{Type: "mail", Key: "k", Ref: "r", Priority: 60, Submitted: 100 + int64(i),
+			StartBy: 9000, State: store.Queued, Args: []byte(`{"n":1}`)}
+	}
+	require.NoError(t, st.Insert(ctx, jobs...))
+	for i, j := range jobs {
+		require.EqualValues(t, i+1, j.ID, "IDs in insert order")
+	}
+	for _, j := range jobs {
+		args, err := st.Start(ctx, j.ID, 1, 200)
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"n":1}`, string(args), "Start gives the arguments back")
+	}
+	_, err := st.Start(ctx, jobs[0].ID, 2, 201)
+	assert.ErrorIs(t, err, errNotQueued, "a running job cannot start again")
+	failed := store.Attempt{Start: 200, End: 300, Err: "boom"}
+	st.Post(store.Op{Kind: store.OpRetry, ID: 1, At: 300, NotBefore: 400, Attempt: failed})
+	st.Post(store.Op{Kind: store.OpComplete, ID: 2, At: 300})
+	st.Post(store.Op{Kind: store.OpEnd, ID: 3, At: 300, Err: "cancelled"})
+	st.Post(store.Op{Kind: store.OpDead, ID: 4, At: 300, Attempt: failed, Err: "boom"})
+	st.Post(store.Op{Kind: store.OpInterrupt, ID: 5, At: 300})
+	st.Post(store.Op{Kind: store.OpDead, ID: 6, At: 300, Attempt: failed, Err: "boom"})
+	st.Post(store.Op{Kind: store.OpRequeue, ID: 6, Allowed: 2})
+	require.NoError(t, st.Flush(ctx))
+
+	got := recovered(t, st)
+	require.Len(t, got, 3, "1 waits for its retry, 5 was interrupted, 6 was queued again by hand")
+	assert.Equal(t, &store.Job{ID: 1, Type: "mail", Key: "k", Ref: "r", Priority: 60, Submitted: 100, NotBefore: 400,
+		StartBy: 9000, State: store.Queued, Attempt: 1, Attempts: []store.Attempt{failed}}, got[1])
+	assert.Equal(t, 0, got[5].Attempt, "an interrupted attempt does not count")
+	assert.Equal(t, 2, got[6].Allowed)
+	var states []int
+	rows, err := st.DB().Query("SELECT state FROM fairsched_jobs ORDER BY id")
+	require.NoError(t, err)
+	for rows.Next() {
+		var s int
+		require.NoError(t, rows.Scan(&s))
+		states = append(states, s)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []int{1, 3, 4, 5, 1, 1}, states)
+
+	// A running job is recovered as running, with its start.
+	_, err = st.Start(ctx, 5, 1, 500)
+	require.NoError(t, err)
+	got = recovered(t, st)
+	assert.Equal(t, store.Running, got[5].State)
+	assert.EqualValues(t, 500, got[5].Started)
+}
+
+// A transaction that fails fails every request in it, and Flush reports a
+// failed posted op once.
+func TestFailedWrite(t *testing.T) {
+	st := openTest(t)
+	ctx := context.Background()
+	_, err := st.DB().Exec(`CREATE TRIGGER refuse BEFORE INSERT ON fairsched_jobs WHEN NEW.type = 'bad'
+BEGIN SELECT RAISE(ABORT, 'refused'); END`)
+	require.NoError(t, err)
+	err = st.Insert(ctx, &store.Job{Type: "ok", Args: []byte(`1`)}, &store.Job{Type: "bad", Args: []byte(`1`)})
+	assert.ErrorContains(t, err, "refused")
+	var n int
+	require.NoError(t, st.DB().QueryRow("SELECT count(*) FROM fairsched_jobs").Scan(&n))
+	assert.Zero(t, n, "nothing of a failed transaction is stored")
+	_, err = st.DB().Exec(`CREATE TRIGGER refuse_end BEFORE UPDATE ON fairsched_jobs WHEN NEW.state = 3
+BEGIN SELECT RAISE(ABORT, 'no'); END`)
+	require.NoError(t, err)
+	j := &store.Job{Type: "ok", Args: []byte(`1`)}
+	require.NoError(t, st.Insert(ctx, j))
+	st.Post(store.Op{Kind: store.OpComplete, ID: j.ID, At: 1})
+	assert.ErrorContains(t, st.Flush(ctx), "no")
+	assert.NoError(t, st.Flush(ctx))
+}

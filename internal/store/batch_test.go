@@ -1,0 +1,85 @@
+package store
+
+import (
+	"errors"
+	"sync"
+	"testing"
+)
+
+// TestBatcherGroups checks that requests queued while a transaction is
+// applied share the next one, in order, and that every caller learns its
+// transaction's fate.
+func TestBatcherGroups(t *testing.T) {
+	var applied [][]int
+	release := make(chan struct{})
+	first := make(chan struct{})
+	b := NewBatcher(100, func(rs []int) error {
+		if len(applied) == 0 {
+			close(first)
+			<-release // hold the first transaction while others queue
+		}
+		applied = append(applied, append([]int(nil), rs...))
+		if rs[0] == 2 {
+			return errors.New("disk full")
+		}
+		return nil
+	})
+	pushed := make(chan struct{}, 10)
+	b.pushed = pushed
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); errs[0] = b.Do(0) }()
+	<-pushed
+	<-first
+	// Queued behind the first transaction, in this order: they share the
+	// second one, which fails as a whole.
+	b.Post(2)
+	<-pushed
+	for i := 3; i < 5; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = b.Do(i) }()
+		<-pushed
+	}
+	close(release)
+	wg.Wait()
+	b.pushed = nil
+	if err := b.Flush(); err == nil || err.Error() != "disk full" {
+		t.Fatalf("Flush after a failed posted request = %v, want disk full", err)
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatalf("second Flush = %v, want nil: a Flush reports a failure once", err)
+	}
+	if len(applied) != 2 || len(applied[1]) != 3 || applied[1][0] != 2 || applied[1][2] != 4 {
+		t.Fatalf("transactions = %v, want [[0] [2 3 4]]", applied)
+	}
+	if errs[0] != nil || errs[3] == nil || errs[4] == nil {
+		t.Fatalf("errors = %v, want nil for the first transaction, disk full for the second", errs)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Do(9); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Do after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestBatcherMax checks that a transaction holds at most max requests.
+func TestBatcherMax(t *testing.T) {
+	var sizes []int
+	b := NewBatcher(2, func(rs []int) error { sizes = append(sizes, len(rs)); return nil })
+	b.mu.Lock() // queue five before the loop may take any
+	for i := range 5 {
+		b.queue = append(b.queue, entry[int]{r: i})
+	}
+	b.mu.Unlock()
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) != 3 || sizes[0] != 2 || sizes[1] != 2 || sizes[2] != 1 {
+		t.Fatalf("transaction sizes = %v, want [2 2 1]", sizes)
+	}
+}

@@ -1,0 +1,114 @@
+// Package store defines what a scheduler records of its durable jobs, and
+// the interface a store (the SQLite one in fairschedsqlite, later a
+// PostgreSQL one) implements for it. It is internal so that the interface
+// can grow with the second store without a change of public API.
+//
+// The store records; it never decides. The scheduler's engine stays the
+// one dispatcher: it reads every unfinished job at start (Recover), and
+// from then on tells the store what happened to each job, in the order it
+// happened. A job's arguments stay on disk until an attempt starts
+// (Start returns them).
+//
+// Writes are batched (Batcher): calls that must not return before their
+// record is committed (Insert, Start) wait for the transaction that holds
+// them; the others (Post) are applied in order in the next one, and Flush
+// waits for them.
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// State is where a durable job is in its life, as stored.
+type State uint8
+
+const (
+	Queued    State = 1 // waiting: queued, delayed, or backing off before a retry (NotBefore)
+	Running   State = 2 // an attempt started, and was committed before its handler ran
+	Completed State = 3 // the last attempt succeeded
+	Ended     State = 4 // ended without completing and is not dead: cancelled, expired, a dependency failed
+	Dead      State = 5 // failed for good; kept until retried by hand or pruned
+)
+
+// Finished reports whether a job in state s will never run again by
+// itself.
+func (s State) Finished() bool { return s >= Completed }
+
+// Job is the record of one durable job. Times are in µs since the Unix
+// epoch, of the wall clock; 0 means none.
+type Job struct {
+	ID        int64  // assigned by the store at Insert, never reused
+	Type      string // the handler's name
+	Key       string // fairness key
+	Ref       string // fairsched.Job.ID: the resource it acts on
+	Priority  int    // as given to Enqueue: 0 means the type's default
+	Submitted int64  // when it was first enqueued: its aging clock runs from here
+	NotBefore int64  // not to start before; after a failed attempt, the end of its backoff
+	StartBy   int64  // start deadline
+	State     State
+	// Attempts are the attempts made: Attempt is how many started, the
+	// last one perhaps still running (or lost, when read by Recover).
+	Attempt  int
+	Attempts []Attempt
+	Started  int64  // the last attempt's start, while it runs
+	Allowed  int    // attempts allowed in all, if a retry by hand set it; 0: the type's policy
+	Args     []byte // the handler's arguments, JSON: given to Insert, returned by Start
+}
+
+// Attempt is one finished attempt of a job.
+type Attempt struct {
+	Start int64  `json:"start"`
+	End   int64  `json:"end"`
+	Err   string `json:"err,omitempty"` // "" for success
+}
+
+// OpKind says what a posted operation records.
+type OpKind uint8
+
+const (
+	OpRetry     OpKind = iota + 1 // an attempt failed; queued again, not before Op.NotBefore
+	OpComplete                    // the last attempt succeeded
+	OpEnd                         // ended without completing, not dead (Op.Err says why)
+	OpDead                        // failed for good
+	OpInterrupt                   // the attempt was cut short by Close: queued again, the attempt not counted
+	OpRequeue                     // a dead job queued again by hand, Op.Allowed attempts allowed in all
+)
+
+// Op records one thing that happened to job ID, posted after the fact.
+type Op struct {
+	Kind      OpKind
+	ID        int64
+	At        int64   // when it happened
+	NotBefore int64   // OpRetry: when the next attempt may start
+	Attempt   Attempt // the attempt that ended, if one did (Start 0: none)
+	Err       string  // OpEnd, OpDead: why
+	Allowed   int     // OpRequeue
+}
+
+// Store is what a scheduler needs of a durable store. Its methods are safe
+// for concurrent use.
+type Store interface {
+	// Recover calls fn, in ID order, with every job not finished; the
+	// jobs Recover reads carry no Args. It is called once, before any
+	// other method but Close.
+	Recover(ctx context.Context, fn func(*Job) error) error
+	// Insert stores jobs, assigning their IDs, and returns once they
+	// are committed; on error none is stored.
+	Insert(ctx context.Context, jobs ...*Job) error
+	// Start records that job id's attempt number attempt starts at at,
+	// and returns its arguments once that is committed.
+	Start(ctx context.Context, id int64, attempt int, at int64) ([]byte, error)
+	// Post records op after every op posted before it, in a transaction
+	// to come; it does not wait.
+	Post(op Op)
+	// Flush waits until every op posted before it is committed, and
+	// returns the first error of their transactions since the last Flush.
+	Flush(ctx context.Context) error
+	// Close flushes and releases the store. The scheduler that uses the
+	// store does not close it: its opener does.
+	Close() error
+}
+
+// ErrClosed is returned by a store's methods after Close.
+var ErrClosed = errors.New("fairsched: store closed")
