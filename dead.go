@@ -33,6 +33,8 @@ type dead struct {
 	fn       func(context.Context) error
 	parent   context.Context // the values its attempts' contexts carry
 	attempts *attempts
+	// durableID is a durable job's identity in the store; 0 otherwise.
+	durableID int64
 }
 
 // ErrNotDead is returned by RetryDead for a sequence number that names no
@@ -44,6 +46,10 @@ var ErrNotDead = errors.New("fairsched: no such dead job")
 func (s *Scheduler) buryLocked(t *task, err error, now int64) {
 	if t.isSync() {
 		return
+	}
+	dt := s.durableOf(t)
+	if dt != nil {
+		dt.dead = true
 	}
 	s.deadTotal++
 	j := &t.rec
@@ -66,6 +72,15 @@ func (s *Scheduler) buryLocked(t *task, err error, now int64) {
 		},
 		fn: t.fn, parent: a.parent, attempts: a,
 	}
+	if dt != nil {
+		d.durableID = dt.id
+	}
+	s.addDeadLocked(d)
+}
+
+// addDeadLocked adds d to the dead list, dropping the oldest if it is
+// full.
+func (s *Scheduler) addDeadLocked(d *dead) {
 	limit := s.cfg.DeadJobs
 	if limit == 0 {
 		limit = defaultDeadJobs
@@ -111,6 +126,10 @@ func (s *Scheduler) RetryDead(seq uint64) (Handle, error) {
 	t := newSubmitTask(d.parent, d.fn)
 	a := &attempts{list: append([]AttemptInfo(nil), d.attempts.list...), parent: d.parent}
 	a.allowed = len(a.list) + 1
+	if d.durableID != 0 {
+		t = s.requeueDurableLocked(d.durableID, len(a.list), a.allowed)
+		a.parent = durableParent
+	}
 	t.err = a
 	desc := d.info.Job
 	now := s.nowLocked()

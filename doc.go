@@ -203,6 +203,21 @@
 // holding its conflict (JobInfo.WaitingOn), a resource, or just its turn.
 // Stats.Waiting counts them.
 //
+// # Durable jobs
+//
+// Work that must survive a restart is data, not a closure: a handler is
+// registered per job type (AddHandler, Config.Handlers), and Enqueue
+// stores a job with its arguments, encoded as JSON, in Config.Store (see
+// the fairschedsqlite package), returning once it is committed. Durable
+// jobs take their place in the same order and limits as every other job.
+// A new Scheduler on the store queues every unfinished job again, with
+// its submission time (its aging goes on), its attempts and its
+// not-before time; an attempt that was running when the process died
+// counts as failed, with ErrLost, and is retried by its type's policy.
+// A job runs at least once: an attempt's start is committed before its
+// handler runs, but a crash after a handler returned and before its end
+// was committed runs it again, so handlers should be idempotent.
+//
 // # Cost of scheduling
 //
 // Submitting and dispatching cost O(log n) in the pending jobs, plus the

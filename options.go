@@ -233,6 +233,14 @@ type Config struct {
 	// the scheduler keeps for DeadJobs and RetryDead, the oldest dropped
 	// first; 0 means 100, and a negative number keeps none.
 	DeadJobs int
+	// Store keeps durable jobs (Enqueue) so that they survive a restart:
+	// New gives back every unfinished job the store holds. nil: no
+	// durable jobs. The Scheduler does not close it.
+	Store Store
+	// Handlers are the handlers of the durable job types (AddHandler);
+	// they need a Store. A type of theirs that Types does not name is
+	// registered with the zero TypeConfig.
+	Handlers *Handlers
 
 	signals *testSignals // the package's tests only
 }
@@ -293,6 +301,16 @@ func (c *Config) validate() error {
 	}
 	if c.EventBuffer < 0 {
 		add("EventBuffer is %d; it must not be negative", c.EventBuffer)
+	}
+	if c.Handlers != nil && len(c.Handlers.m) > 0 && c.Store == nil {
+		add("Handlers are set without a Store: durable jobs need one")
+	}
+	if c.Handlers != nil {
+		for _, name := range sortedKeys(c.Handlers.m) {
+			if tc := c.Types[name]; tc.Duplicates != AllowDuplicates {
+				add("Types[%q] has a handler and a duplicate policy: durable jobs do not take one yet", name)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

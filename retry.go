@@ -202,7 +202,11 @@ func (s *Scheduler) retryTypedLocked(t *task, err error, cancelled bool, now int
 	}
 	next := &jobContext{parent: a.parent, valuesOnly: !t.isSync(), attempt: int32(len(a.list) + 1)}
 	t.ctx, t.submitCtx = next, nil // a Submit job's, made already
-	s.eng.Retry(&t.rec, now+p.wait(len(a.list)).Microseconds(), now)
+	notBefore := now + p.wait(len(a.list)).Microseconds()
+	s.eng.Retry(&t.rec, notBefore, now)
+	if s.durable != nil {
+		s.durableRetriedLocked(t, err, notBefore, now)
+	}
 	s.armLocked(now)
 	if s.cfg.signals != nil {
 		s.cfg.signals.retried <- t.rec.Seq()

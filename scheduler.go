@@ -107,6 +107,9 @@ type Scheduler struct {
 	// watchEnds: a job's end has more to do than its own waiters' (idle
 	// is set, or a type has a duplicate policy).
 	watchEnds bool
+	// durable is what a Scheduler with a Store keeps; nil without one.
+	// Set by New, then read-only.
+	durable *durable
 	// periodic holds the schedules running (periodic.go).
 	periodic           map[*Periodic]struct{}
 	skippedOccurrences uint64
@@ -139,6 +142,11 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	for _, name := range sortedKeys(cfg.Types) {
 		if err := s.registerLocked(name, cfg.Types[name]); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Store != nil {
+		if err := s.openStore(); err != nil {
 			return nil, err
 		}
 	}
@@ -473,6 +481,9 @@ func (s *Scheduler) launchLocked(t *task, now int64) {
 // enqueueLocked hands a job to the engine, which queues it or starts it at
 // once. On error nothing has changed.
 func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
+	if s.durable != nil && (s.durable.handlers[desc.Type] != nil) != (t.submitCtx == durableParent) {
+		return errDurableType(desc.Type)
+	}
 	if len(s.disabling.disabled) > 0 {
 		if err := s.disabledLocked(desc, now); err != nil {
 			return err
@@ -657,6 +668,9 @@ func (s *Scheduler) endQueuedLocked(t *task, err error, now int64) (unblocked bo
 
 // endedLocked wakes whoever waits for a job that ended.
 func (s *Scheduler) endedLocked(t *task) {
+	if s.durable != nil {
+		s.durableEndedLocked(t)
+	}
 	t.fn, t.ctx, t.submitCtx = nil, nil, nil // a Handle may keep the record long after
 	if t.wake != nil || s.watchEnds {        // rare: kept out so that this inlines
 		s.wakeEndedLocked(t)
@@ -715,7 +729,7 @@ func (s *Scheduler) call(t *task, fn func(context.Context) error) (err error) {
 func (s *Scheduler) work(t *task) {
 	defer s.wg.Done()
 	for t != nil {
-		err := s.call(t, t.fn)
+		err := s.runAttempt(t)
 		cancelled := err != nil && t.ctx.Err() != nil // by its Handle or Close, while it ran
 		t.ctx.end()
 		s.mu.Lock()
@@ -757,10 +771,19 @@ func (s *Scheduler) WaitIdle(ctx context.Context) error {
 // release the scheduler's goroutines (Close still hands the hook the
 // events already queued). Shutdown may be called more than once, and with
 // Close, but not from a job or the OnEvent hook: it would wait for itself.
+//
+// Durable jobs (Enqueue) are not run to the end: those queued, delayed or
+// waiting for a retry leave memory at once and stay in the Store for the
+// next start (their Handles end with an error matching ErrClosed); those
+// running finish as usual. Shutdown returns once the store has committed
+// what happened, or with the store's error.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.eng.StopAccepting()
 	s.stopSchedulesLocked()
+	if s.durable != nil {
+		s.leaveLocked(s.nowLocked())
+	}
 	idle := s.idleChanLocked()
 	s.mu.Unlock()
 	select {
@@ -773,6 +796,9 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.wg.Wait()
+	if err := s.flushStore(ctx); err != nil {
+		return err
+	}
 	return s.closeEvents(ctx)
 }
 
@@ -781,7 +807,13 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 // OnEvent hook to be given the events sent before (a hook that never
 // returns keeps Close waiting, as a job that ignores its context does). It
 // is safe to call more than once, but not from a job or the hook, for
-// which it would wait. It returns nil.
+// which it would wait. It returns nil, or the Store's error if what it was
+// last told could not be committed.
+//
+// Durable jobs are not ended for good: the queued ones stay in the Store
+// for the next start, and a running one whose handler returns an error
+// once its context is cancelled is queued there again, that attempt not
+// counted.
 func (s *Scheduler) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -789,6 +821,9 @@ func (s *Scheduler) Close() error {
 	s.stopTimerLocked()
 	s.stopSchedulesLocked()
 	now := s.nowLocked()
+	if s.durable != nil {
+		s.leaveLocked(now)
+	}
 	for _, j := range s.eng.PendingJobs() {
 		if j.Waiting() { // not ended already by a job it runs after, cancelled just before
 			s.cancelQueuedLocked(taskOf(j), ErrClosed, now)
@@ -801,7 +836,20 @@ func (s *Scheduler) Close() error {
 	s.mu.Unlock()
 	<-idle
 	s.wg.Wait()
-	return s.closeEvents(context.Background())
+	err := s.flushStore(context.Background())
+	if cerr := s.closeEvents(context.Background()); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// flushStore waits until the store has committed what it was told, if
+// the scheduler has one.
+func (s *Scheduler) flushStore(ctx context.Context) error {
+	if s.durable == nil {
+		return nil
+	}
+	return s.durable.st.Flush(ctx)
 }
 
 // idleChanLocked returns a channel closed once nothing is pending or

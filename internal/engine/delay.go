@@ -207,6 +207,12 @@ func (e *Engine) Retry(j *Job, notBefore, now int64) {
 // in submission order only.
 func (e *Engine) rejoin(j *Job, now int64) {
 	e.join(j, j.sub, now) // the aging clock runs from the first submission
+	e.requeue(j, now)
+}
+
+// requeue shows a joined job whose aging clock started before now to the
+// dispatcher: a retried job, or one restored from a store.
+func (e *Engine) requeue(j *Job, now int64) {
 	e.show(j, now)
 	if e.aging.on && e.aging.grace > 0 && !e.aging.pastGrace(j.sub, now) {
 		e.lateGrace.add(&e.timersOf(j).grace, j.sub+e.aging.grace)

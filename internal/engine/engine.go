@@ -62,8 +62,16 @@ type Desc struct {
 // start before then (a time not after its submission means no delay).
 // StartBy: its start deadline. And After are the jobs it runs after
 // (deps.go): enqueued before it, in this engine; ended or not.
+//
+// Submitted restores a job that was admitted before, by an engine that
+// has gone (a durable store's, restarted): its aging clock runs from
+// Submitted, in the past or, for a job delayed until then, the future,
+// and no admission limit refuses it. With NotBefore after now it waits as
+// a retried job does, keeping that aging clock; a start deadline from its
+// type's StartTimeout counts from Submitted.
 type Times struct {
 	NotBefore, StartBy int64
+	Submitted          int64
 	After              []*Job
 	Needs              []Need // the job's own needs, in place of its type's; nil: its type's
 }
@@ -226,7 +234,11 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 		t.stats.rejectedClosed++
 		return &Refusal{Reason: RefusedClosed}
 	}
-	deadline := deadlineOf(t, tm.StartBy, now)
+	sub := now
+	if tm.Submitted != 0 {
+		sub = tm.Submitted
+	}
+	deadline := deadlineOf(t, tm.StartBy, sub)
 	if deadline > 0 && deadline <= max(now, tm.NotBefore) {
 		return &Refusal{Reason: RefusedNeverStarts, Deadline: deadline}
 	}
@@ -244,7 +256,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 			return &Refusal{Reason: RefusedTooMuch, Resource: n.r.name, Limit: n.r.capacity, Size: n.units}
 		}
 	}
-	if e.cfg.MaxQueue > 0 && e.npending+e.naside >= e.cfg.MaxQueue {
+	if e.cfg.MaxQueue > 0 && e.npending+e.naside >= e.cfg.MaxQueue && tm.Submitted == 0 {
 		t.stats.rejectedFull++
 		return &Refusal{Reason: RefusedFull, Limit: e.cfg.MaxQueue, Size: e.npending + e.naside}
 	}
@@ -253,7 +265,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 	if d.Key != "" {
 		k = e.keys[d.Key]
 	}
-	if k != nil && k.cfg.MaxPending > 0 && k.pending+k.aside >= k.cfg.MaxPending {
+	if k != nil && k.cfg.MaxPending > 0 && k.pending+k.aside >= k.cfg.MaxPending && tm.Submitted == 0 {
 		t.stats.rejectedFull++
 		return &Refusal{Reason: RefusedKeyFull, Limit: k.cfg.MaxPending, Size: k.pending + k.aside}
 	}
@@ -271,7 +283,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 		j.base = uint8(clampPriority(d.Priority))
 	}
 	e.seq++
-	j.seq, j.sub, j.uidx = e.seq, now, -1
+	j.seq, j.sub, j.uidx = e.seq, sub, -1
 	j.lane = e.laneOf(t, k)
 	if own != nil {
 		if e.ownNeeds == nil {
@@ -289,7 +301,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 			return nil
 		}
 	}
-	e.join(j, now, now)
+	e.join(j, sub, now)
 	if e.npending == 1 && e.admissible(j) {
 		// Nothing else waits: the order has nothing to decide but the step.
 		e.start(j, e.stepOf(j, now), now)
@@ -298,7 +310,11 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 		}
 		return nil
 	}
-	e.queue(j, now)
+	if sub < now {
+		e.requeue(j, now) // restored: not in submission order
+	} else {
+		e.queue(j, now)
+	}
 	if deadline > 0 {
 		e.setDeadline(j, deadline)
 	}
@@ -324,6 +340,9 @@ func (e *Engine) setAside(j *Job, tm *Times, deadline, now int64) bool {
 	switch {
 	case tm.NotBefore > now:
 		e.delay(j, tm.NotBefore)
+		if tm.Submitted != 0 {
+			e.timed[j].retry = true // its aging clock runs from Submitted
+		}
 	case e.waitsForDeps(j):
 		e.aside(j)
 		e.block(j)

@@ -1,0 +1,240 @@
+package fairsched
+
+import (
+	"context"
+	"database/sql"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched/fairschedsqlite"
+	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/fairsched/fairsched/internal/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// mail is the arguments of the durable job type of these tests.
+type mail struct {
+	To string `json:"to"`
+	N  int    `json:"n"`
+}
+
+// openTestStore opens the SQLite store at path, closed when the test ends.
+func openTestStore(t *testing.T, path string) *fairschedsqlite.Store {
+	t.Helper()
+	st, err := fairschedsqlite.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// mailHandlers returns handlers of type "mail" that send each job's
+// arguments and attempt number to got, then return what fn returns (nil
+// if fn is nil).
+func mailHandlers(got chan<- mailRun, fn func(ctx context.Context, m mail) error) *Handlers {
+	var h Handlers
+	AddHandler(&h, "mail", func(ctx context.Context, m mail) error {
+		got <- mailRun{m, Attempt(ctx)}
+		if fn != nil {
+			return fn(ctx, m)
+		}
+		return nil
+	})
+	return &h
+}
+
+type mailRun struct {
+	m       mail
+	attempt int
+}
+
+// storedState reads durable job id's state and attempt count from the file.
+func storedState(t *testing.T, db *sql.DB, id int64) (store.State, int) {
+	t.Helper()
+	var st store.State
+	var n int
+	require.NoError(t, db.QueryRow("SELECT state, attempt FROM fairsched_jobs WHERE id = ?", id).Scan(&st, &n))
+	return st, n
+}
+
+// A durable job runs its handler with its arguments, and the store
+// records it: queued, then running with attempt 1, then completed.
+func TestDurableRunsAndRecords(t *testing.T) {
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	got := make(chan mailRun, 1)
+	s := newTestScheduler(t, Config{Store: st, Handlers: mailHandlers(got, nil)})
+	h, err := s.Enqueue(context.Background(), Job{Type: "mail", Key: "tenant-1"}, mail{To: "ann", N: 7})
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, h.ID())
+	assert.Equal(t, mailRun{mail{"ann", 7}, 1}, <-got)
+	require.NoError(t, h.Wait(context.Background()))
+	require.NoError(t, s.Shutdown(context.Background()), "Shutdown flushes the store")
+	state, attempt := storedState(t, st.DB(), h.ID())
+	assert.Equal(t, store.Completed, state)
+	assert.Equal(t, 1, attempt)
+}
+
+// Close leaves durable jobs in the store: the queued ones as they were,
+// the running one cut short as an attempt that does not count. The next
+// Scheduler on the file runs all of them, in their order.
+func TestDurableSurvivesClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	st, err := fairschedsqlite.Open(path)
+	require.NoError(t, err)
+	got := make(chan mailRun, 10)
+	block := func(ctx context.Context, m mail) error { <-ctx.Done(); return ctx.Err() }
+	s, err := New(Config{MaxConcurrency: 1, Store: st, Handlers: mailHandlers(got, block)})
+	require.NoError(t, err)
+	var hs []Handle
+	for i := 1; i <= 3; i++ {
+		h, err := s.Enqueue(context.Background(), Job{Type: "mail"}, mail{N: i})
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	assert.Equal(t, mailRun{mail{N: 1}, 1}, <-got, "the first runs, the others wait")
+	require.NoError(t, s.Close())
+	assert.ErrorIs(t, hs[0].Wait(context.Background()), context.Canceled, "the running one returned its context's error")
+	for _, h := range hs[1:] {
+		assert.ErrorIs(t, h.Wait(context.Background()), ErrClosed, "the queued ones left memory")
+	}
+	state, attempt := storedState(t, st.DB(), hs[0].ID())
+	assert.Equal(t, store.Queued, state, "the cut-short attempt leaves the job queued")
+	assert.Equal(t, 0, attempt, "and does not count")
+	require.NoError(t, st.Close())
+
+	st = openTestStore(t, path)
+	s2 := newTestScheduler(t, Config{MaxConcurrency: 1, Store: st, Handlers: mailHandlers(got, nil)})
+	for i := 1; i <= 3; i++ {
+		assert.Equal(t, mailRun{mail{N: i}, 1}, <-got, "in their order, each on its first attempt")
+	}
+	require.NoError(t, s2.Shutdown(context.Background()))
+	for _, h := range hs {
+		state, attempt := storedState(t, st.DB(), h.ID())
+		assert.Equal(t, store.Completed, state)
+		assert.Equal(t, 1, attempt)
+	}
+}
+
+// crashWhileRunning leaves a job in the store at path as a process that
+// died while running its first attempt would: started, never ended. It
+// returns the job's ID.
+func crashWhileRunning(t *testing.T, path string, at time.Time) int64 {
+	t.Helper()
+	st, err := fairschedsqlite.Open(path)
+	require.NoError(t, err)
+	j := &store.Job{Type: "mail", Submitted: at.UnixMicro(), State: store.Queued, Args: []byte(`{"to":"bo"}`)}
+	require.NoError(t, st.Insert(context.Background(), j))
+	_, err = st.Start(context.Background(), j.ID, 1, at.UnixMicro())
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	return j.ID
+}
+
+// A job whose process died while it ran has lost that attempt: the next
+// start counts it as failed, with ErrLost, and retries it after its
+// backoff; out of attempts, it is dead.
+func TestDurableLostAttempt(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	id := crashWhileRunning(t, path, t0.Add(-time.Minute))
+
+	clk := clock.NewFake(t0)
+	got := make(chan mailRun, 1)
+	st := openTestStore(t, path)
+	s := newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil), Types: map[string]TypeConfig{
+		"mail": {Retry: RetryPolicy{Attempts: 3, Backoff: 2 * time.Second}},
+	}})
+	assert.Equal(t, 1, s.Stats().Delayed, "the lost attempt is followed by its backoff")
+	clk.Set(t0.Add(2*time.Second - time.Microsecond))
+	assert.Empty(t, got)
+	clk.Set(t0.Add(2 * time.Second))
+	assert.Equal(t, mailRun{mail{To: "bo"}, 2}, <-got, "retried at exactly its backoff, as attempt 2")
+	require.NoError(t, s.Shutdown(context.Background()))
+	state, attempt := storedState(t, st.DB(), id)
+	assert.Equal(t, store.Completed, state)
+	assert.Equal(t, 2, attempt)
+	var attempts string
+	require.NoError(t, st.DB().QueryRow("SELECT attempts FROM fairsched_jobs WHERE id = ?", id).Scan(&attempts))
+	assert.Contains(t, attempts, ErrLost.Error(), "the lost attempt is in the job's history")
+
+	// With one attempt allowed, the lost one was the last: the job is dead.
+	path = filepath.Join(t.TempDir(), "jobs.db")
+	id = crashWhileRunning(t, path, t0)
+	st = openTestStore(t, path)
+	s = newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil)})
+	dead := s.DeadJobs()
+	require.Len(t, dead, 1)
+	assert.ErrorIs(t, dead[0].Err, ErrLost)
+	assert.Equal(t, "mail", dead[0].Job.Type)
+	require.NoError(t, s.Shutdown(context.Background()))
+	state, _ = storedState(t, st.DB(), id)
+	assert.Equal(t, store.Dead, state)
+}
+
+// Bad input is refused with a clear error, and nothing is stored.
+func TestDurableBadInput(t *testing.T) {
+	var hs Handlers
+	AddHandler(&hs, "mail", func(context.Context, mail) error { return nil })
+	AddHandler(&hs, "ratio", func(context.Context, float64) error { return nil })
+	_, err := New(Config{Handlers: &hs})
+	assert.ErrorContains(t, err, "Handlers are set without a Store")
+	assert.Panics(t, func() { AddHandler(&hs, "mail", func(context.Context, mail) error { return nil }) })
+	assert.Panics(t, func() { AddHandler[mail](&hs, "other", nil) })
+
+	plain := newTestScheduler(t, Config{})
+	_, err = plain.Enqueue(context.Background(), Job{}, mail{})
+	assert.ErrorContains(t, err, "needs a Store")
+
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	s := newTestScheduler(t, Config{Store: st, Handlers: &hs})
+	ctx := context.Background()
+	_, err = s.Enqueue(ctx, Job{Type: "post"}, mail{})
+	assert.ErrorIs(t, err, ErrNoHandler)
+	_, err = s.Enqueue(ctx, Job{Type: "mail"}, "a string")
+	assert.ErrorIs(t, err, ErrArgs)
+	assert.ErrorContains(t, err, `job type "mail" takes a fairsched.mail, not a string`)
+	_, err = s.Enqueue(ctx, Job{Type: "ratio"}, math.NaN())
+	assert.ErrorIs(t, err, ErrArgs, "JSON cannot encode NaN")
+	_, err = s.Submit(ctx, Job{Type: "mail"}, func(context.Context) error { return nil })
+	assert.ErrorContains(t, err, "has a handler")
+	err = s.RunSync(ctx, Job{Type: "mail"}, func(context.Context) error { return nil })
+	assert.ErrorContains(t, err, "has a handler")
+	var n int
+	require.NoError(t, st.DB().QueryRow("SELECT count(*) FROM fairsched_jobs").Scan(&n))
+	assert.Zero(t, n, "nothing refused was stored")
+}
+
+// Stored arguments that no longer decode fail the attempt with ErrArgs;
+// out of attempts, the job is dead.
+func TestDurableArgsNoLongerDecode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	st := openTestStore(t, path)
+	j := &store.Job{Type: "mail", Submitted: time.Now().UnixMicro(), State: store.Queued, Args: []byte(`["not", "a", "mail"]`)}
+	require.NoError(t, st.Insert(context.Background(), j))
+	got := make(chan mailRun, 1)
+	s := newTestScheduler(t, Config{Store: st, Handlers: mailHandlers(got, nil)})
+	require.NoError(t, s.Shutdown(context.Background()))
+	assert.Empty(t, got, "the handler never ran")
+	dead := s.DeadJobs()
+	require.Len(t, dead, 1)
+	assert.ErrorIs(t, dead[0].Err, ErrArgs)
+	state, _ := storedState(t, st.DB(), j.ID)
+	assert.Equal(t, store.Dead, state)
+}
+
+// A file holds one Store at a time, and a schema newer than the code is
+// refused.
+func TestDurableStoreOwnerAndSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	st, err := fairschedsqlite.Open(path)
+	require.NoError(t, err)
+	_, err = fairschedsqlite.Open(path)
+	assert.ErrorIs(t, err, fairschedsqlite.ErrInUse)
+	_, err = st.DB().Exec("PRAGMA user_version = 99")
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	_, err = fairschedsqlite.Open(path)
+	assert.ErrorIs(t, err, fairschedsqlite.ErrSchemaTooNew)
+}

@@ -1,0 +1,123 @@
+package fairsched
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/store"
+)
+
+// What the store records as durable jobs run and end. The store is told
+// after the fact, in order: an attempt's start is committed before its
+// handler runs (so a handler that kills the process is a failed attempt
+// at the next start, not a crash at every start), and everything else is
+// posted, committed in a later group, and flushed by Shutdown and Close.
+// A crash before a posted record is committed runs the job again: at
+// least once.
+
+// runAttempt runs one attempt of a job on a scheduler goroutine: a
+// durable job's handler, or a Submit job's function.
+func (s *Scheduler) runAttempt(t *task) error {
+	if s.durable != nil {
+		if dt := s.durableOf(t); dt != nil {
+			return s.runDurable(dt)
+		}
+	}
+	return s.call(t, t.fn)
+}
+
+// runDurable records that an attempt of dt starts, then runs its handler
+// with the arguments the store gave back.
+func (s *Scheduler) runDurable(dt *durableTask) error {
+	h := s.durable.handlers[dt.rec.Type()]
+	dt.attempt++ // only the goroutine that runs it touches it while it runs
+	args, err := s.durable.st.Start(context.Background(), dt.id, int(dt.attempt), s.wallOf(dt.rec.Started()))
+	if err != nil {
+		return fmt.Errorf("fairsched: recording the start of job %d: %w", dt.id, err)
+	}
+	return s.call(&dt.task, func(ctx context.Context) error { return h.run(ctx, args) })
+}
+
+// durableRetriedLocked records that durable job t's attempt failed at now
+// with err, and that it will be tried again not before notBefore. While
+// the scheduler is leaving, the job is not kept in memory for that: it
+// leaves, and the next start tries it again.
+func (s *Scheduler) durableRetriedLocked(t *task, err error, notBefore, now int64) {
+	dt := s.durableOf(t)
+	if dt == nil {
+		return
+	}
+	s.durable.st.Post(store.Op{
+		Kind: store.OpRetry, ID: dt.id, At: s.wallOf(now), NotBefore: s.wallOf(notBefore),
+		Attempt: store.Attempt{Start: s.wallOf(t.rec.Started()), End: s.wallOf(now), Err: errText(err)},
+	})
+	if s.durable.leaving {
+		s.endQueuedLocked(t, errKept, now)
+	}
+}
+
+// errKept is the error of a durable job that Shutdown or Close took out of
+// memory before it could complete: it stays in the store, and runs at the
+// next start.
+var errKept = fmt.Errorf("%w: the durable job stays in the store for the next start", ErrClosed)
+
+// leaveLocked readies the durable jobs for Shutdown and Close: the queued
+// ones leave memory, staying in the store as they are.
+func (s *Scheduler) leaveLocked(now int64) {
+	s.durable.leaving = true
+	for _, j := range s.eng.PendingJobs() {
+		if t := taskOf(j); j.Waiting() && s.durableOf(t) != nil {
+			s.endQueuedLocked(t, errKept, now)
+		}
+	}
+}
+
+// durableEndedLocked records how durable job t ended. While the
+// scheduler is leaving (Shutdown, Close), a queued job stays in the store
+// as it is, for the next start; so does a running one that Close cut
+// short and that did not complete, queued again with that attempt not
+// counted.
+func (s *Scheduler) durableEndedLocked(t *task) {
+	dt := s.durableOf(t)
+	if dt == nil {
+		return
+	}
+	now := s.nowLocked()
+	o := t.rec.Outcome()
+	ran := o == engine.Completed || o == engine.Failed
+	op := store.Op{ID: dt.id, At: s.wallOf(now)}
+	if ran && (o == engine.Failed || attemptsOf(t) != nil) {
+		op.Attempt = store.Attempt{Start: s.wallOf(t.rec.Started()), End: s.wallOf(now), Err: errText(resultOf(t))}
+	}
+	switch {
+	case o == engine.Completed:
+		op.Kind = store.OpComplete
+	case s.closed && ran: // cut short by Close
+		op = store.Op{Kind: store.OpInterrupt, ID: dt.id, At: op.At}
+	case dt.dead:
+		op.Kind, op.Err = store.OpDead, errText(resultOf(t))
+	case s.durable.leaving && !ran: // queued, or waiting for a retry posted already
+		return
+	default:
+		op.Kind, op.Err = store.OpEnd, errText(resultOf(t))
+	}
+	s.durable.st.Post(op)
+}
+
+// requeueDurableLocked records that the dead durable job id is queued
+// again by hand, with allowed attempts in all, made so far, and returns
+// its new record.
+func (s *Scheduler) requeueDurableLocked(id int64, made, allowed int) *task {
+	s.durable.st.Post(store.Op{Kind: store.OpRequeue, ID: id, Allowed: allowed})
+	dt := &durableTask{task: task{fn: durableFn, submitCtx: durableParent}, id: id, attempt: int32(made)}
+	return &dt.task
+}
+
+// errText is err's message, "" for nil.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

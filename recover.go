@@ -1,0 +1,160 @@
+package fairsched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/store"
+)
+
+// Restart. New reads every unfinished job of Config.Store and queues it
+// again as it was: its submission time (so its aging goes on), its
+// attempts, its not-before time. A job whose attempt was running when the
+// last process died has lost that attempt: it counts as failed, with
+// ErrLost, and the job is retried by its type's policy (its backoff
+// included) or, out of attempts, is dead.
+
+// ErrLost is the error of an attempt that was running when its process
+// died: the next start finds it so and counts it as failed.
+var ErrLost = errors.New("fairsched: lost: the process running the attempt ended")
+
+// openStore registers the durable types and queues the store's
+// unfinished jobs again. It runs in New, before the Scheduler is shared.
+func (s *Scheduler) openStore() error {
+	d := &durable{st: s.cfg.Store, handlers: make(map[string]*handler)}
+	if s.cfg.Handlers != nil {
+		maps.Copy(d.handlers, s.cfg.Handlers.m)
+	}
+	for _, name := range sortedKeys(d.handlers) {
+		if _, known := s.eng.TypeTier(name); !known {
+			if err := s.registerLocked(name, TypeConfig{}); err != nil {
+				return err
+			}
+		}
+	}
+	s.durable = d
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowLocked()
+	err := d.st.Recover(context.Background(), func(j *store.Job) error {
+		s.restoreLocked(j, now)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(d.orphans) > 0 && s.cfg.Logger != nil {
+		for _, name := range sortedKeys(d.orphans) {
+			s.cfg.Logger.Warn("fairsched: durable jobs wait in the store for a handler of their type",
+				slog.String("type", name), slog.Int("jobs", d.orphans[name]))
+		}
+	}
+	s.armLocked(now) // for the jobs that wait for a time
+	s.dispatchLocked(now, false)
+	return nil
+}
+
+// restoreLocked queues the unfinished durable job j again at now.
+func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
+	d := s.durable
+	if d.handlers[j.Type] == nil {
+		if d.orphans == nil {
+			d.orphans = make(map[string]int)
+		}
+		d.orphans[j.Type]++
+		return
+	}
+	dt := &durableTask{task: task{fn: durableFn, submitCtx: durableParent}, id: j.ID, attempt: int32(j.Attempt)}
+	var a *attempts
+	if len(j.Attempts) > 0 || j.State == store.Running || j.Allowed > 0 {
+		a = &attempts{parent: durableParent, allowed: j.Allowed}
+		for _, at := range j.Attempts {
+			a.list = append(a.list, AttemptInfo{Start: time.UnixMicro(at.Start), End: time.UnixMicro(at.End), Err: errorOf(at.Err)})
+		}
+		dt.err = a
+	}
+	desc := Job{Type: j.Type, ID: j.Ref, Key: j.Key, Priority: j.Priority}
+	tm := engine.Times{Submitted: s.engineTimeOf(j.Submitted)}
+	if j.StartBy != 0 {
+		tm.StartBy = s.engineTimeOf(j.StartBy)
+	}
+	if j.NotBefore != 0 {
+		tm.NotBefore = s.engineTimeOf(j.NotBefore)
+		if j.Attempt == 0 { // delayed, never started: its aging clock starts at its NotBefore
+			tm.Submitted = max(tm.Submitted, tm.NotBefore)
+		}
+	}
+	if j.State == store.Running {
+		lost := store.Attempt{Start: j.Started, End: s.wallOf(now), Err: ErrLost.Error()}
+		a.list = append(a.list, AttemptInfo{Start: time.UnixMicro(lost.Start), End: s.timeOf(now), Err: ErrLost})
+		p := s.retries[j.Type]
+		limit := max(p.Attempts, 1)
+		if a.allowed > 0 {
+			limit = a.allowed
+		}
+		if len(a.list) >= limit {
+			d.st.Post(store.Op{Kind: store.OpDead, ID: j.ID, At: s.wallOf(now), Attempt: lost, Err: ErrLost.Error()})
+			s.buryRestoredLocked(dt.id, &desc, a, now)
+			return
+		}
+		tm.NotBefore = now + p.wait(len(a.list)).Microseconds()
+		d.st.Post(store.Op{Kind: store.OpRetry, ID: j.ID, At: s.wallOf(now), NotBefore: s.wallOf(tm.NotBefore), Attempt: lost})
+	}
+	if r := s.eng.Enqueue(&dt.rec, descOf(&desc), &tm, now); r != nil {
+		// Its start deadline passed while no process ran it, or the
+		// configuration no longer admits it.
+		err := fmt.Errorf("fairsched: durable job %d could not be queued again at start: %v", j.ID, refusalText(r))
+		if r.Reason == engine.RefusedNeverStarts {
+			err = fmt.Errorf("%w: durable job %d, found at start", ErrStartDeadline, j.ID)
+		}
+		d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Err: err.Error()})
+		return
+	}
+	if dt.rec.Running() {
+		s.startedLocked(&dt.task)
+		s.wg.Add(1)
+		go s.work(&dt.task)
+	}
+}
+
+// buryRestoredLocked adds durable job id, found at start out of
+// attempts, to the dead list.
+func (s *Scheduler) buryRestoredLocked(id int64, desc *Job, a *attempts, now int64) {
+	s.deadTotal++
+	if s.cfg.DeadJobs < 0 {
+		return
+	}
+	last := a.list[len(a.list)-1]
+	s.addDeadLocked(&dead{
+		info:   DeadJob{Job: *desc, Err: last.Err, Attempts: append([]AttemptInfo(nil), a.list...), Died: s.timeOf(now)},
+		fn:     durableFn,
+		parent: durableParent, attempts: a, durableID: id,
+	})
+}
+
+// errorOf turns a stored error message back into an error; nil for "".
+func errorOf(msg string) error {
+	switch msg {
+	case "":
+		return nil
+	case ErrLost.Error():
+		return ErrLost
+	}
+	return errors.New(msg)
+}
+
+// refusalText says in words why the engine refused a job.
+func refusalText(r *engine.Refusal) string {
+	switch r.Reason {
+	case engine.RefusedUnknownResource:
+		return fmt.Sprintf("it needs the resource %q, which is not configured", r.Resource)
+	case engine.RefusedTooMuch:
+		return fmt.Sprintf("it needs %d units of %q, which has %d", r.Size, r.Resource, r.Limit)
+	}
+	return fmt.Sprintf("refused (%d)", r.Reason)
+}
