@@ -36,7 +36,21 @@ func (s *Scheduler) runDurable(dt *durableTask) error {
 	if err != nil {
 		return fmt.Errorf("fairsched: recording the start of job %d: %w", dt.id, err)
 	}
-	return s.call(&dt.task, func(ctx context.Context) error { return h.run(ctx, args) })
+	return s.call(&dt.task, func(ctx context.Context) error {
+		return h.run(context.WithValue(ctx, jobIDKey{}, dt.id), args)
+	})
+}
+
+// jobIDKey is the context key of a durable job's ID.
+type jobIDKey struct{}
+
+// JobID returns the ID, in its Store, of the durable job whose handler
+// received ctx (or a context derived from it), and 0 for any other
+// context. A handler can use it to make its effects idempotent: it is the
+// same in every attempt, in every process.
+func JobID(ctx context.Context) int64 {
+	id, _ := ctx.Value(jobIDKey{}).(int64)
+	return id
 }
 
 // durableRetriedLocked records that durable job t's attempt failed at now
