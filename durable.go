@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 	"unsafe"
 
+	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/fairsched/fairsched/internal/store"
 )
 
@@ -139,71 +141,106 @@ func durableFn(context.Context) error {
 // *QueueFullError, ErrStartDeadline ...); with the store's error if the
 // write failed, and an error if the Scheduler has no Store. Job.After is
 // not taken for durable jobs yet.
+//
+// The queue's limits are checked before the job is written and the job
+// counts against them once it is queued, so Enqueues running at once
+// may pass MaxQueue (or a key's MaxPending) by as many jobs as they
+// write together.
 func (s *Scheduler) Enqueue(ctx context.Context, job Job, args any) (Handle, error) {
-	d := s.durable
-	if d == nil {
-		return Handle{}, errors.New("fairsched: Enqueue needs a Store in Config")
-	}
-	h := d.handlers[job.Type]
-	if h == nil {
-		return Handle{}, fmt.Errorf("%w %q", ErrNoHandler, job.Type)
-	}
-	if job.After != nil {
-		return Handle{}, errors.New("fairsched: Job.After is not supported for durable jobs")
-	}
-	if got := reflect.TypeOf(args); got != h.argType {
-		return Handle{}, fmt.Errorf("%w: job type %q takes a %v, not a %v", ErrArgs, job.Type, h.argType, got)
-	}
-	raw, err := json.Marshal(args)
+	hs, err := s.EnqueueMany(ctx, []EnqueueParams{{Job: job, Args: args}})
 	if err != nil {
-		return Handle{}, fmt.Errorf("%w: job type %q: %w", ErrArgs, job.Type, err)
-	}
-	rec, err := s.admitDurable(&job, raw)
-	if err != nil {
-		return Handle{}, err
-	}
-	if err := d.st.Insert(ctx, rec); err != nil {
-		return Handle{}, err
-	}
-	t := &durableTask{task: task{fn: durableFn, submitCtx: durableParent}, id: rec.ID}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	if err := s.enqueueLocked(&t.task, &job, now); err != nil {
-		// Admitted before the write, refused after it (the queue filled,
-		// or the scheduler closed meanwhile): the job must not stay.
-		d.st.Post(store.Op{Kind: store.OpEnd, ID: rec.ID, At: s.wallOf(now), Err: err.Error()})
-		if ferr := d.st.Flush(ctx); ferr != nil {
-			return Handle{}, errors.Join(err, ferr)
+		var be *BatchError
+		if errors.As(err, &be) {
+			return Handle{}, be.Err
 		}
 		return Handle{}, err
 	}
-	hd := s.handleLocked(&t.task)
-	s.launchLocked(&t.task, now)
-	return hd, nil
+	return hs[0], nil
 }
 
-// admitDurable checks, before anything is written, what would refuse job
-// at once, and returns its store record.
-func (s *Scheduler) admitDurable(job *Job, args []byte) (*store.Job, error) {
+// EnqueueParams is one job for EnqueueMany: its description and its
+// handler's arguments.
+type EnqueueParams struct {
+	Job  Job
+	Args any
+}
+
+// BatchError is EnqueueMany's error for one bad job of the batch: none
+// was stored.
+type BatchError struct {
+	Index int // of the job in the batch
+	Err   error
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("fairsched: job %d of the batch: %v", e.Index, e.Err)
+}
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// EnqueueMany stores jobs in one transaction, all or none, and returns
+// their Handles, in order, once they are committed: Enqueue for many jobs
+// at the cost of one commit. A job that Enqueue would refuse for what it
+// is (its type, its arguments, its start deadline) fails the batch with a
+// *BatchError naming it; a batch that does not fit the queue's limits
+// fails with a *QueueFullError. Nothing is stored then.
+func (s *Scheduler) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Handle, error) {
+	d := s.durable
+	if d == nil {
+		return nil, errors.New("fairsched: Enqueue needs a Store in Config")
+	}
+	recs := make([]*store.Job, len(jobs))
+	for i := range jobs {
+		rec, err := d.record(&jobs[i])
+		if err != nil {
+			return nil, &BatchError{Index: i, Err: err}
+		}
+		recs[i] = rec
+	}
+	if err := s.admitDurable(jobs, recs); err != nil {
+		return nil, err
+	}
+	if err := d.st.Insert(ctx, recs...); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
-	if !s.eng.Accepting() {
-		return nil, ErrClosed
-	}
-	if len(s.disabling.disabled) > 0 {
-		if err := s.disabledLocked(job, now); err != nil {
+	hs := make([]Handle, len(jobs))
+	for i := range jobs {
+		t := &durableTask{task: task{fn: durableFn, submitCtx: durableParent}, id: recs[i].ID}
+		if err := s.enqueueDurableLocked(t, &jobs[i].Job, recs[i], now); err != nil {
+			// Admitted before the write, refused after it: the scheduler
+			// is closing. What was written must not run.
+			for _, rec := range recs[i:] {
+				d.st.Post(store.Op{Kind: store.OpEnd, ID: rec.ID, At: s.wallOf(now), Err: err.Error()})
+			}
 			return nil, err
 		}
+		hs[i] = s.handleLocked(&t.task)
+		s.launchLocked(&t.task, now)
 	}
-	if s.dups.policy[job.Type] != AllowDuplicates {
-		return nil, errors.New("fairsched: duplicate policies are not supported for durable jobs")
+	return hs, nil
+}
+
+// record checks a job for Enqueue and returns its store record, its
+// times left for admitDurable.
+func (d *durable) record(p *EnqueueParams) (*store.Job, error) {
+	job := &p.Job
+	h := d.handlers[job.Type]
+	if h == nil {
+		return nil, fmt.Errorf("%w %q", ErrNoHandler, job.Type)
 	}
-	rec := &store.Job{
-		Type: job.Type, Key: job.Key, Ref: job.ID, Priority: job.Priority, Submitted: s.wallOf(now),
-		State: store.Queued, Args: args,
+	if job.After != nil {
+		return nil, errors.New("fairsched: Job.After is not supported for durable jobs")
 	}
+	if got := reflect.TypeOf(p.Args); got != h.argType {
+		return nil, fmt.Errorf("%w: job type %q takes a %v, not a %v", ErrArgs, job.Type, h.argType, got)
+	}
+	raw, err := json.Marshal(p.Args)
+	if err != nil {
+		return nil, fmt.Errorf("%w: job type %q: %w", ErrArgs, job.Type, err)
+	}
+	rec := &store.Job{Type: job.Type, Key: job.Key, Ref: job.ID, Priority: job.Priority, State: store.Queued, Args: raw}
 	if !job.NotBefore.IsZero() {
 		rec.NotBefore = job.NotBefore.UnixMicro()
 	}
@@ -211,6 +248,70 @@ func (s *Scheduler) admitDurable(job *Job, args []byte) (*store.Job, error) {
 		rec.StartBy = job.StartBy.UnixMicro()
 	}
 	return rec, nil
+}
+
+// admitDurable checks, before anything is written, what would refuse
+// jobs at once, and stamps their records with their submission time.
+func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowLocked()
+	s.catchUpLocked(now)
+	perKey := make(map[string]int, 1)
+	for i := range jobs {
+		job := &jobs[i].Job
+		if len(s.disabling.disabled) > 0 {
+			if err := s.disabledLocked(job, now); err != nil {
+				return &BatchError{Index: i, Err: err}
+			}
+		}
+		if job.Needs != nil {
+			if err := validateNeeds("the job", job.Needs); err != nil {
+				return &BatchError{Index: i, Err: err}
+			}
+		}
+		perKey[job.Key]++
+		rec := recs[i]
+		rec.Submitted = s.wallOf(now)
+		if _, known := s.eng.TypeTier(job.Type); !known {
+			return &BatchError{Index: i, Err: errUnknownType(job.Type)}
+		}
+		var startBy int64
+		if rec.StartBy != 0 {
+			startBy = max(1, s.engineTimeOf(rec.StartBy)) // as timesOf: 0 would mean none
+		}
+		if dl := s.eng.DeadlineOf(job.Type, startBy, now); dl != 0 {
+			if dl <= max(now, s.engineTimeOf(rec.NotBefore)) {
+				return &BatchError{Index: i, Err: fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
+					ErrStartDeadline, s.timeOf(dl).Format(time.RFC3339Nano))}
+			}
+			rec.StartBy = s.wallOf(dl)
+		}
+	}
+	if r := s.eng.Room(len(jobs), perKey); r != nil {
+		if r.Reason == engine.RefusedClosed {
+			return ErrClosed
+		}
+		var key string
+		if r.Reason == engine.RefusedKeyFull {
+			for k := range perKey { // the key refused: any will do when one is
+				if s.eng.Room(0, map[string]int{k: perKey[k]}) != nil {
+					key = k
+				}
+			}
+		}
+		return &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: key, Limit: r.Limit, Size: r.Size}
+	}
+	return nil
+}
+
+// enqueueDurableLocked queues durable job t, whose record rec was
+// committed, with the submission time it was admitted at.
+func (s *Scheduler) enqueueDurableLocked(t *durableTask, job *Job, rec *store.Job, now int64) error {
+	if rec.StartBy != 0 {
+		job.StartBy = time.UnixMicro(rec.StartBy) // its StartTimeout counted from its admission
+	}
+	return s.enqueueAtLocked(&t.task, job, s.engineTimeOf(rec.Submitted), now)
 }
 
 // wallOf returns the wall-clock time, in µs since the Unix epoch, of the

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"math"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,4 +238,80 @@ func TestDurableStoreOwnerAndSchema(t *testing.T) {
 	require.NoError(t, st.Close())
 	_, err = fairschedsqlite.Open(path)
 	assert.ErrorIs(t, err, fairschedsqlite.ErrSchemaTooNew)
+}
+
+// EnqueueMany stores a batch in one transaction, all or none.
+func TestDurableEnqueueMany(t *testing.T) {
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	got := make(chan mailRun, 3)
+	gate := make(chan struct{})
+	s := newTestScheduler(t, Config{MaxConcurrency: 1, MaxQueue: 3, Store: st,
+		Handlers: mailHandlers(got, func(context.Context, mail) error { <-gate; return nil })})
+	ctx := context.Background()
+	_, err := s.EnqueueMany(ctx, []EnqueueParams{{Job{Type: "mail"}, mail{N: 1}}, {Job{Type: "mail"}, 2}})
+	var be *BatchError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, 1, be.Index)
+	assert.ErrorIs(t, err, ErrArgs)
+	batch := []EnqueueParams{{Job{Type: "mail"}, mail{N: 1}}, {Job{Type: "mail"}, mail{N: 2}}, {Job{Type: "mail"}, mail{N: 3}}}
+	hs, err := s.EnqueueMany(ctx, batch)
+	require.NoError(t, err)
+	require.Len(t, hs, 3)
+	for i, h := range hs {
+		assert.EqualValues(t, i+1, h.ID(), "IDs in batch order: nothing of the refused batch was stored")
+	}
+	assert.Equal(t, mailRun{mail{N: 1}, 1}, <-got)
+	_, err = s.EnqueueMany(ctx, batch[:2])
+	var qf *QueueFullError
+	require.ErrorAs(t, err, &qf, "2 waiting + 2 > MaxQueue 3")
+	assert.Equal(t, 3, qf.Limit)
+	assert.Equal(t, 2, qf.Size)
+	close(gate)
+	for _, h := range hs {
+		require.NoError(t, h.Wait(ctx))
+	}
+	var n int
+	require.NoError(t, st.DB().QueryRow("SELECT count(*) FROM fairsched_jobs").Scan(&n))
+	assert.Equal(t, 3, n)
+}
+
+// A durable job's times work as an in-memory job's: it waits for its
+// NotBefore, and one that waits past its start deadline ends at that
+// instant, recorded as ended with the deadline's error.
+func TestDurableTimes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	got := make(chan mailRun, 3)
+	s := newTestScheduler(t, Config{Clock: clk, MaxConcurrency: 1, Store: st, Handlers: mailHandlers(got, nil)})
+	ctx := context.Background()
+	holding := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	go s.RunSync(ctx, Job{}, func(context.Context) error { close(holding); <-release; return nil })
+	<-holding
+	late, err := s.Enqueue(ctx, Job{Type: "mail", NotBefore: t0.Add(20 * time.Second)}, mail{N: 1})
+	require.NoError(t, err)
+	expiring, err := s.Enqueue(ctx, Job{Type: "mail", StartBy: t0.Add(10 * time.Second)}, mail{N: 2})
+	require.NoError(t, err)
+
+	clk.Set(t0.Add(10*time.Second - time.Microsecond))
+	assert.False(t, ended(expiring))
+	clk.Set(t0.Add(10 * time.Second))
+	assert.ErrorIs(t, expiring.Wait(ctx), ErrStartDeadline, "at its deadline, with the slot still held")
+	_, err = s.Enqueue(ctx, Job{Type: "mail", StartBy: t0.Add(5 * time.Second)}, mail{N: 3})
+	assert.ErrorIs(t, err, ErrStartDeadline, "a deadline that cannot be met is refused")
+	once.Do(func() { close(release) })
+	clk.Set(t0.Add(20*time.Second - time.Microsecond))
+	assert.Empty(t, got, "nothing runs before its NotBefore")
+	clk.Set(t0.Add(20 * time.Second))
+	assert.Equal(t, mailRun{mail{N: 1}, 1}, <-got)
+	require.NoError(t, late.Wait(ctx))
+	require.NoError(t, s.Shutdown(ctx))
+	state, _ := storedState(t, st.DB(), expiring.ID())
+	assert.Equal(t, store.Ended, state)
+	var why string
+	require.NoError(t, st.DB().QueryRow("SELECT error FROM fairsched_jobs WHERE id = ?", expiring.ID()).Scan(&why))
+	assert.Contains(t, why, "start deadline")
 }

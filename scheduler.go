@@ -481,6 +481,12 @@ func (s *Scheduler) launchLocked(t *task, now int64) {
 // enqueueLocked hands a job to the engine, which queues it or starts it at
 // once. On error nothing has changed.
 func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
+	return s.enqueueAtLocked(t, desc, 0, now)
+}
+
+// enqueueAtLocked is enqueueLocked for a job admitted at sub, before now
+// (a durable job, admitted before it was written), and 0 for now.
+func (s *Scheduler) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 	if s.durable != nil && (s.durable.handlers[desc.Type] != nil) != (t.submitCtx == durableParent) {
 		return errDurableType(desc.Type)
 	}
@@ -492,9 +498,12 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 	s.catchUpLocked(now) // the clock timer may be late: what fell due comes first
 	d := descOf(desc)
 	var tm *engine.Times // nil: none, the common case
-	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() || desc.After != nil || desc.Needs != nil {
+	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() || desc.After != nil || desc.Needs != nil || sub != 0 {
 		times := s.timesOf(desc)
 		tm = &times
+		if sub != 0 {
+			tm.Submitted = max(sub, tm.NotBefore) // a delayed job's aging clock starts at its NotBefore
+		}
 		if desc.Needs != nil {
 			if err := validateNeeds("the job", desc.Needs); err != nil {
 				return err

@@ -378,6 +378,32 @@ func (e *Engine) join(j *Job, sub, now int64) {
 	}
 }
 
+// Room reports whether n more jobs, perKey[k] of them for key k, pass the
+// admission limits now (MaxQueue, each key's MaxPending): nil, or the
+// refusal the first that does not would get. It changes nothing: a caller
+// that must write jobs down before it enqueues them (a durable store)
+// asks first, then enqueues them with Times.Submitted. O(len(perKey)).
+func (e *Engine) Room(n int, perKey map[string]int) *Refusal {
+	if e.closing {
+		return &Refusal{Reason: RefusedClosed}
+	}
+	if q := e.npending + e.naside; e.cfg.MaxQueue > 0 && q+n > e.cfg.MaxQueue {
+		return &Refusal{Reason: RefusedFull, Limit: e.cfg.MaxQueue, Size: q}
+	}
+	for name, m := range perKey {
+		k := e.keys[name]
+		max := e.defaultOf(name).MaxPending
+		size := 0
+		if k != nil {
+			max, size = k.cfg.MaxPending, k.pending+k.aside
+		}
+		if max > 0 && size+m > max {
+			return &Refusal{Reason: RefusedKeyFull, Limit: max, Size: size}
+		}
+	}
+	return nil
+}
+
 // queue shows a joined job to the dispatcher.
 func (e *Engine) queue(j *Job, now int64) {
 	e.show(j, now)

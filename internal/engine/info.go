@@ -161,6 +161,14 @@ func (e *Engine) TypeTier(name string) (int, bool) {
 	return 0, false
 }
 
+// DeadlineOf returns the start deadline of a job of type name (which must
+// be registered) with the deadline startBy (0: none), submitted at
+// submitted: the earlier of startBy and its type's StartTimeout after
+// submitted; 0 if it has none.
+func (e *Engine) DeadlineOf(name string, startBy, submitted int64) int64 {
+	return deadlineOf(e.types[name], startBy, submitted)
+}
+
 // FlowID names a flow: one key's share of one tier.
 type FlowID struct {
 	Key  string
