@@ -3,7 +3,9 @@ package fairschedsqlite
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched"
+	"github.com/fairsched/fairsched/internal/store"
 )
 
 // BenchmarkDurable measures durable jobs end to end, enqueue → run →
@@ -104,4 +107,143 @@ func cpuTime() time.Duration {
 		panic(fmt.Sprint("getrusage: ", err))
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkReopen measures a start on a file with a million queued jobs
+// over 10,000 keys: one op opens the file and makes a Scheduler on it,
+// which queues every job again. It reports the heap held per queued job
+// then, and, measured in the same run, that of the same million jobs
+// given to Submit as closures (each holding its argument), the in-memory
+// way: durable jobs must cost no more.
+func BenchmarkReopen(b *testing.B) {
+	const n, keys = 1_000_000, 10_000
+	path := millionJobsFile(b, n, keys)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var perJob float64
+	for range b.N {
+		before := heapInUse()
+		st, err := Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var hs fairsched.Handlers
+		hold := make(chan struct{})
+		fairsched.AddHandler(&hs, "noop", func(ctx context.Context, _ noop) error { <-hold; return nil })
+		s, err := fairsched.New(fairsched.Config{MaxConcurrency: 1, Store: st, Handlers: &hs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		// Each op completes the job it starts.
+		millionCompleted++
+		if q := s.Stats().Queued; q != n-millionCompleted {
+			b.Fatalf("%d jobs queued again, want %d", q, n-millionCompleted)
+		}
+		perJob = float64(heapInUse()-before) / n
+		close(hold)
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(perJob, "bytes/queued-job")
+	b.ReportMetric(inMemoryBytesPerJob(b, n, keys), "in-memory-bytes/queued-job")
+}
+
+// millionJobsFile returns a file of n queued jobs over keys keys, made
+// once per process.
+func millionJobsFile(b *testing.B, n, keys int) string {
+	millionOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "fairschedsqlite-bench")
+		if err != nil {
+			panic(err)
+		}
+		benchDirs = append(benchDirs, dir)
+		millionPath = filepath.Join(dir, "jobs.db")
+		st, err := Open(millionPath)
+		if err != nil {
+			panic(err)
+		}
+		batch := make([]*store.Job, 0, 10_000)
+		for i := range n {
+			k, p, id := benchJob(i, keys)
+			batch = append(batch, &store.Job{Type: "noop", Key: k, Ref: id, Priority: p, Submitted: time.Now().UnixMicro(),
+				State: store.Queued, Args: []byte(`{"n":1}`)})
+			if len(batch) == cap(batch) {
+				if err := st.Insert(context.Background(), batch...); err != nil {
+					panic(err)
+				}
+				batch = batch[:0]
+			}
+		}
+		if err := st.Close(); err != nil {
+			panic(err)
+		}
+	})
+	return millionPath
+}
+
+var (
+	millionOnce      sync.Once
+	millionPath      string
+	millionCompleted int      // jobs of the file completed by BenchmarkReopen's ops
+	benchDirs        []string // removed by TestMain
+)
+
+// benchJob returns the key, priority and ID of the i-th job of a bench
+// file with keys keys.
+func benchJob(i, keys int) (key string, priority int, id string) {
+	return benchNames[i%keys], 1 + i%100, benchIDs[i%len(benchIDs)]
+}
+
+var benchNames, benchIDs = func() ([]string, []string) {
+	names, ids := make([]string, 10_000), make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprint("key-", i)
+	}
+	for i := range ids {
+		ids[i] = fmt.Sprint("repo-", i)
+	}
+	return names, ids
+}()
+
+// inMemoryBytesPerJob returns the heap held per queued job by n Submit
+// jobs alike those of millionJobsFile, each a closure holding its
+// argument.
+func inMemoryBytesPerJob(b *testing.B, n, keys int) float64 {
+	before := heapInUse()
+	s, err := fairsched.New(fairsched.Config{MaxConcurrency: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hold := make(chan struct{})
+	ctx := context.Background()
+	for i := range n {
+		k, p, id := benchJob(i, keys)
+		args := &noop{N: i}
+		if _, err := s.Submit(ctx, fairsched.Job{Key: k, ID: id, Priority: p}, func(context.Context) error {
+			<-hold
+			_ = args.N
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perJob := float64(heapInUse()-before) / float64(n)
+	close(hold)
+	s.Close()
+	return perJob
+}
+
+// heapInUse returns the bytes the heap holds after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

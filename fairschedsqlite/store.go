@@ -166,7 +166,7 @@ FROM fairsched_jobs WHERE state < 3 ORDER BY id`)
 			&j.Attempt, &j.Allowed, &j.Started, &attempts); err != nil {
 			return fmt.Errorf("fairschedsqlite: recovering jobs: %w", err)
 		}
-		j.Type, j.Key = intern.of(typ), intern.of(key)
+		j.Type, j.Key, j.Ref = intern.of(typ), intern.of(key), intern.of(j.Ref)
 		if len(attempts) > 0 {
 			if err := decodeAttempts(attempts, &j.Attempts); err != nil {
 				return fmt.Errorf("fairschedsqlite: job %d: its attempts: %w", j.ID, err)
@@ -182,8 +182,9 @@ FROM fairsched_jobs WHERE state < 3 ORDER BY id`)
 	return nil
 }
 
-// interner keeps one copy of each type and key name read, so that a
-// million recovered jobs of a few keys do not hold a million copies.
+// interner keeps one copy of each type, key and ID read (up to a bound),
+// so that a million recovered jobs of a few keys do not hold a million
+// copies.
 type interner map[string]string
 
 func (in *interner) of(s string) string {

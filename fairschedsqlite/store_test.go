@@ -2,6 +2,7 @@ package fairschedsqlite
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -11,7 +12,13 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
+		for _, dir := range benchDirs {
+			os.RemoveAll(dir)
+		}
+	}))
+}
 
 func openTest(t *testing.T) *Store {
 	t.Helper()
