@@ -57,7 +57,16 @@ type Options struct {
 	// BusyTimeout is how long a statement waits for a lock another
 	// connection holds before it fails; 5 seconds by default.
 	BusyTimeout time.Duration
+	// Retention is how long jobs that completed or ended otherwise
+	// (cancelled, expired) are kept after they finished, then deleted;
+	// 0 means 24 hours, a negative value forever.
+	Retention time.Duration
+	// DeadRetention is how long dead jobs are kept after they died, to
+	// be seen and retried by hand; 0 means until they are retried.
+	DeadRetention time.Duration
 }
+
+const defaultRetention = 24 * time.Hour
 
 // ErrInUse is returned by Open for a file that another Store holds.
 var ErrInUse = errors.New("fairschedsqlite: the database is in use by another process or Store")
@@ -66,9 +75,10 @@ var ErrInUse = errors.New("fairschedsqlite: the database is in use by another pr
 // Scheduler at a time; close it after the Scheduler. Its methods other
 // than DB and Close are for the scheduler, not to be called directly.
 type Store struct {
-	db    *sql.DB
-	owner *os.File // holds the owner lock
-	w     *writer
+	db     *sql.DB
+	owner  *os.File // holds the owner lock
+	w      *writer
+	pruner *pruner
 }
 
 // Open opens, or creates, the SQLite file at path for durable jobs,
@@ -98,7 +108,7 @@ func Open(path string, opts ...Options) (*Store, error) {
 		owner.Close()
 		return nil, fmt.Errorf("fairschedsqlite: %w", err)
 	}
-	st, err := open(db, owner)
+	st, err := open(db, owner, o)
 	if err != nil {
 		db.Close()
 		if owner != nil {
@@ -110,7 +120,7 @@ func Open(path string, opts ...Options) (*Store, error) {
 }
 
 // open readies a Store on db, whose owner lock is held.
-func open(db *sql.DB, owner *os.File) (*Store, error) {
+func open(db *sql.DB, owner *os.File, o Options) (*Store, error) {
 	ctx := context.Background()
 	var mode string
 	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
@@ -126,7 +136,12 @@ func open(db *sql.DB, owner *os.File) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, owner: owner, w: w}, nil
+	st := &Store{db: db, owner: owner, w: w}
+	if o.Retention == 0 {
+		o.Retention = defaultRetention
+	}
+	st.pruner = startPruner(w, o.Retention, o.DeadRetention)
+	return st, nil
 }
 
 // DB returns the database the Store opened, for the service's own
@@ -137,6 +152,7 @@ func (st *Store) DB() *sql.DB { return st.db }
 // Close waits for the writes queued, then closes the database and
 // releases the file. Close the Scheduler first.
 func (st *Store) Close() error {
+	st.pruner.stop()
 	err := st.w.close()
 	if cerr := st.db.Close(); err == nil {
 		err = cerr

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/fairsched/fairsched/internal/store"
 	"github.com/stretchr/testify/assert"
@@ -120,4 +121,53 @@ BEGIN SELECT RAISE(ABORT, 'no'); END`)
 	st.Post(store.Op{Kind: store.OpComplete, ID: j.ID, At: 1})
 	assert.ErrorContains(t, st.Flush(ctx), "no")
 	assert.NoError(t, st.Flush(ctx))
+}
+
+// Finished jobs are deleted once past their retention, dead ones past
+// theirs, in batches of pruneBatch; unfinished ones never.
+func TestPrune(t *testing.T) {
+	st, err := Open(filepath.Join(t.TempDir(), "jobs.db"), Options{Retention: time.Hour, DeadRetention: 2 * time.Hour})
+	require.NoError(t, err)
+	defer st.Close()
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) int64 { return t0.Add(d).UnixMicro() }
+	const old = 2*pruneBatch + 500
+	jobs := make([]*store.Job, old+4)
+	for i := range jobs {
+		jobs[i] = &store.Job{Type: "t", Submitted: at(0), Args: []byte(`1`)}
+	}
+	require.NoError(t, st.Insert(ctx, jobs...))
+	for _, j := range jobs[:old] { // completed or ended 90 minutes before the prune
+		kind := store.OpComplete
+		if j.ID%2 == 0 {
+			kind = store.OpEnd
+		}
+		st.Post(store.Op{Kind: kind, ID: j.ID, At: at(0)})
+	}
+	rest := jobs[old:]
+	st.Post(store.Op{Kind: store.OpComplete, ID: rest[0].ID, At: at(time.Hour)})        // 30 minutes before
+	st.Post(store.Op{Kind: store.OpDead, ID: rest[1].ID, At: at(0), Err: "x"})          // 90 minutes before
+	st.Post(store.Op{Kind: store.OpDead, ID: rest[2].ID, At: at(-time.Hour), Err: "x"}) // 150 minutes before
+	// rest[3] is queued.
+	require.NoError(t, st.Flush(ctx))
+
+	commits := st.w.commits.Load()
+	n, err := st.pruner.prune(t0.Add(90 * time.Minute))
+	require.NoError(t, err)
+	assert.EqualValues(t, old+1, n, "the old finished jobs and the dead job past its 2 hours")
+	assert.EqualValues(t, 3, st.w.commits.Load()-commits, "in batches of %d: 1000, 1000, 501", pruneBatch)
+	var left []int64
+	rows, err := st.DB().Query("SELECT id FROM fairsched_jobs ORDER BY id")
+	require.NoError(t, err)
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		left = append(left, id)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []int64{rest[0].ID, rest[1].ID, rest[3].ID}, left)
+	assert.Equal(t, time.Minute, pruneInterval(24*time.Hour, 0))
+	assert.Equal(t, time.Second, pruneInterval(-1, 5*time.Second))
+	assert.Equal(t, 6*time.Minute/10, pruneInterval(6*time.Minute, 0))
 }

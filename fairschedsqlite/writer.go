@@ -26,6 +26,7 @@ const (
 	reqInsert reqKind = iota + 1
 	reqStart
 	reqOp
+	reqPrune
 )
 
 // request is one write, and, once applied, its result.
@@ -36,6 +37,7 @@ type request struct {
 	attempt int          // reqStart
 	args    []byte       // reqStart: the job's arguments
 	err     error        // reqStart: the job was not queued
+	pruned  int64        // reqPrune: the jobs deleted
 }
 
 // writer applies requests on its connection.
@@ -95,12 +97,20 @@ WHERE id = ?5`
 	qInterrupt = `UPDATE fairsched_jobs SET state = 1, attempt = attempt - 1, started = 0 WHERE id = ? AND state = 2`
 	qRequeue   = `UPDATE fairsched_jobs SET state = 1, allowed = ?, finished = 0, error = NULL, not_before = 0 WHERE id = ?`
 
+	// qPrune deletes up to ?3 jobs that finished before ?1 (completed,
+	// ended) or died before ?2 (0: none). "state >= 3" lets SQLite use
+	// the partial index on finished.
+	qPrune = `DELETE FROM fairsched_jobs WHERE id IN (
+	SELECT id FROM fairsched_jobs WHERE state >= 3 AND state <= 4 AND finished < ?1
+	UNION ALL
+	SELECT id FROM fairsched_jobs WHERE state >= 3 AND state = 5 AND finished < ?2
+	LIMIT ?3)`
 	qBegin    = `BEGIN IMMEDIATE`
 	qCommit   = `COMMIT`
 	qRollback = `ROLLBACK`
 )
 
-var statements = []string{qInsert, qStart, qRetry, qEnd, qInterrupt, qRequeue, qBegin, qCommit, qRollback}
+var statements = []string{qInsert, qStart, qRetry, qEnd, qInterrupt, qRequeue, qPrune, qBegin, qCommit, qRollback}
 
 // errNotQueued is a Start's error for a job that is not queued in the
 // store: it ended, or another process took it.
@@ -149,6 +159,13 @@ func (w *writer) applyOne(ctx context.Context, r *request) error {
 		return err
 	case reqOp:
 		return w.applyOp(ctx, &r.op)
+	case reqPrune:
+		res, err := w.stmts[qPrune].ExecContext(ctx, r.op.At, r.op.NotBefore, pruneBatch)
+		if err != nil {
+			return err
+		}
+		r.pruned, err = res.RowsAffected()
+		return err
 	}
 	return nil
 }
