@@ -172,6 +172,24 @@ func TestDurableLostAttempt(t *testing.T) {
 	require.NoError(t, s.Shutdown(context.Background()))
 	state, _ = storedState(t, st.DB(), id)
 	assert.Equal(t, store.Dead, state)
+
+	// The next start lists it among the dead, and it can be retried by
+	// hand: one more attempt.
+	s = newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil)})
+	dead = s.DeadJobs()
+	require.Len(t, dead, 1)
+	assert.ErrorIs(t, dead[0].Err, ErrLost)
+	assert.NotZero(t, dead[0].Seq)
+	require.Len(t, dead[0].Attempts, 1)
+	h, err := s.RetryDead(dead[0].Seq)
+	require.NoError(t, err)
+	assert.Equal(t, id, h.ID())
+	assert.Equal(t, mailRun{mail{To: "bo"}, 2}, <-got, "its second attempt")
+	require.NoError(t, h.Wait(context.Background()))
+	require.NoError(t, s.Shutdown(context.Background()))
+	state, attempt = storedState(t, st.DB(), id)
+	assert.Equal(t, store.Completed, state)
+	assert.Equal(t, 2, attempt)
 }
 
 // Bad input is refused with a clear error, and nothing is stored.

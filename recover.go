@@ -41,6 +41,9 @@ func (s *Scheduler) openStore() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
+	if err := s.loadDeadLocked(); err != nil { // first: Recover adds the jobs it finds dead
+		return err
+	}
 	err := d.st.Recover(context.Background(), func(j *store.Job) error {
 		s.restoreLocked(j, now)
 		return nil
@@ -122,6 +125,36 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 	}
 }
 
+// loadDeadLocked reads the newest dead jobs of the store into the dead
+// list, each with a sequence number of this Scheduler's, so that they can
+// be seen and retried by hand as those that died here can.
+func (s *Scheduler) loadDeadLocked() error {
+	limit := s.cfg.DeadJobs
+	if limit == 0 {
+		limit = defaultDeadJobs
+	}
+	if limit < 0 {
+		return nil
+	}
+	var found []*dead
+	err := s.durable.st.Dead(context.Background(), limit, func(j *store.Job) error {
+		a := &attempts{parent: durableParent, allowed: j.Allowed}
+		for _, at := range j.Attempts {
+			a.list = append(a.list, AttemptInfo{Start: time.UnixMicro(at.Start), End: time.UnixMicro(at.End), Err: errorOf(at.Err)})
+		}
+		found = append(found, &dead{
+			info: DeadJob{Seq: s.eng.TakeSeq(), Job: Job{Type: j.Type, ID: j.Ref, Key: j.Key, Priority: j.Priority},
+				Err: errorOf(j.Err), Attempts: append([]AttemptInfo(nil), a.list...), Died: time.UnixMicro(j.Finished)},
+			fn: durableFn, parent: durableParent, attempts: a, durableID: j.ID,
+		})
+		return nil
+	})
+	for i := len(found) - 1; i >= 0; i-- { // the list is oldest first
+		s.addDeadLocked(found[i])
+	}
+	return err
+}
+
 // buryRestoredLocked adds durable job id, found at start out of
 // attempts, to the dead list.
 func (s *Scheduler) buryRestoredLocked(id int64, desc *Job, a *attempts, now int64) {
@@ -131,7 +164,7 @@ func (s *Scheduler) buryRestoredLocked(id int64, desc *Job, a *attempts, now int
 	}
 	last := a.list[len(a.list)-1]
 	s.addDeadLocked(&dead{
-		info:   DeadJob{Job: *desc, Err: last.Err, Attempts: append([]AttemptInfo(nil), a.list...), Died: s.timeOf(now)},
+		info:   DeadJob{Seq: s.eng.TakeSeq(), Job: *desc, Err: last.Err, Attempts: append([]AttemptInfo(nil), a.list...), Died: s.timeOf(now)},
 		fn:     durableFn,
 		parent: durableParent, attempts: a, durableID: id,
 	})

@@ -166,11 +166,23 @@ func (st *Store) Close() error {
 // Recover is for the scheduler: it calls fn with every unfinished job, in
 // ID order, without their arguments.
 func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
+	return st.scan(ctx, `WHERE state < 3 ORDER BY id`, fn)
+}
+
+// Dead is for the scheduler: it calls fn with the newest dead jobs, at
+// most limit, newest first, without their arguments.
+func (st *Store) Dead(ctx context.Context, limit int, fn func(*store.Job) error) error {
+	return st.scan(ctx, `WHERE state >= 3 AND state = 5 ORDER BY finished DESC, id DESC LIMIT ?`, fn, limit)
+}
+
+// scan calls fn with each job that where selects.
+func (st *Store) scan(ctx context.Context, where string, fn func(*store.Job) error, args ...any) error {
 	rows, err := st.db.QueryContext(ctx, `
-SELECT id, state, type, key, ref, priority, submitted, not_before, start_by, attempt, allowed, started, attempts
-FROM fairsched_jobs WHERE state < 3 ORDER BY id`)
+SELECT id, state, type, key, ref, priority, submitted, not_before, start_by, attempt, allowed, started, finished,
+	coalesce(error, ''), attempts
+FROM fairsched_jobs `+where, args...)
 	if err != nil {
-		return fmt.Errorf("fairschedsqlite: recovering jobs: %w", err)
+		return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
 	}
 	defer rows.Close()
 	var intern interner
@@ -179,8 +191,8 @@ FROM fairsched_jobs WHERE state < 3 ORDER BY id`)
 		var typ, key string
 		var attempts sql.RawBytes
 		if err := rows.Scan(&j.ID, &j.State, &typ, &key, &j.Ref, &j.Priority, &j.Submitted, &j.NotBefore, &j.StartBy,
-			&j.Attempt, &j.Allowed, &j.Started, &attempts); err != nil {
-			return fmt.Errorf("fairschedsqlite: recovering jobs: %w", err)
+			&j.Attempt, &j.Allowed, &j.Started, &j.Finished, &j.Err, &attempts); err != nil {
+			return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
 		}
 		j.Type, j.Key, j.Ref = intern.of(typ), intern.of(key), intern.of(j.Ref)
 		if len(attempts) > 0 {
@@ -193,7 +205,7 @@ FROM fairsched_jobs WHERE state < 3 ORDER BY id`)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("fairschedsqlite: recovering jobs: %w", err)
+		return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
 	}
 	return nil
 }

@@ -91,6 +91,11 @@ func TestOpsAndRecover(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	assert.Equal(t, []int{1, 3, 4, 5, 1, 1}, states)
+	var dead []*store.Job
+	require.NoError(t, st.Dead(ctx, 10, func(j *store.Job) error { dead = append(dead, j); return nil }))
+	require.Len(t, dead, 1, "6 was queued again")
+	assert.Equal(t, &store.Job{ID: 4, Type: "mail", Key: "k", Ref: "r", Priority: 60, Submitted: 103, StartBy: 9000,
+		State: store.Dead, Attempt: 1, Attempts: []store.Attempt{failed}, Finished: 300, Err: "boom"}, dead[0])
 
 	// A running job is recovered as running, with its start.
 	_, err = st.Start(ctx, 5, 1, 500)

@@ -378,6 +378,14 @@ func (e *Engine) join(j *Job, sub, now int64) {
 	}
 }
 
+// TakeSeq returns a sequence number no job of this engine has or will
+// have: for a record the caller keeps outside the engine (a dead job read
+// back from a store) that must be named as jobs are.
+func (e *Engine) TakeSeq() uint64 {
+	e.seq++
+	return e.seq
+}
+
 // Room reports whether n more jobs, perKey[k] of them for key k, pass the
 // admission limits now (MaxQueue, each key's MaxPending): nil, or the
 // refusal the first that does not would get. It changes nothing: a caller

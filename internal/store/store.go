@@ -53,6 +53,8 @@ type Job struct {
 	Attempts []Attempt
 	Started  int64  // the last attempt's start, while it runs
 	Allowed  int    // attempts allowed in all, if a retry by hand set it; 0: the type's policy
+	Finished int64  // when it ended, if it did
+	Err      string // why it ended, if it did not complete
 	Args     []byte // the handler's arguments, JSON: given to Insert, returned by Start
 }
 
@@ -93,6 +95,9 @@ type Store interface {
 	// jobs Recover reads carry no Args. It is called once, before any
 	// other method but Close.
 	Recover(ctx context.Context, fn func(*Job) error) error
+	// Dead calls fn with the dead jobs, newest first, at most limit of
+	// them, without their arguments.
+	Dead(ctx context.Context, limit int, fn func(*Job) error) error
 	// Insert stores jobs, assigning their IDs, and returns once they
 	// are committed; on error none is stored.
 	Insert(ctx context.Context, jobs ...*Job) error
