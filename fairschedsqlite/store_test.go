@@ -81,16 +81,7 @@ func TestOpsAndRecover(t *testing.T) {
 		StartBy: 9000, State: store.Queued, Attempt: 1, Attempts: []store.Attempt{failed}}, got[1])
 	assert.Equal(t, 0, got[5].Attempt, "an interrupted attempt does not count")
 	assert.Equal(t, 2, got[6].Allowed)
-	var states []int
-	rows, err := st.DB().Query("SELECT state FROM fairsched_jobs ORDER BY id")
-	require.NoError(t, err)
-	for rows.Next() {
-		var s int
-		require.NoError(t, rows.Scan(&s))
-		states = append(states, s)
-	}
-	require.NoError(t, rows.Err())
-	assert.Equal(t, []int{1, 3, 4, 5, 1, 1}, states)
+	assert.Equal(t, []int64{1, 3, 4, 5, 1, 1}, column(t, st, "SELECT state FROM fairsched_jobs ORDER BY id"))
 	var dead []*store.Job
 	require.NoError(t, st.Dead(ctx, 10, func(j *store.Job) error { dead = append(dead, j); return nil }))
 	require.Len(t, dead, 1, "6 was queued again")
@@ -162,17 +153,24 @@ func TestPrune(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, old+1, n, "the old finished jobs and the dead job past its 2 hours")
 	assert.EqualValues(t, 3, st.w.commits.Load()-commits, "in batches of %d: 1000, 1000, 501", pruneBatch)
-	var left []int64
-	rows, err := st.DB().Query("SELECT id FROM fairsched_jobs ORDER BY id")
-	require.NoError(t, err)
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		left = append(left, id)
-	}
-	require.NoError(t, rows.Err())
-	assert.Equal(t, []int64{rest[0].ID, rest[1].ID, rest[3].ID}, left)
+	assert.Equal(t, []int64{rest[0].ID, rest[1].ID, rest[3].ID}, column(t, st, "SELECT id FROM fairsched_jobs ORDER BY id"))
 	assert.Equal(t, time.Minute, pruneInterval(24*time.Hour, 0))
 	assert.Equal(t, time.Second, pruneInterval(-1, 5*time.Second))
 	assert.Equal(t, 6*time.Minute/10, pruneInterval(6*time.Minute, 0))
+}
+
+// column returns the one integer column query selects, row by row.
+func column(t *testing.T, st *Store, query string) []int64 {
+	t.Helper()
+	rows, err := st.DB().Query(query)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		require.NoError(t, rows.Scan(&v))
+		out = append(out, v)
+	}
+	require.NoError(t, rows.Err())
+	return out
 }
