@@ -333,3 +333,54 @@ func TestDurableTimes(t *testing.T) {
 	require.NoError(t, st.DB().QueryRow("SELECT error FROM fairsched_jobs WHERE id = ?", expiring.ID()).Scan(&why))
 	assert.Contains(t, why, "start deadline")
 }
+
+// A job enqueued in the caller's transaction exists if and only if the
+// transaction commits: committed, it runs, and sees the change made with
+// it; rolled back, it never runs, even when its ID is given to the next
+// job.
+func TestDurableEnqueueTx(t *testing.T) {
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	db := st.DB()
+	_, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)`)
+	require.NoError(t, err)
+	got := make(chan mailRun, 3)
+	items := make(chan string, 3)
+	s := newTestScheduler(t, Config{Store: st, Handlers: mailHandlers(got, func(ctx context.Context, m mail) error {
+		var item string
+		err := db.QueryRowContext(ctx, `SELECT item FROM orders WHERE id = ?`, m.N).Scan(&item)
+		items <- item
+		return err
+	})})
+	ctx := context.Background()
+
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.Exec(`INSERT INTO orders VALUES (1, 'book')`)
+	require.NoError(t, err)
+	id, err := EnqueueTx(ctx, s, tx, Job{Type: "mail"}, mail{To: "ann", N: 1})
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, id)
+	assert.Zero(t, s.Stats().Queued+s.Stats().Running, "not the scheduler's before the commit")
+	require.NoError(t, tx.Commit())
+	assert.Equal(t, mailRun{mail{To: "ann", N: 1}, 1}, <-got, "committed: it runs")
+	assert.Equal(t, "book", <-items, "and sees the order written with it")
+
+	tx, err = db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	rolledBack, err := EnqueueTx(ctx, s, tx, Job{Type: "mail"}, mail{To: "bo", N: 2})
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback())
+	_, err = db.Exec(`INSERT INTO orders VALUES (3, 'pen')`)
+	require.NoError(t, err)
+	h, err := s.Enqueue(ctx, Job{Type: "mail"}, mail{To: "cy", N: 3})
+	require.NoError(t, err)
+	assert.Equal(t, rolledBack, h.ID(), "the rolled-back job's ID went to the next job")
+	assert.Equal(t, mailRun{mail{To: "cy", N: 3}, 1}, <-got)
+	assert.Equal(t, "pen", <-items)
+	require.NoError(t, h.Wait(ctx))
+	require.NoError(t, s.Shutdown(ctx))
+	assert.Empty(t, got, "the rolled-back job never ran, and the next one ran once")
+
+	_, err = EnqueueTx(ctx, s, "not a transaction", Job{Type: "mail"}, mail{})
+	assert.ErrorIs(t, err, ErrTxNotSupported)
+}

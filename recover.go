@@ -59,6 +59,9 @@ func (s *Scheduler) openStore() error {
 	}
 	s.armLocked(now) // for the jobs that wait for a time
 	s.dispatchLocked(now, false)
+	if w, ok := d.st.(store.Watcher); ok { // jobs of callers' transactions (EnqueueTx)
+		return w.Watch(s.arrived)
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fairsched/fairsched/internal/clock"
 	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/store"
 )
 
 // ErrClosed is returned for work submitted after Shutdown or Close began,
@@ -853,10 +854,13 @@ func (s *Scheduler) Close() error {
 }
 
 // flushStore waits until the store has committed what it was told, if
-// the scheduler has one.
+// the scheduler has one, and stops watching it.
 func (s *Scheduler) flushStore(ctx context.Context) error {
 	if s.durable == nil {
 		return nil
+	}
+	if w, ok := s.durable.st.(store.Watcher); ok {
+		w.Watch(nil) // the jobs callers commit from now on stay for the next start
 	}
 	return s.durable.st.Flush(ctx)
 }

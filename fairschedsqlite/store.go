@@ -79,6 +79,7 @@ type Store struct {
 	owner  *os.File // holds the owner lock
 	w      *writer
 	pruner *pruner
+	watch  *watcher
 }
 
 // Open opens, or creates, the SQLite file at path for durable jobs,
@@ -136,7 +137,8 @@ func open(db *sql.DB, owner *os.File, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Store{db: db, owner: owner, w: w}
+	st := &Store{db: db, owner: owner, w: w, watch: newWatcher(db)}
+	w.watch = st.watch
 	if o.Retention == 0 {
 		o.Retention = defaultRetention
 	}
@@ -153,6 +155,7 @@ func (st *Store) DB() *sql.DB { return st.db }
 // releases the file. Close the Scheduler first.
 func (st *Store) Close() error {
 	st.pruner.stop()
+	st.watch.stop()
 	err := st.w.close()
 	if cerr := st.db.Close(); err == nil {
 		err = cerr
@@ -177,7 +180,12 @@ func (st *Store) Dead(ctx context.Context, limit int, fn func(*store.Job) error)
 
 // scan calls fn with each job that where selects.
 func (st *Store) scan(ctx context.Context, where string, fn func(*store.Job) error, args ...any) error {
-	rows, err := st.db.QueryContext(ctx, `
+	return scanJobs(ctx, st.db, where, fn, args...)
+}
+
+// scanJobs calls fn with each job of db that where selects.
+func scanJobs(ctx context.Context, db *sql.DB, where string, fn func(*store.Job) error, args ...any) error {
+	rows, err := db.QueryContext(ctx, `
 SELECT id, state, type, key, ref, priority, submitted, not_before, start_by, attempt, allowed, started, finished,
 	coalesce(error, ''), attempts
 FROM fairsched_jobs `+where, args...)

@@ -46,6 +46,8 @@ type writer struct {
 	stmts   map[string]*sql.Stmt
 	b       *store.Batcher[*request]
 	commits atomic.Int64 // transactions committed, for the benchmarks
+	watch   *watcher     // told of the IDs the writer inserts
+	ids     []int64      // the IDs inserted by the transaction being applied
 }
 
 func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
@@ -126,14 +128,25 @@ func (w *writer) apply(rs []*request) error {
 	if _, err := w.stmts[qBegin].ExecContext(ctx); err != nil {
 		return fmt.Errorf("fairschedsqlite: %w", err)
 	}
+	w.ids = w.ids[:0]
 	for _, r := range rs {
 		if err := w.applyOne(ctx, r); err != nil {
 			w.stmts[qRollback].ExecContext(ctx)
 			return fmt.Errorf("fairschedsqlite: %w", err)
 		}
 	}
-	if _, err := w.stmts[qCommit].ExecContext(ctx); err != nil {
+	var inserted func(bool)
+	if len(w.ids) > 0 {
+		inserted = w.watch.inserting(w.ids) // before they can be seen
+	}
+	_, err := w.stmts[qCommit].ExecContext(ctx)
+	if err != nil {
 		w.stmts[qRollback].ExecContext(ctx) // a failed COMMIT may leave the transaction open
+	}
+	if inserted != nil {
+		inserted(err == nil)
+	}
+	if err != nil {
 		return fmt.Errorf("fairschedsqlite: commit: %w", err)
 	}
 	w.commits.Add(1)
@@ -149,6 +162,7 @@ func (w *writer) applyOne(ctx context.Context, r *request) error {
 				j.Args).Scan(&j.ID); err != nil {
 				return err
 			}
+			w.ids = append(w.ids, j.ID)
 		}
 	case reqStart:
 		err := w.stmts[qStart].QueryRowContext(ctx, r.attempt, r.op.At, r.op.ID).Scan(&r.args)

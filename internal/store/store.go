@@ -115,5 +115,27 @@ type Store interface {
 	Close() error
 }
 
+// TxInserter is a Store that can insert jobs inside a transaction of the
+// caller's, of type Tx (a *sql.Tx for a database/sql store): the jobs
+// exist if and only if that transaction commits. A job inserted so is
+// not the scheduler's until the store sees it committed: it calls the
+// function given to Watch with it then.
+type TxInserter[Tx any] interface {
+	Watcher
+	// InsertTx inserts jobs in tx, assigning their IDs.
+	InsertTx(ctx context.Context, tx Tx, jobs ...*Job) error
+}
+
+// Watcher is a Store that tells of jobs committed by transactions other
+// than its own (TxInserter).
+type Watcher interface {
+	// Watch makes the store call arrived, from a goroutine of its own,
+	// with each job that InsertTx inserted, once its transaction has
+	// committed, in ID order; without its arguments; until Watch is
+	// called again (nil: no one). Called after Recover: the jobs it
+	// read are known.
+	Watch(arrived func(*Job)) error
+}
+
 // ErrClosed is returned by a store's methods after Close.
 var ErrClosed = errors.New("fairsched: store closed")

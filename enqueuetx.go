@@ -1,0 +1,67 @@
+package fairsched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fairsched/fairsched/internal/store"
+)
+
+// EnqueueTx enqueues a durable job inside the caller's own transaction tx
+// on the Store's database (a *sql.Tx for fairschedsqlite, on Store.DB):
+// the job exists if and only if tx commits, so a job and the change that
+// calls for it are written together or not at all. It returns the job's
+// ID in the store. The Scheduler takes the job once the commit is done,
+// within milliseconds, and runs it as any durable job; a rolled-back job
+// never runs.
+//
+// It checks the job as Enqueue does, and fails with an error matching
+// ErrTxNotSupported if the Store takes no transaction of type Tx. The
+// queue's limits are checked when EnqueueTx is called, not when tx
+// commits.
+func EnqueueTx[Tx any](ctx context.Context, s *Scheduler, tx Tx, job Job, args any) (int64, error) {
+	d := s.durable
+	if d == nil {
+		return 0, errors.New("fairsched: EnqueueTx needs a Store in Config")
+	}
+	ins, ok := d.st.(store.TxInserter[Tx])
+	if !ok {
+		return 0, fmt.Errorf("%w: %T", ErrTxNotSupported, tx)
+	}
+	p := []EnqueueParams{{Job: job, Args: args}}
+	rec, err := d.record(&p[0])
+	if err != nil {
+		return 0, err
+	}
+	if err := s.admitDurable(p, []*store.Job{rec}); err != nil {
+		var be *BatchError
+		if errors.As(err, &be) {
+			return 0, be.Err
+		}
+		return 0, err
+	}
+	if err := ins.InsertTx(ctx, tx, rec); err != nil {
+		return 0, err
+	}
+	return rec.ID, nil
+}
+
+// ErrTxNotSupported is matched by EnqueueTx's error for a transaction of a
+// type the Store does not take.
+var ErrTxNotSupported = errors.New("fairsched: the Store takes no transaction of this type")
+
+// arrived queues a durable job that a caller's transaction committed
+// (EnqueueTx), as the store found it. A Scheduler that is leaving leaves
+// it in the store for the next start.
+func (s *Scheduler) arrived(j *store.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.durable.leaving || s.closed {
+		return
+	}
+	now := s.nowLocked()
+	s.restoreLocked(j, now)
+	s.armLocked(now)
+	s.dispatchLocked(now, false)
+}
