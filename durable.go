@@ -90,9 +90,17 @@ type durable struct {
 	// orphans counts the unfinished jobs found at start whose type has no
 	// handler: they stay in the store, untouched.
 	orphans map[string]int
-	// leaving: Shutdown or Close began; guarded by Scheduler.mu. A
-	// durable job that ends now without completing stays in the store.
+	// Guarded by Scheduler.mu.
+	// leaving: Shutdown or Close began. A durable job that ends now
+	// without completing stays in the store.
 	leaving bool
+	// saveStop stops the timer of the next save of the fair state;
+	// savedVersion is the engine's FairVersion at the last save.
+	saveStop     func() bool
+	savedVersion uint64
+	// atLeave is the fair state as Shutdown or Close found it, before the
+	// queued jobs left.
+	atLeave *engine.FairState
 }
 
 // durableTask is the shell's record of a durable job: a task, and its

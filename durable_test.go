@@ -3,6 +3,7 @@ package fairsched
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"math"
 	"path/filepath"
 	"sync"
@@ -383,4 +384,128 @@ func TestDurableEnqueueTx(t *testing.T) {
 
 	_, err = EnqueueTx(ctx, s, "not a transaction", Job{Type: "mail"}, mail{})
 	assert.ErrorIs(t, err, ErrTxNotSupported)
+}
+
+// restartRun runs 60 jobs over three keys of weights 1, 3 and 2, one at a
+// time, each holding its slot for a cost of its own, on a fake clock, and
+// returns the order they started in. Durable unless memory; with stopAt >
+// 0 the Scheduler is shut down while job number stopAt runs, and a new one
+// on the same file runs the rest.
+func restartRun(t *testing.T, memory bool, stopAt int) []int {
+	t.Helper()
+	const n = 60
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	cost := func(i int) time.Duration { return time.Duration(1+i*7%5) * time.Second }
+	started := make(chan int, n)
+	release := make([]chan struct{}, n)
+	for i := range release {
+		release[i] = make(chan struct{})
+	}
+	work := func(ctx context.Context, m mail) error {
+		started <- m.N
+		<-release[m.N]
+		return nil
+	}
+	var hs Handlers
+	AddHandler(&hs, "work", work)
+	cfg := Config{Clock: clk, MaxConcurrency: 1, Handlers: &hs,
+		Keys:  map[string]KeyConfig{"a": {Weight: 1}, "b": {Weight: 3}, "c": {Weight: 2}},
+		Aging: AgingConfig{GracePeriod: 5 * time.Second, Interval: time.Second, Step: 5}}
+	var st *fairschedsqlite.Store
+	if memory {
+		cfg.Handlers = nil
+	} else {
+		st = openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+		cfg.Store = st
+	}
+	s, err := New(cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	handles := make([]Handle, n)
+	for i := range n {
+		clk.Advance(100 * time.Millisecond)
+		job, m := Job{Type: "work", Key: string(rune('a' + i%3)), ID: fmt.Sprint("r", i%4), Priority: 10 + i%7*10}, mail{N: i}
+		if memory {
+			job.Type = ""
+			handles[i], err = s.Submit(ctx, job, func(ctx context.Context) error { return work(ctx, m) })
+		} else {
+			handles[i], err = s.Enqueue(ctx, job, m)
+		}
+		require.NoError(t, err)
+	}
+	var order []int
+	for len(order) < n {
+		i := <-started
+		order = append(order, i)
+		clk.Advance(cost(i))
+		if len(order) != stopAt {
+			close(release[i])
+			continue
+		}
+		// Shut down while job i runs: the waiting jobs leave memory at
+		// once (their Handles end), then job i completes.
+		shut := make(chan error)
+		go func() { shut <- s.Shutdown(ctx) }()
+		for _, h := range handles {
+			if h.Seq() != 0 && !slicesContains(order, int(h.ID()-1)) {
+				<-h.Done()
+			}
+		}
+		close(release[i])
+		require.NoError(t, <-shut)
+		s, err = New(cfg)
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Shutdown(ctx))
+	return order
+}
+
+func slicesContains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// A durable Scheduler follows the order an in-memory one does, and one
+// shut down and started again on its file part-way through starts the
+// same next jobs as one that never stopped: the queued jobs come back with
+// their submission times, and the keys' virtual times and the learned
+// costs with them.
+func TestDurableRestartKeepsOrderAndFairness(t *testing.T) {
+	inMemory := restartRun(t, true, 0)
+	durable := restartRun(t, false, 0)
+	require.Equal(t, inMemory, durable, "durable jobs take the in-memory order")
+	for _, stopAt := range []int{7, 20, 41} {
+		assert.Equal(t, durable, restartRun(t, false, stopAt), "restarted after %d jobs", stopAt)
+	}
+}
+
+// The fair state is saved every two seconds while it changes, so that a
+// crash loses at most that much of it.
+func TestDurableFairStateSavedWhileRunning(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	got := make(chan mailRun, 1)
+	s := newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil)})
+	ctx := context.Background()
+	h, err := s.Enqueue(ctx, Job{Type: "mail", Key: "tenant-7", ID: "inbox"}, mail{})
+	require.NoError(t, err)
+	<-got
+	require.NoError(t, h.Wait(ctx))
+	saved := func() string {
+		require.NoError(t, st.Flush(ctx))
+		b, err := st.State(ctx, "fair")
+		require.NoError(t, err)
+		return string(b)
+	}
+	assert.Empty(t, saved(), "nothing saved before the first two seconds")
+	clk.Advance(2 * time.Second)
+	state := saved()
+	assert.Contains(t, state, `"key":"tenant-7"`)
+	assert.Contains(t, state, `"id":"inbox"`, "the learned cost of (mail, inbox)")
 }

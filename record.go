@@ -2,7 +2,9 @@ package fairsched
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/fairsched/fairsched/internal/store"
@@ -77,9 +79,13 @@ func (s *Scheduler) durableRetriedLocked(t *task, err error, notBefore, now int6
 var errKept = fmt.Errorf("%w: the durable job stays in the store for the next start", ErrClosed)
 
 // leaveLocked readies the durable jobs for Shutdown and Close: the queued
-// ones leave memory, staying in the store as they are.
+// ones leave memory, staying in the store as they are. The fair state is
+// taken first: their leaving makes their keys' flows inactive and raises
+// the tiers' floors, which the next start must not inherit.
 func (s *Scheduler) leaveLocked(now int64) {
 	s.durable.leaving = true
+	fs := s.eng.SaveFair()
+	s.durable.atLeave = &fs
 	for _, j := range s.eng.PendingJobs() {
 		if t := taskOf(j); j.Waiting() && s.durableOf(t) != nil {
 			s.endQueuedLocked(t, errKept, now)
@@ -134,4 +140,93 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// Fairness across a restart. The keys' virtual times and the learned
+// costs (engine.FairState) are saved in the store every fairSaveEvery
+// while they change, and once more when Shutdown or Close has let every
+// job end: exact after those, at most that stale after a crash.
+
+const (
+	fairStateName = "fair"
+	fairSaveEvery = 2 * time.Second
+)
+
+// scheduleFairSaveLocked sets the clock timer of the next save.
+func (s *Scheduler) scheduleFairSaveLocked() {
+	s.durable.saveStop = s.clock.AfterFunc(fairSaveEvery, s.saveFairTick)
+}
+
+// saveFairTick saves the fair state if it changed, and schedules the next
+// save.
+func (s *Scheduler) saveFairTick() {
+	s.mu.Lock()
+	if s.durable.leaving {
+		s.mu.Unlock()
+		return
+	}
+	s.wg.Add(1) // Shutdown and Close wait for the save they may race
+	defer s.wg.Done()
+	fs, changed := s.fairChangedLocked()
+	s.scheduleFairSaveLocked()
+	s.mu.Unlock()
+	if changed {
+		s.putFair(fs)
+	}
+}
+
+// fairChangedLocked returns the fair state, and whether it changed since
+// it was last saved.
+func (s *Scheduler) fairChangedLocked() (engine.FairState, bool) {
+	v := s.eng.FairVersion()
+	if v == s.durable.savedVersion {
+		return engine.FairState{}, false
+	}
+	s.durable.savedVersion = v
+	return s.eng.SaveFair(), true
+}
+
+// putFair encodes fs and posts it to the store, outside the lock.
+func (s *Scheduler) putFair(fs engine.FairState) {
+	b, err := json.Marshal(fs)
+	if err != nil { // plain data: cannot happen but for a NaN, which the engine never holds
+		panic("fairsched: internal error: encoding the fair state: " + err.Error())
+	}
+	s.durable.st.PutState(fairStateName, b)
+}
+
+// saveFairFinal stops the periodic save and saves the fair state as the
+// last job left it: Shutdown and Close, once every job has ended. The
+// virtual times are the last ones (the jobs that ran to the end were
+// charged); which flows were active, and the tiers' floors, are those of
+// the moment the queued jobs left (leaveLocked).
+func (s *Scheduler) saveFairFinal() {
+	s.mu.Lock()
+	if s.durable.saveStop != nil {
+		s.durable.saveStop()
+		s.durable.saveStop = nil
+	}
+	fs, changed := s.fairChangedLocked()
+	if at := s.durable.atLeave; at != nil {
+		if !changed {
+			fs = s.eng.SaveFair()
+		}
+		changed = true
+		active := make(map[engine.FlowV]bool)
+		for _, f := range at.Flows {
+			if f.Active {
+				active[engine.FlowV{Key: f.Key, Tier: f.Tier}] = true
+			}
+		}
+		for i := range fs.Flows {
+			f := &fs.Flows[i]
+			f.Active = active[engine.FlowV{Key: f.Key, Tier: f.Tier}]
+		}
+		fs.Tiers = at.Tiers
+		s.durable.atLeave = nil
+	}
+	s.mu.Unlock()
+	if changed {
+		s.putFair(fs)
+	}
 }

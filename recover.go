@@ -2,6 +2,7 @@ package fairsched
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,9 @@ func (s *Scheduler) openStore() error {
 	if err := s.loadDeadLocked(); err != nil { // first: Recover adds the jobs it finds dead
 		return err
 	}
+	if err := s.loadFairLocked(now); err != nil { // before the jobs, whose keys it places
+		return err
+	}
 	err := d.st.Recover(context.Background(), func(j *store.Job) error {
 		s.restoreLocked(j, now)
 		return nil
@@ -59,6 +63,7 @@ func (s *Scheduler) openStore() error {
 	}
 	s.armLocked(now) // for the jobs that wait for a time
 	s.dispatchLocked(now, false)
+	s.scheduleFairSaveLocked()
 	if w, ok := d.st.(store.Watcher); ok { // jobs of callers' transactions (EnqueueTx)
 		return w.Watch(s.arrived)
 	}
@@ -126,6 +131,21 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 		s.wg.Add(1)
 		go s.work(&dt.task)
 	}
+}
+
+// loadFairLocked takes back the keys' virtual times and the learned costs
+// that the last Scheduler on the store saved.
+func (s *Scheduler) loadFairLocked(now int64) error {
+	b, err := s.durable.st.State(context.Background(), fairStateName)
+	if err != nil || b == nil {
+		return err
+	}
+	var fs engine.FairState
+	if err := json.Unmarshal(b, &fs); err != nil {
+		return fmt.Errorf("fairsched: the store's fair-share state: %w", err)
+	}
+	s.eng.RestoreFair(fs, now)
+	return nil
 }
 
 // loadDeadLocked reads the newest dead jobs of the store into the dead

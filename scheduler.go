@@ -862,6 +862,7 @@ func (s *Scheduler) flushStore(ctx context.Context) error {
 	if w, ok := s.durable.st.(store.Watcher); ok {
 		w.Watch(nil) // the jobs callers commit from now on stay for the next start
 	}
+	s.saveFairFinal()
 	return s.durable.st.Flush(ctx)
 }
 

@@ -12,7 +12,7 @@ import (
 // by a newer version of this package is refused, never written.
 
 // schemaVersion is the version this package writes.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // migrations[v] takes the schema from version v to v+1.
 var migrations = []string{
@@ -37,6 +37,12 @@ CREATE TABLE fairsched_jobs (
 );
 CREATE INDEX fairsched_jobs_unfinished ON fairsched_jobs (id) WHERE state < 3;
 CREATE INDEX fairsched_jobs_finished ON fairsched_jobs (finished) WHERE state >= 3;
+`,
+	1: `
+CREATE TABLE fairsched_state (
+	name  TEXT PRIMARY KEY, -- "fair": the keys' virtual times and the learned costs
+	value BLOB NOT NULL
+);
 `,
 }
 

@@ -258,4 +258,23 @@ func (st *Store) Post(op store.Op) { st.w.post(&request{kind: reqOp, op: op}) }
 // Flush is for the scheduler: it waits for every op posted before.
 func (st *Store) Flush(ctx context.Context) error { return st.w.flush() }
 
+// PutState is for the scheduler: it records value under name in a
+// transaction to come.
+func (st *Store) PutState(name string, value []byte) {
+	st.w.post(&request{kind: reqState, name: name, value: value})
+}
+
+// State is for the scheduler: it returns the value last put under name.
+func (st *Store) State(ctx context.Context, name string) ([]byte, error) {
+	var v []byte
+	err := st.db.QueryRowContext(ctx, `SELECT value FROM fairsched_state WHERE name = ?`, name).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fairschedsqlite: reading the state %q: %w", name, err)
+	}
+	return v, nil
+}
+
 var _ store.Store = (*Store)(nil)

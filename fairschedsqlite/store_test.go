@@ -2,6 +2,7 @@ package fairschedsqlite
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
@@ -173,4 +174,33 @@ func column(t *testing.T, st *Store, query string) []int64 {
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+// A file of the first schema is migrated, its jobs kept; an empty file
+// gets the whole schema.
+func TestMigrateFromVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	_, err = db.Exec(migrations[0])
+	require.NoError(t, err)
+	_, err = db.Exec(`PRAGMA user_version = 1;
+INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, args) VALUES (1, 'mail', 'k', '', 0, 5, '{}')`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	st, err := Open(path)
+	require.NoError(t, err)
+	defer st.Close()
+	var v int
+	require.NoError(t, st.DB().QueryRow("PRAGMA user_version").Scan(&v))
+	assert.Equal(t, schemaVersion, v)
+	got := recovered(t, st)
+	require.Len(t, got, 1, "the job of the old schema is kept")
+	assert.Equal(t, "mail", got[1].Type)
+	st.PutState("fair", []byte(`{}`))
+	require.NoError(t, st.Flush(context.Background()))
+	b, err := st.State(context.Background(), "fair")
+	require.NoError(t, err)
+	assert.Equal(t, `{}`, string(b), "the table of version 2 is there")
 }

@@ -27,6 +27,7 @@ const (
 	reqStart
 	reqOp
 	reqPrune
+	reqState
 )
 
 // request is one write, and, once applied, its result.
@@ -38,6 +39,8 @@ type request struct {
 	args    []byte       // reqStart: the job's arguments
 	err     error        // reqStart: the job was not queued
 	pruned  int64        // reqPrune: the jobs deleted
+	name    string       // reqState
+	value   []byte       // reqState
 }
 
 // writer applies requests on its connection.
@@ -107,12 +110,13 @@ WHERE id = ?5`
 	UNION ALL
 	SELECT id FROM fairsched_jobs WHERE state >= 3 AND state = 5 AND finished < ?2
 	LIMIT ?3)`
+	qPutState = `INSERT INTO fairsched_state (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`
 	qBegin    = `BEGIN IMMEDIATE`
 	qCommit   = `COMMIT`
 	qRollback = `ROLLBACK`
 )
 
-var statements = []string{qInsert, qStart, qRetry, qEnd, qInterrupt, qRequeue, qPrune, qBegin, qCommit, qRollback}
+var statements = []string{qInsert, qStart, qRetry, qEnd, qInterrupt, qRequeue, qPrune, qPutState, qBegin, qCommit, qRollback}
 
 // errNotQueued is a Start's error for a job that is not queued in the
 // store: it ended, or another process took it.
@@ -173,6 +177,9 @@ func (w *writer) applyOne(ctx context.Context, r *request) error {
 		return err
 	case reqOp:
 		return w.applyOp(ctx, &r.op)
+	case reqState:
+		_, err := w.stmts[qPutState].ExecContext(ctx, r.name, r.value)
+		return err
 	case reqPrune:
 		res, err := w.stmts[qPrune].ExecContext(ctx, r.op.At, r.op.NotBefore, pruneBatch)
 		if err != nil {

@@ -29,6 +29,7 @@ type costTable struct {
 	m          map[costKey]*estimate
 	head, tail *estimate // least recently used first
 	forgotten  uint64
+	observed   uint64 // observations folded in
 }
 
 func newCostTable(alpha float64) costTable {
@@ -49,6 +50,7 @@ func (c *costTable) lookup(t *typeState, id string) *estimate {
 // (t, id); e is what lookup returned at the job's start (it saves a second
 // map access when still valid). O(1).
 func (c *costTable) observe(t *typeState, id string, e *estimate, seconds float64, now int64) {
+	c.observed++
 	if e == nil || e.forgotten {
 		e = c.lookup(t, id)
 	}

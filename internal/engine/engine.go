@@ -66,7 +66,8 @@ type Desc struct {
 // Submitted restores a job that was admitted before, by an engine that
 // has gone (a durable store's, restarted): its aging clock runs from
 // Submitted, in the past or, for a job delayed until then, the future,
-// and no admission limit refuses it. With NotBefore after now it waits as
+// and no admission limit refuses it. It is queued, never started at
+// once, so that jobs restored together start in the order's turn (Next). With NotBefore after now it waits as
 // a retried job does, keeping that aging clock; a start deadline from its
 // type's StartTimeout counts from Submitted.
 type Times struct {
@@ -302,7 +303,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 		}
 	}
 	e.join(j, sub, now)
-	if e.npending == 1 && e.admissible(j) {
+	if e.npending == 1 && e.admissible(j) && tm.Submitted == 0 {
 		// Nothing else waits: the order has nothing to decide but the step.
 		e.start(j, e.stepOf(j, now), now)
 		if deadline > 0 {

@@ -82,6 +82,10 @@ type flow struct {
 	lanes   []*lane // the key's lanes of types in this tier
 	actIdx  int     // handle in tier.active, -1 when inactive
 	actW    float64 // the key's weight when the flow became active
+	// restored: V and stamp came from a saved fair state (fairstate.go),
+	// where the flow was active, and stand when it is first activated
+	// again: an active flow's V may be below its tier's floor.
+	restored bool
 }
 
 func flowBefore(a, b *flow) bool { return a.order().Less(b.order()) }
@@ -190,10 +194,13 @@ func (e *Engine) laneOf(t *typeState, k *keyState) *lane {
 func (e *Engine) activate(f *flow) {
 	t := f.tier
 	t.raiseFloor()
-	if f.v < t.floor {
-		f.v = t.floor
+	if !f.restored {
+		if f.v < t.floor {
+			f.v = t.floor
+		}
+		e.restamp(f)
 	}
-	e.restamp(f)
+	f.restored = false
 	t.active.Push(f.settledKey(), f)
 	f.actW = f.key.cfg.Weight
 	t.activeWeight += f.actW

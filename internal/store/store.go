@@ -107,6 +107,11 @@ type Store interface {
 	// Post records op after every op posted before it, in a transaction
 	// to come; it does not wait.
 	Post(op Op)
+	// PutState records value under name, in place of what was there, as
+	// Post does: state the scheduler keeps beside its jobs.
+	PutState(name string, value []byte)
+	// State returns the value last put under name, nil if none.
+	State(ctx context.Context, name string) ([]byte, error)
 	// Flush waits until every op posted before it is committed, and
 	// returns the first error of their transactions since the last Flush.
 	Flush(ctx context.Context) error
