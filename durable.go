@@ -87,8 +87,8 @@ func errDurableType(name string) error {
 type durable struct {
 	st       store.Store
 	handlers map[string]*handler
-	// orphans counts the unfinished jobs found at start whose type has no
-	// handler: they stay in the store, untouched.
+	// orphans counts, by type, the unfinished jobs found at start whose
+	// type has no handler here: they wait, their type held (WaitNoHandler).
 	orphans map[string]int
 	// Guarded by Scheduler.mu.
 	// leaving: Shutdown or Close began. A durable job that ends now
@@ -115,10 +115,16 @@ type durableTask struct {
 
 // durableOf returns t's durable record, or nil if t is not durable.
 func (s *Scheduler) durableOf(t *task) *durableTask {
-	if s.durable == nil || s.durable.handlers[t.rec.Type()] == nil {
+	if s.durable == nil || !s.durable.isDurableType(t.rec.Type()) {
 		return nil
 	}
 	return (*durableTask)(unsafe.Pointer(t))
+}
+
+// isDurableType reports whether type name's jobs are durable: it has a
+// handler, or jobs of it were found in the store without one.
+func (d *durable) isDurableType(name string) bool {
+	return d.handlers[name] != nil || d.orphans[name] > 0
 }
 
 // durableParent is the context a durable job's contexts derive from: the

@@ -1,9 +1,11 @@
 package fairsched
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"sync"
@@ -508,4 +510,39 @@ func TestDurableFairStateSavedWhileRunning(t *testing.T) {
 	state := saved()
 	assert.Contains(t, state, `"key":"tenant-7"`)
 	assert.Contains(t, state, `"id":"inbox"`, "the learned cost of (mail, inbox)")
+}
+
+// A durable job found in the store whose type has no handler here waits,
+// visible in Snapshot and Stats as waiting for one, with a warning in the
+// log; a later Scheduler with the handler runs it.
+func TestDurableNoHandler(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	st := openTestStore(t, path)
+	for range 2 {
+		j := &store.Job{Type: "report", Key: "k", Submitted: time.Now().UnixMicro(), State: store.Queued, Args: []byte(`{"n":4}`)}
+		require.NoError(t, st.Insert(context.Background(), j))
+	}
+	var logged bytes.Buffer
+	got := make(chan mailRun, 2)
+	s, err := New(Config{Store: st, Handlers: mailHandlers(got, nil), Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	require.NoError(t, err)
+	snap := s.Snapshot()
+	require.Len(t, snap, 2)
+	for _, ji := range snap {
+		assert.Equal(t, WaitNoHandler, ji.Waiting)
+		assert.Equal(t, "report", ji.Type)
+	}
+	assert.Equal(t, map[WaitReason]int{WaitNoHandler: 2}, s.Stats().Waiting)
+	assert.Contains(t, logged.String(), "type=report jobs=2")
+	assert.ErrorContains(t, s.ResumeType("report"), "has no handler")
+	_, err = s.Submit(context.Background(), Job{Type: "report"}, func(context.Context) error { return nil })
+	assert.ErrorContains(t, err, "has a handler", "its jobs are durable ones")
+	require.NoError(t, s.Shutdown(context.Background()))
+
+	var hs Handlers
+	AddHandler(&hs, "report", func(ctx context.Context, m mail) error { got <- mailRun{m, Attempt(ctx)}; return nil })
+	s2 := newTestScheduler(t, Config{Store: st, Handlers: &hs})
+	assert.Equal(t, mailRun{mail{N: 4}, 1}, <-got)
+	assert.Equal(t, mailRun{mail{N: 4}, 1}, <-got)
+	require.NoError(t, s2.Shutdown(context.Background()))
 }

@@ -1,5 +1,7 @@
 package fairsched
 
+import "fmt"
+
 // PauseKey pauses the fairness key name. Its queued jobs, and those
 // submitted to it later, wait holding nothing, out of the order and out
 // of fair share: for allocation the key counts as one with no work, so
@@ -36,8 +38,13 @@ func (s *Scheduler) PauseType(name string) error {
 }
 
 // ResumeType resumes the job type name, as ResumeKey does a key. It fails
-// if the type is not registered (the error wraps ErrUnknownType).
+// if the type is not registered (the error wraps ErrUnknownType), and for
+// a type of durable jobs found in the Store without a handler here, whose
+// jobs wait for a process that has one (WaitNoHandler).
 func (s *Scheduler) ResumeType(name string) error {
+	if s.durable != nil && s.durable.orphans[name] > 0 {
+		return fmt.Errorf("fairsched: job type %q has no handler: its durable jobs wait for a Scheduler with one", name)
+	}
 	if !s.changeNow(func(now int64) bool { return s.eng.ResumeType(name, now) }) {
 		return errUnknownType(name)
 	}

@@ -151,6 +151,9 @@ func (s *Scheduler) infoLocked(j *engine.Job, now int64) JobInfo {
 	}
 	w := s.eng.WhyWaiting(j)
 	ji.Waiting, ji.WaitingOn, ji.WaitingFor = WaitReason(w.Why), w.On, w.Resource
+	if w.Why == engine.WhyPaused && s.durable != nil && s.durable.orphans[j.Type()] > 0 && !s.eng.KeyPaused(j.Key()) {
+		ji.Waiting = WaitNoHandler
+	}
 	ji.EffectivePriority = s.eng.Effective(j, at)
 	ji.Wait = usDuration(at - j.Submitted())
 	return ji

@@ -57,7 +57,7 @@ func (s *Scheduler) openStore() error {
 	}
 	if len(d.orphans) > 0 && s.cfg.Logger != nil {
 		for _, name := range sortedKeys(d.orphans) {
-			s.cfg.Logger.Warn("fairsched: durable jobs wait in the store for a handler of their type",
+			s.cfg.Logger.Warn("fairsched: durable jobs wait for a handler of their type, which this process lacks",
 				slog.String("type", name), slog.Int("jobs", d.orphans[name]))
 		}
 	}
@@ -73,11 +73,7 @@ func (s *Scheduler) openStore() error {
 // restoreLocked queues the unfinished durable job j again at now.
 func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 	d := s.durable
-	if d.handlers[j.Type] == nil {
-		if d.orphans == nil {
-			d.orphans = make(map[string]int)
-		}
-		d.orphans[j.Type]++
+	if d.handlers[j.Type] == nil && !s.holdOrphanLocked(j.Type, now) {
 		return
 	}
 	dt := &durableTask{task: task{fn: durableFn, submitCtx: durableParent}, id: j.ID, attempt: int32(j.Attempt)}
@@ -176,6 +172,25 @@ func (s *Scheduler) loadDeadLocked() error {
 		s.addDeadLocked(found[i])
 	}
 	return err
+}
+
+// holdOrphanLocked readies type name, found in the store without a
+// handler here, to hold its jobs: registered if it is not (with the zero
+// TypeConfig), and paused, for good in this process (WaitNoHandler). It
+// reports false if the type cannot be registered.
+func (s *Scheduler) holdOrphanLocked(name string, now int64) bool {
+	d := s.durable
+	if d.orphans[name] == 0 {
+		if _, known := s.eng.TypeTier(name); !known && s.registerLocked(name, TypeConfig{}) != nil {
+			return false
+		}
+		s.eng.PauseType(name, now)
+	}
+	if d.orphans == nil {
+		d.orphans = make(map[string]int)
+	}
+	d.orphans[name]++
+	return true
 }
 
 // buryRestoredLocked adds durable job id, found at start out of

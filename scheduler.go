@@ -488,7 +488,7 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 // enqueueAtLocked is enqueueLocked for a job admitted at sub, before now
 // (a durable job, admitted before it was written), and 0 for now.
 func (s *Scheduler) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
-	if s.durable != nil && (s.durable.handlers[desc.Type] != nil) != (t.submitCtx == durableParent) {
+	if s.durable != nil && s.durable.isDurableType(desc.Type) != (t.submitCtx == durableParent) {
 		return errDurableType(desc.Type)
 	}
 	if len(s.disabling.disabled) > 0 {

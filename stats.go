@@ -206,6 +206,17 @@ func (s *Scheduler) Stats() Stats {
 			st.Waiting[WaitReason(why)] = n
 		}
 	}
+	if s.durable != nil && len(s.durable.orphans) > 0 {
+		for name := range s.durable.orphans { // held as paused: told apart
+			if n := s.eng.TypePausedJobs(name); n > 0 {
+				st.Waiting[WaitPaused] -= n
+				st.Waiting[WaitNoHandler] += n
+				if st.Waiting[WaitPaused] == 0 {
+					delete(st.Waiting, WaitPaused)
+				}
+			}
+		}
+	}
 	for _, t := range s.eng.Tiers() {
 		st.Tiers = append(st.Tiers, TierStats{Tier: Tier(t.Tier), Limit: t.Limit, Running: t.Running, Queued: t.Queued})
 	}

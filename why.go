@@ -25,12 +25,17 @@ const (
 	// WaitTurn: nothing but its turn: a free slot, or the jobs ahead of it
 	// in the order.
 	WaitTurn WaitReason = WaitReason(engine.WhyTurn)
+	// WaitNoHandler: a durable job found in the Store whose type has no
+	// handler in this process. Its type is held as if paused (it takes
+	// the place of WaitPaused), until a Scheduler with a handler starts.
+	WaitNoHandler WaitReason = WaitReason(engine.NumWhys)
 )
 
 var waitReasonNames = [...]string{
 	NotWaiting: "not-waiting", WaitNotBefore: "not-before", WaitDependency: "dependency",
 	WaitPaused: "paused", WaitRate: "rate", WaitTierCap: "tier-cap", WaitTypeCap: "type-cap",
 	WaitKeyCap: "key-cap", WaitConflict: "conflict", WaitResource: "resource", WaitTurn: "turn",
+	WaitNoHandler: "no-handler",
 }
 
 // String returns the reason's name, as the Prometheus collector labels it.
@@ -58,8 +63,8 @@ func (r *WaitReason) UnmarshalText(text []byte) error {
 
 // WaitReasons lists every reason a job may wait, in order.
 func WaitReasons() []WaitReason {
-	out := make([]WaitReason, 0, engine.NumWhys-1)
-	for r := WaitNotBefore; r <= WaitTurn; r++ {
+	out := make([]WaitReason, 0, engine.NumWhys)
+	for r := WaitNotBefore; r <= WaitNoHandler; r++ {
 		out = append(out, r)
 	}
 	return out

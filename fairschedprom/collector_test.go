@@ -644,6 +644,7 @@ func TestCollectWaiting(t *testing.T) {
 fairsched_waiting_jobs{reason="conflict"} 0
 fairsched_waiting_jobs{reason="dependency"} 0
 fairsched_waiting_jobs{reason="key-cap"} 0
+fairsched_waiting_jobs{reason="no-handler"} 0
 fairsched_waiting_jobs{reason="not-before"} 0
 fairsched_waiting_jobs{reason="paused"} 2
 fairsched_waiting_jobs{reason="rate"} 0

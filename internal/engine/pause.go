@@ -92,6 +92,15 @@ func (e *Engine) ResumeType(name string, now int64) bool {
 	return true
 }
 
+// TypePausedJobs returns how many jobs type name's pause holds (not
+// counting those its keys' pauses hold). O(1).
+func (e *Engine) TypePausedJobs(name string) int {
+	if t := e.types[name]; t != nil {
+		return len(t.pausedJobs)
+	}
+	return 0
+}
+
 // KeyPaused and TypePaused report whether a key or a type is paused.
 func (e *Engine) KeyPaused(name string) bool { return e.pausedKeys[name] }
 func (e *Engine) TypePaused(name string) bool {
