@@ -210,10 +210,16 @@
 // stores a job with its arguments, encoded as JSON, in Config.Store (see
 // the fairschedsqlite package), returning once it is committed. Durable
 // jobs take their place in the same order and limits as every other job.
-// A new Scheduler on the store queues every unfinished job again, with
-// its submission time (its aging goes on), its attempts and its
-// not-before time; an attempt that was running when the process died
-// counts as failed, with ErrLost, and is retried by its type's policy.
+// EnqueueMany writes a batch in one transaction; EnqueueTx writes a job
+// in the caller's own transaction, so that it exists if and only if that
+// commits. A new Scheduler on the store queues every unfinished job
+// again, with its submission time (its aging goes on), its attempts and
+// its not-before time, and takes back the keys' virtual times and the
+// learned costs, saved every few seconds and at Shutdown and Close, so
+// that it starts the jobs one that never stopped would have. An attempt
+// that was running when the process died counts as failed, with ErrLost,
+// and is retried by its type's policy. A job whose type has no handler in
+// the process waits (WaitNoHandler).
 // A job runs at least once: an attempt's start is committed before its
 // handler runs, but a crash after a handler returned and before its end
 // was committed runs it again, so handlers should be idempotent.
