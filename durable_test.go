@@ -546,3 +546,32 @@ func TestDurableNoHandler(t *testing.T) {
 	assert.Equal(t, mailRun{mail{N: 4}, 1}, <-got)
 	require.NoError(t, s2.Shutdown(context.Background()))
 }
+
+// Pauses are kept in the store: a key and a type paused before a restart
+// are paused after it, their jobs waiting, until resumed.
+func TestDurablePausesSurviveRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	st := openTestStore(t, path)
+	got := make(chan mailRun, 3)
+	s := newTestScheduler(t, Config{Store: st, Handlers: mailHandlers(got, nil)})
+	ctx := context.Background()
+	s.PauseKey("held")
+	require.NoError(t, s.PauseType("mail"))
+	require.NoError(t, s.ResumeType("mail"))
+	require.NoError(t, s.PauseType(""))
+	_, err := s.Enqueue(ctx, Job{Type: "mail", Key: "held"}, mail{N: 1})
+	require.NoError(t, err)
+	require.NoError(t, s.Shutdown(ctx))
+
+	s2 := newTestScheduler(t, Config{Store: st, Handlers: mailHandlers(got, nil)})
+	assert.Equal(t, []string{"held"}, s2.Stats().PausedKeys)
+	assert.Equal(t, map[WaitReason]int{WaitPaused: 1}, s2.Stats().Waiting, "its key is still paused")
+	ran := make(chan struct{})
+	_, err = s2.Submit(ctx, Job{}, func(context.Context) error { close(ran); return nil })
+	require.NoError(t, err)
+	assert.Equal(t, map[WaitReason]int{WaitPaused: 2}, s2.Stats().Waiting, "and so is the default type")
+	s2.ResumeKey("held")
+	assert.Equal(t, mailRun{mail{N: 1}, 1}, <-got)
+	require.NoError(t, s2.ResumeType(""))
+	<-ran
+}

@@ -1,6 +1,10 @@
 package fairsched
 
-import "fmt"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
 
 // PauseKey pauses the fairness key name. Its queued jobs, and those
 // submitted to it later, wait holding nothing, out of the order and out
@@ -12,7 +16,7 @@ import "fmt"
 //
 // It takes the lock for O(m log n) time, for the key's m waiting jobs.
 func (s *Scheduler) PauseKey(name string) {
-	s.changeNow(func(now int64) bool { s.eng.PauseKey(name, now); return true })
+	s.changePauses(func(now int64) bool { s.eng.PauseKey(name, now); return true })
 }
 
 // ResumeKey resumes the fairness key name. Its waiting jobs whose type
@@ -23,7 +27,7 @@ func (s *Scheduler) PauseKey(name string) {
 //
 // It takes the lock for O(m log n) time, for the key's m paused jobs.
 func (s *Scheduler) ResumeKey(name string) {
-	s.changeNow(func(now int64) bool { s.eng.ResumeKey(name, now); return true })
+	s.changePauses(func(now int64) bool { s.eng.ResumeKey(name, now); return true })
 }
 
 // PauseType pauses the job type name, as PauseKey does a key: its queued
@@ -31,7 +35,7 @@ func (s *Scheduler) ResumeKey(name string) {
 // A job waits while its key or its type is paused. It fails, changing
 // nothing, if the type is not registered (the error wraps ErrUnknownType).
 func (s *Scheduler) PauseType(name string) error {
-	if !s.changeNow(func(now int64) bool { return s.eng.PauseType(name, now) }) {
+	if !s.changePauses(func(now int64) bool { return s.eng.PauseType(name, now) }) {
 		return errUnknownType(name)
 	}
 	return nil
@@ -45,7 +49,7 @@ func (s *Scheduler) ResumeType(name string) error {
 	if s.durable != nil && s.durable.orphans[name] > 0 {
 		return fmt.Errorf("fairsched: job type %q has no handler: its durable jobs wait for a Scheduler with one", name)
 	}
-	if !s.changeNow(func(now int64) bool { return s.eng.ResumeType(name, now) }) {
+	if !s.changePauses(func(now int64) bool { return s.eng.ResumeType(name, now) }) {
 		return errUnknownType(name)
 	}
 	return nil
@@ -64,4 +68,60 @@ func (s *Scheduler) changeNow(change func(now int64) bool) bool {
 	}
 	s.kickLocked()
 	return true
+}
+
+// changePauses applies a change of pauses as changeNow does, and records
+// the pauses in the Store, if the Scheduler has one.
+func (s *Scheduler) changePauses(change func(now int64) bool) bool {
+	return s.changeNow(func(now int64) bool {
+		if !change(now) {
+			return false
+		}
+		if s.durable != nil {
+			s.savePausesLocked()
+		}
+		return true
+	})
+}
+
+// pauses is what the Store keeps of the pauses, so that a restart keeps
+// them: the keys and types paused (the types held for want of a handler
+// are not).
+type pauses struct {
+	Keys  []string `json:"keys,omitempty"`
+	Types []string `json:"types,omitempty"`
+}
+
+const pausesStateName = "pauses"
+
+// savePausesLocked posts the pauses to the store.
+func (s *Scheduler) savePausesLocked() {
+	p := pauses{Keys: s.eng.PausedKeys()}
+	for _, name := range s.eng.PausedTypes() {
+		if s.durable.orphans[name] == 0 {
+			p.Types = append(p.Types, name)
+		}
+	}
+	b, _ := json.Marshal(p) // strings only: cannot fail
+	s.durable.st.PutState(pausesStateName, b)
+}
+
+// loadPausesLocked pauses again, at now, what the store says was paused;
+// a type no longer registered is left out.
+func (s *Scheduler) loadPausesLocked(now int64) error {
+	b, err := s.durable.st.State(context.Background(), pausesStateName)
+	if err != nil || b == nil {
+		return err
+	}
+	var p pauses
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("fairsched: the store's pauses: %w", err)
+	}
+	for _, name := range p.Keys {
+		s.eng.PauseKey(name, now)
+	}
+	for _, name := range p.Types {
+		s.eng.PauseType(name, now)
+	}
+	return nil
 }

@@ -48,6 +48,9 @@ func (s *Scheduler) openStore() error {
 	if err := s.loadFairLocked(now); err != nil { // before the jobs, whose keys it places
 		return err
 	}
+	if err := s.loadPausesLocked(now); err != nil { // before the jobs, which they hold
+		return err
+	}
 	err := d.st.Recover(context.Background(), func(j *store.Job) error {
 		s.restoreLocked(j, now)
 		return nil

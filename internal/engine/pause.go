@@ -108,6 +108,18 @@ func (e *Engine) TypePaused(name string) bool {
 	return t != nil && t.paused
 }
 
+// PausedTypes returns the paused job types, sorted. O(types).
+func (e *Engine) PausedTypes() []string {
+	var out []string
+	for name, t := range e.types {
+		if t.paused {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // PausedKeys returns the names of the paused keys, sorted.
 func (e *Engine) PausedKeys() []string { return sortedNames(e.pausedKeys) }
 
