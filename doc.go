@@ -219,7 +219,9 @@
 // that it starts the jobs one that never stopped would have. An attempt
 // that was running when the process died counts as failed, with ErrLost,
 // and is retried by its type's policy. A job whose type has no handler in
-// the process waits (WaitNoHandler).
+// the process waits (WaitNoHandler). Pauses are kept in the store, and so
+// are the schedules of durable jobs (ScheduleDurable): their next time and
+// latest occurrence, by name.
 // A job runs at least once: an attempt's start is committed before its
 // handler runs, but a crash after a handler returned and before its end
 // was committed runs it again, so handlers should be idempotent.

@@ -575,3 +575,58 @@ func TestDurablePausesSurviveRestart(t *testing.T) {
 	require.NoError(t, s2.ResumeType(""))
 	<-ran
 }
+
+// A durable schedule goes on across a restart: the occurrence that fell
+// due while no Scheduler ran is enqueued at once, once, and the cadence
+// resumes from there; an occurrence is skipped while the previous one,
+// restored from the store, has not ended.
+func TestDurableScheduleSurvivesRestart(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	got := make(chan mailRun, 10)
+	var at []time.Duration
+	record := func(ctx context.Context, m mail) error { at = append(at, clk.Now().Sub(t0)); return nil }
+	ctx := context.Background()
+	s := newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, record)})
+	_, err := s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{To: "all"})
+	require.NoError(t, err)
+	clk.Advance(10 * time.Second)
+	<-got
+	clk.Advance(10 * time.Second)
+	<-got
+	clk.Advance(5 * time.Second)
+	require.NoError(t, s.Shutdown(ctx))
+
+	clk.Advance(20 * time.Second) // down from 25 s to 45 s: the occurrence of 30 s fell due
+	s = newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, record)})
+	p, err := s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{To: "all"})
+	require.NoError(t, err)
+	clk.Advance(0)
+	<-got
+	clk.Advance(10 * time.Second)
+	<-got
+	require.NoError(t, s.Shutdown(ctx))
+	assert.Equal(t, []time.Duration{10 * time.Second, 20 * time.Second, 45 * time.Second, 55 * time.Second}, at,
+		"one occurrence for the time it was down, then every 10 s from then")
+	assert.Zero(t, p.Skipped())
+
+	// The last occurrence is still queued at the next start (its key
+	// paused): the next occurrence is skipped.
+	s, sig := newSignalledScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, record)})
+	s.PauseKey("")
+	_, err = s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{To: "all"})
+	require.NoError(t, err)
+	clk.Advance(10 * time.Second) // 65 s
+	<-sig.accepted                // enqueued on a goroutine of the scheduler's
+	require.NoError(t, s.Shutdown(ctx))
+	s = newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, record)})
+	p, err = s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{To: "all"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, s.Stats().Paused, "the occurrence of 65 s waits, its key paused")
+	clk.Advance(10 * time.Second) // 75 s
+	assert.EqualValues(t, 1, p.Skipped(), "the occurrence of 75 s waits for the one of 65 s")
+	s.ResumeKey("")
+	<-got
+	require.NoError(t, s.Shutdown(ctx))
+}

@@ -41,6 +41,9 @@ type Periodic struct {
 	fn   func(context.Context) error
 	ctx  context.Context // its occurrences' contexts carry its values
 
+	// durable is set for a schedule of durable jobs (ScheduleDurable).
+	durable *durableSchedule
+
 	// Guarded by s.mu.
 	stop    func() bool // the clock timer of the next occurrence; nil once stopped
 	last    Handle      // the latest occurrence submitted
@@ -90,6 +93,11 @@ func (p *Periodic) armLocked(t time.Time) {
 		p.stopLocked()
 		return
 	}
+	p.armAtLocked(next)
+}
+
+// armAtLocked sets the clock timer for the occurrence at next.
+func (p *Periodic) armAtLocked(next time.Time) {
 	p.stop = p.s.clock.AfterFunc(next.Sub(p.s.clock.Now()), func() { p.occur(next) })
 }
 
@@ -105,6 +113,12 @@ func (p *Periodic) occur(at time.Time) {
 	if p.last.t != nil && p.last.t.rec.State() != engine.StateDone {
 		p.skipped++
 		s.skippedOccurrences++
+		if p.durable != nil {
+			p.saveLocked(p.spec.Next(at))
+		}
+	} else if p.durable != nil {
+		p.occurDurableLocked(at)
+		return
 	} else {
 		t := newSubmitTask(p.ctx, p.fn)
 		job := p.job

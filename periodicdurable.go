@@ -1,0 +1,142 @@
+package fairsched
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// Durable schedules. A schedule of durable jobs has a name, under which
+// the Store keeps its next time and its latest occurrence, so that the
+// code that starts the schedule again after a restart (ScheduleDurable
+// with the same name) neither repeats an occurrence that was enqueued nor
+// loses the one that fell due while no process ran: that one is enqueued
+// at once, once.
+
+// durableSchedule is what a schedule of durable jobs adds to a Periodic.
+type durableSchedule struct {
+	name string
+	args any
+}
+
+// scheduleState is what the Store keeps of a schedule.
+type scheduleState struct {
+	Next int64 `json:"next"`           // the next occurrence, µs since the Unix epoch; 0: none
+	Last int64 `json:"last,omitempty"` // the latest occurrence's job ID
+}
+
+func scheduleStateName(name string) string { return "schedule:" + name }
+
+// ScheduleDurable is Schedule for durable jobs: at each time spec gives,
+// it enqueues job with args (Enqueue), unless the previous occurrence has
+// not ended, which is skipped and counted. name identifies the schedule
+// in the Store, which keeps its next time and its latest occurrence:
+// started again with the same name after a restart, the schedule goes on
+// where it was, and an occurrence that fell due while no Scheduler ran is
+// enqueued at once (one, however many fell due). Occurrences are enqueued
+// as Enqueue does, on a goroutine of the Scheduler's; one that fails to
+// be stored is skipped and counted. It fails as Schedule does, and as
+// Enqueue does for job and args.
+func (s *Scheduler) ScheduleDurable(ctx context.Context, name string, spec Schedule, job Job, args any) (*Periodic, error) {
+	d := s.durable
+	switch {
+	case d == nil:
+		return nil, errors.New("fairsched: ScheduleDurable needs a Store in Config")
+	case spec == nil:
+		return nil, errNilSchedule
+	case name == "":
+		return nil, errors.New("fairsched: ScheduleDurable needs a name")
+	}
+	if _, err := d.record(&EnqueueParams{Job: job, Args: args}); err != nil {
+		return nil, err
+	}
+	var saved scheduleState
+	if b, err := d.st.State(ctx, scheduleStateName(name)); err != nil {
+		return nil, err
+	} else if b != nil {
+		if err := json.Unmarshal(b, &saved); err != nil {
+			return nil, fmt.Errorf("fairsched: the store's schedule %q: %w", name, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.eng.Accepting() {
+		return nil, ErrClosed
+	}
+	p := &Periodic{s: s, spec: spec, job: job, ctx: ctx, durable: &durableSchedule{name: name, args: args}}
+	if saved.Last != 0 {
+		p.last = s.findDurableLocked(saved.Last) // still queued or running: later occurrences wait for it
+	}
+	if s.periodic == nil {
+		s.periodic = make(map[*Periodic]struct{})
+	}
+	s.periodic[p] = struct{}{}
+	now := s.clock.Now()
+	switch {
+	case saved.Next == 0:
+		p.armLocked(now)
+	case saved.Next <= now.UnixMicro():
+		p.armAtLocked(now) // fell due while no one ran it
+	default:
+		p.armAtLocked(time.UnixMicro(saved.Next))
+	}
+	return p, nil
+}
+
+// findDurableLocked returns a Handle of the durable job id if it waits or
+// runs here, and the zero Handle otherwise. O(n): once per schedule, as
+// it starts.
+func (s *Scheduler) findDurableLocked(id int64) Handle {
+	for _, jobs := range [][]*engine.Job{s.eng.PendingJobs(), s.eng.RunningJobs()} {
+		for _, j := range jobs {
+			if dt := s.durableOf(taskOf(j)); dt != nil && dt.id == id {
+				return Handle{t: &dt.task}
+			}
+		}
+	}
+	return Handle{}
+}
+
+// occurDurableLocked enqueues the occurrence due at at, on a goroutine of
+// the Scheduler's since the write must not hold the lock, then records
+// the schedule and sets the timer for the next.
+func (p *Periodic) occurDurableLocked(at time.Time) {
+	s := p.s
+	next := p.spec.Next(at)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		h, err := s.Enqueue(context.Background(), p.job, p.durable.args)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err != nil {
+			p.skipped++
+			s.skippedOccurrences++
+		} else {
+			p.last = h
+		}
+		p.saveLocked(next)
+		if p.stop == nil {
+			return // stopped meanwhile
+		}
+		if next.IsZero() {
+			p.stopLocked()
+			return
+		}
+		p.armAtLocked(next)
+	}()
+}
+
+// saveLocked records the schedule: its next occurrence, and its latest.
+func (p *Periodic) saveLocked(next time.Time) {
+	st := scheduleState{Last: p.last.ID()}
+	if !next.IsZero() {
+		st.Next = next.UnixMicro()
+	}
+	b, _ := json.Marshal(st) // integers only: cannot fail
+	p.s.durable.st.PutState(scheduleStateName(p.durable.name), b)
+}
