@@ -130,7 +130,7 @@ func crashWhileRunning(t *testing.T, path string, at time.Time) int64 {
 	require.NoError(t, err)
 	j := &store.Job{Type: "mail", Submitted: at.UnixMicro(), State: store.Queued, Args: []byte(`{"to":"bo"}`)}
 	require.NoError(t, st.Insert(context.Background(), j))
-	_, err = st.Start(context.Background(), j.ID, 1, at.UnixMicro())
+	_, err = st.Start(context.Background(), j.ID, at.UnixMicro())
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
 	return j.ID

@@ -34,7 +34,7 @@ func (s *Scheduler) runAttempt(t *task) error {
 func (s *Scheduler) runDurable(dt *durableTask) error {
 	h := s.durable.handlers[dt.rec.Type()]
 	dt.attempt++ // only the goroutine that runs it touches it while it runs
-	args, err := s.durable.st.Start(context.Background(), dt.id, int(dt.attempt), s.wallOf(dt.rec.Started()))
+	args, err := s.durable.st.Start(context.Background(), dt.id, s.wallOf(dt.rec.Started()))
 	if err != nil {
 		return fmt.Errorf("fairsched: recording the start of job %d: %w", dt.id, err)
 	}

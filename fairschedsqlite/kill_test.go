@@ -22,7 +22,8 @@ import (
 )
 
 // The kill -9 test. The test runs itself as a child process that
-// enqueues and runs durable jobs from many goroutines, and logs, with an
+// enqueues (one goroutine of five in transactions of its own, EnqueueTx)
+// and runs durable jobs from many goroutines, and logs, with an
 // fsync each, every Enqueue that returned and every run's beginning and
 // end. The parent kills the child with SIGKILL at random moments (after a
 // random number of its log lines), at least killRounds times, starts it
@@ -226,7 +227,12 @@ func TestKill9Child(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := range jobsPerRound / 5 {
-					h, err := s.Enqueue(ctx, fairsched.Job{Type: "work", Key: fmt.Sprint("k", g)}, i)
+					job := fairsched.Job{Type: "work", Key: fmt.Sprint("k", g)}
+					if g == 0 { // in a transaction of the caller's
+						lg.line("enq", enqueueInTx(ctx, s, st, job, i))
+						continue
+					}
+					h, err := s.Enqueue(ctx, job, i)
 					if err != nil {
 						panic(err)
 					}
@@ -239,6 +245,23 @@ func TestKill9Child(t *testing.T) {
 	require.NoError(t, s.WaitIdle(ctx))
 	require.NoError(t, s.Shutdown(ctx))
 	require.NoError(t, st.Close())
+}
+
+// enqueueInTx enqueues job in a transaction of its own on st's database,
+// commits it, and returns the job's ID.
+func enqueueInTx(ctx context.Context, s *fairsched.Scheduler, st *fairschedsqlite.Store, job fairsched.Job, arg int) int64 {
+	tx, err := st.DB().BeginTx(ctx, nil)
+	if err != nil {
+		panic(err)
+	}
+	id, err := fairsched.EnqueueTx(ctx, s, tx, job, arg)
+	if err != nil {
+		panic(err)
+	}
+	if err := tx.Commit(); err != nil {
+		panic(err)
+	}
+	return id
 }
 
 // childLog is a child's log: each line written and fsync'ed before the

@@ -19,7 +19,7 @@ var migrations = []string{
 	0: `
 CREATE TABLE fairsched_jobs (
 	id         INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: a job's identity for good
-	state      INTEGER NOT NULL,                  -- 1 queued, 2 running, 3 completed, 4 ended, 5 dead
+	state      INTEGER NOT NULL,                  -- 1 queued (running if started != 0), 3 completed, 4 ended, 5 dead
 	type       TEXT    NOT NULL,
 	key        TEXT    NOT NULL,
 	ref        TEXT    NOT NULL,                  -- fairsched.Job.ID
@@ -29,7 +29,7 @@ CREATE TABLE fairsched_jobs (
 	start_by   INTEGER NOT NULL DEFAULT 0,
 	attempt    INTEGER NOT NULL DEFAULT 0,        -- attempts started
 	allowed    INTEGER NOT NULL DEFAULT 0,        -- attempts allowed in all, if set by a retry by hand
-	started    INTEGER NOT NULL DEFAULT 0,        -- the running attempt's start
+	started    INTEGER NOT NULL DEFAULT 0,        -- the running attempt's start; 0: none runs
 	finished   INTEGER NOT NULL DEFAULT 0,
 	attempts   TEXT,                              -- JSON array of finished attempts; NULL: none kept
 	error      TEXT,                              -- why it ended, if it did not complete

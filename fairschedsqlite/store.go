@@ -203,6 +203,9 @@ FROM fairsched_jobs `+where, args...)
 			return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
 		}
 		j.Type, j.Key, j.Ref = intern.of(typ), intern.of(key), intern.of(j.Ref)
+		if j.State == store.Queued && j.Started != 0 { // an attempt started (multiStart)
+			j.State = store.Running
+		}
 		if len(attempts) > 0 {
 			if err := decodeAttempts(attempts, &j.Attempts); err != nil {
 				return fmt.Errorf("fairschedsqlite: job %d: its attempts: %w", j.ID, err)
@@ -244,8 +247,8 @@ func (st *Store) Insert(ctx context.Context, jobs ...*store.Job) error {
 
 // Start is for the scheduler: it records that an attempt of job id
 // starts, and returns the job's arguments once that is committed.
-func (st *Store) Start(ctx context.Context, id int64, attempt int, at int64) ([]byte, error) {
-	r := &request{kind: reqStart, op: store.Op{ID: id, At: at}, attempt: attempt}
+func (st *Store) Start(ctx context.Context, id int64, at int64) ([]byte, error) {
+	r := &request{kind: reqStart, op: store.Op{ID: id, At: at}}
 	if err := st.w.do(r); err != nil {
 		return nil, err
 	}

@@ -60,11 +60,11 @@ func TestOpsAndRecover(t *testing.T) {
 		require.EqualValues(t, i+1, j.ID, "IDs in insert order")
 	}
 	for _, j := range jobs {
-		args, err := st.Start(ctx, j.ID, 1, 200)
+		args, err := st.Start(ctx, j.ID, 200)
 		require.NoError(t, err)
 		assert.JSONEq(t, `{"n":1}`, string(args), "Start gives the arguments back")
 	}
-	_, err := st.Start(ctx, jobs[0].ID, 2, 201)
+	_, err := st.Start(ctx, jobs[0].ID, 201)
 	assert.ErrorIs(t, err, errNotQueued, "a running job cannot start again")
 	failed := store.Attempt{Start: 200, End: 300, Err: "boom"}
 	st.Post(store.Op{Kind: store.OpRetry, ID: 1, At: 300, NotBefore: 400, Attempt: failed})
@@ -90,7 +90,7 @@ func TestOpsAndRecover(t *testing.T) {
 		State: store.Dead, Attempt: 1, Attempts: []store.Attempt{failed}, Finished: 300, Err: "boom"}, dead[0])
 
 	// A running job is recovered as running, with its start.
-	_, err = st.Start(ctx, 5, 1, 500)
+	_, err = st.Start(ctx, 5, 500)
 	require.NoError(t, err)
 	got = recovered(t, st)
 	assert.Equal(t, store.Running, got[5].State)

@@ -32,15 +32,14 @@ const (
 
 // request is one write, and, once applied, its result.
 type request struct {
-	kind    reqKind
-	jobs    []*store.Job // reqInsert
-	op      store.Op     // reqOp; reqStart: ID and At
-	attempt int          // reqStart
-	args    []byte       // reqStart: the job's arguments
-	err     error        // reqStart: the job was not queued
-	pruned  int64        // reqPrune: the jobs deleted
-	name    string       // reqState
-	value   []byte       // reqState
+	kind   reqKind
+	jobs   []*store.Job // reqInsert
+	op     store.Op     // reqOp; reqStart: ID and At
+	args   []byte       // reqStart: the job's arguments
+	err    error        // reqStart: the job was not queued
+	pruned int64        // reqPrune: the jobs deleted
+	name   string       // reqState
+	value  []byte       // reqState
 }
 
 // writer applies requests on its connection.
@@ -48,9 +47,11 @@ type writer struct {
 	conn    *sql.Conn
 	stmts   map[string]*sql.Stmt
 	b       *store.Batcher[*request]
-	commits atomic.Int64 // transactions committed, for the benchmarks
-	watch   *watcher     // told of the IDs the writer inserts
-	ids     []int64      // the IDs inserted by the transaction being applied
+	commits atomic.Int64         // transactions committed, for the benchmarks
+	watch   *watcher             // told of the IDs the writer inserts
+	ids     []int64              // the IDs inserted by the transaction being applied
+	multi   map[[2]int]*sql.Stmt // multi.go: by kind and row count
+	jobs    []*store.Job         // the jobs of consecutive inserts, to insert together
 }
 
 func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
@@ -80,6 +81,9 @@ func (w *writer) close() error {
 	for _, st := range w.stmts {
 		st.Close()
 	}
+	for _, st := range w.multi {
+		st.Close()
+	}
 	if cerr := w.conn.Close(); err == nil {
 		err = cerr
 	}
@@ -90,7 +94,6 @@ func (w *writer) close() error {
 const (
 	qInsert = `INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, not_before, start_by, args)
 VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
-	qStart = `UPDATE fairsched_jobs SET state = 2, attempt = ?, started = ? WHERE id = ? AND state = 1 RETURNING args`
 	// An attempt that ended is appended to attempts when the op carries
 	// one; ?1 is its JSON or NULL.
 	qRetry = `UPDATE fairsched_jobs SET state = 1, not_before = ?2, started = 0,
@@ -99,7 +102,7 @@ WHERE id = ?3`
 	qEnd = `UPDATE fairsched_jobs SET state = ?2, finished = ?3, error = ?4, started = 0,
 	attempts = CASE WHEN ?1 IS NULL THEN attempts ELSE json_insert(coalesce(attempts, '[]'), '$[#]', json(?1)) END
 WHERE id = ?5`
-	qInterrupt = `UPDATE fairsched_jobs SET state = 1, attempt = attempt - 1, started = 0 WHERE id = ? AND state = 2`
+	qInterrupt = `UPDATE fairsched_jobs SET attempt = attempt - 1, started = 0 WHERE id = ? AND state = 1 AND started != 0`
 	qRequeue   = `UPDATE fairsched_jobs SET state = 1, allowed = ?, finished = 0, error = NULL, not_before = 0 WHERE id = ?`
 
 	// qPrune deletes up to ?3 jobs that finished before ?1 (completed,
@@ -116,7 +119,7 @@ WHERE id = ?5`
 	qRollback = `ROLLBACK`
 )
 
-var statements = []string{qInsert, qStart, qRetry, qEnd, qInterrupt, qRequeue, qPrune, qPutState, qBegin, qCommit, qRollback}
+var statements = []string{qInsert, qRetry, qEnd, qInterrupt, qRequeue, qPrune, qPutState, qBegin, qCommit, qRollback}
 
 // errNotQueued is a Start's error for a job that is not queued in the
 // store: it ended, or another process took it.
@@ -133,11 +136,9 @@ func (w *writer) apply(rs []*request) error {
 		return fmt.Errorf("fairschedsqlite: %w", err)
 	}
 	w.ids = w.ids[:0]
-	for _, r := range rs {
-		if err := w.applyOne(ctx, r); err != nil {
-			w.stmts[qRollback].ExecContext(ctx)
-			return fmt.Errorf("fairschedsqlite: %w", err)
-		}
+	if err := w.applyAll(ctx, rs); err != nil {
+		w.stmts[qRollback].ExecContext(ctx)
+		return fmt.Errorf("fairschedsqlite: %w", err)
 	}
 	var inserted func(bool)
 	if len(w.ids) > 0 {
@@ -157,6 +158,41 @@ func (w *writer) apply(rs []*request) error {
 	return nil
 }
 
+// applyAll applies rs in order: a run of consecutive inserts, starts or
+// plain completions together (multi.go), anything else one by one.
+func (w *writer) applyAll(ctx context.Context, rs []*request) error {
+	for len(rs) > 0 {
+		n := 1
+		var err error
+		switch r := rs[0]; {
+		case r.kind == reqInsert:
+			w.jobs = w.jobs[:0]
+			for n = 0; n < len(rs) && rs[n].kind == reqInsert; n++ {
+				w.jobs = append(w.jobs, rs[n].jobs...)
+			}
+			err = w.insertAll(ctx, w.jobs)
+			clear(w.jobs)
+		case r.kind == reqStart:
+			for n < len(rs) && rs[n].kind == reqStart {
+				n++
+			}
+			err = w.startAll(ctx, rs[:n])
+		case plainComplete(r):
+			for n < len(rs) && plainComplete(rs[n]) {
+				n++
+			}
+			err = w.completeAll(ctx, rs[:n])
+		default:
+			err = w.applyOne(ctx, r)
+		}
+		if err != nil {
+			return err
+		}
+		rs = rs[n:]
+	}
+	return nil
+}
+
 func (w *writer) applyOne(ctx context.Context, r *request) error {
 	switch r.kind {
 	case reqInsert:
@@ -168,13 +204,6 @@ func (w *writer) applyOne(ctx context.Context, r *request) error {
 			}
 			w.ids = append(w.ids, j.ID)
 		}
-	case reqStart:
-		err := w.stmts[qStart].QueryRowContext(ctx, r.attempt, r.op.At, r.op.ID).Scan(&r.args)
-		if errors.Is(err, sql.ErrNoRows) {
-			r.err = fmt.Errorf("%w: job %d", errNotQueued, r.op.ID)
-			return nil
-		}
-		return err
 	case reqOp:
 		return w.applyOp(ctx, &r.op)
 	case reqState:

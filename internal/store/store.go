@@ -25,7 +25,7 @@ type State uint8
 
 const (
 	Queued    State = 1 // waiting: queued, delayed, or backing off before a retry (NotBefore)
-	Running   State = 2 // an attempt started, and was committed before its handler ran
+	Running   State = 2 // an attempt started, and was committed before its handler ran (a store may keep it as Queued with Started set)
 	Completed State = 3 // the last attempt succeeded
 	Ended     State = 4 // ended without completing and is not dead: cancelled, expired, a dependency failed
 	Dead      State = 5 // failed for good; kept until retried by hand or pruned
@@ -101,9 +101,11 @@ type Store interface {
 	// Insert stores jobs, assigning their IDs, and returns once they
 	// are committed; on error none is stored.
 	Insert(ctx context.Context, jobs ...*Job) error
-	// Start records that job id's attempt number attempt starts at at,
-	// and returns its arguments once that is committed.
-	Start(ctx context.Context, id int64, attempt int, at int64) ([]byte, error)
+	// Start records that an attempt of job id starts at at (the store
+	// counts the job's attempts: one more), and returns the job's
+	// arguments once that is committed. It fails for a job that is not
+	// queued, or whose attempt runs already.
+	Start(ctx context.Context, id int64, at int64) ([]byte, error)
 	// Post records op after every op posted before it, in a transaction
 	// to come; it does not wait.
 	Post(op Op)

@@ -1,0 +1,181 @@
+package fairschedsqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/fairsched/fairsched/internal/store"
+)
+
+// Many rows per statement. Each statement costs SQLite a step through its
+// virtual machine and database/sql a round of conversions, whatever its
+// rows: the writer gives the consecutive requests of one kind in a
+// transaction (inserts, starts, plain completions) one statement per
+// maxRows rows, prepared once per row count.
+
+const maxRows = 100
+
+type multiKind uint8
+
+const (
+	multiInsert   multiKind = iota // a job's columns, 8 per row
+	multiStart                     // started, then the IDs
+	multiComplete                  // finished, then the IDs
+)
+
+// multiStmt returns the statement of kind k for n rows, 1 <= n <=
+// maxRows, preparing it on first use.
+func (w *writer) multiStmt(ctx context.Context, k multiKind, n int) (*sql.Stmt, error) {
+	key := [2]int{int(k), n}
+	if st := w.multi[key]; st != nil {
+		return st, nil
+	}
+	var q string
+	switch k {
+	case multiInsert:
+		q = `INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, not_before, start_by, args) VALUES ` +
+			rows("(1, ?, ?, ?, ?, ?, ?, ?, ?)", n)
+	case multiStart:
+		q = `UPDATE fairsched_jobs SET attempt = attempt + 1, started = ? WHERE id IN (` + rows("?", n) +
+			`) AND state = 1 AND started = 0 RETURNING id, args`
+	case multiComplete:
+		q = `UPDATE fairsched_jobs SET state = 3, finished = ?, error = NULL, started = 0 WHERE id IN (` + rows("?", n) + `)`
+	}
+	st, err := w.conn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if w.multi == nil {
+		w.multi = make(map[[2]int]*sql.Stmt)
+	}
+	w.multi[key] = st
+	return st, nil
+}
+
+// rows returns n copies of row, comma-separated.
+func rows(row string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+}
+
+// insertAll inserts jobs, maxRows per statement, and assigns their IDs:
+// under AUTOINCREMENT the rows of one INSERT get consecutive IDs, in the
+// order of its VALUES, the last of them last_insert_rowid.
+func (w *writer) insertAll(ctx context.Context, jobs []*store.Job) error {
+	args := make([]any, 0, 8*maxRows)
+	for len(jobs) > 0 {
+		n := min(len(jobs), maxRows)
+		st, err := w.multiStmt(ctx, multiInsert, n)
+		if err != nil {
+			return err
+		}
+		args = args[:0]
+		for _, j := range jobs[:n] {
+			args = append(args, j.Type, j.Key, j.Ref, j.Priority, j.Submitted, j.NotBefore, j.StartBy, j.Args)
+		}
+		res, err := st.ExecContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		last, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		for i, j := range jobs[:n] {
+			j.ID = last - int64(n-1-i)
+			w.ids = append(w.ids, j.ID)
+		}
+		jobs = jobs[n:]
+	}
+	return nil
+}
+
+// startAll records the starts rs, maxRows per statement, and gives each
+// its job's arguments, or errNotQueued. The attempts of one statement are
+// recorded as starting at the latest of their times, at most one
+// transaction's time apart; the store counts attempts itself (attempt + 1,
+// as the scheduler does).
+func (w *writer) startAll(ctx context.Context, rs []*request) error {
+	args := make([]any, 0, 1+maxRows)
+	byID := make(map[int64]*request, min(len(rs), maxRows))
+	for len(rs) > 0 {
+		n := min(len(rs), maxRows)
+		st, err := w.multiStmt(ctx, multiStart, n)
+		if err != nil {
+			return err
+		}
+		args = append(args[:0], latest(rs[:n]))
+		clear(byID)
+		for _, r := range rs[:n] {
+			args = append(args, r.op.ID)
+			byID[r.op.ID] = r
+			r.args = nil
+		}
+		res, err := st.QueryContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		for res.Next() {
+			var id int64
+			var a []byte
+			if err := res.Scan(&id, &a); err != nil {
+				res.Close()
+				return err
+			}
+			if r := byID[id]; r != nil {
+				r.args = a
+			}
+		}
+		if err := res.Close(); err != nil {
+			return err
+		}
+		if err := res.Err(); err != nil {
+			return err
+		}
+		for _, r := range rs[:n] {
+			if r.args == nil { // no row came back
+				r.err = fmt.Errorf("%w: job %d", errNotQueued, r.op.ID)
+			}
+		}
+		rs = rs[n:]
+	}
+	return nil
+}
+
+// completeAll records the completions rs (ops without an attempt to
+// append), maxRows per statement, at the latest of their times.
+func (w *writer) completeAll(ctx context.Context, rs []*request) error {
+	args := make([]any, 0, 1+maxRows)
+	for len(rs) > 0 {
+		n := min(len(rs), maxRows)
+		st, err := w.multiStmt(ctx, multiComplete, n)
+		if err != nil {
+			return err
+		}
+		args = append(args[:0], latest(rs[:n]))
+		for _, r := range rs[:n] {
+			args = append(args, r.op.ID)
+		}
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return err
+		}
+		rs = rs[n:]
+	}
+	return nil
+}
+
+// plainComplete reports whether r records a completion with no attempt
+// to append: the common end, which completeAll takes many at a time.
+func plainComplete(r *request) bool {
+	return r.kind == reqOp && r.op.Kind == store.OpComplete && r.op.Attempt.Start == 0
+}
+
+// latest returns the latest time of rs.
+func latest(rs []*request) int64 {
+	var t int64
+	for _, r := range rs {
+		t = max(t, r.op.At)
+	}
+	return t
+}
