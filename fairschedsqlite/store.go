@@ -80,6 +80,7 @@ type Store struct {
 	w      *writer
 	pruner *pruner
 	watch  *watcher
+	ownsDB bool // Open opened db: Close closes it
 }
 
 // Open opens, or creates, the SQLite file at path for durable jobs,
@@ -88,15 +89,9 @@ type Store struct {
 // package wrote it, and with the error of the file system or SQLite
 // otherwise.
 func Open(path string, opts ...Options) (*Store, error) {
-	var o Options
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	if o.BusyTimeout <= 0 {
-		o.BusyTimeout = 5 * time.Second
-	}
-	if o.Synchronous > Full {
-		return nil, fmt.Errorf("fairschedsqlite: unknown Synchronous setting %d", o.Synchronous)
+	o, err := options(opts)
+	if err != nil {
+		return nil, err
 	}
 	owner, err := lockOwner(path)
 	if err != nil {
@@ -112,12 +107,63 @@ func Open(path string, opts ...Options) (*Store, error) {
 	st, err := open(db, owner, o)
 	if err != nil {
 		db.Close()
-		if owner != nil {
-			owner.Close()
-		}
+		owner.Close()
+		return nil, err
+	}
+	st.ownsDB = true
+	return st, nil
+}
+
+// OpenDB is Open on a database the service has opened already, so that
+// its own transactions on db can enqueue jobs (fairsched.EnqueueTx). db
+// must be a SQLite file opened through database/sql (modernc.org/sqlite's
+// "sqlite" driver, or another); OpenDB puts it in WAL mode, and Options
+// apply to the Store's own connection. For transactions that write, open
+// db with _txlock=immediate, or a transaction that read first may fail
+// with SQLITE_BUSY when the Store writes meanwhile. Close releases the
+// Store and leaves db open.
+func OpenDB(db *sql.DB, opts ...Options) (*Store, error) {
+	o, err := options(opts)
+	if err != nil {
+		return nil, err
+	}
+	var seq int
+	var name, path string
+	if err := db.QueryRow("PRAGMA database_list").Scan(&seq, &name, &path); err != nil {
+		return nil, fmt.Errorf("fairschedsqlite: %w", err)
+	}
+	if path == "" {
+		return nil, errors.New("fairschedsqlite: OpenDB needs a database in a file, not in memory")
+	}
+	owner, err := lockOwner(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.Exec("PRAGMA journal_mode = WAL"); err != nil {
+		owner.Close()
+		return nil, fmt.Errorf("fairschedsqlite: %w", err)
+	}
+	st, err := open(db, owner, o)
+	if err != nil {
+		owner.Close()
 		return nil, err
 	}
 	return st, nil
+}
+
+// options returns the Options given, with their defaults, or an error.
+func options(opts []Options) (Options, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.Synchronous > Full {
+		return o, fmt.Errorf("fairschedsqlite: unknown Synchronous setting %d", o.Synchronous)
+	}
+	return o, nil
 }
 
 // open readies a Store on db, whose owner lock is held.
@@ -133,7 +179,7 @@ func open(db *sql.DB, owner *os.File, o Options) (*Store, error) {
 	if err := migrate(ctx, db); err != nil {
 		return nil, err
 	}
-	w, err := newWriter(ctx, db)
+	w, err := newWriter(ctx, db, o)
 	if err != nil {
 		return nil, err
 	}
@@ -146,9 +192,10 @@ func open(db *sql.DB, owner *os.File, o Options) (*Store, error) {
 	return st, nil
 }
 
-// DB returns the database the Store opened, for the service's own
-// tables: a job enqueued in one of its transactions exists if and only if
-// the transaction commits.
+// DB returns the database the Store uses (the one Open opened, or the one
+// given to OpenDB), for the service's own tables: a job enqueued in one of
+// its transactions (fairsched.EnqueueTx) exists if and only if the
+// transaction commits.
 func (st *Store) DB() *sql.DB { return st.db }
 
 // Close waits for the writes queued, then closes the database and
@@ -157,12 +204,12 @@ func (st *Store) Close() error {
 	st.pruner.stop()
 	st.watch.stop()
 	err := st.w.close()
-	if cerr := st.db.Close(); err == nil {
-		err = cerr
+	if st.ownsDB {
+		if cerr := st.db.Close(); err == nil {
+			err = cerr
+		}
 	}
-	if st.owner != nil {
-		st.owner.Close()
-	}
+	st.owner.Close()
 	return err
 }
 

@@ -54,9 +54,15 @@ type writer struct {
 	jobs    []*store.Job         // the jobs of consecutive inserts, to insert together
 }
 
-func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
+func newWriter(ctx context.Context, db *sql.DB, o Options) (*writer, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
+		return nil, fmt.Errorf("fairschedsqlite: %w", err)
+	}
+	// Per connection: given in Open's DSN, not in OpenDB's.
+	pragmas := fmt.Sprintf("PRAGMA busy_timeout = %d; PRAGMA synchronous = %s", o.BusyTimeout.Milliseconds(), o.Synchronous)
+	if _, err := conn.ExecContext(ctx, pragmas); err != nil {
+		conn.Close()
 		return nil, fmt.Errorf("fairschedsqlite: %w", err)
 	}
 	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt)}
