@@ -21,8 +21,8 @@ type multiKind uint8
 
 const (
 	multiInsert   multiKind = iota // a job's columns, 8 per row
-	multiStart                     // started, then the IDs
-	multiComplete                  // finished, then the IDs
+	multiStart                     // (id, started) per row
+	multiComplete                  // (id, finished) per row
 )
 
 // multiStmt returns the statement of kind k for n rows, 1 <= n <=
@@ -38,10 +38,10 @@ func (w *writer) multiStmt(ctx context.Context, k multiKind, n int) (*sql.Stmt, 
 		q = `INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, not_before, start_by, args) VALUES ` +
 			rows("(1, ?, ?, ?, ?, ?, ?, ?, ?)", n)
 	case multiStart:
-		q = `UPDATE fairsched_jobs SET attempt = attempt + 1, started = ? WHERE id IN (` + rows("?", n) +
+		q = `UPDATE fairsched_jobs SET attempt = attempt + 1, started = ` + byID(n) + ` WHERE id IN (` + ids(n) +
 			`) AND state = 1 AND started = 0 RETURNING id, args`
 	case multiComplete:
-		q = `UPDATE fairsched_jobs SET state = 3, finished = ?, error = NULL, started = 0 WHERE id IN (` + rows("?", n) + `)`
+		q = `UPDATE fairsched_jobs SET state = 3, finished = ` + byID(n) + `, error = NULL, started = 0 WHERE id IN (` + ids(n) + `)`
 	}
 	st, err := w.conn.PrepareContext(ctx, q)
 	if err != nil {
@@ -52,6 +52,30 @@ func (w *writer) multiStmt(ctx context.Context, k multiKind, n int) (*sql.Stmt, 
 	}
 	w.multi[key] = st
 	return st, nil
+}
+
+// byID returns a CASE giving each row of n its own time: parameters
+// ?1, ?3 ... are the IDs, ?2, ?4 ... their times.
+func byID(n int) string {
+	var b strings.Builder
+	b.WriteString("CASE id")
+	for i := range n {
+		fmt.Fprintf(&b, " WHEN ?%d THEN ?%d", 2*i+1, 2*i+2)
+	}
+	b.WriteString(" END")
+	return b.String()
+}
+
+// ids returns the ID parameters of byID's n rows.
+func ids(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "?%d", 2*i+1)
+	}
+	return b.String()
 }
 
 // rows returns n copies of row, comma-separated.
@@ -92,24 +116,22 @@ func (w *writer) insertAll(ctx context.Context, jobs []*store.Job) error {
 }
 
 // startAll records the starts rs, maxRows per statement, and gives each
-// its job's arguments, or errNotQueued. The attempts of one statement are
-// recorded as starting at the latest of their times, at most one
-// transaction's time apart; the store counts attempts itself (attempt + 1,
-// as the scheduler does).
+// its job's arguments, or errNotQueued. The store counts attempts itself
+// (attempt + 1, as the scheduler does).
 func (w *writer) startAll(ctx context.Context, rs []*request) error {
 	args := make([]any, 0, 1+maxRows)
-	byID := make(map[int64]*request, min(len(rs), maxRows))
+	waiting := make(map[int64]*request, min(len(rs), maxRows))
 	for len(rs) > 0 {
 		n := min(len(rs), maxRows)
 		st, err := w.multiStmt(ctx, multiStart, n)
 		if err != nil {
 			return err
 		}
-		args = append(args[:0], latest(rs[:n]))
-		clear(byID)
+		args = args[:0]
+		clear(waiting)
 		for _, r := range rs[:n] {
-			args = append(args, r.op.ID)
-			byID[r.op.ID] = r
+			args = append(args, r.op.ID, r.op.At)
+			waiting[r.op.ID] = r
 			r.args = nil
 		}
 		res, err := st.QueryContext(ctx, args...)
@@ -123,7 +145,7 @@ func (w *writer) startAll(ctx context.Context, rs []*request) error {
 				res.Close()
 				return err
 			}
-			if r := byID[id]; r != nil {
+			if r := waiting[id]; r != nil {
 				r.args = a
 			}
 		}
@@ -144,18 +166,18 @@ func (w *writer) startAll(ctx context.Context, rs []*request) error {
 }
 
 // completeAll records the completions rs (ops without an attempt to
-// append), maxRows per statement, at the latest of their times.
+// append), maxRows per statement.
 func (w *writer) completeAll(ctx context.Context, rs []*request) error {
-	args := make([]any, 0, 1+maxRows)
+	args := make([]any, 0, 2*maxRows)
 	for len(rs) > 0 {
 		n := min(len(rs), maxRows)
 		st, err := w.multiStmt(ctx, multiComplete, n)
 		if err != nil {
 			return err
 		}
-		args = append(args[:0], latest(rs[:n]))
+		args = args[:0]
 		for _, r := range rs[:n] {
-			args = append(args, r.op.ID)
+			args = append(args, r.op.ID, r.op.At)
 		}
 		if _, err := st.ExecContext(ctx, args...); err != nil {
 			return err
@@ -169,13 +191,4 @@ func (w *writer) completeAll(ctx context.Context, rs []*request) error {
 // to append: the common end, which completeAll takes many at a time.
 func plainComplete(r *request) bool {
 	return r.kind == reqOp && r.op.Kind == store.OpComplete && r.op.Attempt.Start == 0
-}
-
-// latest returns the latest time of rs.
-func latest(rs []*request) int64 {
-	var t int64
-	for _, r := range rs {
-		t = max(t, r.op.At)
-	}
-	return t
 }

@@ -51,7 +51,10 @@ type writer struct {
 	watch   *watcher             // told of the IDs the writer inserts
 	ids     []int64              // the IDs inserted by the transaction being applied
 	multi   map[[2]int]*sql.Stmt // multi.go: by kind and row count
-	jobs    []*store.Job         // the jobs of consecutive inserts, to insert together
+	// What applyAll sorts a transaction's requests into, kept for reuse.
+	jobs                    []*store.Job
+	touched                 map[int64]int // requests per job
+	starts, completes, rest []*request
 }
 
 func newWriter(ctx context.Context, db *sql.DB, o Options) (*writer, error) {
@@ -65,7 +68,7 @@ func newWriter(ctx context.Context, db *sql.DB, o Options) (*writer, error) {
 		conn.Close()
 		return nil, fmt.Errorf("fairschedsqlite: %w", err)
 	}
-	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt)}
+	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), touched: make(map[int64]int)}
 	for _, q := range statements {
 		st, err := conn.PrepareContext(ctx, q)
 		if err != nil {
@@ -164,37 +167,72 @@ func (w *writer) apply(rs []*request) error {
 	return nil
 }
 
-// applyAll applies rs in order: a run of consecutive inserts, starts or
-// plain completions together (multi.go), anything else one by one.
+// applyAll applies rs. Requests about different jobs commute, so they
+// need not be applied in the order they came, only each job's in its
+// order: first every insert (no other request can name a job not yet
+// inserted), in one statement per maxRows jobs; then the starts, and the
+// plain completions, of the jobs that have no other request in rs, each
+// kind together (multi.go); then the rest in order, consecutive requests
+// of one kind together.
 func (w *writer) applyAll(ctx context.Context, rs []*request) error {
-	for len(rs) > 0 {
+	w.jobs = w.jobs[:0]
+	clear(w.touched)
+	for _, r := range rs {
+		switch r.kind {
+		case reqInsert:
+			w.jobs = append(w.jobs, r.jobs...)
+		case reqStart, reqOp:
+			w.touched[r.op.ID]++
+		}
+	}
+	if len(w.jobs) > 0 {
+		err := w.insertAll(ctx, w.jobs)
+		clear(w.jobs)
+		if err != nil {
+			return err
+		}
+	}
+	starts, completes, rest := w.starts[:0], w.completes[:0], w.rest[:0]
+	for _, r := range rs {
+		switch {
+		case r.kind == reqInsert:
+		case r.kind == reqStart && w.touched[r.op.ID] == 1:
+			starts = append(starts, r)
+		case plainComplete(r) && w.touched[r.op.ID] == 1:
+			completes = append(completes, r)
+		default:
+			rest = append(rest, r)
+		}
+	}
+	w.starts, w.completes, w.rest = starts, completes, rest // kept for the next transaction
+	defer func() { clear(starts); clear(completes); clear(rest) }()
+	if err := w.startAll(ctx, starts); err != nil {
+		return err
+	}
+	if err := w.completeAll(ctx, completes); err != nil {
+		return err
+	}
+	for len(rest) > 0 {
 		n := 1
 		var err error
-		switch r := rs[0]; {
-		case r.kind == reqInsert:
-			w.jobs = w.jobs[:0]
-			for n = 0; n < len(rs) && rs[n].kind == reqInsert; n++ {
-				w.jobs = append(w.jobs, rs[n].jobs...)
-			}
-			err = w.insertAll(ctx, w.jobs)
-			clear(w.jobs)
+		switch r := rest[0]; {
 		case r.kind == reqStart:
-			for n < len(rs) && rs[n].kind == reqStart {
+			for n < len(rest) && rest[n].kind == reqStart {
 				n++
 			}
-			err = w.startAll(ctx, rs[:n])
+			err = w.startAll(ctx, rest[:n])
 		case plainComplete(r):
-			for n < len(rs) && plainComplete(rs[n]) {
+			for n < len(rest) && plainComplete(rest[n]) {
 				n++
 			}
-			err = w.completeAll(ctx, rs[:n])
+			err = w.completeAll(ctx, rest[:n])
 		default:
 			err = w.applyOne(ctx, r)
 		}
 		if err != nil {
 			return err
 		}
-		rs = rs[n:]
+		rest = rest[n:]
 	}
 	return nil
 }
