@@ -213,27 +213,49 @@ func (s *Scheduler) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Ha
 	if err := s.admitDurable(jobs, recs); err != nil {
 		return nil, err
 	}
+	defer s.wg.Done() // admitDurable's: Shutdown and Close wait for the batch
 	if err := d.st.Insert(ctx, recs...); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
+	if err := s.refusedAfterWriteLocked(jobs); err != nil {
+		// Admitted before the write, refused after it: the scheduler is
+		// closing, or a resource shrank. What was written must not run.
+		for _, rec := range recs {
+			d.st.Post(store.Op{Kind: store.OpEnd, ID: rec.ID, At: s.wallOf(now), Err: err.Error()})
+		}
+		return nil, err
+	}
 	hs := make([]Handle, len(jobs))
 	for i := range jobs {
 		t := &durableTask{task: task{fn: durableFn, submitCtx: durableParent}, id: recs[i].ID}
 		if err := s.enqueueDurableLocked(t, &jobs[i].Job, recs[i], now); err != nil {
-			// Admitted before the write, refused after it: the scheduler
-			// is closing. What was written must not run.
-			for _, rec := range recs[i:] {
-				d.st.Post(store.Op{Kind: store.OpEnd, ID: rec.ID, At: s.wallOf(now), Err: err.Error()})
-			}
-			return nil, err
+			panic("fairsched: internal error: an admitted durable job was refused: " + err.Error())
 		}
 		hs[i] = s.handleLocked(&t.task)
 		s.launchLocked(&t.task, now)
 	}
 	return hs, nil
+}
+
+// refusedAfterWriteLocked returns what would refuse one of jobs, admitted
+// and written, now: the scheduler closing, or its type's needs no longer
+// fitting the resources; nil if none. Nothing else can refuse them (they
+// carry their admission time, past the queue's limits, and a start
+// deadline that passed expires them instead), so a batch is queued all
+// or none.
+func (s *Scheduler) refusedAfterWriteLocked(jobs []EnqueueParams) error {
+	if !s.eng.Accepting() {
+		return ErrClosed
+	}
+	for i := range jobs {
+		if r := s.eng.NeedsRefusal(jobs[i].Job.Type, nil); r != nil {
+			return &BatchError{Index: i, Err: needsError(r)}
+		}
+	}
+	return nil
 }
 
 // record checks a job for Enqueue and returns its store record, its
@@ -246,6 +268,9 @@ func (d *durable) record(p *EnqueueParams) (*store.Job, error) {
 	}
 	if job.After != nil {
 		return nil, errors.New("fairsched: Job.After is not supported for durable jobs")
+	}
+	if job.Needs != nil {
+		return nil, errors.New("fairsched: Job.Needs is not supported for durable jobs: give their type TypeConfig.Needs")
 	}
 	if got := reflect.TypeOf(p.Args); got != h.argType {
 		return nil, fmt.Errorf("%w: job type %q takes a %v, not a %v", ErrArgs, job.Type, h.argType, got)
@@ -279,11 +304,6 @@ func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) error 
 				return &BatchError{Index: i, Err: err}
 			}
 		}
-		if job.Needs != nil {
-			if err := validateNeeds("the job", job.Needs); err != nil {
-				return &BatchError{Index: i, Err: err}
-			}
-		}
 		perKey[job.Key]++
 		rec := recs[i]
 		rec.Submitted = s.wallOf(now)
@@ -302,6 +322,9 @@ func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) error 
 			rec.StartBy = s.wallOf(dl)
 		}
 	}
+	if err := s.refusedAfterWriteLocked(jobs); err != nil {
+		return err
+	}
 	if r := s.eng.Room(len(jobs), perKey); r != nil {
 		if r.Reason == engine.RefusedClosed {
 			return ErrClosed
@@ -316,6 +339,7 @@ func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) error 
 		}
 		return &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: key, Limit: r.Limit, Size: r.Size}
 	}
+	s.wg.Add(1) // done by the caller once the jobs are queued or refused
 	return nil
 }
 

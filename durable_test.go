@@ -274,6 +274,10 @@ func TestDurableEnqueueMany(t *testing.T) {
 	require.ErrorAs(t, err, &be)
 	assert.Equal(t, 1, be.Index)
 	assert.ErrorIs(t, err, ErrArgs)
+	_, err = s.EnqueueMany(ctx, []EnqueueParams{{Job{Type: "mail"}, mail{N: 1}}, {Job{Type: "mail", Needs: map[string]int{"gpu": 1}}, mail{N: 2}}})
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, 1, be.Index)
+	assert.ErrorContains(t, err, "Job.Needs is not supported")
 	batch := []EnqueueParams{{Job{Type: "mail"}, mail{N: 1}}, {Job{Type: "mail"}, mail{N: 2}}, {Job{Type: "mail"}, mail{N: 3}}}
 	hs, err := s.EnqueueMany(ctx, batch)
 	require.NoError(t, err)
@@ -629,4 +633,30 @@ func TestDurableScheduleSurvivesRestart(t *testing.T) {
 	s.ResumeKey("")
 	<-got
 	require.NoError(t, s.Shutdown(ctx))
+}
+
+// A job whose start deadline passed while no Scheduler ran ends, expired,
+// at the next start, without running.
+func TestDurableDeadlinePassedWhileDown(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	got := make(chan mailRun, 1)
+	s := newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil)})
+	ctx := context.Background()
+	s.PauseKey("late")
+	h, err := s.Enqueue(ctx, Job{Type: "mail", Key: "late", StartBy: t0.Add(10 * time.Second)}, mail{})
+	require.NoError(t, err)
+	require.NoError(t, s.Shutdown(ctx))
+	s.ResumeKey("late") // recorded: the next start finds the key running
+
+	clk.Advance(time.Minute)
+	s = newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil)})
+	require.NoError(t, s.Shutdown(ctx))
+	assert.Empty(t, got, "it never ran")
+	state, _ := storedState(t, st.DB(), h.ID())
+	assert.Equal(t, store.Ended, state)
+	var why string
+	require.NoError(t, st.DB().QueryRow("SELECT error FROM fairsched_jobs WHERE id = ?", h.ID()).Scan(&why))
+	assert.Contains(t, why, "start deadline")
 }

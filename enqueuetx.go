@@ -41,6 +41,7 @@ func EnqueueTx[Tx any](ctx context.Context, s *Scheduler, tx Tx, job Job, args a
 		}
 		return 0, err
 	}
+	defer s.wg.Done() // admitDurable's
 	if err := ins.InsertTx(ctx, tx, rec); err != nil {
 		return 0, err
 	}
@@ -63,5 +64,6 @@ func (s *Scheduler) arrived(j *store.Job) {
 	now := s.nowLocked()
 	s.restoreLocked(j, now)
 	s.armLocked(now)
+	s.catchUpLocked(now) // its start deadline may have passed
 	s.dispatchLocked(now, false)
 }

@@ -64,7 +64,8 @@ func (s *Scheduler) openStore() error {
 				slog.String("type", name), slog.Int("jobs", d.orphans[name]))
 		}
 	}
-	s.armLocked(now) // for the jobs that wait for a time
+	s.armLocked(now)     // for the jobs that wait for a time
+	s.catchUpLocked(now) // and those whose start deadline passed while no one ran them
 	s.dispatchLocked(now, false)
 	s.scheduleFairSaveLocked()
 	if w, ok := d.st.(store.Watcher); ok { // jobs of callers' transactions (EnqueueTx)
@@ -89,6 +90,12 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 		dt.err = a
 	}
 	desc := Job{Type: j.Type, ID: j.Ref, Key: j.Key, Priority: j.Priority}
+	if j.StartBy != 0 && j.StartBy <= s.wallOf(now) && j.State != store.Running {
+		// Its start deadline passed while no process ran it.
+		err := fmt.Errorf("%w: job %d did not start by %v", ErrStartDeadline, j.ID, time.UnixMicro(j.StartBy).Format(time.RFC3339Nano))
+		d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Err: err.Error()})
+		return
+	}
 	tm := engine.Times{Submitted: s.engineTimeOf(j.Submitted)}
 	if j.StartBy != 0 {
 		tm.StartBy = s.engineTimeOf(j.StartBy)
@@ -112,16 +119,19 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 			s.buryRestoredLocked(dt.id, &desc, a, now)
 			return
 		}
+		if j.StartBy != 0 && j.StartBy <= s.wallOf(now) { // and may not start again
+			err := fmt.Errorf("%w: job %d did not start again by %v, after %d attempts; the last was lost",
+				ErrStartDeadline, j.ID, time.UnixMicro(j.StartBy).Format(time.RFC3339Nano), len(a.list))
+			d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Attempt: lost, Err: err.Error()})
+			return
+		}
 		tm.NotBefore = now + p.wait(len(a.list)).Microseconds()
 		d.st.Post(store.Op{Kind: store.OpRetry, ID: j.ID, At: s.wallOf(now), NotBefore: s.wallOf(tm.NotBefore), Attempt: lost})
 	}
 	if r := s.eng.Enqueue(&dt.rec, descOf(&desc), &tm, now); r != nil {
-		// Its start deadline passed while no process ran it, or the
-		// configuration no longer admits it.
+		// The configuration no longer admits it. (A start deadline that
+		// passed while no process ran it does not refuse it: it expires.)
 		err := fmt.Errorf("fairsched: durable job %d could not be queued again at start: %v", j.ID, refusalText(r))
-		if r.Reason == engine.RefusedNeverStarts {
-			err = fmt.Errorf("%w: durable job %d, found at start", ErrStartDeadline, j.ID)
-		}
 		d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Err: err.Error()})
 		return
 	}

@@ -527,6 +527,9 @@ func (s *Scheduler) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 		if t.rec.Timed() || s.eng.Rated() {
 			s.armLocked(now)
 		}
+		if sub != 0 && t.rec.Timed() {
+			s.catchUpLocked(now) // admitted before now: its deadline may have passed since
+		}
 		if s.eng.HasUnrun() { // a job it runs after had failed already
 			s.unrunLocked(now)
 		}
@@ -547,10 +550,8 @@ func (s *Scheduler) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 	case engine.RefusedNeverStarts:
 		err = fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
 			ErrStartDeadline, s.timeOf(r.Deadline).Format(time.RFC3339Nano))
-	case engine.RefusedUnknownResource:
-		err = fmt.Errorf("%w %q", ErrUnknownResource, r.Resource)
-	case engine.RefusedTooMuch:
-		err = fmt.Errorf("%w: it needs %d units of %q, which has %d", ErrTooMuch, r.Size, r.Resource, r.Limit)
+	case engine.RefusedUnknownResource, engine.RefusedTooMuch:
+		err = needsError(r)
 	default:
 		wait, _ := s.estimateLocked(desc, now)
 		err = &QueueFullError{
@@ -559,6 +560,14 @@ func (s *Scheduler) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 	}
 	s.rejectedLocked(desc, r.Reason != engine.RefusedUnknownType, err, now)
 	return err
+}
+
+// needsError is the error of a job refused for the resources it needs.
+func needsError(r *engine.Refusal) error {
+	if r.Reason == engine.RefusedUnknownResource {
+		return fmt.Errorf("%w %q", ErrUnknownResource, r.Resource)
+	}
+	return fmt.Errorf("%w: it needs %d units of %q, which has %d", ErrTooMuch, r.Size, r.Resource, r.Limit)
 }
 
 // dispatchLocked starts every job that can start now. If self is true the

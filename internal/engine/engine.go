@@ -66,8 +66,9 @@ type Desc struct {
 // Submitted restores a job that was admitted before, by an engine that
 // has gone (a durable store's, restarted): its aging clock runs from
 // Submitted, in the past or, for a job delayed until then, the future,
-// and no admission limit refuses it. It is queued, never started at
-// once, so that jobs restored together start in the order's turn (Next). With NotBefore after now it waits as
+// and no admission limit refuses it, nor a start deadline already past
+// (it expires at the next Due). It is queued, never started at once, so
+// that jobs restored together start in the order's turn (Next). With NotBefore after now it waits as
 // a retried job does, keeping that aging clock; a start deadline from its
 // type's StartTimeout counts from Submitted.
 type Times struct {
@@ -240,21 +241,14 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 		sub = tm.Submitted
 	}
 	deadline := deadlineOf(t, tm.StartBy, sub)
-	if deadline > 0 && deadline <= max(now, tm.NotBefore) {
+	if deadline > 0 && deadline <= max(now, tm.NotBefore) && tm.Submitted == 0 {
 		return &Refusal{Reason: RefusedNeverStarts, Deadline: deadline}
 	}
 	var own []need
 	if e.resources != nil && (tm.Needs != nil || t.needs != nil) {
-		needs := t.needs
-		if tm.Needs != nil {
-			var unknown string
-			if own, unknown = e.resolveNeeds(tm.Needs); unknown != "" {
-				return &Refusal{Reason: RefusedUnknownResource, Resource: unknown}
-			}
-			needs = own
-		}
-		if n, ok := tooMuch(needs); ok {
-			return &Refusal{Reason: RefusedTooMuch, Resource: n.r.name, Limit: n.r.capacity, Size: n.units}
+		var r *Refusal
+		if own, r = e.checkNeeds(t, tm.Needs); r != nil {
+			return r
 		}
 	}
 	if e.cfg.MaxQueue > 0 && e.npending+e.naside >= e.cfg.MaxQueue && tm.Submitted == 0 {
@@ -377,6 +371,35 @@ func (e *Engine) join(j *Job, sub, now int64) {
 		e.addBusy(k)
 		e.emitAllocation(k, ReasonRebalance, now) // the key has work again
 	}
+}
+
+// NeedsRefusal returns the refusal Enqueue would give a job of type name
+// (registered) that needs needs (nil: its type's) for them: a resource not
+// configured, or more units than one has; nil if they fit. O(needs).
+func (e *Engine) NeedsRefusal(name string, needs []Need) *Refusal {
+	t := e.types[name]
+	if t == nil || e.resources == nil || needs == nil && t.needs == nil {
+		return nil
+	}
+	_, r := e.checkNeeds(t, needs)
+	return r
+}
+
+// checkNeeds resolves a job's own needs (nil: its type's) and checks them
+// against the resources: own is what it needs in place of its type's.
+func (e *Engine) checkNeeds(t *typeState, needs []Need) (own []need, r *Refusal) {
+	resolved := t.needs
+	if needs != nil {
+		var unknown string
+		if own, unknown = e.resolveNeeds(needs); unknown != "" {
+			return nil, &Refusal{Reason: RefusedUnknownResource, Resource: unknown}
+		}
+		resolved = own
+	}
+	if n, ok := tooMuch(resolved); ok {
+		return nil, &Refusal{Reason: RefusedTooMuch, Resource: n.r.name, Limit: n.r.capacity, Size: n.units}
+	}
+	return own, nil
 }
 
 // TakeSeq returns a sequence number no job of this engine has or will

@@ -78,13 +78,16 @@ func (b *Batcher[R]) push(e entry[R]) bool {
 		return false
 	}
 	b.queue = append(b.queue, e)
-	b.mu.Unlock()
-	if b.pushed != nil {
-		b.pushed <- struct{}{}
-	}
+	// The token goes with the request, under mu: Close cannot close kick
+	// between them, and the loop, which drains the queue after every
+	// token, applies the request before it stops.
 	select {
 	case b.kick <- struct{}{}:
 	default: // a token is there already
+	}
+	b.mu.Unlock()
+	if b.pushed != nil {
+		b.pushed <- struct{}{}
 	}
 	return true
 }

@@ -83,3 +83,26 @@ func TestBatcherMax(t *testing.T) {
 		t.Fatalf("transaction sizes = %v, want [2 2 1]", sizes)
 	}
 }
+
+// A request queued as the Batcher closes is applied or refused, never
+// lost, and Close never makes a Post panic.
+func TestBatcherPostRacesClose(t *testing.T) {
+	for range 200 {
+		var applied sync.WaitGroup
+		n := 0
+		b := NewBatcher(10, func(rs []int) error { n += len(rs); return nil })
+		posted := make(chan bool)
+		applied.Add(1)
+		go func() { defer applied.Done(); posted <- b.Post(1) }()
+		closed := make(chan error)
+		go func() { closed <- b.Close() }()
+		ok := <-posted
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		applied.Wait()
+		if ok != (n == 1) {
+			t.Fatalf("Post reported %v, and %d requests were applied", ok, n)
+		}
+	}
+}
