@@ -1,6 +1,9 @@
 package store
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Batcher commits requests in groups (group commit): callers queue
 // requests, and one goroutine applies all those queued in one
@@ -36,7 +39,19 @@ type entry[R any] struct {
 	r     R
 	done  chan error // nil: posted
 	flush bool       // not a request: a Flush waiting for those before it
+	tries uint8      // failed transactions it was in
 }
+
+// A transaction that fails fails its waiting requests (Do), whose callers
+// have the error, but its posted requests, whose callers have gone on,
+// are tried again, in their order, after a pause that doubles from
+// retryPause, at most maxTries times in all: a transient failure (another
+// connection holding the write lock past the busy timeout) loses nothing.
+// A Flush behind them waits for them.
+const (
+	maxTries   = 5
+	retryPause = 10 * time.Millisecond
+)
 
 // NewBatcher returns a Batcher that applies at most max requests per
 // transaction with apply, and starts its goroutine; Close stops it.
@@ -132,13 +147,55 @@ func (b *Batcher[R]) loop() {
 					}
 					n++
 				}
-				b.settle(batch[i:n], b.applied(rs))
+				err := b.applied(rs)
+				if err != nil && b.retry(batch[i:n], batch[n:], err) {
+					break // what is left is queued again
+				}
+				b.settle(batch[i:n], err)
 				i = n
 			}
 			clear(rs[:cap(rs)])
+			clear(batch)
 			spare = batch
 		}
 	}
+}
+
+// retry handles failed, the entries of a transaction that failed with
+// err, and rest, those after them: if any posted request of failed may be
+// tried again, it settles failed's waiting requests, queues the others
+// again in front of what was queued since, with rest, pauses, and
+// reports true. Otherwise it reports false, for failed to be settled.
+func (b *Batcher[R]) retry(failed, rest []entry[R], err error) bool {
+	tries := uint8(0) // the most of the posted requests tried again
+	for _, e := range failed {
+		if e.done == nil && !e.flush && e.tries+1 < maxTries {
+			tries = max(tries, e.tries+1)
+		}
+	}
+	if tries == 0 {
+		return false
+	}
+	var again []entry[R]
+	for _, e := range failed {
+		switch {
+		case e.flush:
+			again = append(again, e) // it waits for the posted requests before it
+		case e.done != nil:
+			e.done <- err
+		case e.tries+1 >= maxTries:
+			b.settle([]entry[R]{e}, err) // given up: the next Flush reports it
+		default:
+			e.tries++
+			again = append(again, e)
+		}
+	}
+	again = append(again, rest...)
+	b.mu.Lock()
+	b.queue = append(again, b.queue...)
+	b.mu.Unlock()
+	time.Sleep(retryPause << (tries - 1))
+	return true
 }
 
 // applied applies rs, if there are any.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 )
@@ -50,8 +51,11 @@ func TestBatcherGroups(t *testing.T) {
 	if err := b.Flush(); err != nil {
 		t.Fatalf("second Flush = %v, want nil: a Flush reports a failure once", err)
 	}
-	if len(applied) != 2 || len(applied[1]) != 3 || applied[1][0] != 2 || applied[1][2] != 4 {
-		t.Fatalf("transactions = %v, want [[0] [2 3 4]]", applied)
+	// The second transaction failed; the posted 2 was tried alone again,
+	// maxTries in all, each time failing, then given up.
+	want := [][]int{{0}, {2, 3, 4}, {2}, {2}, {2}, {2}}
+	if fmt.Sprint(applied) != fmt.Sprint(want) {
+		t.Fatalf("transactions = %v, want %v", applied, want)
 	}
 	if errs[0] != nil || errs[3] == nil || errs[4] == nil {
 		t.Fatalf("errors = %v, want nil for the first transaction, disk full for the second", errs)
@@ -105,4 +109,42 @@ func TestBatcherPostRacesClose(t *testing.T) {
 			t.Fatalf("Post reported %v, and %d requests were applied", ok, n)
 		}
 	}
+}
+
+// A failed transaction fails its waiting requests, but its posted ones
+// are tried again, in order, until they are applied: a Flush behind them
+// waits for them. Past maxTries they are given up, and Flush says so.
+func TestBatcherRetriesPosted(t *testing.T) {
+	var applied []int
+	fails := 2
+	b := NewBatcher(100, func(rs []int) error {
+		if fails > 0 {
+			fails--
+			return errors.New("database is locked")
+		}
+		applied = append(applied, rs...)
+		return nil
+	})
+	b.mu.Lock() // queue them together, before the loop takes any
+	b.queue = append(b.queue, entry[int]{r: 1}, entry[int]{r: 2}, entry[int]{r: 3})
+	b.mu.Unlock()
+	waited := make(chan error, 1)
+	go func() { waited <- b.Do(4) }()
+	if err := b.Flush(); err != nil {
+		t.Fatalf("Flush = %v, want nil: the posted requests were applied in the end", err)
+	}
+	if len(applied) < 3 || applied[0] != 1 || applied[1] != 2 || applied[2] != 3 {
+		t.Fatalf("applied %v, want 1, 2, 3 first, once each", applied)
+	}
+	<-waited // failed or applied, depending on the transaction it fell in
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b = NewBatcher(100, func(rs []int) error { return errors.New("disk I/O error") })
+	b.Post(1)
+	if err := b.Flush(); err == nil {
+		t.Fatal("Flush = nil after the posted request was given up")
+	}
+	b.Close()
 }
