@@ -198,6 +198,12 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // *BatchError naming it; a batch that does not fit the queue's limits
 // fails with a *QueueFullError. Nothing is stored then.
 func (s *Scheduler) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Handle, error) {
+	return s.enqueueMany(ctx, jobs, nil)
+}
+
+// enqueueMany is EnqueueMany, putting state in the store in the jobs'
+// transaction if it is not nil.
+func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state *store.StateWrite) ([]Handle, error) {
 	d := s.durable
 	if d == nil {
 		return nil, errors.New("fairsched: Enqueue needs a Store in Config")
@@ -214,7 +220,7 @@ func (s *Scheduler) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Ha
 		return nil, err
 	}
 	defer s.wg.Done() // admitDurable's: Shutdown and Close wait for the batch
-	if err := d.st.Insert(ctx, recs...); err != nil {
+	if err := d.st.Insert(ctx, state, recs...); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

@@ -129,7 +129,7 @@ func crashWhileRunning(t *testing.T, path string, at time.Time) int64 {
 	st, err := fairschedsqlite.Open(path)
 	require.NoError(t, err)
 	j := &store.Job{Type: "mail", Submitted: at.UnixMicro(), State: store.Queued, Args: []byte(`{"to":"bo"}`)}
-	require.NoError(t, st.Insert(context.Background(), j))
+	require.NoError(t, st.Insert(context.Background(), nil, j))
 	_, err = st.Start(context.Background(), j.ID, at.UnixMicro())
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
@@ -234,7 +234,7 @@ func TestDurableArgsNoLongerDecode(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "jobs.db")
 	st := openTestStore(t, path)
 	j := &store.Job{Type: "mail", Submitted: time.Now().UnixMicro(), State: store.Queued, Args: []byte(`["not", "a", "mail"]`)}
-	require.NoError(t, st.Insert(context.Background(), j))
+	require.NoError(t, st.Insert(context.Background(), nil, j))
 	got := make(chan mailRun, 1)
 	s := newTestScheduler(t, Config{Store: st, Handlers: mailHandlers(got, nil)})
 	require.NoError(t, s.Shutdown(context.Background()))
@@ -524,7 +524,7 @@ func TestDurableNoHandler(t *testing.T) {
 	st := openTestStore(t, path)
 	for range 2 {
 		j := &store.Job{Type: "report", Key: "k", Submitted: time.Now().UnixMicro(), State: store.Queued, Args: []byte(`{"n":4}`)}
-		require.NoError(t, st.Insert(context.Background(), j))
+		require.NoError(t, st.Insert(context.Background(), nil, j))
 	}
 	var logged bytes.Buffer
 	got := make(chan mailRun, 2)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/store"
 )
 
 // Durable schedules. A schedule of durable jobs has a name, under which
@@ -110,16 +111,25 @@ func (p *Periodic) occurDurableLocked(at time.Time) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		h, err := s.Enqueue(context.Background(), p.job, p.durable.args)
+		// The schedule's next time and latest occurrence are written in
+		// the occurrence's transaction: a crash cannot leave the one
+		// without the other.
+		state := &store.StateWrite{Name: scheduleStateName(p.durable.name), Value: func(jobs []*store.Job) []byte {
+			return scheduleState{Last: jobs[0].ID}.at(next)
+		}}
+		h, err := s.enqueueOccurrence(p, state)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrClosed):
+			return // not recorded: the next start enqueues it
+		case err != nil:
 			p.skipped++
 			s.skippedOccurrences++
-		} else {
+			p.saveLocked(next)
+		default:
 			p.last = h
 		}
-		p.saveLocked(next)
 		if p.stop == nil {
 			return // stopped meanwhile
 		}
@@ -133,10 +143,28 @@ func (p *Periodic) occurDurableLocked(at time.Time) {
 
 // saveLocked records the schedule: its next occurrence, and its latest.
 func (p *Periodic) saveLocked(next time.Time) {
-	st := scheduleState{Last: p.last.ID()}
+	p.s.durable.st.PutState(scheduleStateName(p.durable.name), scheduleState{Last: p.last.ID()}.at(next))
+}
+
+// at returns the encoded state with its next time next (zero: none).
+func (st scheduleState) at(next time.Time) []byte {
 	if !next.IsZero() {
 		st.Next = next.UnixMicro()
 	}
 	b, _ := json.Marshal(st) // integers only: cannot fail
-	p.s.durable.st.PutState(scheduleStateName(p.durable.name), b)
+	return b
+}
+
+// enqueueOccurrence enqueues an occurrence of p, putting state in the
+// same transaction, and returns its Handle.
+func (s *Scheduler) enqueueOccurrence(p *Periodic, state *store.StateWrite) (Handle, error) {
+	hs, err := s.enqueueMany(context.Background(), []EnqueueParams{{Job: p.job, Args: p.durable.args}}, state)
+	if err != nil {
+		var be *BatchError
+		if errors.As(err, &be) {
+			return Handle{}, be.Err
+		}
+		return Handle{}, err
+	}
+	return hs[0], nil
 }

@@ -175,7 +175,7 @@ func millionJobsFile(b *testing.B, n, keys int) string {
 			batch = append(batch, &store.Job{Type: "noop", Key: k, Ref: id, Priority: p, Submitted: time.Now().UnixMicro(),
 				State: store.Queued, Args: []byte(`{"n":1}`)})
 			if len(batch) == cap(batch) {
-				if err := st.Insert(context.Background(), batch...); err != nil {
+				if err := st.Insert(context.Background(), nil, batch...); err != nil {
 					panic(err)
 				}
 				batch = batch[:0]

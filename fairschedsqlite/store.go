@@ -288,8 +288,8 @@ func (in *interner) of(s string) string {
 
 // Insert is for the scheduler: it stores jobs, assigning their IDs, and
 // returns once they are committed.
-func (st *Store) Insert(ctx context.Context, jobs ...*store.Job) error {
-	return st.w.do(&request{kind: reqInsert, jobs: jobs})
+func (st *Store) Insert(ctx context.Context, state *store.StateWrite, jobs ...*store.Job) error {
+	return st.w.do(&request{kind: reqInsert, jobs: jobs, state: state})
 }
 
 // Start is for the scheduler: it records that an attempt of job id

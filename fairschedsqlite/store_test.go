@@ -3,6 +3,7 @@ package fairschedsqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -55,7 +56,7 @@ func TestOpsAndRecover(t *testing.T) {
 		jobs[i] = &store.Job{Type: "mail", Key: "k", Ref: "r", Priority: 60, Submitted: 100 + int64(i),
 			StartBy: 9000, State: store.Queued, Args: []byte(`{"n":1}`)}
 	}
-	require.NoError(t, st.Insert(ctx, jobs...))
+	require.NoError(t, st.Insert(ctx, nil, jobs...))
 	for i, j := range jobs {
 		require.EqualValues(t, i+1, j.ID, "IDs in insert order")
 	}
@@ -105,8 +106,12 @@ func TestFailedWrite(t *testing.T) {
 	_, err := st.DB().Exec(`CREATE TRIGGER refuse BEFORE INSERT ON fairsched_jobs WHEN NEW.type = 'bad'
 BEGIN SELECT RAISE(ABORT, 'refused'); END`)
 	require.NoError(t, err)
-	err = st.Insert(ctx, &store.Job{Type: "ok", Args: []byte(`1`)}, &store.Job{Type: "bad", Args: []byte(`1`)})
+	withID := &store.StateWrite{Name: "last", Value: func(jobs []*store.Job) []byte { return fmt.Appendf(nil, "%d", jobs[0].ID) }}
+	err = st.Insert(ctx, withID, &store.Job{Type: "ok", Args: []byte(`1`)}, &store.Job{Type: "bad", Args: []byte(`1`)})
 	assert.ErrorContains(t, err, "refused")
+	state, err := st.State(ctx, "last")
+	require.NoError(t, err)
+	assert.Nil(t, state, "nor the state written with it")
 	var n int
 	require.NoError(t, st.DB().QueryRow("SELECT count(*) FROM fairsched_jobs").Scan(&n))
 	assert.Zero(t, n, "nothing of a failed transaction is stored")
@@ -114,7 +119,10 @@ BEGIN SELECT RAISE(ABORT, 'refused'); END`)
 BEGIN SELECT RAISE(ABORT, 'no'); END`)
 	require.NoError(t, err)
 	j := &store.Job{Type: "ok", Args: []byte(`1`)}
-	require.NoError(t, st.Insert(ctx, j))
+	require.NoError(t, st.Insert(ctx, withID, j))
+	state, err = st.State(ctx, "last")
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprint(j.ID), string(state), "a state written with jobs, their IDs known")
 	st.Post(store.Op{Kind: store.OpComplete, ID: j.ID, At: 1})
 	assert.ErrorContains(t, st.Flush(ctx), "no")
 	assert.NoError(t, st.Flush(ctx))
@@ -134,7 +142,7 @@ func TestPrune(t *testing.T) {
 	for i := range jobs {
 		jobs[i] = &store.Job{Type: "t", Submitted: at(0), Args: []byte(`1`)}
 	}
-	require.NoError(t, st.Insert(ctx, jobs...))
+	require.NoError(t, st.Insert(ctx, nil, jobs...))
 	for _, j := range jobs[:old] { // completed or ended 90 minutes before the prune
 		kind := store.OpComplete
 		if j.ID%2 == 0 {

@@ -33,13 +33,14 @@ const (
 // request is one write, and, once applied, its result.
 type request struct {
 	kind   reqKind
-	jobs   []*store.Job // reqInsert
-	op     store.Op     // reqOp; reqStart: ID and At
-	args   []byte       // reqStart: the job's arguments
-	err    error        // reqStart: the job was not queued
-	pruned int64        // reqPrune: the jobs deleted
-	name   string       // reqState
-	value  []byte       // reqState
+	jobs   []*store.Job      // reqInsert
+	state  *store.StateWrite // reqInsert: a state to put with the jobs
+	op     store.Op          // reqOp; reqStart: ID and At
+	args   []byte            // reqStart: the job's arguments
+	err    error             // reqStart: the job was not queued
+	pruned int64             // reqPrune: the jobs deleted
+	name   string            // reqState
+	value  []byte            // reqState
 }
 
 // writer applies requests on its connection.
@@ -190,6 +191,13 @@ func (w *writer) applyAll(ctx context.Context, rs []*request) error {
 		clear(w.jobs)
 		if err != nil {
 			return err
+		}
+		for _, r := range rs {
+			if r.kind == reqInsert && r.state != nil {
+				if _, err := w.stmts[qPutState].ExecContext(ctx, r.state.Name, r.state.Value(r.jobs)); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	starts, completes, rest := w.starts[:0], w.completes[:0], w.rest[:0]

@@ -58,6 +58,13 @@ type Job struct {
 	Args     []byte // the handler's arguments, JSON: given to Insert, returned by Start
 }
 
+// StateWrite is a state to put together with jobs (Insert): Value is
+// called with them once they have their IDs.
+type StateWrite struct {
+	Name  string
+	Value func(jobs []*Job) []byte
+}
+
 // Attempt is one finished attempt of a job.
 type Attempt struct {
 	Start int64  `json:"start"`
@@ -99,8 +106,10 @@ type Store interface {
 	// them, without their arguments.
 	Dead(ctx context.Context, limit int, fn func(*Job) error) error
 	// Insert stores jobs, assigning their IDs, and returns once they
-	// are committed; on error none is stored.
-	Insert(ctx context.Context, jobs ...*Job) error
+	// are committed; on error none is stored. With a non-nil state, it
+	// also puts state's name and value, computed once the jobs have
+	// their IDs, in the same transaction (as PutState would).
+	Insert(ctx context.Context, state *StateWrite, jobs ...*Job) error
 	// Start records that an attempt of job id starts at at (the store
 	// counts the job's attempts: one more), and returns the job's
 	// arguments once that is committed. It fails for a job that is not
