@@ -236,6 +236,18 @@ func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state
 	}
 	hs := make([]Handle, len(jobs))
 	for i := range jobs {
+		if s.dups.policy != nil {
+			if existing := s.joinableLocked(&jobs[i].Job); existing != nil {
+				// A duplicate its type joins: the job it joins runs
+				// once; the row written for this one ends unrun.
+				d.st.Post(store.Op{Kind: store.OpEnd, ID: recs[i].ID, At: s.wallOf(now),
+					Err: fmt.Sprintf("fairsched: joined job %d", s.durableOf(existing).id)})
+				w := &joiner{fn: durableFn, ctx: durableParent}
+				s.joinLocked(existing, &jobs[i].Job, w, now)
+				hs[i] = Handle{t: existing, w: w}
+				continue
+			}
+		}
 		t := &durableTask{task: task{fn: durableFn, submitCtx: durableParent}, id: recs[i].ID}
 		if err := s.enqueueDurableLocked(t, &jobs[i].Job, recs[i], now); err != nil {
 			panic("fairsched: internal error: an admitted durable job was refused: " + err.Error())

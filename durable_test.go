@@ -660,3 +660,51 @@ func TestDurableDeadlinePassedWhileDown(t *testing.T) {
 	require.NoError(t, st.DB().QueryRow("SELECT error FROM fairsched_jobs WHERE id = ?", h.ID()).Scan(&why))
 	assert.Contains(t, why, "start deadline")
 }
+
+// Duplicate policies work on durable jobs, across a restart too: a
+// duplicate of a queued job of a joining type joins it (the job runs
+// once), the one restored from the store included; under Supersede the
+// newer replaces the older.
+func TestDurableDuplicates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	st := openTestStore(t, path)
+	got := make(chan mailRun, 4)
+	join := Config{Store: st, Handlers: mailHandlers(got, nil), Types: map[string]TypeConfig{"mail": {Duplicates: JoinQueued}}}
+	s := newTestScheduler(t, join)
+	ctx := context.Background()
+	s.PauseKey("") // so that they wait
+	first, err := s.Enqueue(ctx, Job{Type: "mail", ID: "inbox-1"}, mail{N: 1})
+	require.NoError(t, err)
+	second, err := s.Enqueue(ctx, Job{Type: "mail", ID: "inbox-1"}, mail{N: 2})
+	require.NoError(t, err)
+	assert.Equal(t, first.ID(), second.ID(), "the duplicate joined the queued job")
+	require.NoError(t, s.Shutdown(ctx))
+
+	s = newTestScheduler(t, join) // the key is still paused
+	third, err := s.Enqueue(ctx, Job{Type: "mail", ID: "inbox-1"}, mail{N: 3})
+	require.NoError(t, err)
+	assert.Equal(t, first.ID(), third.ID(), "a duplicate joins the job restored from the store")
+	s.ResumeKey("")
+	assert.Equal(t, mailRun{mail{N: 1}, 1}, <-got, "the job runs once, with its own arguments")
+	require.NoError(t, third.Wait(ctx))
+	require.NoError(t, s.Shutdown(ctx))
+	assert.Empty(t, got)
+
+	supersede := join
+	supersede.Types = map[string]TypeConfig{"mail": {Duplicates: Supersede}}
+	s = newTestScheduler(t, supersede)
+	s.PauseKey("")
+	old, err := s.Enqueue(ctx, Job{Type: "mail", ID: "inbox-2"}, mail{N: 4})
+	require.NoError(t, err)
+	require.NoError(t, s.Shutdown(ctx))
+	s = newTestScheduler(t, supersede)
+	newer, err := s.Enqueue(ctx, Job{Type: "mail", ID: "inbox-2"}, mail{N: 5})
+	require.NoError(t, err)
+	s.ResumeKey("")
+	assert.Equal(t, mailRun{mail{N: 5}, 1}, <-got, "the newer replaced the one restored")
+	require.NoError(t, newer.Wait(ctx))
+	require.NoError(t, s.Shutdown(ctx))
+	state, _ := storedState(t, st.DB(), old.ID())
+	assert.Equal(t, store.Ended, state)
+	assert.Empty(t, got)
+}

@@ -305,13 +305,6 @@ func (c *Config) validate() error {
 	if c.Handlers != nil && len(c.Handlers.m) > 0 && c.Store == nil {
 		add("Handlers are set without a Store: durable jobs need one")
 	}
-	if c.Handlers != nil {
-		for _, name := range sortedKeys(c.Handlers.m) {
-			if tc := c.Types[name]; tc.Duplicates != AllowDuplicates {
-				add("Types[%q] has a handler and a duplicate policy: durable jobs do not take one yet", name)
-			}
-		}
-	}
 	return errors.Join(errs...)
 }
 

@@ -135,10 +135,11 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 		d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Err: err.Error()})
 		return
 	}
-	if dt.rec.Running() {
-		s.startedLocked(&dt.task)
-		s.wg.Add(1)
-		go s.work(&dt.task)
+	if s.dups.policy != nil { // its duplicates join it, or it replaces an older one
+		s.acceptedDupLocked(&dt.task, now)
+		if s.joinsLocked(&dt.task) {
+			s.registerJoinLocked(&dt.task, durableFn, durableParent)
+		}
 	}
 }
 
