@@ -87,6 +87,9 @@ func errDurableType(name string) error {
 type durable struct {
 	st       store.Store
 	handlers map[string]*handler
+	// restoring indexes the jobs New has queued again so far, by ID, while
+	// it recovers them: a job's dependencies come before it.
+	restoring map[int64]*durableTask
 	// orphans counts, by type, the unfinished jobs found at start whose
 	// type has no handler here: they wait, their type held (WaitNoHandler).
 	orphans map[string]int
@@ -211,6 +214,9 @@ func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state
 	recs := make([]*store.Job, len(jobs))
 	for i := range jobs {
 		rec, err := d.record(&jobs[i])
+		if err == nil && jobs[i].Job.After != nil {
+			rec.After, err = s.durableAfter(jobs[i].Job.After)
+		}
 		if err != nil {
 			return nil, &BatchError{Index: i, Err: err}
 		}
@@ -276,6 +282,24 @@ func (s *Scheduler) refusedAfterWriteLocked(jobs []EnqueueParams) error {
 	return nil
 }
 
+// durableAfter returns the store IDs of the jobs a durable job runs
+// after, which must be durable jobs of s.
+func (s *Scheduler) durableAfter(after []Handle) ([]int64, error) {
+	ids := make([]int64, len(after))
+	for i, h := range after {
+		switch {
+		case h.t == nil:
+			return nil, fmt.Errorf("fairsched: Job.After[%d] is the zero Handle, which refers to no job", i)
+		case h.scheduler() != s:
+			return nil, fmt.Errorf("fairsched: Job.After[%d] is job %d of another Scheduler", i, h.Seq())
+		case h.ID() == 0:
+			return nil, fmt.Errorf("fairsched: Job.After[%d] is job %d, which is not durable: a durable job runs after durable jobs only", i, h.Seq())
+		}
+		ids[i] = h.ID()
+	}
+	return ids, nil
+}
+
 // record checks a job for Enqueue and returns its store record, its
 // times left for admitDurable.
 func (d *durable) record(p *EnqueueParams) (*store.Job, error) {
@@ -283,9 +307,6 @@ func (d *durable) record(p *EnqueueParams) (*store.Job, error) {
 	h := d.handlers[job.Type]
 	if h == nil {
 		return nil, fmt.Errorf("%w %q", ErrNoHandler, job.Type)
-	}
-	if job.After != nil {
-		return nil, errors.New("fairsched: Job.After is not supported for durable jobs")
 	}
 	if job.Needs != nil {
 		return nil, errors.New("fairsched: Job.Needs is not supported for durable jobs: give their type TypeConfig.Needs")

@@ -708,3 +708,46 @@ func TestDurableDuplicates(t *testing.T) {
 	assert.Equal(t, store.Ended, state)
 	assert.Empty(t, got)
 }
+
+// A durable job that runs after another keeps waiting for it across a
+// restart, and one whose dependency failed while no Scheduler ran fails
+// at start with ErrDependency, without running.
+func TestDurableDependencies(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	st := openTestStore(t, path)
+	got := make(chan mailRun, 2)
+	s := newTestScheduler(t, Config{Store: st, Handlers: mailHandlers(got, nil)})
+	ctx := context.Background()
+	s.PauseKey("first")
+	a, err := s.Enqueue(ctx, Job{Type: "mail", Key: "first"}, mail{N: 1})
+	require.NoError(t, err)
+	b, err := s.Enqueue(ctx, Job{Type: "mail", After: []Handle{a}}, mail{N: 2})
+	require.NoError(t, err)
+	_, err = s.Enqueue(ctx, Job{Type: "mail", After: []Handle{{}}}, mail{})
+	assert.ErrorContains(t, err, "zero Handle")
+	require.NoError(t, s.Shutdown(ctx))
+
+	s = newTestScheduler(t, Config{Store: st, Handlers: mailHandlers(got, nil)})
+	assert.Equal(t, map[WaitReason]int{WaitPaused: 1, WaitDependency: 1}, s.Stats().Waiting)
+	s.ResumeKey("first")
+	assert.Equal(t, mailRun{mail{N: 1}, 1}, <-got)
+	assert.Equal(t, mailRun{mail{N: 2}, 1}, <-got, "then the job after it")
+	require.NoError(t, s.Shutdown(ctx))
+	state, _ := storedState(t, st.DB(), b.ID())
+	assert.Equal(t, store.Completed, state)
+
+	// A dependency lost for good while no one ran: its dependant fails.
+	path = filepath.Join(t.TempDir(), "jobs.db")
+	dep := crashWhileRunning(t, path, time.Now())
+	st = openTestStore(t, path)
+	after := &store.Job{Type: "mail", Submitted: time.Now().UnixMicro(), State: store.Queued, Args: []byte(`{}`), After: []int64{dep}}
+	require.NoError(t, st.Insert(ctx, nil, after))
+	s = newTestScheduler(t, Config{Store: st, Handlers: mailHandlers(got, nil)})
+	require.NoError(t, s.Shutdown(ctx))
+	assert.Empty(t, got, "neither ran")
+	state, _ = storedState(t, st.DB(), after.ID)
+	assert.Equal(t, store.Ended, state)
+	var why string
+	require.NoError(t, st.DB().QueryRow("SELECT error FROM fairsched_jobs WHERE id = ?", after.ID).Scan(&why))
+	assert.Contains(t, why, "did not complete")
+}

@@ -29,6 +29,9 @@ func EnqueueTx[Tx any](ctx context.Context, s *Scheduler, tx Tx, job Job, args a
 	if !ok {
 		return 0, fmt.Errorf("%w: %T", ErrTxNotSupported, tx)
 	}
+	if job.After != nil {
+		return 0, errors.New("fairsched: EnqueueTx does not take Job.After: use Enqueue")
+	}
 	p := []EnqueueParams{{Job: job, Args: args}}
 	rec, err := d.record(&p[0])
 	if err != nil {

@@ -51,10 +51,12 @@ func (s *Scheduler) openStore() error {
 	if err := s.loadPausesLocked(now); err != nil { // before the jobs, which they hold
 		return err
 	}
+	d.restoring = make(map[int64]*durableTask)
 	err := d.st.Recover(context.Background(), func(j *store.Job) error {
 		s.restoreLocked(j, now)
 		return nil
 	})
+	d.restoring = nil
 	if err != nil {
 		return err
 	}
@@ -100,6 +102,14 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 	if j.StartBy != 0 {
 		tm.StartBy = s.engineTimeOf(j.StartBy)
 	}
+	if len(j.After) > 0 {
+		after, err := s.restoredAfterLocked(j)
+		if err != nil {
+			d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Err: err.Error()})
+			return
+		}
+		tm.After = after
+	}
 	if j.NotBefore != 0 {
 		tm.NotBefore = s.engineTimeOf(j.NotBefore)
 		if j.Attempt == 0 { // delayed, never started: its aging clock starts at its NotBefore
@@ -134,6 +144,12 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 		err := fmt.Errorf("fairsched: durable job %d could not be queued again at start: %v", j.ID, refusalText(r))
 		d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Err: err.Error()})
 		return
+	}
+	if d.restoring != nil {
+		d.restoring[j.ID] = dt
+	}
+	if s.eng.HasUnrun() { // a job it runs after had failed already
+		s.unrunLocked(now)
 	}
 	if s.dups.policy != nil { // its duplicates join it, or it replaces an older one
 		s.acceptedDupLocked(&dt.task, now)
@@ -186,6 +202,30 @@ func (s *Scheduler) loadDeadLocked() error {
 		s.addDeadLocked(found[i])
 	}
 	return err
+}
+
+// restoredAfterLocked returns the records of the jobs restored job j runs
+// after that are still here, queued again before it (its dependencies
+// have smaller IDs). One that the store has as ended without completing
+// fails j, as it would have had the process not stopped: the error says
+// so. One that completed, or that retention deleted, is no longer waited
+// for.
+func (s *Scheduler) restoredAfterLocked(j *store.Job) ([]*engine.Job, error) {
+	var after []*engine.Job
+	for _, id := range j.After {
+		if dt := s.durable.restoring[id]; dt != nil {
+			after = append(after, &dt.rec)
+			continue
+		}
+		state, why, found, err := s.durable.st.Ended(context.Background(), id)
+		if err != nil {
+			return nil, err
+		}
+		if found && state != store.Completed {
+			return nil, fmt.Errorf("%w: job %d runs after job %d, which did not complete: %s", ErrDependency, j.ID, id, why)
+		}
+	}
+	return after, nil
 }
 
 // holdOrphanLocked readies type name, found in the store without a

@@ -12,7 +12,7 @@ import (
 // by a newer version of this package is refused, never written.
 
 // schemaVersion is the version this package writes.
-const schemaVersion = 2
+const schemaVersion = 3
 
 // migrations[v] takes the schema from version v to v+1.
 var migrations = []string{
@@ -43,6 +43,9 @@ CREATE TABLE fairsched_state (
 	name  TEXT PRIMARY KEY, -- "fair": the keys' virtual times and the learned costs
 	value BLOB NOT NULL
 );
+`,
+	2: `
+ALTER TABLE fairsched_jobs ADD COLUMN after TEXT; -- JSON array of the IDs of the jobs it runs after; NULL: none
 `,
 }
 

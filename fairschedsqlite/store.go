@@ -22,6 +22,7 @@ package fairschedsqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -219,6 +220,20 @@ func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
 	return st.scan(ctx, `WHERE state < 3 ORDER BY id`, fn)
 }
 
+// Ended is for the scheduler: it says how job id ended.
+func (st *Store) Ended(ctx context.Context, id int64) (store.State, string, bool, error) {
+	var state store.State
+	var why string
+	err := st.db.QueryRowContext(ctx, `SELECT state, coalesce(error, '') FROM fairsched_jobs WHERE id = ?`, id).Scan(&state, &why)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", false, nil
+	}
+	if err != nil {
+		return 0, "", false, fmt.Errorf("fairschedsqlite: %w", err)
+	}
+	return state, why, true, nil
+}
+
 // Dead is for the scheduler: it calls fn with the newest dead jobs, at
 // most limit, newest first, without their arguments.
 func (st *Store) Dead(ctx context.Context, limit int, fn func(*store.Job) error) error {
@@ -234,7 +249,7 @@ func (st *Store) scan(ctx context.Context, where string, fn func(*store.Job) err
 func scanJobs(ctx context.Context, db *sql.DB, where string, fn func(*store.Job) error, args ...any) error {
 	rows, err := db.QueryContext(ctx, `
 SELECT id, state, type, key, ref, priority, submitted, not_before, start_by, attempt, allowed, started, finished,
-	coalesce(error, ''), attempts
+	coalesce(error, ''), attempts, after
 FROM fairsched_jobs `+where, args...)
 	if err != nil {
 		return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
@@ -244,9 +259,9 @@ FROM fairsched_jobs `+where, args...)
 	for rows.Next() {
 		j := new(store.Job)
 		var typ, key string
-		var attempts sql.RawBytes
+		var attempts, after sql.RawBytes
 		if err := rows.Scan(&j.ID, &j.State, &typ, &key, &j.Ref, &j.Priority, &j.Submitted, &j.NotBefore, &j.StartBy,
-			&j.Attempt, &j.Allowed, &j.Started, &j.Finished, &j.Err, &attempts); err != nil {
+			&j.Attempt, &j.Allowed, &j.Started, &j.Finished, &j.Err, &attempts, &after); err != nil {
 			return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
 		}
 		j.Type, j.Key, j.Ref = intern.of(typ), intern.of(key), intern.of(j.Ref)
@@ -256,6 +271,11 @@ FROM fairsched_jobs `+where, args...)
 		if len(attempts) > 0 {
 			if err := decodeAttempts(attempts, &j.Attempts); err != nil {
 				return fmt.Errorf("fairschedsqlite: job %d: its attempts: %w", j.ID, err)
+			}
+		}
+		if len(after) > 0 {
+			if err := json.Unmarshal(after, &j.After); err != nil {
+				return fmt.Errorf("fairschedsqlite: job %d: the jobs it runs after: %w", j.ID, err)
 			}
 		}
 		if err := fn(j); err != nil {

@@ -51,11 +51,12 @@ type Job struct {
 	// last one perhaps still running (or lost, when read by Recover).
 	Attempt  int
 	Attempts []Attempt
-	Started  int64  // the last attempt's start, while it runs
-	Allowed  int    // attempts allowed in all, if a retry by hand set it; 0: the type's policy
-	Finished int64  // when it ended, if it did
-	Err      string // why it ended, if it did not complete
-	Args     []byte // the handler's arguments, JSON: given to Insert, returned by Start
+	Started  int64   // the last attempt's start, while it runs
+	Allowed  int     // attempts allowed in all, if a retry by hand set it; 0: the type's policy
+	After    []int64 // the jobs it runs after
+	Finished int64   // when it ended, if it did
+	Err      string  // why it ended, if it did not complete
+	Args     []byte  // the handler's arguments, JSON: given to Insert, returned by Start
 }
 
 // StateWrite is a state to put together with jobs (Insert): Value is
@@ -102,6 +103,9 @@ type Store interface {
 	// jobs Recover reads carry no Args. It is called once, before any
 	// other method but Close.
 	Recover(ctx context.Context, fn func(*Job) error) error
+	// Ended returns how job id ended: its state and, if it did not
+	// complete, why; found is false if the store no longer has it.
+	Ended(ctx context.Context, id int64) (state State, why string, found bool, err error)
 	// Dead calls fn with the dead jobs, newest first, at most limit of
 	// them, without their arguments.
 	Dead(ctx context.Context, limit int, fn func(*Job) error) error
