@@ -221,7 +221,9 @@
 // and is retried by its type's policy. A job whose type has no handler in
 // the process waits (WaitNoHandler). Pauses are kept in the store, and so
 // are the schedules of durable jobs (ScheduleDurable): their next time and
-// latest occurrence, by name.
+// latest occurrence, by name. Durable jobs may run after other durable
+// jobs (Job.After), and their types' duplicate policies apply, across a
+// restart too.
 // A job runs at least once: an attempt's start is committed before its
 // handler runs, but a crash after a handler returned and before its end
 // was committed runs it again, so handlers should be idempotent.
