@@ -20,9 +20,11 @@ const maxRows = 100
 type multiKind uint8
 
 const (
-	multiInsert   multiKind = iota // a job's columns, 9 per row
-	multiStart                     // (id, started) per row
-	multiComplete                  // (id, finished) per row
+	multiInsert     multiKind = iota // a job's columns, 9 per row
+	multiStart                       // (id, started) per row
+	multiComplete                    // (id, finished) per row
+	multiStartAt                     // started, then the IDs: one time for all
+	multiCompleteAt                  // finished, then the IDs: one time for all
 )
 
 // multiStmt returns the statement of kind k for n rows, 1 <= n <=
@@ -42,6 +44,11 @@ func (w *writer) multiStmt(ctx context.Context, k multiKind, n int) (*sql.Stmt, 
 			`) AND state = 1 AND started = 0 RETURNING id, args`
 	case multiComplete:
 		q = `UPDATE fairsched_jobs SET state = 3, finished = ` + byID(n) + `, error = NULL, started = 0 WHERE id IN (` + ids(n) + `)`
+	case multiStartAt:
+		q = `UPDATE fairsched_jobs SET attempt = attempt + 1, started = ? WHERE id IN (` + rows("?", n) +
+			`) AND state = 1 AND started = 0 RETURNING id, args`
+	case multiCompleteAt:
+		q = `UPDATE fairsched_jobs SET state = 3, finished = ?, error = NULL, started = 0 WHERE id IN (` + rows("?", n) + `)`
 	}
 	st, err := w.conn.PrepareContext(ctx, q)
 	if err != nil {
@@ -123,14 +130,12 @@ func (w *writer) startAll(ctx context.Context, rs []*request) error {
 	waiting := make(map[int64]*request, min(len(rs), maxRows))
 	for len(rs) > 0 {
 		n := min(len(rs), maxRows)
-		st, err := w.multiStmt(ctx, multiStart, n)
+		st, err := w.timedStmt(ctx, multiStart, multiStartAt, rs[:n], &args)
 		if err != nil {
 			return err
 		}
-		args = args[:0]
 		clear(waiting)
 		for _, r := range rs[:n] {
-			args = append(args, r.op.ID, r.op.At)
 			waiting[r.op.ID] = r
 			r.args = nil
 		}
@@ -171,13 +176,9 @@ func (w *writer) completeAll(ctx context.Context, rs []*request) error {
 	args := make([]any, 0, 2*maxRows)
 	for len(rs) > 0 {
 		n := min(len(rs), maxRows)
-		st, err := w.multiStmt(ctx, multiComplete, n)
+		st, err := w.timedStmt(ctx, multiComplete, multiCompleteAt, rs[:n], &args)
 		if err != nil {
 			return err
-		}
-		args = args[:0]
-		for _, r := range rs[:n] {
-			args = append(args, r.op.ID, r.op.At)
 		}
 		if _, err := st.ExecContext(ctx, args...); err != nil {
 			return err
@@ -185,6 +186,33 @@ func (w *writer) completeAll(ctx context.Context, rs []*request) error {
 		rs = rs[n:]
 	}
 	return nil
+}
+
+// timedStmt returns the statement that records rs, each with its time,
+// and sets args to its arguments. When every time of rs falls in one
+// millisecond, as it mostly does for the requests of one transaction,
+// the statement of kind at gives them all the earliest: a time off by
+// less than a millisecond, for a statement cheaper than byID's CASE by a
+// sixth of the writer's work.
+func (w *writer) timedStmt(ctx context.Context, each, at multiKind, rs []*request, args *[]any) (*sql.Stmt, error) {
+	a := (*args)[:0]
+	lo, hi := rs[0].op.At, rs[0].op.At
+	for _, r := range rs[1:] {
+		lo, hi = min(lo, r.op.At), max(hi, r.op.At)
+	}
+	if hi-lo < 1000 {
+		a = append(a, lo)
+		for _, r := range rs {
+			a = append(a, r.op.ID)
+		}
+		*args = a
+		return w.multiStmt(ctx, at, len(rs))
+	}
+	for _, r := range rs {
+		a = append(a, r.op.ID, r.op.At)
+	}
+	*args = a
+	return w.multiStmt(ctx, each, len(rs))
 }
 
 // plainComplete reports whether r records a completion with no attempt
