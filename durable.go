@@ -164,7 +164,13 @@ func durableFn(context.Context) error {
 // may pass MaxQueue (or a key's MaxPending) by as many jobs as they
 // write together.
 func (s *Scheduler) Enqueue(ctx context.Context, job Job, args any) (Handle, error) {
-	hs, err := s.EnqueueMany(ctx, []EnqueueParams{{Job: job, Args: args}})
+	return s.enqueueOne(ctx, EnqueueParams{Job: job, Args: args}, nil)
+}
+
+// enqueueOne enqueues one job, putting state in its transaction if it is
+// not nil, with the job's own error rather than a *BatchError.
+func (s *Scheduler) enqueueOne(ctx context.Context, p EnqueueParams, state *store.StateWrite) (Handle, error) {
+	hs, err := s.enqueueMany(ctx, []EnqueueParams{p}, state)
 	if err != nil {
 		var be *BatchError
 		if errors.As(err, &be) {
@@ -249,7 +255,11 @@ func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state
 				d.st.Post(store.Op{Kind: store.OpEnd, ID: recs[i].ID, At: s.wallOf(now),
 					Err: fmt.Sprintf("fairsched: joined job %d", s.durableOf(existing).id)})
 				w := &joiner{fn: durableFn, ctx: durableParent}
+				before := existing.rec.Base()
 				s.joinLocked(existing, &jobs[i].Job, w, now)
+				if p := existing.rec.Base(); p != before { // raised: kept for a restart too
+					d.st.Post(store.Op{Kind: store.OpPriority, ID: s.durableOf(existing).id, At: s.wallOf(now), Allowed: priorityOf(p)})
+				}
 				hs[i] = Handle{t: existing, w: w}
 				continue
 			}

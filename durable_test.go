@@ -54,6 +54,27 @@ type mailRun struct {
 	attempt int
 }
 
+// fakeDurable returns, for a test on the fake clock, the clock at t0, a
+// store on a fresh file, and a Scheduler on it whose "mail" jobs send
+// their runs to got.
+func fakeDurable(t *testing.T) (*clock.Fake, time.Time, *fairschedsqlite.Store, *Scheduler, chan mailRun) {
+	t.Helper()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	got := make(chan mailRun, 4)
+	s := newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil)})
+	return clk, t0, st, s, got
+}
+
+// storedError reads why durable job id ended, from the file.
+func storedError(t *testing.T, db *sql.DB, id int64) string {
+	t.Helper()
+	var why string
+	require.NoError(t, db.QueryRow("SELECT coalesce(error, '') FROM fairsched_jobs WHERE id = ?", id).Scan(&why))
+	return why
+}
+
 // storedState reads durable job id's state and attempt count from the file.
 func storedState(t *testing.T, db *sql.DB, id int64) (store.State, int) {
 	t.Helper()
@@ -336,9 +357,7 @@ func TestDurableTimes(t *testing.T) {
 	require.NoError(t, s.Shutdown(ctx))
 	state, _ := storedState(t, st.DB(), expiring.ID())
 	assert.Equal(t, store.Ended, state)
-	var why string
-	require.NoError(t, st.DB().QueryRow("SELECT error FROM fairsched_jobs WHERE id = ?", expiring.ID()).Scan(&why))
-	assert.Contains(t, why, "start deadline")
+	assert.Contains(t, storedError(t, st.DB(), expiring.ID()), "start deadline")
 }
 
 // A job enqueued in the caller's transaction exists if and only if the
@@ -493,11 +512,7 @@ func TestDurableRestartKeepsOrderAndFairness(t *testing.T) {
 // The fair state is saved every two seconds while it changes, so that a
 // crash loses at most that much of it.
 func TestDurableFairStateSavedWhileRunning(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
-	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
-	got := make(chan mailRun, 1)
-	s := newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil)})
+	clk, _, st, s, got := fakeDurable(t)
 	ctx := context.Background()
 	h, err := s.Enqueue(ctx, Job{Type: "mail", Key: "tenant-7", ID: "inbox"}, mail{})
 	require.NoError(t, err)
@@ -638,11 +653,7 @@ func TestDurableScheduleSurvivesRestart(t *testing.T) {
 // A job whose start deadline passed while no Scheduler ran ends, expired,
 // at the next start, without running.
 func TestDurableDeadlinePassedWhileDown(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
-	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
-	got := make(chan mailRun, 1)
-	s := newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil)})
+	clk, t0, st, s, got := fakeDurable(t)
 	ctx := context.Background()
 	s.PauseKey("late")
 	h, err := s.Enqueue(ctx, Job{Type: "mail", Key: "late", StartBy: t0.Add(10 * time.Second)}, mail{})
@@ -656,9 +667,7 @@ func TestDurableDeadlinePassedWhileDown(t *testing.T) {
 	assert.Empty(t, got, "it never ran")
 	state, _ := storedState(t, st.DB(), h.ID())
 	assert.Equal(t, store.Ended, state)
-	var why string
-	require.NoError(t, st.DB().QueryRow("SELECT error FROM fairsched_jobs WHERE id = ?", h.ID()).Scan(&why))
-	assert.Contains(t, why, "start deadline")
+	assert.Contains(t, storedError(t, st.DB(), h.ID()), "start deadline")
 }
 
 // Duplicate policies work on durable jobs, across a restart too: a
@@ -747,7 +756,5 @@ func TestDurableDependencies(t *testing.T) {
 	assert.Empty(t, got, "neither ran")
 	state, _ = storedState(t, st.DB(), after.ID)
 	assert.Equal(t, store.Ended, state)
-	var why string
-	require.NoError(t, st.DB().QueryRow("SELECT error FROM fairsched_jobs WHERE id = ?", after.ID).Scan(&why))
-	assert.Contains(t, why, "did not complete")
+	assert.Contains(t, storedError(t, st.DB(), after.ID), "did not complete")
 }

@@ -117,7 +117,7 @@ func (p *Periodic) occurDurableLocked(at time.Time) {
 		state := &store.StateWrite{Name: scheduleStateName(p.durable.name), Value: func(jobs []*store.Job) []byte {
 			return scheduleState{Last: jobs[0].ID}.at(next)
 		}}
-		h, err := s.enqueueOccurrence(p, state)
+		h, err := s.enqueueOne(context.Background(), EnqueueParams{Job: p.job, Args: p.durable.args}, state)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		switch {
@@ -153,18 +153,4 @@ func (st scheduleState) at(next time.Time) []byte {
 	}
 	b, _ := json.Marshal(st) // integers only: cannot fail
 	return b
-}
-
-// enqueueOccurrence enqueues an occurrence of p, putting state in the
-// same transaction, and returns its Handle.
-func (s *Scheduler) enqueueOccurrence(p *Periodic, state *store.StateWrite) (Handle, error) {
-	hs, err := s.enqueueMany(context.Background(), []EnqueueParams{{Job: p.job, Args: p.durable.args}}, state)
-	if err != nil {
-		var be *BatchError
-		if errors.As(err, &be) {
-			return Handle{}, be.Err
-		}
-		return Handle{}, err
-	}
-	return hs[0], nil
 }

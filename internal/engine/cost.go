@@ -71,6 +71,11 @@ func (c *costTable) observe(t *typeState, id string, e *estimate, seconds float6
 	}
 	e.seconds = c.alpha*seconds + (1-c.alpha)*e.seconds
 	e.lastUsed = now
+	c.pushTail(e)
+}
+
+// pushTail puts e, on no list, last: the most recently used.
+func (c *costTable) pushTail(e *estimate) {
 	e.prev = c.tail
 	if c.tail != nil {
 		c.tail.next = e

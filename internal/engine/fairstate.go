@@ -111,11 +111,5 @@ func (c *costTable) restore(t *typeState, id string, seconds float64, now int64)
 		}
 	}
 	e.seconds, e.lastUsed = seconds, now
-	e.prev = c.tail
-	if c.tail != nil {
-		c.tail.next = e
-	} else {
-		c.head = e
-	}
-	c.tail = e
+	c.pushTail(e)
 }

@@ -83,6 +83,7 @@ const (
 	OpDead                        // failed for good
 	OpInterrupt                   // the attempt was cut short by Close: queued again, the attempt not counted
 	OpRequeue                     // a dead job queued again by hand, Op.Allowed attempts allowed in all
+	OpPriority                    // its priority rose to Op.Allowed (a duplicate joined it)
 )
 
 // Op records one thing that happened to job ID, posted after the fact.
@@ -93,7 +94,7 @@ type Op struct {
 	NotBefore int64   // OpRetry: when the next attempt may start
 	Attempt   Attempt // the attempt that ended, if one did (Start 0: none)
 	Err       string  // OpEnd, OpDead: why
-	Allowed   int     // OpRequeue
+	Allowed   int     // OpRequeue; OpPriority: the priority
 }
 
 // Store is what a scheduler needs of a durable store. Its methods are safe
