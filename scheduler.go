@@ -612,10 +612,16 @@ func (s *Scheduler) startedLocked(t *task) {
 	}
 }
 
-// kickLocked dispatches after a change that may have made jobs admissible.
+// kickLocked dispatches after a change that may have made jobs
+// admissible, and sets the clock timer by the engine's next due time,
+// which the change may have brought forward (a rate limit's next token).
 func (s *Scheduler) kickLocked() {
+	now := s.nowLocked()
 	if s.eng.Pending() > 0 {
-		s.dispatchLocked(s.nowLocked(), false)
+		s.dispatchLocked(now, false)
+	}
+	if !s.closed {
+		s.armLocked(now)
 	}
 }
 
