@@ -51,7 +51,11 @@ func (s *Scheduler) openStore() error {
 	if err := s.loadPausesLocked(now); err != nil { // before the jobs, which they hold
 		return err
 	}
-	d.restoring = make(map[int64]*durableTask)
+	if deps, err := d.st.HasDependencies(context.Background()); err != nil {
+		return err
+	} else if deps {
+		d.restoring = make(map[int64]*durableTask) // an index of the jobs read, for those that run after them
+	}
 	err := d.st.Recover(context.Background(), func(j *store.Job) error {
 		s.restoreLocked(j, now)
 		return nil

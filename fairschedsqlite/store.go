@@ -220,6 +220,17 @@ func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
 	return st.scan(ctx, `WHERE state < 3 ORDER BY id`, fn)
 }
 
+// HasDependencies is for the scheduler: it reports whether an unfinished
+// job runs after others.
+func (st *Store) HasDependencies(ctx context.Context) (bool, error) {
+	var has bool
+	err := st.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM fairsched_jobs WHERE state < 3 AND after IS NOT NULL)`).Scan(&has)
+	if err != nil {
+		return false, fmt.Errorf("fairschedsqlite: %w", err)
+	}
+	return has, nil
+}
+
 // Ended is for the scheduler: it says how job id ended.
 func (st *Store) Ended(ctx context.Context, id int64) (store.State, string, bool, error) {
 	var state store.State

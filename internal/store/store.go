@@ -104,6 +104,10 @@ type Store interface {
 	// jobs Recover reads carry no Args. It is called once, before any
 	// other method but Close.
 	Recover(ctx context.Context, fn func(*Job) error) error
+	// HasDependencies reports whether an unfinished job runs after
+	// others (Job.After): Recover's caller then keeps an index of the
+	// jobs it reads.
+	HasDependencies(ctx context.Context) (bool, error)
 	// Ended returns how job id ended: its state and, if it did not
 	// complete, why; found is false if the store no longer has it.
 	Ended(ctx context.Context, id int64) (state State, why string, found bool, err error)
