@@ -378,15 +378,7 @@ func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) error 
 		if r.Reason == engine.RefusedClosed {
 			return ErrClosed
 		}
-		var key string
-		if r.Reason == engine.RefusedKeyFull {
-			for k := range perKey { // the key refused: any will do when one is
-				if s.eng.Room(0, map[string]int{k: perKey[k]}) != nil {
-					key = k
-				}
-			}
-		}
-		return &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: key, Limit: r.Limit, Size: r.Size}
+		return &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: r.Key, Limit: r.Limit, Size: r.Size}
 	}
 	s.wg.Add(1) // done by the caller once the jobs are queued or refused
 	return nil

@@ -89,10 +89,7 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 	dt := &durableTask{task: task{fn: durableFn, submitCtx: durableParent}, id: j.ID, attempt: int32(j.Attempt)}
 	var a *attempts
 	if len(j.Attempts) > 0 || j.State == store.Running || j.Allowed > 0 {
-		a = &attempts{parent: durableParent, allowed: j.Allowed}
-		for _, at := range j.Attempts {
-			a.list = append(a.list, AttemptInfo{Start: time.UnixMicro(at.Start), End: time.UnixMicro(at.End), Err: errorOf(at.Err)})
-		}
+		a = attemptsOfStored(j)
 		dt.err = a
 	}
 	desc := Job{Type: j.Type, ID: j.Ref, Key: j.Key, Priority: j.Priority}
@@ -143,9 +140,10 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 		d.st.Post(store.Op{Kind: store.OpRetry, ID: j.ID, At: s.wallOf(now), NotBefore: s.wallOf(tm.NotBefore), Attempt: lost})
 	}
 	if r := s.eng.Enqueue(&dt.rec, descOf(&desc), &tm, now); r != nil {
-		// The configuration no longer admits it. (A start deadline that
-		// passed while no process ran it does not refuse it: it expires.)
-		err := fmt.Errorf("fairsched: durable job %d could not be queued again at start: %v", j.ID, refusalText(r))
+		// Its type's needs no longer fit the resources: with Submitted,
+		// nothing else refuses it (a start deadline passed while no
+		// process ran ends it above).
+		err := fmt.Errorf("fairsched: durable job %d could not be queued again at start: %w", j.ID, needsError(r))
 		d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Err: err.Error()})
 		return
 	}
@@ -191,10 +189,7 @@ func (s *Scheduler) loadDeadLocked() error {
 	}
 	var found []*dead
 	err := s.durable.st.Dead(context.Background(), limit, func(j *store.Job) error {
-		a := &attempts{parent: durableParent, allowed: j.Allowed}
-		for _, at := range j.Attempts {
-			a.list = append(a.list, AttemptInfo{Start: time.UnixMicro(at.Start), End: time.UnixMicro(at.End), Err: errorOf(at.Err)})
-		}
+		a := attemptsOfStored(j)
 		found = append(found, &dead{
 			info: DeadJob{Seq: s.eng.TakeSeq(), Job: Job{Type: j.Type, ID: j.Ref, Key: j.Key, Priority: j.Priority},
 				Err: errorOf(j.Err), Attempts: append([]AttemptInfo(nil), a.list...), Died: time.UnixMicro(j.Finished)},
@@ -266,6 +261,15 @@ func (s *Scheduler) buryRestoredLocked(id int64, desc *Job, a *attempts, now int
 	})
 }
 
+// attemptsOfStored returns the attempt record of stored job j.
+func attemptsOfStored(j *store.Job) *attempts {
+	a := &attempts{parent: durableParent, allowed: j.Allowed}
+	for _, at := range j.Attempts {
+		a.list = append(a.list, AttemptInfo{Start: time.UnixMicro(at.Start), End: time.UnixMicro(at.End), Err: errorOf(at.Err)})
+	}
+	return a
+}
+
 // errorOf turns a stored error message back into an error; nil for "".
 func errorOf(msg string) error {
 	switch msg {
@@ -275,15 +279,4 @@ func errorOf(msg string) error {
 		return ErrLost
 	}
 	return errors.New(msg)
-}
-
-// refusalText says in words why the engine refused a job.
-func refusalText(r *engine.Refusal) string {
-	switch r.Reason {
-	case engine.RefusedUnknownResource:
-		return fmt.Sprintf("it needs the resource %q, which is not configured", r.Resource)
-	case engine.RefusedTooMuch:
-		return fmt.Sprintf("it needs %d units of %q, which has %d", r.Size, r.Resource, r.Limit)
-	}
-	return fmt.Sprintf("refused (%d)", r.Reason)
 }

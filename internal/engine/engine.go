@@ -190,6 +190,7 @@ type Refusal struct {
 	Size     int    // and the jobs pending under it
 	Deadline int64  // RefusedNeverStarts: the start deadline, µs
 	Resource string // RefusedUnknownResource, RefusedTooMuch
+	Key      string // RefusedKeyFull, from Room: the key
 }
 
 // RefusalReason is why a submission was refused.
@@ -430,7 +431,7 @@ func (e *Engine) Room(n int, perKey map[string]int) *Refusal {
 			max, size = k.cfg.MaxPending, k.pending+k.aside
 		}
 		if max > 0 && size+m > max {
-			return &Refusal{Reason: RefusedKeyFull, Limit: max, Size: size}
+			return &Refusal{Reason: RefusedKeyFull, Limit: max, Size: size, Key: name}
 		}
 	}
 	return nil
