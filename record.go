@@ -3,6 +3,7 @@ package fairsched
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,14 +70,15 @@ func (s *Scheduler) durableRetriedLocked(t *task, err error, notBefore, now int6
 		Attempt: store.Attempt{Start: s.wallOf(t.rec.Started()), End: s.wallOf(now), Err: errText(err)},
 	})
 	if s.durable.leaving {
-		s.endQueuedLocked(t, errKept, now)
+		s.endQueuedLocked(t, ErrKept, now)
 	}
 }
 
-// errKept is the error of a durable job that Shutdown or Close took out of
-// memory before it could complete: it stays in the store, and runs at the
-// next start.
-var errKept = fmt.Errorf("%w: the durable job stays in the store for the next start", ErrClosed)
+// ErrKept is the error a durable job's Handle ends with when Shutdown or
+// Close took the job out of memory before it could complete: the job did
+// not fail, it stays in the Store and runs at the next start. (It is not
+// ErrClosed, the error of work that Close discards.)
+var ErrKept = errors.New("fairsched: the durable job stays in the store for the next start")
 
 // leaveLocked readies the durable jobs for Shutdown and Close: the queued
 // ones leave memory, staying in the store as they are. The fair state is
@@ -88,7 +90,7 @@ func (s *Scheduler) leaveLocked(now int64) {
 	s.durable.atLeave = &fs
 	for _, j := range s.eng.PendingJobs() {
 		if t := taskOf(j); j.Waiting() && s.durableOf(t) != nil {
-			s.endQueuedLocked(t, errKept, now)
+			s.endQueuedLocked(t, ErrKept, now)
 		}
 	}
 }

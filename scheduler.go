@@ -799,7 +799,7 @@ func (s *Scheduler) WaitIdle(ctx context.Context) error {
 //
 // Durable jobs (Enqueue) are not run to the end: those queued, delayed or
 // waiting for a retry leave memory at once and stay in the Store for the
-// next start (their Handles end with an error matching ErrClosed); those
+// next start (their Handles end with ErrKept); those
 // running finish as usual. Shutdown returns once the store has committed
 // what happened, or with the store's error.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
