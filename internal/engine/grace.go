@@ -81,6 +81,9 @@ func (q *graceQueue) leave(j *Job) {
 
 // reset empties the queue.
 func (q *graceQueue) reset() {
+	if len(q.buf) == 0 {
+		return // the common case: nothing waited
+	}
 	for _, j := range q.buf[q.head:] {
 		if j != nil {
 			j.inGrace = false
