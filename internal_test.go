@@ -44,6 +44,19 @@ func TestTaskRecordFirst(t *testing.T) {
 	}
 }
 
+// TestRecordSizeClasses keeps the records made per job within the size
+// classes of the allocator they were measured in: a record that grows
+// past one costs every job more than its bytes (docs/performance.md, the
+// engine round), and a queued job's record is most of its memory.
+func TestRecordSizeClasses(t *testing.T) {
+	if n := unsafe.Sizeof(task{}); n > 144 {
+		t.Errorf("a task is %d bytes, past the 144-byte size class", n)
+	}
+	if n := unsafe.Sizeof(jobContext{}); n > 64 {
+		t.Errorf("a job context is %d bytes, past the 64-byte size class", n)
+	}
+}
+
 // descOf reads a Job as the engine's Desc: its first fields must be the
 // Desc's, in order, with the same types and offsets.
 func TestDescMirrorsJob(t *testing.T) {
