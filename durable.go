@@ -156,8 +156,9 @@ func durableFn(context.Context) error {
 // for a type without a handler, ErrArgs for arguments of the wrong type
 // or that JSON cannot encode, and as Submit does otherwise (ErrClosed, a
 // *QueueFullError, ErrStartDeadline ...); with the store's error if the
-// write failed, and an error if the Scheduler has no Store. Job.After is
-// not taken for durable jobs yet.
+// write failed, and an error if the Scheduler has no Store. Job.After
+// takes the Handles of durable jobs of the same Scheduler only; Job.Needs
+// is refused (give the type TypeConfig.Needs instead).
 //
 // The queue's limits are checked before the job is written and the job
 // counts against them once it is queued, so Enqueues running at once
