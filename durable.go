@@ -104,6 +104,12 @@ type durable struct {
 	// atLeave is the fair state as Shutdown or Close found it, before the
 	// queued jobs left.
 	atLeave *engine.FairState
+	// admitting counts the jobs admitted and being written (admitDurable),
+	// in all and by key: they count against the queue's limits until they
+	// are queued, so that Enqueues running at once cannot pass a limit
+	// together.
+	admitting     int
+	admittingKeys map[string]int
 }
 
 // durableTask is the shell's record of a durable job: a task, and its
@@ -160,10 +166,9 @@ func durableFn(context.Context) error {
 // takes the Handles of durable jobs of the same Scheduler only; Job.Needs
 // is refused (give the type TypeConfig.Needs instead).
 //
-// The queue's limits are checked before the job is written and the job
-// counts against them once it is queued, so Enqueues running at once
-// may pass MaxQueue (or a key's MaxPending) by as many jobs as they
-// write together.
+// The queue's limits are checked before the job is written, and the job
+// counts against them from then on, while it is written, so Enqueues
+// running at once never pass MaxQueue or a key's MaxPending together.
 func (s *Scheduler) Enqueue(ctx context.Context, job Job, args any) (Handle, error) {
 	return s.enqueueOne(ctx, EnqueueParams{Job: job, Args: args}, nil)
 }
@@ -229,15 +234,20 @@ func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state
 		}
 		recs[i] = rec
 	}
-	if err := s.admitDurable(jobs, recs); err != nil {
+	a, err := s.admitDurable(jobs, recs)
+	if err != nil {
 		return nil, err
 	}
 	defer s.wg.Done() // admitDurable's: Shutdown and Close wait for the batch
 	if err := d.st.Insert(ctx, state, recs...); err != nil {
+		s.mu.Lock()
+		s.releaseLocked(a)
+		s.mu.Unlock()
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.releaseLocked(a) // from here on they are queued, or refused
 	now := s.nowLocked()
 	if err := s.refusedAfterWriteLocked(jobs); err != nil {
 		// Admitted before the write, refused after it: the scheduler is
@@ -340,8 +350,11 @@ func (d *durable) record(p *EnqueueParams) (*store.Job, error) {
 }
 
 // admitDurable checks, before anything is written, what would refuse
-// jobs at once, and stamps their records with their submission time.
-func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) error {
+// jobs at once, and stamps their records with their submission time. The
+// jobs it admits count against the queue's limits from then on: the
+// caller releases them (releaseLocked) once they are queued, refused
+// after the write, or not written.
+func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admission, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
@@ -351,14 +364,14 @@ func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) error 
 		job := &jobs[i].Job
 		if len(s.disabling.disabled) > 0 {
 			if err := s.disabledLocked(job, now); err != nil {
-				return &BatchError{Index: i, Err: err}
+				return nil, &BatchError{Index: i, Err: err}
 			}
 		}
 		perKey[job.Key]++
 		rec := recs[i]
 		rec.Submitted = s.wallOf(now)
 		if _, known := s.eng.TypeTier(job.Type); !known {
-			return &BatchError{Index: i, Err: errUnknownType(job.Type)}
+			return nil, &BatchError{Index: i, Err: errUnknownType(job.Type)}
 		}
 		var startBy int64
 		if rec.StartBy != 0 {
@@ -366,23 +379,58 @@ func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) error 
 		}
 		if dl := s.eng.DeadlineOf(job.Type, startBy, now); dl != 0 {
 			if dl <= max(now, s.engineTimeOf(rec.NotBefore)) {
-				return &BatchError{Index: i, Err: fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
+				return nil, &BatchError{Index: i, Err: fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
 					ErrStartDeadline, s.timeOf(dl).Format(time.RFC3339Nano))}
 			}
 			rec.StartBy = s.wallOf(dl)
 		}
 	}
 	if err := s.refusedAfterWriteLocked(jobs); err != nil {
-		return err
+		return nil, err
 	}
-	if r := s.eng.Room(len(jobs), perKey); r != nil {
+	d := s.durable
+	withAdmitted := make(map[string]int, len(perKey))
+	for k, m := range perKey {
+		withAdmitted[k] = m + d.admittingKeys[k]
+	}
+	if r := s.eng.Room(len(jobs)+d.admitting, withAdmitted); r != nil {
 		if r.Reason == engine.RefusedClosed {
-			return ErrClosed
+			return nil, ErrClosed
 		}
-		return &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: r.Key, Limit: r.Limit, Size: r.Size}
+		size := r.Size + d.admitting // the jobs being written are in the queue already
+		if r.Reason == engine.RefusedKeyFull {
+			size = r.Size + d.admittingKeys[r.Key]
+		}
+		return nil, &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: r.Key, Limit: r.Limit, Size: size}
+	}
+	d.admitting += len(jobs)
+	if d.admittingKeys == nil {
+		d.admittingKeys = make(map[string]int)
+	}
+	for k, m := range perKey {
+		d.admittingKeys[k] += m
 	}
 	s.wg.Add(1) // done by the caller once the jobs are queued or refused
-	return nil
+	return &admission{n: len(jobs), perKey: perKey}, nil
+}
+
+// admission is what admitDurable let in: n jobs, perKey of them by key.
+// They count against the queue's limits until releaseLocked.
+type admission struct {
+	n      int
+	perKey map[string]int
+}
+
+// releaseLocked stops counting a's jobs as being admitted: they are queued
+// now, or were refused, or their write failed.
+func (s *Scheduler) releaseLocked(a *admission) {
+	d := s.durable
+	d.admitting -= a.n
+	for k, m := range a.perKey {
+		if d.admittingKeys[k] -= m; d.admittingKeys[k] == 0 {
+			delete(d.admittingKeys, k)
+		}
+	}
 }
 
 // enqueueDurableLocked queues durable job t, whose record rec was

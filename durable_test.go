@@ -759,3 +759,85 @@ func TestDurableDependencies(t *testing.T) {
 	assert.Equal(t, store.Ended, state)
 	assert.Contains(t, storedError(t, st.DB(), after.ID), "did not complete")
 }
+
+// heldStore is a store whose Insert signals entered and then waits for
+// release, so that a test can have Enqueues caught between admission and
+// commit.
+type heldStore struct {
+	*fairschedsqlite.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *heldStore) Insert(ctx context.Context, state *store.StateWrite, jobs ...*store.Job) error {
+	h.entered <- struct{}{}
+	<-h.release
+	return h.Store.Insert(ctx, state, jobs...)
+}
+
+// Enqueues running at once never pass a queue limit together: a job
+// counts against MaxQueue and its key's MaxPending from its admission,
+// while it is written, and the ones that do not fit fail at once.
+func TestDurableEnqueuesAtOnceKeepLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		keyFull bool
+	}{
+		{"MaxQueue", Config{MaxQueue: 3}, false},
+		{"MaxPending", Config{Keys: map[string]KeyConfig{"k": {MaxPending: 3}}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held := &heldStore{
+				Store:   openTestStore(t, filepath.Join(t.TempDir(), "jobs.db")),
+				entered: make(chan struct{}, 5),
+				release: make(chan struct{}),
+			}
+			cfg := tc.cfg
+			cfg.Store, cfg.Handlers = held, mailHandlers(make(chan mailRun, 5), nil)
+			s := newTestScheduler(t, cfg)
+			var releaseOnce sync.Once
+			release := func() { releaseOnce.Do(func() { close(held.release) }) }
+			t.Cleanup(release)  // before Close, which waits for the Enqueues, if the test fails
+			s.PauseType("mail") // nothing starts: every job stays queued
+			ctx := context.Background()
+			type result struct {
+				h   Handle
+				err error
+			}
+			results := make(chan result, 5)
+			for i := range 5 {
+				go func() {
+					h, err := s.Enqueue(ctx, Job{Type: "mail", Key: "k"}, mail{N: i})
+					results <- result{h, err}
+				}()
+			}
+			// Three are admitted and wait in Insert; the other two are
+			// refused without reaching it.
+			entered, refused := 0, 0
+			for entered < 3 || refused < 2 {
+				select {
+				case <-held.entered:
+					entered++
+					require.LessOrEqual(t, entered, 3, "a fourth Enqueue was admitted while three were being written")
+				case r := <-results:
+					var qf *QueueFullError
+					require.ErrorAs(t, r.err, &qf)
+					assert.Equal(t, tc.keyFull, qf.KeyLimit)
+					assert.Equal(t, 3, qf.Limit)
+					assert.Equal(t, 3, qf.Size, "the jobs being written count as queued")
+					refused++
+				}
+			}
+			release()
+			for range 3 {
+				r := <-results
+				require.NoError(t, r.err)
+				assert.NotZero(t, r.h.ID())
+			}
+			assert.Equal(t, 3, s.Stats().Queued)
+			_, err := s.Enqueue(ctx, Job{Type: "mail", Key: "k"}, mail{N: 6})
+			assert.ErrorIs(t, err, ErrQueueFull, "queued now, the three still count")
+		})
+	}
+}

@@ -37,7 +37,8 @@ func EnqueueTx[Tx any](ctx context.Context, s *Scheduler, tx Tx, job Job, args a
 	if err != nil {
 		return 0, err
 	}
-	if err := s.admitDurable(p, []*store.Job{rec}); err != nil {
+	a, err := s.admitDurable(p, []*store.Job{rec})
+	if err != nil {
 		var be *BatchError
 		if errors.As(err, &be) {
 			return 0, be.Err
@@ -45,7 +46,13 @@ func EnqueueTx[Tx any](ctx context.Context, s *Scheduler, tx Tx, job Job, args a
 		return 0, err
 	}
 	defer s.wg.Done() // admitDurable's
-	if err := ins.InsertTx(ctx, tx, rec); err != nil {
+	err = ins.InsertTx(ctx, tx, rec)
+	// Counted until the insert, not until tx commits: when, or whether,
+	// it does is the caller's.
+	s.mu.Lock()
+	s.releaseLocked(a)
+	s.mu.Unlock()
+	if err != nil {
 		return 0, err
 	}
 	return rec.ID, nil
