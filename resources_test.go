@@ -112,4 +112,13 @@ func TestResourceErrors(t *testing.T) {
 	require.ErrorIs(t, s.SetResource("cache", 1), ErrUnknownResource)
 	require.ErrorContains(t, s.SetResource("db", -1), "must not be negative")
 	assert.Zero(t, s.Stats().Submitted)
+
+	// With no resources at all, a job's own need names an unknown one
+	// too; needing none is fine.
+	bare, _ := newSignalledScheduler(t, Config{})
+	_, err = bare.Submit(context.Background(), Job{Needs: map[string]int{"gpu": 1}}, noop)
+	require.ErrorIs(t, err, ErrUnknownResource)
+	require.ErrorIs(t, bare.RunSync(context.Background(), Job{Needs: map[string]int{"gpu": 1}}, noop), ErrUnknownResource)
+	require.NoError(t, bare.RunSync(context.Background(), Job{Needs: map[string]int{}}, noop))
+	assert.Equal(t, uint64(1), bare.Stats().Submitted)
 }

@@ -246,7 +246,9 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 		return &Refusal{Reason: RefusedNeverStarts, Deadline: deadline}
 	}
 	var own []need
-	if e.resources != nil && (tm.Needs != nil || t.needs != nil) {
+	// A job's own needs are checked even with no resources at all: one it
+	// names is unknown then. A type's were checked by its configuration.
+	if (e.resources != nil || len(tm.Needs) > 0) && (tm.Needs != nil || t.needs != nil) {
 		var r *Refusal
 		if own, r = e.checkNeeds(t, tm.Needs); r != nil {
 			return r
@@ -379,7 +381,7 @@ func (e *Engine) join(j *Job, sub, now int64) {
 // configured, or more units than one has; nil if they fit. O(needs).
 func (e *Engine) NeedsRefusal(name string, needs []Need) *Refusal {
 	t := e.types[name]
-	if t == nil || e.resources == nil || needs == nil && t.needs == nil {
+	if t == nil || e.resources == nil && len(needs) == 0 || needs == nil && t.needs == nil {
 		return nil
 	}
 	_, r := e.checkNeeds(t, needs)
