@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"time"
 	"unsafe"
@@ -163,8 +164,8 @@ func durableFn(context.Context) error {
 // or that JSON cannot encode, and as Submit does otherwise (ErrClosed, a
 // *QueueFullError, ErrStartDeadline ...); with the store's error if the
 // write failed, and an error if the Scheduler has no Store. Job.After
-// takes the Handles of durable jobs of the same Scheduler only; Job.Needs
-// is refused (give the type TypeConfig.Needs instead).
+// takes the Handles of durable jobs of the same Scheduler only. Job.Needs
+// and Job.After are stored with the job and hold after a restart.
 //
 // The queue's limits are checked before the job is written, and the job
 // counts against them from then on, while it is written, so Enqueues
@@ -286,7 +287,7 @@ func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state
 }
 
 // refusedAfterWriteLocked returns what would refuse one of jobs, admitted
-// and written, now: the scheduler closing, or its type's needs no longer
+// and written, now: the scheduler closing, or its needs no longer
 // fitting the resources; nil if none. Nothing else can refuse them (they
 // carry their admission time, past the queue's limits, and a start
 // deadline that passed expires them instead), so a batch is queued all
@@ -296,7 +297,7 @@ func (s *Scheduler) refusedAfterWriteLocked(jobs []EnqueueParams) error {
 		return ErrClosed
 	}
 	for i := range jobs {
-		if r := s.eng.NeedsRefusal(jobs[i].Job.Type, nil); r != nil {
+		if r := s.eng.NeedsRefusal(jobs[i].Job.Type, ownNeeds(jobs[i].Job.Needs)); r != nil {
 			return &BatchError{Index: i, Err: needsError(r)}
 		}
 	}
@@ -330,7 +331,9 @@ func (d *durable) record(p *EnqueueParams) (*store.Job, error) {
 		return nil, fmt.Errorf("%w %q", ErrNoHandler, job.Type)
 	}
 	if job.Needs != nil {
-		return nil, errors.New("fairsched: Job.Needs is not supported for durable jobs: give their type TypeConfig.Needs")
+		if err := validateNeeds("the job", job.Needs); err != nil {
+			return nil, err
+		}
 	}
 	if got := reflect.TypeOf(p.Args); got != h.argType {
 		return nil, fmt.Errorf("%w: job type %q takes a %v, not a %v", ErrArgs, job.Type, h.argType, got)
@@ -339,7 +342,8 @@ func (d *durable) record(p *EnqueueParams) (*store.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: job type %q: %w", ErrArgs, job.Type, err)
 	}
-	rec := &store.Job{Type: job.Type, Key: job.Key, Ref: job.ID, Priority: job.Priority, State: store.Queued, Args: raw}
+	rec := &store.Job{Type: job.Type, Key: job.Key, Ref: job.ID, Priority: job.Priority, State: store.Queued, Args: raw,
+		Needs: maps.Clone(job.Needs)}
 	if !job.NotBefore.IsZero() {
 		rec.NotBefore = job.NotBefore.UnixMicro()
 	}

@@ -299,7 +299,10 @@ func TestDurableEnqueueMany(t *testing.T) {
 	_, err = s.EnqueueMany(ctx, []EnqueueParams{{Job{Type: "mail"}, mail{N: 1}}, {Job{Type: "mail", Needs: map[string]int{"gpu": 1}}, mail{N: 2}}})
 	require.ErrorAs(t, err, &be)
 	assert.Equal(t, 1, be.Index)
-	assert.ErrorContains(t, err, "Job.Needs is not supported")
+	assert.ErrorIs(t, err, ErrUnknownResource)
+	_, err = s.EnqueueMany(ctx, []EnqueueParams{{Job{Type: "mail", Needs: map[string]int{"gpu": 0}}, mail{N: 1}}})
+	require.ErrorAs(t, err, &be)
+	assert.ErrorContains(t, err, "a need must be positive")
 	batch := []EnqueueParams{{Job{Type: "mail"}, mail{N: 1}}, {Job{Type: "mail"}, mail{N: 2}}, {Job{Type: "mail"}, mail{N: 3}}}
 	hs, err := s.EnqueueMany(ctx, batch)
 	require.NoError(t, err)
@@ -840,4 +843,37 @@ func TestDurableEnqueuesAtOnceKeepLimits(t *testing.T) {
 			assert.ErrorIs(t, err, ErrQueueFull, "queued now, the three still count")
 		})
 	}
+}
+
+// A durable job's own resource needs are stored with it and hold after a
+// restart: one that needs both units of "gpu" waits while another job
+// holds one, one that needs a unit waits behind it, and one that needs
+// none runs.
+func TestDurableNeedsSurviveRestart(t *testing.T) {
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	got := make(chan mailRun, 3)
+	cfg := Config{Resources: map[string]int{"gpu": 2}, Store: st, Handlers: mailHandlers(got, nil)}
+	s := newTestScheduler(t, cfg)
+	ctx := context.Background()
+	require.NoError(t, s.PauseType("mail")) // kept in the store: nothing runs before the restart
+	for i, needs := range []map[string]int{{"gpu": 2}, {"gpu": 1}, {}} {
+		_, err := s.Enqueue(ctx, Job{Type: "mail", Needs: needs}, mail{N: i + 1})
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Shutdown(ctx))
+
+	s2 := newTestScheduler(t, cfg)
+	release := make(chan struct{})
+	holding, err := s2.Submit(ctx, Job{Needs: map[string]int{"gpu": 1}}, func(context.Context) error { <-release; return nil })
+	require.NoError(t, err)
+	require.NoError(t, s2.ResumeType("mail"))
+	// The first in order needs both units: it claims the resource, so the
+	// one that needs one unit waits behind it, and the one that needs none
+	// runs.
+	assert.Equal(t, map[WaitReason]int{WaitResource: 2}, s2.Stats().Waiting)
+	assert.Equal(t, mailRun{mail{N: 3}, 1}, <-got)
+	close(release)
+	require.NoError(t, holding.Wait(ctx))
+	assert.Equal(t, mailRun{mail{N: 1}, 1}, <-got)
+	assert.Equal(t, mailRun{mail{N: 2}, 1}, <-got)
 }

@@ -92,14 +92,14 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 		a = attemptsOfStored(j)
 		dt.err = a
 	}
-	desc := Job{Type: j.Type, ID: j.Ref, Key: j.Key, Priority: j.Priority}
+	desc := Job{Type: j.Type, ID: j.Ref, Key: j.Key, Priority: j.Priority, Needs: j.Needs}
 	if j.StartBy != 0 && j.StartBy <= s.wallOf(now) && j.State != store.Running {
 		// Its start deadline passed while no process ran it.
 		err := fmt.Errorf("%w: job %d did not start by %v", ErrStartDeadline, j.ID, time.UnixMicro(j.StartBy).Format(time.RFC3339Nano))
 		d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Err: err.Error()})
 		return
 	}
-	tm := engine.Times{Submitted: s.engineTimeOf(j.Submitted)}
+	tm := engine.Times{Submitted: s.engineTimeOf(j.Submitted), Needs: ownNeeds(j.Needs)}
 	if j.StartBy != 0 {
 		tm.StartBy = s.engineTimeOf(j.StartBy)
 	}
@@ -140,7 +140,7 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 		d.st.Post(store.Op{Kind: store.OpRetry, ID: j.ID, At: s.wallOf(now), NotBefore: s.wallOf(tm.NotBefore), Attempt: lost})
 	}
 	if r := s.eng.Enqueue(&dt.rec, descOf(&desc), &tm, now); r != nil {
-		// Its type's needs no longer fit the resources: with Submitted,
+		// Its needs no longer fit the resources: with Submitted,
 		// nothing else refuses it (a start deadline passed while no
 		// process ran ends it above).
 		err := fmt.Errorf("fairsched: durable job %d could not be queued again at start: %w", j.ID, needsError(r))

@@ -31,6 +31,18 @@ func validateNeeds(what string, needs map[string]int) error {
 	return nil
 }
 
+// ownNeeds returns a job's own needs (Job.Needs) for the engine: nil for
+// nil (its type's), none for an empty map (none, in place of its type's).
+func ownNeeds(needs map[string]int) []engine.Need {
+	if needs == nil {
+		return nil
+	}
+	if own := engineNeeds(needs); own != nil {
+		return own
+	}
+	return []engine.Need{}
+}
+
 // engineNeeds returns needs for the engine, by resource name.
 func engineNeeds(needs map[string]int) []engine.Need {
 	if len(needs) == 0 {

@@ -439,10 +439,7 @@ func (s *Scheduler) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 			if err := validateNeeds("the job", desc.Needs); err != nil {
 				return err
 			}
-			tm.Needs = engineNeeds(desc.Needs)
-			if tm.Needs == nil {
-				tm.Needs = []engine.Need{} // none, in place of its type's
-			}
+			tm.Needs = ownNeeds(desc.Needs)
 		}
 		if desc.After != nil {
 			after, err := s.afterOf(desc)

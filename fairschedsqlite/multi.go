@@ -37,8 +37,8 @@ func (w *writer) multiStmt(ctx context.Context, k multiKind, n int) (*sql.Stmt, 
 	var q string
 	switch k {
 	case multiInsert:
-		q = `INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, not_before, start_by, args, after) VALUES ` +
-			rows("(1, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n)
+		q = `INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, not_before, start_by, args, after, needs) VALUES ` +
+			rows("(1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n)
 	case multiStart:
 		q = `UPDATE fairsched_jobs SET attempt = attempt + 1, started = ` + byID(n) + ` WHERE id IN (` + ids(n) +
 			`) AND state = 1 AND started = 0 RETURNING id, args`
@@ -94,7 +94,7 @@ func rows(row string, n int) string {
 // under AUTOINCREMENT the rows of one INSERT get consecutive IDs, in the
 // order of its VALUES, the last of them last_insert_rowid.
 func (w *writer) insertAll(ctx context.Context, jobs []*store.Job) error {
-	args := make([]any, 0, 9*maxRows)
+	args := make([]any, 0, 10*maxRows)
 	for len(jobs) > 0 {
 		n := min(len(jobs), maxRows)
 		st, err := w.multiStmt(ctx, multiInsert, n)
@@ -103,7 +103,7 @@ func (w *writer) insertAll(ctx context.Context, jobs []*store.Job) error {
 		}
 		args = args[:0]
 		for _, j := range jobs[:n] {
-			args = append(args, j.Type, j.Key, j.Ref, j.Priority, j.Submitted, j.NotBefore, j.StartBy, j.Args, afterOf(j))
+			args = append(args, j.Type, j.Key, j.Ref, j.Priority, j.Submitted, j.NotBefore, j.StartBy, j.Args, afterOf(j), needsOf(j))
 		}
 		res, err := st.ExecContext(ctx, args...)
 		if err != nil {

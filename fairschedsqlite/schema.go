@@ -12,7 +12,7 @@ import (
 // by a newer version of this package is refused, never written.
 
 // schemaVersion is the version this package writes.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // migrations[v] takes the schema from version v to v+1.
 var migrations = []string{
@@ -46,6 +46,9 @@ CREATE TABLE fairsched_state (
 `,
 	2: `
 ALTER TABLE fairsched_jobs ADD COLUMN after TEXT; -- JSON array of the IDs of the jobs it runs after; NULL: none
+`,
+	3: `
+ALTER TABLE fairsched_jobs ADD COLUMN needs TEXT; -- JSON object: units of resources it needs in place of its type's; NULL: its type's
 `,
 }
 

@@ -260,7 +260,7 @@ func (st *Store) scan(ctx context.Context, where string, fn func(*store.Job) err
 func scanJobs(ctx context.Context, db *sql.DB, where string, fn func(*store.Job) error, args ...any) error {
 	rows, err := db.QueryContext(ctx, `
 SELECT id, state, type, key, ref, priority, submitted, not_before, start_by, attempt, allowed, started, finished,
-	coalesce(error, ''), attempts, after
+	coalesce(error, ''), attempts, after, needs
 FROM fairsched_jobs `+where, args...)
 	if err != nil {
 		return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
@@ -270,9 +270,9 @@ FROM fairsched_jobs `+where, args...)
 	for rows.Next() {
 		j := new(store.Job)
 		var typ, key string
-		var attempts, after sql.RawBytes
+		var attempts, after, needs sql.RawBytes
 		if err := rows.Scan(&j.ID, &j.State, &typ, &key, &j.Ref, &j.Priority, &j.Submitted, &j.NotBefore, &j.StartBy,
-			&j.Attempt, &j.Allowed, &j.Started, &j.Finished, &j.Err, &attempts, &after); err != nil {
+			&j.Attempt, &j.Allowed, &j.Started, &j.Finished, &j.Err, &attempts, &after, &needs); err != nil {
 			return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
 		}
 		j.Type, j.Key, j.Ref = intern.of(typ), intern.of(key), intern.of(j.Ref)
@@ -287,6 +287,11 @@ FROM fairsched_jobs `+where, args...)
 		if len(after) > 0 {
 			if err := json.Unmarshal(after, &j.After); err != nil {
 				return fmt.Errorf("fairschedsqlite: job %d: the jobs it runs after: %w", j.ID, err)
+			}
+		}
+		if len(needs) > 0 {
+			if err := json.Unmarshal(needs, &j.Needs); err != nil {
+				return fmt.Errorf("fairschedsqlite: job %d: the resources it needs: %w", j.ID, err)
 			}
 		}
 		if err := fn(j); err != nil {

@@ -76,7 +76,7 @@ func (st *Store) Watch(arrived func(*store.Job)) error {
 func (st *Store) InsertTx(ctx context.Context, tx *sql.Tx, jobs ...*store.Job) error {
 	for _, j := range jobs {
 		if err := tx.QueryRowContext(ctx, qInsert, j.Type, j.Key, j.Ref, j.Priority, j.Submitted, j.NotBefore, j.StartBy,
-			j.Args, afterOf(j)).Scan(&j.ID); err != nil {
+			j.Args, afterOf(j), needsOf(j)).Scan(&j.ID); err != nil {
 			return fmt.Errorf("fairschedsqlite: %w", err)
 		}
 		st.watch.expect(j.ID)

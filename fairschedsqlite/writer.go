@@ -102,8 +102,8 @@ func (w *writer) close() error {
 
 // The statements of the writer, prepared once on its connection.
 const (
-	qInsert = `INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, not_before, start_by, args, after)
-VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	qInsert = `INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, not_before, start_by, args, after, needs)
+VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	// An attempt that ended is appended to attempts when the op carries
 	// one; ?1 is its JSON or NULL.
 	qRetry = `UPDATE fairsched_jobs SET state = 1, not_before = ?2, started = 0,
@@ -252,7 +252,7 @@ func (w *writer) applyOne(ctx context.Context, r *request) error {
 		ins := w.stmts[qInsert]
 		for _, j := range r.jobs {
 			if err := ins.QueryRowContext(ctx, j.Type, j.Key, j.Ref, j.Priority, j.Submitted, j.NotBefore, j.StartBy,
-				j.Args, afterOf(j)).Scan(&j.ID); err != nil {
+				j.Args, afterOf(j), needsOf(j)).Scan(&j.ID); err != nil {
 				return err
 			}
 			w.ids = append(w.ids, j.ID)
@@ -314,6 +314,15 @@ func afterOf(j *store.Job) any {
 		return nil
 	}
 	b, _ := json.Marshal(j.After) // integers: cannot fail
+	return string(b)
+}
+
+// needsOf returns j's needs column: JSON, or NULL for its type's.
+func needsOf(j *store.Job) any {
+	if j.Needs == nil {
+		return nil
+	}
+	b, _ := json.Marshal(j.Needs) // names and integers: cannot fail
 	return string(b)
 }
 

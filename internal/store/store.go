@@ -54,9 +54,12 @@ type Job struct {
 	Started  int64   // the last attempt's start, while it runs
 	Allowed  int     // attempts allowed in all, if a retry by hand set it; 0: the type's policy
 	After    []int64 // the jobs it runs after
-	Finished int64   // when it ended, if it did
-	Err      string  // why it ended, if it did not complete
-	Args     []byte  // the handler's arguments, JSON: given to Insert, returned by Start
+	// Needs are the units of resources it needs in place of its type's,
+	// by resource name; nil: its type's, empty: none.
+	Needs    map[string]int
+	Finished int64  // when it ended, if it did
+	Err      string // why it ended, if it did not complete
+	Args     []byte // the handler's arguments, JSON: given to Insert, returned by Start
 }
 
 // StateWrite is a state to put together with jobs (Insert): Value is
