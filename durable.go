@@ -156,8 +156,10 @@ func durableFn(context.Context) error {
 // of the type its handler takes, and returns its Handle once the job is
 // committed to Config.Store: from then on it runs, here or after a
 // restart, until it completes or fails for good. Handle.ID is its
-// identity in the store. ctx bounds the wait for the commit; its values
-// do not reach the job.
+// identity in the store. The wait for the commit, a few milliseconds
+// shared with other writes, is not cut short by ctx: a job that may have
+// been committed is never reported as refused. ctx's values do not reach
+// the job.
 //
 // Enqueue fails, storing nothing, with an error matching ErrNoHandler
 // for a type without a handler, ErrArgs for arguments of the wrong type
@@ -171,6 +173,9 @@ func durableFn(context.Context) error {
 // counts against them from then on, while it is written, so Enqueues
 // running at once never pass MaxQueue or a key's MaxPending together.
 func (s *Scheduler) Enqueue(ctx context.Context, job Job, args any) (Handle, error) {
+	if ctx == nil {
+		panic("fairsched: Enqueue with a nil context")
+	}
 	return s.enqueueOne(ctx, EnqueueParams{Job: job, Args: args}, nil)
 }
 
@@ -214,6 +219,9 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // *BatchError naming it; a batch that does not fit the queue's limits
 // fails with a *QueueFullError. Nothing is stored then.
 func (s *Scheduler) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Handle, error) {
+	if ctx == nil {
+		panic("fairsched: EnqueueMany with a nil context")
+	}
 	return s.enqueueMany(ctx, jobs, nil)
 }
 

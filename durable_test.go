@@ -245,6 +245,12 @@ func TestDurableBadInput(t *testing.T) {
 	assert.ErrorContains(t, err, "has a handler")
 	err = s.RunSync(ctx, Job{Type: "mail"}, func(context.Context) error { return nil })
 	assert.ErrorContains(t, err, "has a handler")
+	// A nil context is a programming error, named before anything is
+	// admitted or written.
+	assert.PanicsWithValue(t, "fairsched: Enqueue with a nil context", func() { _, _ = s.Enqueue(nil, Job{Type: "mail"}, mail{}) })
+	assert.PanicsWithValue(t, "fairsched: EnqueueMany with a nil context", func() { _, _ = s.EnqueueMany(nil, nil) })
+	assert.PanicsWithValue(t, "fairsched: EnqueueTx with a nil context", func() { _, _ = EnqueueTx(nil, s, (*sql.Tx)(nil), Job{Type: "mail"}, mail{}) })
+	assert.PanicsWithValue(t, "fairsched: ScheduleDurable with a nil context", func() { _, _ = s.ScheduleDurable(nil, "n", Every(time.Hour), Job{Type: "mail"}, mail{}) })
 	var n int
 	require.NoError(t, st.DB().QueryRow("SELECT count(*) FROM fairsched_jobs").Scan(&n))
 	assert.Zero(t, n, "nothing refused was stored")

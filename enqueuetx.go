@@ -21,6 +21,9 @@ import (
 // queue's limits are checked when EnqueueTx is called, not when tx
 // commits.
 func EnqueueTx[Tx any](ctx context.Context, s *Scheduler, tx Tx, job Job, args any) (int64, error) {
+	if ctx == nil {
+		panic("fairsched: EnqueueTx with a nil context")
+	}
 	d := s.durable
 	if d == nil {
 		return 0, errors.New("fairsched: EnqueueTx needs a Store in Config")
@@ -46,13 +49,15 @@ func EnqueueTx[Tx any](ctx context.Context, s *Scheduler, tx Tx, job Job, args a
 		return 0, err
 	}
 	defer s.wg.Done() // admitDurable's
-	err = ins.InsertTx(ctx, tx, rec)
 	// Counted until the insert, not until tx commits: when, or whether,
-	// it does is the caller's.
-	s.mu.Lock()
-	s.releaseLocked(a)
-	s.mu.Unlock()
-	if err != nil {
+	// it does is the caller's. Deferred, so that a panic in the insert
+	// (the caller's tx) leaves no count behind.
+	defer func() {
+		s.mu.Lock()
+		s.releaseLocked(a)
+		s.mu.Unlock()
+	}()
+	if err := ins.InsertTx(ctx, tx, rec); err != nil {
 		return 0, err
 	}
 	return rec.ID, nil

@@ -43,6 +43,9 @@ func scheduleStateName(name string) string { return "schedule:" + name }
 // be stored is skipped and counted. It fails as Schedule does, and as
 // Enqueue does for job and args.
 func (s *Scheduler) ScheduleDurable(ctx context.Context, name string, spec Schedule, job Job, args any) (*Periodic, error) {
+	if ctx == nil {
+		panic("fairsched: ScheduleDurable with a nil context")
+	}
 	d := s.durable
 	switch {
 	case d == nil:
