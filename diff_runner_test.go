@@ -458,12 +458,20 @@ func (r *diffRunner) change(c diffKeyChange) error {
 }
 
 // join has submission i join job k: the system returns k's number, and
-// the reference raises k's priority to i's.
+// the reference raises k's priority to i's. A disabled pair joins
+// nothing: the submission is refused, as the reference says.
 func (r *diffRunner) join(i, k int) error {
 	desc := r.w.Jobs[i].Job
 	seq, err := r.sys.join(i, k, desc)
-	if err != nil {
+	disabled := r.ref != nil && r.ref.Disabled(r.now.Microseconds(), desc.Type, desc.ID)
+	switch {
+	case errors.Is(err, ErrDisabled) && (r.ref == nil || disabled):
+		r.trace = append(r.trace, fmt.Sprintf("%v submit j%d: %v", r.now, i, err))
+		return nil
+	case err != nil:
 		return fmt.Errorf("j%d joining j%d: %v", i, k, err)
+	case disabled:
+		return fmt.Errorf("j%d joined j%d, while the reference has its pair disabled", i, k)
 	}
 	if seq != r.jobs[k].seq {
 		return fmt.Errorf("j%d joined seq %d, want j%d's %d", i, seq, k, r.jobs[k].seq)

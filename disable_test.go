@@ -112,3 +112,29 @@ func TestDisablePolicyValidation(t *testing.T) {
 		require.ErrorContains(t, err, tc.want)
 	}
 }
+
+// A disabled (type, ID) pair is refused even where a duplicate policy
+// would have joined the submission to a job of that pair already waiting:
+// joining it would be a new submission of the pair all the same.
+func TestDisabledPairJoinsNothing(t *testing.T) {
+	tt := newTimeTest(t, Config{MaxConcurrency: 1, Types: map[string]TypeConfig{
+		"a": {Disable: DisablePolicy{Failures: 1, Window: time.Minute}, Duplicates: JoinQueued},
+	}})
+	ctx := context.Background()
+	g := newGate()
+	first, err := tt.s.Submit(ctx, Job{Type: "a", ID: "x"}, func(ctx context.Context) error {
+		<-g.open
+		return errFlaky
+	})
+	require.NoError(t, err)
+	waiting, err := tt.s.Submit(ctx, Job{Type: "a", ID: "x", NotBefore: tt.clk.Now().Add(time.Hour)}, noop)
+	require.NoError(t, err)
+	close(g.open)
+	require.Error(t, first.Wait(ctx))
+	_, err = tt.s.Submit(ctx, Job{Type: "a", ID: "x"}, noop)
+	require.ErrorIs(t, err, ErrDisabled, "not joined to the waiting job")
+	require.ErrorIs(t, tt.s.RunSync(ctx, Job{Type: "a", ID: "x"}, noop), ErrDisabled)
+	assert.Equal(t, uint64(2), tt.s.Stats().Submitted, "the refused ones were not submitted")
+	assert.Equal(t, 1, tt.s.Stats().Queued, "the waiting job is untouched")
+	waiting.Cancel()
+}

@@ -176,6 +176,9 @@ func (s *Scheduler) joinsType(name string) bool {
 // the job it duplicates, if there is one, at now, and returns the Handle
 // of the submission, and whether it joined.
 func (s *Scheduler) submitJoinLocked(t *task, desc *Job, now int64) (Handle, bool, error) {
+	if err := s.disabledLocked(desc, now); err != nil {
+		return Handle{}, false, err // a disabled pair joins nothing either
+	}
 	existing := s.joinableLocked(desc)
 	if existing == nil {
 		return Handle{}, false, nil

@@ -189,6 +189,11 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 	t := s.newSyncTaskLocked(&jobContext{parent: ctx})
 	now := s.nowLocked()
 	if s.dups.policy != nil {
+		if err := s.disabledLocked(&desc, now); err != nil { // a disabled pair joins nothing either
+			s.recycleLocked(t)
+			s.mu.Unlock()
+			return err
+		}
 		if existing := s.joinableLocked(&desc); existing != nil {
 			s.inheritLocked(ctx, &desc)
 			s.recycleLocked(t)
@@ -421,7 +426,7 @@ func (s *Scheduler) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 	if s.durable != nil && s.durable.isDurableType(desc.Type) != (t.submitCtx == durableParent) {
 		return errDurableType(desc.Type)
 	}
-	if len(s.disabling.disabled) > 0 {
+	if len(s.disabling.disabled) > 0 { // a call spared on the hot path
 		if err := s.disabledLocked(desc, now); err != nil {
 			return err
 		}

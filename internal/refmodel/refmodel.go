@@ -373,13 +373,20 @@ func (m *Model) Supersede(now int64, old uint64, d Job) (uint64, bool) {
 	return seq, true
 }
 
+// Disabled reports whether the pair (typ, id) is disabled at now: its
+// submissions are refused, and join no job either.
+func (m *Model) Disabled(now int64, typ, id string) bool {
+	until, off := m.disabled[costID{typ, id}]
+	return off && (until == 0 || now < until)
+}
+
 // submit is Submit without the dispatch.
 func (m *Model) submit(now int64, d Job) (uint64, bool) {
 	t, ok := m.typeOf(d.Type)
 	if !ok {
 		return 0, false
 	}
-	if until, off := m.disabled[costID{d.Type, d.ID}]; off && (until == 0 || now < until) {
+	if m.Disabled(now, d.Type, d.ID) {
 		return 0, false
 	}
 	// The start deadline: the earlier of StartBy and the type's
