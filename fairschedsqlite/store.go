@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/fairsched/fairsched/internal/store"
@@ -82,6 +83,9 @@ type Store struct {
 	pruner *pruner
 	watch  *watcher
 	ownsDB bool // Open opened db: Close closes it
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open opens, or creates, the SQLite file at path for durable jobs,
@@ -200,18 +204,22 @@ func open(db *sql.DB, owner *os.File, o Options) (*Store, error) {
 func (st *Store) DB() *sql.DB { return st.db }
 
 // Close waits for the writes queued, then closes the database and
-// releases the file. Close the Scheduler first.
+// releases the file. Close the Scheduler first. Calls after the first
+// do nothing and return its error.
 func (st *Store) Close() error {
-	st.pruner.stop()
-	st.watch.stop()
-	err := st.w.close()
-	if st.ownsDB {
-		if cerr := st.db.Close(); err == nil {
-			err = cerr
+	st.closeOnce.Do(func() {
+		st.pruner.stop()
+		st.watch.stop()
+		err := st.w.close()
+		if st.ownsDB {
+			if cerr := st.db.Close(); err == nil {
+				err = cerr
+			}
 		}
-	}
-	st.owner.Close()
-	return err
+		st.owner.Close()
+		st.closeErr = err
+	})
+	return st.closeErr
 }
 
 // Recover is for the scheduler: it calls fn with every unfinished job, in

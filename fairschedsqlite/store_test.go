@@ -212,3 +212,16 @@ INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, args) VA
 	require.NoError(t, err)
 	assert.Equal(t, `{}`, string(b), "the table of version 2 is there")
 }
+
+// Closing a Store twice is harmless: the second call returns the first
+// one's result, and the file is free for another Store.
+func TestCloseTwice(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	st, err := Open(path)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	require.NoError(t, st.Close())
+	again, err := Open(path)
+	require.NoError(t, err)
+	require.NoError(t, again.Close())
+}
