@@ -11,7 +11,9 @@ import (
 // Schedule gives the times of a periodic job's occurrences: Next returns
 // the first occurrence after t, or the zero time for none (the schedule
 // then ends). A parsed cron expression of the usual Go cron libraries has
-// this method already.
+// this method already. The Scheduler calls Next from one goroutine at a
+// time per schedule, and never with its lock held, so Next may call the
+// Scheduler.
 type Schedule interface {
 	Next(t time.Time) time.Time
 }
@@ -68,6 +70,7 @@ func (s *Scheduler) Schedule(ctx context.Context, spec Schedule, job Job, fn fun
 	case fn == nil:
 		return nil, errNilFunc
 	}
+	first := spec.Next(s.clock.Now()) // the user's code: outside the lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.eng.Accepting() {
@@ -81,14 +84,14 @@ func (s *Scheduler) Schedule(ctx context.Context, spec Schedule, job Job, fn fun
 		s.periodic = make(map[*Periodic]struct{})
 	}
 	s.periodic[p] = struct{}{}
-	p.armLocked(s.clock.Now())
+	p.armNextLocked(first)
 	return p, nil
 }
 
-// armLocked sets the clock timer for the occurrence after t, or ends the
-// schedule if there is none.
-func (p *Periodic) armLocked(t time.Time) {
-	next := p.spec.Next(t)
+// armNextLocked sets the clock timer for the occurrence at next, or ends
+// the schedule if next is zero (there is none). next comes from
+// spec.Next, which is called without the lock: it is the user's code.
+func (p *Periodic) armNextLocked(next time.Time) {
 	if next.IsZero() {
 		p.stopLocked()
 		return
@@ -105,6 +108,7 @@ func (p *Periodic) armAtLocked(next time.Time) {
 // ended, and sets the timer for the next.
 func (p *Periodic) occur(at time.Time) {
 	s := p.s
+	next := p.spec.Next(at) // the user's code: outside the lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p.stop == nil {
@@ -114,10 +118,10 @@ func (p *Periodic) occur(at time.Time) {
 		p.skipped++
 		s.skippedOccurrences++
 		if p.durable != nil {
-			p.saveLocked(p.spec.Next(at))
+			p.saveLocked(next)
 		}
 	} else if p.durable != nil {
-		p.occurDurableLocked(at)
+		p.occurDurableLocked(next)
 		return
 	} else {
 		t := newSubmitTask(p.ctx, p.fn)
@@ -131,7 +135,7 @@ func (p *Periodic) occur(at time.Time) {
 			s.skippedOccurrences++
 		}
 	}
-	p.armLocked(at)
+	p.armNextLocked(next)
 }
 
 // Stop ends the schedule: no occurrence starts after it returns. An

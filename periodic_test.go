@@ -86,3 +86,33 @@ func TestPeriodicEndsAndBadInput(t *testing.T) {
 type scheduleFunc func(time.Time) time.Time
 
 func (f scheduleFunc) Next(t time.Time) time.Time { return f(t) }
+
+// The user's Schedule.Next runs without the Scheduler's lock, so it may
+// call the Scheduler, and a panic in it cannot leave the lock held.
+func TestScheduleNextOutsideTheLock(t *testing.T) {
+	tt := newTimeTest(t, Config{})
+	calls := 0
+	spec := scheduleFunc(func(after time.Time) time.Time {
+		calls++
+		// Nothing else takes the lock meanwhile: the one job runs, held
+		// at its gate, and the test's clock calls Next.
+		if !tt.s.mu.TryLock() {
+			t.Error("Schedule.Next called with the Scheduler's lock held")
+			return after.Add(time.Minute)
+		}
+		tt.s.mu.Unlock()
+		_ = tt.s.Stats()
+		return after.Add(time.Minute)
+	})
+	g := newGate()
+	p, err := tt.s.Schedule(context.Background(), spec, Job{}, g.fn)
+	require.NoError(t, err)
+	tt.set(time.Minute)
+	<-g.entered
+	tt.set(2 * time.Minute) // skipped: the first still runs
+	assert.Equal(t, 3, calls, "the first time, then at each occurrence")
+	assert.EqualValues(t, 1, p.Skipped())
+	p.Stop()
+	g.open <- struct{}{}
+	require.NoError(t, p.Last().Wait(context.Background()))
+}

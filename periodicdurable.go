@@ -66,6 +66,7 @@ func (s *Scheduler) ScheduleDurable(ctx context.Context, name string, spec Sched
 			return nil, fmt.Errorf("fairsched: the store's schedule %q: %w", name, err)
 		}
 	}
+	first := spec.Next(s.clock.Now()) // the user's code: outside the lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.eng.Accepting() {
@@ -82,7 +83,7 @@ func (s *Scheduler) ScheduleDurable(ctx context.Context, name string, spec Sched
 	now := s.clock.Now()
 	switch {
 	case saved.Next == 0:
-		p.armLocked(now)
+		p.armNextLocked(first)
 	case saved.Next <= now.UnixMicro():
 		p.armAtLocked(now) // fell due while no one ran it
 	default:
@@ -105,12 +106,12 @@ func (s *Scheduler) findDurableLocked(id int64) Handle {
 	return Handle{}
 }
 
-// occurDurableLocked enqueues the occurrence due at at, on a goroutine of
+// occurDurableLocked enqueues the occurrence due now, on a goroutine of
 // the Scheduler's since the write must not hold the lock, then records
-// the schedule and sets the timer for the next.
-func (p *Periodic) occurDurableLocked(at time.Time) {
+// the schedule and sets the timer for next, the occurrence after it
+// (zero: none).
+func (p *Periodic) occurDurableLocked(next time.Time) {
 	s := p.s
-	next := p.spec.Next(at)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -136,11 +137,7 @@ func (p *Periodic) occurDurableLocked(at time.Time) {
 		if p.stop == nil {
 			return // stopped meanwhile
 		}
-		if next.IsZero() {
-			p.stopLocked()
-			return
-		}
-		p.armAtLocked(next)
+		p.armNextLocked(next)
 	}()
 }
 
