@@ -159,7 +159,8 @@ func durableFn(context.Context) error {
 // identity in the store. The wait for the commit, a few milliseconds
 // shared with other writes, is not cut short by ctx: a job that may have
 // been committed is never reported as refused. ctx's values do not reach
-// the job.
+// the job, but a ctx that descends from a running job's context makes the
+// job that job's child, as Submit does.
 //
 // Enqueue fails, storing nothing, with an error matching ErrNoHandler
 // for a type without a handler, ErrArgs for arguments of the wrong type
@@ -275,6 +276,7 @@ func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state
 				d.st.Post(store.Op{Kind: store.OpEnd, ID: recs[i].ID, At: s.wallOf(now),
 					Err: fmt.Sprintf("fairsched: joined job %d", s.durableOf(existing).id)})
 				w := &joiner{fn: durableFn, ctx: durableParent}
+				s.inheritLocked(ctx, &jobs[i].Job) // a child's priority, for the job it joins
 				before := existing.rec.Base()
 				s.joinLocked(existing, &jobs[i].Job, w, now)
 				if p := existing.rec.Base(); p != before { // raised: kept for a restart too
@@ -289,6 +291,13 @@ func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state
 			panic("fairsched: internal error: an admitted durable job was refused: " + err.Error())
 		}
 		hs[i] = s.handleLocked(&t.task)
+		if t.rec.Waiting() {
+			before := t.rec.Base()
+			s.raiseChildLocked(ctx, &t.task, now)
+			if p := t.rec.Base(); p != before { // a child raised to its parent's: kept for a restart too
+				d.st.Post(store.Op{Kind: store.OpPriority, ID: t.id, At: s.wallOf(now), Allowed: priorityOf(p)})
+			}
+		}
 		s.launchLocked(&t.task, now)
 	}
 	return hs, nil

@@ -883,3 +883,39 @@ func TestDurableNeedsSurviveRestart(t *testing.T) {
 	assert.Equal(t, mailRun{mail{N: 1}, 1}, <-got)
 	assert.Equal(t, mailRun{mail{N: 2}, 1}, <-got)
 }
+
+// A durable job enqueued from a running job's context is its child: it
+// waits at the parent's priority, ahead of older jobs below it, and the
+// raised priority is stored for a restart.
+func TestDurableChildJob(t *testing.T) {
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	got := make(chan mailRun, 3)
+	var s *Scheduler
+	child := make(chan int64, 1)
+	s = newTestScheduler(t, Config{MaxConcurrency: 1, Store: st, Handlers: mailHandlers(got, func(ctx context.Context, m mail) error {
+		if m.N == 1 {
+			h, err := s.Enqueue(ctx, Job{Type: "mail"}, mail{N: 3})
+			if err != nil {
+				return err
+			}
+			child <- h.ID()
+		}
+		return nil
+	})})
+	ctx := context.Background()
+	s.PauseKey("")
+	parent, err := s.Enqueue(ctx, Job{Type: "mail", Priority: 80}, mail{N: 1})
+	require.NoError(t, err)
+	older, err := s.Enqueue(ctx, Job{Type: "mail"}, mail{N: 2})
+	require.NoError(t, err)
+	s.ResumeKey("")
+	require.NoError(t, parent.Wait(ctx))
+	require.NoError(t, older.Wait(ctx))
+	for _, n := range []int{1, 3, 2} {
+		assert.Equal(t, n, (<-got).m.N)
+	}
+	require.NoError(t, s.Shutdown(ctx))
+	var priority int
+	require.NoError(t, st.DB().QueryRow("SELECT priority FROM fairsched_jobs WHERE id = ?", <-child).Scan(&priority))
+	assert.Equal(t, 80, priority)
+}
