@@ -154,8 +154,9 @@
 // PauseKey and PauseType hold a key's or a type's queued jobs, and those
 // submitted later, out of the queue until ResumeKey or ResumeType: they
 // hold nothing, take no place in fair share (the key's share goes to the
-// others at once), and their aging clocks stand still; running jobs
-// finish, and start deadlines still run. A job waits while either its key
+// others at once), and their aging clocks stand still, as do those of the
+// key's or type's jobs backing off or waiting for jobs they run after;
+// running jobs finish, and start deadlines still run. A job waits while either its key
 // or its type is paused. On resume the key re-enters fair share as a key
 // returning from idle does. A key may be paused before it is first seen.
 //

@@ -10,7 +10,9 @@ import (
 // submitted to it later, wait holding nothing, out of the order and out
 // of fair share: for allocation the key counts as one with no work, so
 // its share goes to the other keys at once. Its running jobs finish. A
-// paused job's aging clock stands still; its start deadline does not.
+// paused job's aging clock stands still, as does that of a job of the
+// key backing off or waiting for jobs it runs after; its start deadline
+// does not.
 // A key the scheduler has not seen may be paused: the pause applies when
 // it appears. Pausing a paused key does nothing.
 //

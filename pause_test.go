@@ -94,6 +94,54 @@ func TestPauseStopsTheAgingClock(t *testing.T) {
 	close(g.open)
 }
 
+// A job's aging clock stands still while its key is paused whatever
+// holds it: one backing off after a failed attempt, and one waiting for a
+// job it runs after, age as a queued job does (SPEC section 4).
+func TestPauseStopsTheClockOfJobsSetAside(t *testing.T) {
+	tt := newTimeTest(t, Config{MaxConcurrency: 2, Aging: AgingConfig{Interval: time.Second, Step: 10},
+		Types: map[string]TypeConfig{"flaky": {Retry: RetryPolicy{Attempts: 2, Backoff: 100 * time.Second}}}})
+	ctx := context.Background()
+	g := newGate()
+	blocker, err := tt.s.Submit(ctx, Job{Key: "a"}, g.fn)
+	require.NoError(t, err)
+	<-g.entered
+	backingOff, err := tt.s.Submit(ctx, Job{Type: "flaky", Key: "b", Priority: 20}, func(ctx context.Context) error {
+		if Attempt(ctx) == 1 {
+			return errFlaky
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, backingOff.Seq(), <-tt.sig.retried, "its first attempt failed at 0 s")
+	blocked, err := tt.s.Submit(ctx, Job{Key: "b", Priority: 20, After: []Handle{blocker}}, noop)
+	require.NoError(t, err)
+	effective := func(h Handle) int {
+		for _, ji := range tt.s.Snapshot() {
+			if ji.Seq == h.Seq() {
+				return ji.EffectivePriority
+			}
+		}
+		t.Fatal("the job is not in the snapshot")
+		return 0
+	}
+
+	tt.set(2 * time.Second)
+	require.Equal(t, 40, effective(backingOff))
+	require.Equal(t, 40, effective(blocked))
+	tt.s.PauseKey("b")
+	tt.set(60 * time.Second)
+	assert.Equal(t, 40, effective(backingOff), "paused for 58 s while backing off: its clock stood still")
+	assert.Equal(t, 40, effective(blocked), "and while waiting for the job it runs after")
+	tt.s.ResumeKey("b")
+	tt.set(63 * time.Second)
+	assert.Equal(t, 70, effective(backingOff), "3 s after the resume: 5 s of waiting in all")
+	assert.Equal(t, 70, effective(blocked))
+	close(g.open)
+	require.NoError(t, blocked.Wait(ctx))
+	tt.set(100 * time.Second)
+	require.NoError(t, backingOff.Wait(ctx))
+}
+
 // A key may be paused before the scheduler has seen it; its jobs wait,
 // counted, though slots are free, and start when it is resumed.
 func TestPauseKeyNotYetSeen(t *testing.T) {

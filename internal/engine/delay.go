@@ -153,13 +153,16 @@ func (e *Engine) Due(now int64) []*Job {
 			if e.waitsForDeps(j) {
 				e.timed[j].retry = false // a retried job's dependencies completed: never here
 				j.sub = t.at             // its aging clock starts at its NotBefore
+				j.at = j.lane.stoodAt(t.at)
 				e.block(j)
 				continue
 			}
 			if j.paused() {
-				// Its aging clock runs until its release, then stands.
+				// Its aging clock stands from its release, and stood
+				// before it, if it ran, while its lane was paused.
 				if tm := e.timed[j]; tm.retry {
 					tm.retry = false
+					j.catchUpClock(j.at, t.at)
 				} else {
 					j.sub = t.at
 				}
@@ -169,6 +172,7 @@ func (e *Engine) Due(now int64) []*Job {
 			e.unaside(j)
 			if tm := e.timed[j]; tm.retry {
 				tm.retry = false
+				j.catchUpClock(j.at, now)
 				e.rejoin(j, now)
 			} else {
 				e.join(j, t.at, now) // its aging clock starts at its NotBefore
@@ -200,6 +204,7 @@ func (e *Engine) Retry(j *Job, notBefore, now int64) {
 		e.timeline.add(&tm.deadline, tm.deadlineAt) // if past, due at once
 	}
 	e.settle(j, now)
+	j.at = j.lane.stoodAt(now) // its aging clock runs, but stands while its lane is paused
 }
 
 // rejoin brings a retried job back into the queue. Its grace period, if

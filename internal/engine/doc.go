@@ -128,7 +128,13 @@
 //     and the wait lanes listed on them (lane.held), sets them aside in
 //     submission order, and keeps them in the paused key's or type's
 //     list; a paused job's aging clock stands still, which resuming
-//     applies by moving its submission time on (pause.go).
+//     applies by moving its submission time on (pause.go). A job set
+//     aside with its clock running (backing off, blocked) is not found
+//     by a pause: each lane keeps its paused time instead (lane.stoodAt,
+//     brought up to date at each pause and resume of its key or type,
+//     O(lanes)), and the job, the lane's paused time as it left, so that
+//     as it comes back its submission time moves on by what the lane
+//     stood meanwhile.
 //
 // So Enqueue and Next cost O(log n) in pending jobs, plus the job types of
 // a tier and the keys with reservations (both configured, so few),

@@ -282,7 +282,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 	}
 	e.seq++
 	j.seq, j.sub, j.uidx = e.seq, sub, -1
-	j.lane = e.laneOf(t, k)
+	j.lane = e.laneOf(t, k, now)
 	if own != nil {
 		if e.ownNeeds == nil {
 			e.ownNeeds = make(map[*Job][]need)
@@ -340,10 +340,12 @@ func (e *Engine) setAside(j *Job, tm *Times, deadline, now int64) bool {
 		e.delay(j, tm.NotBefore)
 		if tm.Submitted != 0 {
 			e.timed[j].retry = true // its aging clock runs from Submitted
+			j.at = j.lane.stoodAt(now)
 		}
 	case e.waitsForDeps(j):
 		e.aside(j)
 		e.block(j)
+		j.at = j.lane.stoodAt(now) // its aging clock runs, but stands while its lane is paused
 	case j.paused():
 		e.aside(j)
 		e.park(j, now)

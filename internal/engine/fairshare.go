@@ -162,8 +162,8 @@ func (e *Engine) keyOrNew(name string) *keyState {
 	return k
 }
 
-// laneOf returns the lane of (t, k), creating it and its flow.
-func (e *Engine) laneOf(t *typeState, k *keyState) *lane {
+// laneOf returns the lane of (t, k), creating it and its flow at now.
+func (e *Engine) laneOf(t *typeState, k *keyState, now int64) *lane {
 	for i, lt := range k.laneTypes {
 		if lt == t {
 			return k.lanes[i]
@@ -180,7 +180,7 @@ func (e *Engine) laneOf(t *typeState, k *keyState) *lane {
 		f = &flow{key: k, tier: t.tier, actIdx: -1, v: t.tier.floor}
 		k.flows = append(k.flows, f)
 	}
-	l := newLane(e, t, k, f)
+	l := newLane(e, t, k, f, now)
 	l.allIdx = len(t.all)
 	t.all = append(t.all, l)
 	k.lanes = append(k.lanes, l)

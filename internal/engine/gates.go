@@ -86,7 +86,7 @@ func (e *Engine) hold(j *Job, g *gate, by uint8, now int64) {
 			g.waits = map[*lane]*waitLane{}
 		}
 		l := j.lane
-		w = &waitLane{lane: *newLane(e, l.typ, l.key, l.flow), gate: g, of: l, attIdx: -1, openIdx: -1}
+		w = &waitLane{lane: *newLane(e, l.typ, l.key, l.flow, 0), gate: g, of: l, attIdx: -1, openIdx: -1}
 		w.aged = iheap.NewKeyed(jobSetUIdx)
 		g.waits[l] = w
 		w.heldIdx = len(l.held)

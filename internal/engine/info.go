@@ -133,24 +133,36 @@ func (k *keyState) info(alloc float64) KeyInfo {
 
 // Effective returns j's effective priority at now, rounded down.
 func (e *Engine) Effective(j *Job, now int64) int {
-	switch j.state {
-	case StateDelayed:
-		return int(j.base) // its aging clock has not started
-	case StatePaused:
-		now = j.at // its aging clock stands still
+	sub, at, started := e.clockOf(j, now)
+	if !started {
+		return int(j.base)
 	}
-	return e.aging.effective(int(j.base), j.sub, now)
+	return e.aging.effective(int(j.base), sub, at)
 }
 
 // Urgent reports whether a pending j is urgent at now.
 func (e *Engine) Urgent(j *Job, now int64) bool {
+	sub, at, started := e.clockOf(j, now)
+	return started && e.aging.isUrgent(int(j.base), sub, at)
+}
+
+// clockOf returns where j's aging clock is at now: the submission time it
+// counts from, and the time it reads, which stood still while j was
+// paused; started is false for a delayed job whose clock starts at its
+// NotBefore.
+func (e *Engine) clockOf(j *Job, now int64) (sub, at int64, started bool) {
 	switch j.state {
 	case StateDelayed:
-		return false
+		if !e.timed[j].retry {
+			return 0, 0, false
+		}
+		return j.sub + j.lane.stoodAt(now) - j.at, now, true // backing off
+	case StateBlocked:
+		return j.sub + j.lane.stoodAt(now) - j.at, now, true
 	case StatePaused:
-		now = j.at
+		return j.sub, j.at, true
 	}
-	return e.aging.isUrgent(int(j.base), j.sub, now)
+	return j.sub, now, true
 }
 
 // TypeTier returns the tier of the job type name, if it is registered.

@@ -68,9 +68,11 @@ type Job struct {
 	idx     int32 // handle in a (wait) lane heap; position in the run or the running list
 	uidx    int32 // handle in typ.aged, or its wait lane's aged; -1 when absent
 	// at is, while the job is pending and inGrace, the number of its entry
-	// in the grace queue, and once it has started, its start time in µs.
-	// The two never overlap, as a job leaves the grace queue when it starts,
-	// and sharing the word keeps the record of a queued job 8 bytes smaller.
+	// in the grace queue; once it has started, its start time in µs; set
+	// aside with its aging clock running (backing off, blocked), its lane's
+	// paused time then (lane.stoodAt); paused, when its clock stopped. They
+	// never overlap, as a job leaves the grace queue when it starts or is
+	// set aside, and sharing the word keeps the record 8 bytes smaller.
 	at       int64
 	estimate float64   // cost estimate at start, seconds
 	est      *estimate // the learnt estimate it came from; nil: a guess, the type's default cost

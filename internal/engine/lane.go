@@ -59,6 +59,41 @@ type lane struct {
 	// this lane (waitLane.heldIdx their positions): a pause finds the
 	// jobs held by gates through them.
 	held []*waitLane
+
+	// The lane's paused time, the µs its key or its type was paused:
+	// stood up to stoodFrom, and since stoodFrom while it is paused
+	// (stoodAt). A waiting job's aging clock stands still for it (SPEC
+	// section 4): a job set aside with its clock running (backing off,
+	// waiting for dependencies) keeps stoodAt of when it left, in Job.at,
+	// and moves its submission time on by what the lane stood meanwhile
+	// when it comes back.
+	stood, stoodFrom int64
+}
+
+// paused reports whether the lane's key or type is paused.
+func (l *lane) paused() bool { return l.key.paused || l.typ.paused }
+
+// stoodAt returns the lane's paused time up to now.
+func (l *lane) stoodAt(now int64) int64 {
+	if l.paused() {
+		return l.stood + now - l.stoodFrom
+	}
+	return l.stood
+}
+
+// checkpoint brings the lanes' paused time up to now, before their key or
+// type is paused or resumed.
+func checkpoint(lanes []*lane, now int64) {
+	for _, l := range lanes {
+		l.stood, l.stoodFrom = l.stoodAt(now), now
+	}
+}
+
+// catchUpClock moves the submission time of j, set aside since its lane's
+// paused time was mark with its aging clock running, on by what the lane
+// stood since, as j leaves its aside state at now.
+func (j *Job) catchUpClock(mark, now int64) {
+	j.sub += j.lane.stoodAt(now) - mark
 }
 
 // first returns the lane's first job at now and its rank, or nil: the
@@ -80,9 +115,9 @@ func (l *lane) firstOfAll(p *agingParams, now int64) (*Job, rank) {
 	return best, br
 }
 
-func newLane(e *Engine, t *typeState, k *keyState, f *flow) *lane {
+func newLane(e *Engine, t *typeState, k *keyState, f *flow, now int64) *lane {
 	return &lane{
-		e: e, typ: t, key: k, flow: f, tyIdx: -1,
+		e: e, typ: t, key: k, flow: f, tyIdx: -1, stoodFrom: now,
 		fixed:  iheap.NewKeyed(jobSetIdx),
 		rising: iheap.NewKeyed(jobSetIdx),
 		capped: iheap.NewKeyed(jobSetIdx),

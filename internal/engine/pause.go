@@ -25,7 +25,9 @@ import (
 // the wait lanes that hold their jobs (lane.held), and resuming through
 // its list: O(m log n) for m jobs, once. A job delayed or backing off
 // when its key or type is paused stays delayed, and is set aside paused
-// when its time comes.
+// when its time comes; its aging clock, and that of a job waiting for
+// its dependencies, stands still for the pause all the same, through its
+// lane's paused time (lane.stoodAt).
 
 // PauseKey pauses key name, whether the engine knows it yet or not. O(m
 // log n) for its m waiting jobs. A paused key stays paused until
@@ -43,6 +45,7 @@ func (e *Engine) PauseKey(name string, now int64) {
 	if k == nil {
 		return
 	}
+	checkpoint(k.lanes, now)
 	k.paused = true
 	e.setAsideAll(e.waitingOf(k.lanes), now)
 }
@@ -58,6 +61,7 @@ func (e *Engine) ResumeKey(name string, now int64) {
 	if k == nil {
 		return
 	}
+	checkpoint(k.lanes, now)
 	k.paused = false
 	e.resumeAll(&k.pausedJobs, now)
 }
@@ -70,6 +74,7 @@ func (e *Engine) PauseType(name string, now int64) bool {
 		return false
 	}
 	if !t.paused {
+		checkpoint(t.all, now)
 		t.paused = true
 		e.npausing++
 		e.setAsideAll(e.waitingOf(t.all), now)
@@ -85,6 +90,7 @@ func (e *Engine) ResumeType(name string, now int64) bool {
 		return false
 	}
 	if t.paused {
+		checkpoint(t.all, now)
 		t.paused = false
 		e.npausing--
 		e.resumeAll(&t.pausedJobs, now)

@@ -42,7 +42,7 @@ func (m *Model) settleDeps(j *job, completed bool, now int64) {
 			m.unrunBy(d, now)
 		case len(d.after) == 0 && d.blocked:
 			if m.pausedFor(d) {
-				d.blocked, d.paused, d.pausedAt = false, true, now
+				d.blocked, d.paused = false, true // its clock stands already
 				continue
 			}
 			m.join(d, d.sub, now) // while it is still blocked: not yet active

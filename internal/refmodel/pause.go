@@ -19,6 +19,7 @@ func (m *Model) PauseKey(now int64, name string) {
 		m.pausedKeys = map[string]bool{}
 	}
 	m.pausedKeys[name] = true
+	m.standClocks(now)
 	m.pauseWaiting(now)
 }
 
@@ -28,6 +29,7 @@ func (m *Model) PauseType(now int64, name string) {
 		m.pausedTypes = map[string]bool{}
 	}
 	m.pausedTypes[name] = true
+	m.standClocks(now)
 	m.pauseWaiting(now)
 }
 
@@ -35,12 +37,14 @@ func (m *Model) PauseType(now int64, name string) {
 // the queue, in submission order. Then it dispatches.
 func (m *Model) ResumeKey(now int64, name string) {
 	delete(m.pausedKeys, name)
+	m.standClocks(now)
 	m.resumeWaiting(now)
 }
 
 // ResumeType resumes a job type as ResumeKey does a key.
 func (m *Model) ResumeType(now int64, name string) {
 	delete(m.pausedTypes, name)
+	m.standClocks(now)
 	m.resumeWaiting(now)
 }
 
@@ -51,7 +55,7 @@ func (m *Model) pauseWaiting(now int64) {
 		if j.running || j.aside() || !m.pausedFor(j) {
 			continue
 		}
-		j.paused, j.pausedAt = true, now
+		j.paused = true
 		m.unclaim(j)
 		m.ended(j, now)
 	}
@@ -60,15 +64,43 @@ func (m *Model) pauseWaiting(now int64) {
 
 // resumeWaiting brings back, in submission order, the paused jobs whose
 // key and type are no longer paused: each joins the queue as a released
-// job does, its aging clock moved on by the time it stood.
+// job does, its aging clock moved on by the time it stood (standClocks).
 func (m *Model) resumeWaiting(now int64) {
 	for _, j := range m.jobs {
 		if !j.paused || m.pausedFor(j) {
 			continue
 		}
-		j.sub += now - j.pausedAt
 		m.join(j, j.sub, now) // while it is still paused: not yet active
 		j.paused = false
 	}
 	m.dispatch(now)
+}
+
+// standClocks stops, at now, the aging clock of every waiting job whose
+// key or type is now paused, and moves on the submission time of every
+// one whose key and type no longer are by the time its clock stood: the
+// clock of a waiting job stands still while its key or type is paused,
+// whatever holds it (SPEC section 4). A running job is not waiting, and
+// a delayed job's clock starts at its NotBefore.
+func (m *Model) standClocks(now int64) {
+	for _, j := range m.jobs {
+		if j.running || j.delayed && !j.retry {
+			continue
+		}
+		switch paused := m.pausedFor(j); {
+		case paused && !j.standing:
+			j.standing, j.stoodSince = true, now
+		case !paused && j.standing:
+			j.sub += now - j.stoodSince
+			j.standing = false
+		}
+	}
+}
+
+// standIfPaused stops j's aging clock at at if j, which has just begun to
+// wait with its clock running, has its key or type paused.
+func (m *Model) standIfPaused(j *job, at int64) {
+	if m.pausedFor(j) && !j.standing {
+		j.standing, j.stoodSince = true, at
+	}
 }

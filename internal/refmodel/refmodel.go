@@ -235,11 +235,14 @@ type job struct {
 	// pending for them), but counted by the admission limits.
 	delayed   bool
 	notBefore int64
-	// paused while its key or type is paused (pause.go), since pausedAt:
-	// outside the order and fair share like a delayed job, its aging clock
-	// standing still.
-	paused   bool
-	pausedAt int64
+	// paused while its key or type is paused (pause.go): outside the
+	// order and fair share like a delayed job.
+	paused bool
+	// standing: its aging clock stands still since stoodSince, as it waits
+	// (queued, delayed by a retry's backoff, blocked or paused) while its
+	// key or type is paused (SPEC section 4).
+	standing   bool
+	stoodSince int64
 	// after are the jobs it runs after that have not ended; blocked: set
 	// aside until they complete (deps.go).
 	after    []uint64
@@ -449,12 +452,14 @@ func (m *Model) submit(now int64, d Job) (uint64, bool) {
 	if len(j.after) > 0 {
 		// It waits for its dependencies, set aside.
 		j.blocked = true
+		m.standIfPaused(j, now)
 		m.jobs = append(m.jobs, j)
 		return m.seq, true
 	}
 	if m.pausedFor(j) {
 		// Paused: it joins the queue when its key and type are resumed.
-		j.paused, j.pausedAt = true, now
+		j.paused = true
+		m.standIfPaused(j, now)
 		m.jobs = append(m.jobs, j)
 		return m.seq, true
 	}
@@ -540,15 +545,18 @@ func (m *Model) Due(now int64) []uint64 {
 					next.sub = next.notBefore
 				}
 				next.delayed, next.retry, next.blocked = false, false, true
+				m.standIfPaused(next, next.notBefore)
 				continue
 			}
 			if m.pausedFor(next) {
-				// Its aging clock runs until its release, then stands.
+				// Its aging clock stands from its release (a retry's stood
+				// already, since its key or type was paused).
 				if !next.retry {
 					next.sub = next.notBefore
 				}
 				next.delayed, next.retry = false, false
-				next.paused, next.pausedAt = true, next.notBefore
+				next.paused = true
+				m.standIfPaused(next, next.notBefore)
 				continue
 			}
 			m.join(next, next.notBefore, now) // while it is still delayed: not yet active
@@ -658,6 +666,7 @@ func (m *Model) Retry(now int64, seq uint64, notBefore int64) {
 	}
 	m.failed(j, now)
 	j.running, j.delayed, j.retry, j.notBefore = false, true, true, notBefore
+	m.standIfPaused(j, now)
 	m.account(j, now)
 	m.ended(j, now)
 	m.dispatch(now)
