@@ -97,6 +97,38 @@ func TestRetryDead(t *testing.T) {
 	assert.Equal(t, tt.at(time.Minute), last.Attempts()[2].Start)
 }
 
+// A dead job retried by hand is submitted afresh: its aging clock and its
+// start deadline (its type's StartTimeout) count from the retry, not from
+// its first submission.
+func TestRetryDeadFreshClockAndDeadline(t *testing.T) {
+	tt := newTimeTest(t, Config{MaxConcurrency: 1, Aging: AgingConfig{Interval: time.Second, Step: 10},
+		Types: map[string]TypeConfig{"t": {StartTimeout: 10 * time.Second}}})
+	ctx := context.Background()
+	h, err := tt.s.Submit(ctx, Job{Type: "t"}, func(context.Context) error { return errFlaky })
+	require.NoError(t, err)
+	require.ErrorIs(t, h.Wait(ctx), errFlaky)
+	g := newGate()
+	_, err = tt.s.Submit(ctx, Job{}, g.fn) // holds the one slot
+	require.NoError(t, err)
+	<-g.entered
+
+	tt.set(100 * time.Second)
+	again, err := tt.s.RetryDead(h.Seq())
+	require.NoError(t, err, "its first submission's deadline, at 10 s, is long past: not this one's")
+	tt.set(103 * time.Second)
+	var info JobInfo
+	for _, ji := range tt.s.Snapshot() {
+		if ji.Seq == again.Seq() {
+			info = ji
+		}
+	}
+	assert.Equal(t, tt.at(100*time.Second), info.Submitted)
+	assert.Equal(t, 80, info.EffectivePriority, "3 s of aging, from the retry")
+	tt.set(110 * time.Second)
+	require.ErrorIs(t, again.Wait(ctx), ErrStartDeadline, "10 s after the retry, still waiting for the slot")
+	close(g.open)
+}
+
 // The dead list is bounded; a negative size keeps none.
 func TestDeadJobsBounded(t *testing.T) {
 	for _, tc := range []struct{ size, kept int }{{2, 2}, {-1, 0}} {

@@ -143,6 +143,24 @@ func TestDurableSurvivesClose(t *testing.T) {
 	}
 }
 
+// A running durable job whose context Close cancels is recorded by its
+// outcome when its handler returns nil: completed, not run again.
+func TestDurableCloseKeepsACompletion(t *testing.T) {
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	got := make(chan mailRun, 1)
+	finishes := func(ctx context.Context, m mail) error { <-ctx.Done(); return nil }
+	s, err := New(Config{Store: st, Handlers: mailHandlers(got, finishes)})
+	require.NoError(t, err)
+	h, err := s.Enqueue(context.Background(), Job{Type: "mail"}, mail{N: 1})
+	require.NoError(t, err)
+	<-got
+	require.NoError(t, s.Close())
+	require.NoError(t, h.Wait(context.Background()), "its handler returned nil")
+	state, attempt := storedState(t, st.DB(), h.ID())
+	assert.Equal(t, store.Completed, state)
+	assert.Equal(t, 1, attempt)
+}
+
 // crashWhileRunning leaves a job in the store at path as a process that
 // died while running its first attempt would: started, never ended. It
 // returns the job's ID.
