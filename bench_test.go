@@ -444,12 +444,18 @@ func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string, wai
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	for i := 0; i < n; i++ {
+	advance := func() {
 		d.clk.Advance(step)
+		if timed {
+			d.due() // as the clock timer would: else the submission catches up, and starts jobs
+		}
+	}
+	for i := 0; i < n; i++ {
+		advance()
 		d.submit(gen())
 	}
 	op := func() {
-		d.clk.Advance(step)
+		advance()
 		d.submit(gen())
 		d.finishOldest(1)
 		d.dispatch()
@@ -466,6 +472,9 @@ func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string, wai
 		op()
 	}
 	b.StopTimer()
+	if q := s.Stats().Queued; q < n-n/10 {
+		b.Fatalf("%d jobs queued, not about %d: jobs started outside the driver", q, n)
+	}
 	b.ReportMetric(perJob, "bytes/queued-job")
 	runtime.KeepAlive(d)
 }
@@ -510,6 +519,19 @@ func (d *benchDriver) submit(desc Job) {
 		d.started = append(d.started, t)
 	}
 	s.mu.Unlock()
+}
+
+// due applies what has fallen due in the engine (delayed jobs joining the
+// queue), as the scheduler's clock timer would, but without dispatching:
+// the driver starts jobs itself. A submission made with due work pending
+// would catch up on it and dispatch, starting jobs on goroutines.
+func (d *benchDriver) due() {
+	s := d.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.eng.Due(s.nowLocked())) > 0 {
+		panic("benchDriver: a job expired")
+	}
 }
 
 // dispatch starts every admissible job and returns how many it started.
