@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -67,7 +68,7 @@ func (s *Scheduler) buryLocked(t *task, err error, now int64) {
 	}
 	d := &dead{
 		info: DeadJob{
-			Seq: j.Seq(), Job: Job{Type: j.Type(), ID: j.ID(), Key: j.Key(), Priority: priorityOf(j.Base())},
+			Seq: j.Seq(), Job: Job{Type: j.Type(), ID: j.ID(), Key: j.Key(), Priority: priorityOf(j.Base()), Needs: s.needsOf(j)},
 			Err: err, Attempts: append([]AttemptInfo(nil), a.list...), Died: s.timeOf(now),
 		},
 		fn: t.fn, parent: a.parent, attempts: a,
@@ -99,6 +100,7 @@ func (s *Scheduler) DeadJobs() []DeadJob {
 	out := make([]DeadJob, len(s.dead))
 	for i, d := range s.dead {
 		out[len(out)-1-i] = d.info
+		out[len(out)-1-i].Job.Needs = maps.Clone(d.info.Job.Needs) // the caller's to change
 	}
 	return out
 }

@@ -129,6 +129,27 @@ func TestRetryDeadFreshClockAndDeadline(t *testing.T) {
 	close(g.open)
 }
 
+// A dead job retried by hand needs what it needed: its own units of a
+// resource hold it while another job has them.
+func TestRetryDeadKeepsItsNeeds(t *testing.T) {
+	s, _ := newSignalledScheduler(t, Config{Resources: map[string]int{"gpu": 1}})
+	ctx := context.Background()
+	h, err := s.Submit(ctx, Job{Needs: map[string]int{"gpu": 1}}, func(context.Context) error { return ErrPermanent })
+	require.NoError(t, err)
+	require.Error(t, h.Wait(ctx))
+	require.Equal(t, map[string]int{"gpu": 1}, s.DeadJobs()[0].Job.Needs)
+	g := newGate()
+	holder, err := s.Submit(ctx, Job{Needs: map[string]int{"gpu": 1}}, g.fn)
+	require.NoError(t, err)
+	<-g.entered
+	again, err := s.RetryDead(h.Seq())
+	require.NoError(t, err)
+	assert.Equal(t, map[WaitReason]int{WaitResource: 1}, s.Stats().Waiting, "it waits for the unit the holder has")
+	close(g.open)
+	require.NoError(t, holder.Wait(ctx))
+	require.Error(t, again.Wait(ctx))
+}
+
 // The dead list is bounded; a negative size keeps none.
 func TestDeadJobsBounded(t *testing.T) {
 	for _, tc := range []struct{ size, kept int }{{2, 2}, {-1, 0}} {

@@ -105,12 +105,6 @@ type durable struct {
 	// atLeave is the fair state as Shutdown or Close found it, before the
 	// queued jobs left.
 	atLeave *engine.FairState
-	// admitting counts the jobs admitted and being written (admitDurable),
-	// in all and by key: they count against the queue's limits until they
-	// are queued, so that Enqueues running at once cannot pass a limit
-	// together.
-	admitting     int
-	admittingKeys map[string]int
 }
 
 // durableTask is the shell's record of a durable job: a task, and its
@@ -409,28 +403,15 @@ func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admi
 	if err := s.refusedAfterWriteLocked(jobs); err != nil {
 		return nil, err
 	}
-	d := s.durable
-	withAdmitted := make(map[string]int, len(perKey))
-	for k, m := range perKey {
-		withAdmitted[k] = m + d.admittingKeys[k]
-	}
-	if r := s.eng.Room(len(jobs)+d.admitting, withAdmitted); r != nil {
+	if r := s.eng.Room(len(jobs), perKey); r != nil { // the jobs being written count as queued
 		if r.Reason == engine.RefusedClosed {
 			return nil, ErrClosed
 		}
-		size := r.Size + d.admitting // the jobs being written are in the queue already
-		if r.Reason == engine.RefusedKeyFull {
-			size = r.Size + d.admittingKeys[r.Key]
-		}
-		return nil, &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: r.Key, Limit: r.Limit, Size: size}
+		return nil, &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: r.Key, Limit: r.Limit, Size: r.Size}
 	}
-	d.admitting += len(jobs)
-	if d.admittingKeys == nil {
-		d.admittingKeys = make(map[string]int)
-	}
-	for k, m := range perKey {
-		d.admittingKeys[k] += m
-	}
+	// They count against the limits from now on, for Submit and RunSync
+	// too, until releaseLocked.
+	s.eng.Reserve(len(jobs), perKey)
 	s.wg.Add(1) // done by the caller once the jobs are queued or refused
 	return &admission{n: len(jobs), perKey: perKey}, nil
 }
@@ -444,15 +425,7 @@ type admission struct {
 
 // releaseLocked stops counting a's jobs as being admitted: they are queued
 // now, or were refused, or their write failed.
-func (s *Scheduler) releaseLocked(a *admission) {
-	d := s.durable
-	d.admitting -= a.n
-	for k, m := range a.perKey {
-		if d.admittingKeys[k] -= m; d.admittingKeys[k] == 0 {
-			delete(d.admittingKeys, k)
-		}
-	}
-}
+func (s *Scheduler) releaseLocked(a *admission) { s.eng.Unreserve(a.n, a.perKey) }
 
 // enqueueDurableLocked queues durable job t, whose record rec was
 // committed, with the submission time it was admitted at.

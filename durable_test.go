@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -856,6 +857,8 @@ func TestDurableEnqueuesAtOnceKeepLimits(t *testing.T) {
 					refused++
 				}
 			}
+			_, err := s.Submit(ctx, Job{Key: "k"}, noop)
+			assert.ErrorIs(t, err, ErrQueueFull, "nor does a Submit pass the limit while they are written")
 			release()
 			for range 3 {
 				r := <-results
@@ -863,7 +866,7 @@ func TestDurableEnqueuesAtOnceKeepLimits(t *testing.T) {
 				assert.NotZero(t, r.h.ID())
 			}
 			assert.Equal(t, 3, s.Stats().Queued)
-			_, err := s.Enqueue(ctx, Job{Type: "mail", Key: "k"}, mail{N: 6})
+			_, err = s.Enqueue(ctx, Job{Type: "mail", Key: "k"}, mail{N: 6})
 			assert.ErrorIs(t, err, ErrQueueFull, "queued now, the three still count")
 		})
 	}
@@ -936,4 +939,71 @@ func TestDurableChildJob(t *testing.T) {
 	var priority int
 	require.NoError(t, st.DB().QueryRow("SELECT priority FROM fairsched_jobs WHERE id = ?", <-child).Scan(&priority))
 	assert.Equal(t, 80, priority)
+}
+
+// A failed attempt of a durable job is stored with its own start and end,
+// the times it ran, whatever the engine keeps of the job meanwhile.
+func TestDurableRetryStoresTheAttemptsTimes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	got := make(chan mailRun, 2)
+	fails := func(ctx context.Context, m mail) error {
+		if Attempt(ctx) == 1 {
+			return errFlaky
+		}
+		return nil
+	}
+	s, sig := newSignalledScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, fails),
+		Types: map[string]TypeConfig{"mail": {Retry: RetryPolicy{Attempts: 2, Backoff: time.Minute}}}})
+	ctx := context.Background()
+	h, err := s.Enqueue(ctx, Job{Type: "mail", NotBefore: t0.Add(10 * time.Second)}, mail{N: 1})
+	require.NoError(t, err)
+	clk.Set(t0.Add(10 * time.Second))
+	<-got
+	require.Equal(t, h.Seq(), <-sig.retried)
+	clk.Set(t0.Add(70 * time.Second)) // its backoff ends
+	<-got
+	require.NoError(t, h.Wait(ctx))
+	require.NoError(t, s.Shutdown(ctx))
+	var raw []byte
+	require.NoError(t, st.DB().QueryRow("SELECT attempts FROM fairsched_jobs WHERE id = ?", h.ID()).Scan(&raw))
+	var attempts []store.Attempt
+	require.NoError(t, json.Unmarshal(raw, &attempts))
+	require.NotEmpty(t, attempts)
+	assert.Equal(t, t0.Add(10*time.Second).UnixMicro(), attempts[0].Start, "the first attempt started at 10 s")
+}
+
+// A delayed durable job's aging clock starts at its NotBefore, as a
+// Submit job's does: a pause of its key before then moves it on by
+// nothing.
+func TestDurableDelayedClockStartsAtNotBefore(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	s := newTestScheduler(t, Config{MaxConcurrency: 1, Clock: clk, Store: st, Handlers: mailHandlers(make(chan mailRun, 3), nil),
+		Aging: AgingConfig{Interval: time.Second, Step: 1}})
+	ctx := context.Background()
+	g := newGate()
+	_, err := s.Submit(ctx, Job{}, g.fn) // holds the slot
+	require.NoError(t, err)
+	<-g.entered
+	clk.Set(t0.Add(time.Second)) // not at the epoch: a submission time of its own
+	notBefore := t0.Add(10 * time.Second)
+	inMemory, err := s.Submit(ctx, Job{Key: "k", NotBefore: notBefore}, noop)
+	require.NoError(t, err)
+	durable, err := s.Enqueue(ctx, Job{Type: "mail", Key: "k", NotBefore: notBefore}, mail{N: 1})
+	require.NoError(t, err)
+	clk.Set(t0.Add(3 * time.Second))
+	s.PauseKey("k")
+	clk.Set(t0.Add(9 * time.Second))
+	s.ResumeKey("k")
+	clk.Set(t0.Add(21 * time.Second))
+	effective := map[uint64]int{}
+	for _, ji := range s.Snapshot() {
+		effective[ji.Seq] = ji.EffectivePriority
+	}
+	assert.Equal(t, 61, effective[inMemory.Seq()], "11 s since its NotBefore")
+	assert.Equal(t, 61, effective[durable.Seq()], "the same for the durable one")
+	close(g.open)
 }

@@ -60,14 +60,14 @@ func JobID(ctx context.Context) int64 {
 // with err, and that it will be tried again not before notBefore. While
 // the scheduler is leaving, the job is not kept in memory for that: it
 // leaves, and the next start tries it again.
-func (s *Scheduler) durableRetriedLocked(t *task, err error, notBefore, now int64) {
+func (s *Scheduler) durableRetriedLocked(t *task, err error, started, notBefore, now int64) {
 	dt := s.durableOf(t)
 	if dt == nil {
 		return
 	}
 	s.durable.st.Post(store.Op{
 		Kind: store.OpRetry, ID: dt.id, At: s.wallOf(now), NotBefore: s.wallOf(notBefore),
-		Attempt: store.Attempt{Start: s.wallOf(t.rec.Started()), End: s.wallOf(now), Err: errText(err)},
+		Attempt: store.Attempt{Start: s.wallOf(started), End: s.wallOf(now), Err: errText(err)},
 	})
 	if s.durable.leaving {
 		s.endQueuedLocked(t, ErrKept, now)

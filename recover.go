@@ -191,7 +191,7 @@ func (s *Scheduler) loadDeadLocked() error {
 	err := s.durable.st.Dead(context.Background(), limit, func(j *store.Job) error {
 		a := attemptsOfStored(j)
 		found = append(found, &dead{
-			info: DeadJob{Seq: s.eng.TakeSeq(), Job: Job{Type: j.Type, ID: j.Ref, Key: j.Key, Priority: j.Priority},
+			info: DeadJob{Seq: s.eng.TakeSeq(), Job: Job{Type: j.Type, ID: j.Ref, Key: j.Key, Priority: j.Priority, Needs: j.Needs},
 				Err: errorOf(j.Err), Attempts: append([]AttemptInfo(nil), a.list...), Died: time.UnixMicro(j.Finished)},
 			fn: durableFn, parent: durableParent, attempts: a, durableID: j.ID,
 		})

@@ -43,6 +43,20 @@ func ownNeeds(needs map[string]int) []engine.Need {
 	return []engine.Need{}
 }
 
+// needsOf returns the needs j has in place of its type's, as Job.Needs
+// gives them: nil for its type's.
+func (s *Scheduler) needsOf(j *engine.Job) map[string]int {
+	own, ok := s.eng.OwnNeeds(j)
+	if !ok {
+		return nil
+	}
+	m := make(map[string]int, len(own))
+	for _, n := range own {
+		m[n.Resource] = n.Units
+	}
+	return m
+}
+
 // engineNeeds returns needs for the engine, by resource name.
 func engineNeeds(needs map[string]int) []engine.Need {
 	if len(needs) == 0 {

@@ -203,9 +203,10 @@ func (s *Scheduler) retryTypedLocked(t *task, err error, cancelled bool, now int
 	next := &jobContext{parent: a.parent, valuesOnly: !t.isSync(), attempt: int32(len(a.list) + 1)}
 	t.ctx, t.submitCtx = next, nil // a Submit job's, made already
 	notBefore := now + p.wait(len(a.list)).Microseconds()
+	started := t.rec.Started() // read first: Retry reuses the word
 	s.eng.Retry(&t.rec, notBefore, now)
 	if s.durable != nil {
-		s.durableRetriedLocked(t, err, notBefore, now)
+		s.durableRetriedLocked(t, err, started, notBefore, now)
 	}
 	s.armLocked(now)
 	if s.cfg.signals != nil {

@@ -293,7 +293,11 @@ func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Co
 	}
 	s.mu.Lock()
 	now := s.nowLocked()
-	s.catchUpLocked(now) // a limit's state as of now
+	s.catchUpLocked(now)                                 // a limit's state as of now
+	if err := s.disabledLocked(&desc, now); err != nil { // refused, whether it would wait or not
+		s.mu.Unlock()
+		return err
+	}
 	if s.eng.Accepting() && (!s.eng.WouldStart(descOf(&desc), engineNeeds(desc.Needs), now) || s.joinableLocked(&desc) != nil ||
 		s.timesOf(&desc).NotBefore > now || s.waitsForAnyLocked(desc.After)) {
 		s.mu.Unlock()

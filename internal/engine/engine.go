@@ -128,18 +128,22 @@ type Engine struct {
 	deps      map[*Job]*depNode // the dependency graph (deps.go)
 	// Named resources (resources.go): by name; the gate that holds each
 	// job a resource blocks; the jobs with needs of their own.
-	resources  map[string]*resource
-	resHeld    map[*Job]*gate
-	unblocked  bool // a claim ended as a job left the queue (Cancel's answer)
-	ownNeeds   map[*Job][]need
-	nown       int
-	unrun      []Unrun         // TakeUnrun's answer
-	pausedKeys map[string]bool // paused keys by name, known to the engine or not (pause.go)
-	npausing   int             // paused keys and types: while 0, no job is paused
-	timed      map[*Job]*jobTimers
-	expired    []*Job // Due's answer
-	nqueued    int    // visible in lanes
-	closing    bool   // no new work is accepted
+	resources map[string]*resource
+	resHeld   map[*Job]*gate
+	unblocked bool // a claim ended as a job left the queue (Cancel's answer)
+	ownNeeds  map[*Job][]need
+	nown      int
+	// Jobs admitted and being written down by the caller (Reserve): they
+	// count against MaxQueue and their keys' MaxPending until Unreserve.
+	reserved     int
+	reservedKeys map[string]int
+	unrun        []Unrun         // TakeUnrun's answer
+	pausedKeys   map[string]bool // paused keys by name, known to the engine or not (pause.go)
+	npausing     int             // paused keys and types: while 0, no job is paused
+	timed        map[*Job]*jobTimers
+	expired      []*Job // Due's answer
+	nqueued      int    // visible in lanes
+	closing      bool   // no new work is accepted
 
 	// What it has learnt and counted.
 	costs         costTable
@@ -254,18 +258,24 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 			return r
 		}
 	}
-	if e.cfg.MaxQueue > 0 && e.npending+e.naside >= e.cfg.MaxQueue && tm.Submitted == 0 {
+	if e.cfg.MaxQueue > 0 && e.npending+e.naside+e.reserved >= e.cfg.MaxQueue && tm.Submitted == 0 {
 		t.stats.rejectedFull++
-		return &Refusal{Reason: RefusedFull, Limit: e.cfg.MaxQueue, Size: e.npending + e.naside}
+		return &Refusal{Reason: RefusedFull, Limit: e.cfg.MaxQueue, Size: e.npending + e.naside + e.reserved}
 	}
 	// Peek at the key: a refused submission must not create one.
 	k := e.anyKey
 	if d.Key != "" {
 		k = e.keys[d.Key]
 	}
-	if k != nil && k.cfg.MaxPending > 0 && k.pending+k.aside >= k.cfg.MaxPending && tm.Submitted == 0 {
+	if k != nil && k.cfg.MaxPending > 0 && k.pending+k.aside+e.reservedOf(d.Key) >= k.cfg.MaxPending && tm.Submitted == 0 {
 		t.stats.rejectedFull++
-		return &Refusal{Reason: RefusedKeyFull, Limit: k.cfg.MaxPending, Size: k.pending + k.aside}
+		return &Refusal{Reason: RefusedKeyFull, Limit: k.cfg.MaxPending, Size: k.pending + k.aside + e.reservedOf(d.Key)}
+	}
+	if k == nil && len(e.reservedKeys) > 0 && tm.Submitted == 0 { // a key not yet seen, with jobs being written
+		if r := e.keyRoom(nil, d.Key, 1); r != nil {
+			t.stats.rejectedFull++
+			return r
+		}
 	}
 	// Forget what has been idle too long, then take the key's record: a
 	// key past its TTL comes back brand-new, not as its forgotten record.
@@ -338,8 +348,10 @@ func (e *Engine) setAside(j *Job, tm *Times, deadline, now int64) bool {
 	switch {
 	case tm.NotBefore > now:
 		e.delay(j, tm.NotBefore)
-		if tm.Submitted != 0 {
-			e.timed[j].retry = true // its aging clock runs from Submitted
+		if tm.Submitted != 0 && tm.Submitted < tm.NotBefore {
+			// Restored backing off: its aging clock runs from Submitted.
+			// (One that never started has its clock start at NotBefore.)
+			e.timed[j].retry = true
 			j.at = j.lane.stoodAt(now)
 		}
 	case e.waitsForDeps(j):
@@ -424,21 +436,62 @@ func (e *Engine) Room(n int, perKey map[string]int) *Refusal {
 	if e.closing {
 		return &Refusal{Reason: RefusedClosed}
 	}
-	if q := e.npending + e.naside; e.cfg.MaxQueue > 0 && q+n > e.cfg.MaxQueue {
+	if q := e.npending + e.naside + e.reserved; e.cfg.MaxQueue > 0 && q+n > e.cfg.MaxQueue {
 		return &Refusal{Reason: RefusedFull, Limit: e.cfg.MaxQueue, Size: q}
 	}
 	for name, m := range perKey {
-		k := e.keys[name]
-		max := e.defaultOf(name).MaxPending
-		size := 0
-		if k != nil {
-			max, size = k.cfg.MaxPending, k.pending+k.aside
-		}
-		if max > 0 && size+m > max {
-			return &Refusal{Reason: RefusedKeyFull, Limit: max, Size: size, Key: name}
+		if r := e.keyRoom(e.keys[name], name, m); r != nil {
+			return r
 		}
 	}
 	return nil
+}
+
+// keyRoom returns the refusal key name's MaxPending gives m more jobs, or
+// nil if they fit; k is its record, nil if the engine has none.
+func (e *Engine) keyRoom(k *keyState, name string, m int) *Refusal {
+	max, size := e.defaultOf(name).MaxPending, e.reservedOf(name)
+	if k != nil {
+		max, size = k.cfg.MaxPending, size+k.pending+k.aside
+	}
+	if max > 0 && size+m > max {
+		return &Refusal{Reason: RefusedKeyFull, Limit: max, Size: size, Key: name}
+	}
+	return nil
+}
+
+// Reserve counts n jobs, perKey[k] of them for key k, against the
+// admission limits until Unreserve: jobs a caller admitted (Room) and is
+// writing down before it enqueues them with Times.Submitted, so that
+// others admitted meanwhile, Enqueue's included, find the room taken.
+// O(len(perKey)).
+func (e *Engine) Reserve(n int, perKey map[string]int) {
+	e.reserved += n
+	if e.reservedKeys == nil {
+		e.reservedKeys = make(map[string]int)
+	}
+	for name, m := range perKey {
+		e.reservedKeys[name] += m
+	}
+}
+
+// Unreserve gives back what Reserve counted: the jobs are queued, or
+// were not written. O(len(perKey)).
+func (e *Engine) Unreserve(n int, perKey map[string]int) {
+	e.reserved -= n
+	for name, m := range perKey {
+		if e.reservedKeys[name] -= m; e.reservedKeys[name] <= 0 {
+			delete(e.reservedKeys, name)
+		}
+	}
+}
+
+// reservedOf returns the jobs reserved for key name.
+func (e *Engine) reservedOf(name string) int {
+	if len(e.reservedKeys) == 0 {
+		return 0 // the common case, without a look-up
+	}
+	return e.reservedKeys[name]
 }
 
 // queue shows a joined job to the dispatcher.

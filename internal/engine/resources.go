@@ -246,6 +246,21 @@ func (e *Engine) Resources() map[string][2]int {
 }
 
 // forgetNeeds drops the needs of its own of j, which ended.
+// OwnNeeds returns the units of resources j needs in place of its type's,
+// while it is pending or running, and whether it has needs of its own
+// (none, if the list is empty). O(needs).
+func (e *Engine) OwnNeeds(j *Job) ([]Need, bool) {
+	own, ok := e.ownNeeds[j]
+	if !ok {
+		return nil, false
+	}
+	out := make([]Need, len(own))
+	for i, n := range own {
+		out[i] = Need{Resource: n.r.name, Units: n.units}
+	}
+	return out, true
+}
+
 func (e *Engine) forgetNeeds(j *Job) {
 	if _, ok := e.ownNeeds[j]; ok {
 		delete(e.ownNeeds, j)

@@ -864,6 +864,16 @@ func (e *Engine) verifyResources() error {
 	if e.nown != len(e.ownNeeds) {
 		return errorf("nown %d, %d jobs with needs of their own", e.nown, len(e.ownNeeds))
 	}
+	byKey := 0
+	for name, n := range e.reservedKeys {
+		if n <= 0 {
+			return errorf("key %q: %d jobs reserved", name, n)
+		}
+		byKey += n
+	}
+	if e.reserved != byKey {
+		return errorf("%d jobs reserved, %d by key", e.reserved, byKey)
+	}
 	for j := range e.ownNeeds {
 		if j.state == StateDone {
 			return errorf("job %d: ended with needs of its own kept", j.seq)
