@@ -134,6 +134,7 @@ func TestDisabledPairJoinsNothing(t *testing.T) {
 	_, err = tt.s.Submit(ctx, Job{Type: "a", ID: "x"}, noop)
 	require.ErrorIs(t, err, ErrDisabled, "not joined to the waiting job")
 	require.ErrorIs(t, tt.s.RunSync(ctx, Job{Type: "a", ID: "x"}, noop), ErrDisabled)
+	require.ErrorIs(t, tt.s.TryRunSync(ctx, Job{Type: "a", ID: "x"}, noop), ErrDisabled, "refused, not would-wait")
 	assert.Equal(t, uint64(2), tt.s.Stats().Submitted, "the refused ones were not submitted")
 	assert.Equal(t, 1, tt.s.Stats().Queued, "the waiting job is untouched")
 	waiting.Cancel()
