@@ -116,12 +116,7 @@ func TestRetryDeadFreshClockAndDeadline(t *testing.T) {
 	again, err := tt.s.RetryDead(h.Seq())
 	require.NoError(t, err, "its first submission's deadline, at 10 s, is long past: not this one's")
 	tt.set(103 * time.Second)
-	var info JobInfo
-	for _, ji := range tt.s.Snapshot() {
-		if ji.Seq == again.Seq() {
-			info = ji
-		}
-	}
+	info := infoOf(t, tt.s, again)
 	assert.Equal(t, tt.at(100*time.Second), info.Submitted)
 	assert.Equal(t, 80, info.EffectivePriority, "3 s of aging, from the retry")
 	tt.set(110 * time.Second)

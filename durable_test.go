@@ -999,11 +999,7 @@ func TestDurableDelayedClockStartsAtNotBefore(t *testing.T) {
 	clk.Set(t0.Add(9 * time.Second))
 	s.ResumeKey("k")
 	clk.Set(t0.Add(21 * time.Second))
-	effective := map[uint64]int{}
-	for _, ji := range s.Snapshot() {
-		effective[ji.Seq] = ji.EffectivePriority
-	}
-	assert.Equal(t, 61, effective[inMemory.Seq()], "11 s since its NotBefore")
-	assert.Equal(t, 61, effective[durable.Seq()], "the same for the durable one")
+	assert.Equal(t, 61, infoOf(t, s, inMemory).EffectivePriority, "11 s since its NotBefore")
+	assert.Equal(t, 61, infoOf(t, s, durable).EffectivePriority, "the same for the durable one")
 	close(g.open)
 }

@@ -73,15 +73,7 @@ func TestPauseStopsTheAgingClock(t *testing.T) {
 	<-g.entered
 	h, err := tt.s.Submit(context.Background(), Job{Key: "b", Priority: 20}, g.fn)
 	require.NoError(t, err)
-	effective := func() int {
-		for _, ji := range tt.s.Snapshot() {
-			if ji.Seq == h.Seq() {
-				return ji.EffectivePriority
-			}
-		}
-		t.Fatal("the job is not in the snapshot")
-		return 0
-	}
+	effective := func() int { return infoOf(t, tt.s, h).EffectivePriority }
 
 	tt.set(2 * time.Second)
 	require.Equal(t, 40, effective())
@@ -115,15 +107,7 @@ func TestPauseStopsTheClockOfJobsSetAside(t *testing.T) {
 	require.Equal(t, backingOff.Seq(), <-tt.sig.retried, "its first attempt failed at 0 s")
 	blocked, err := tt.s.Submit(ctx, Job{Key: "b", Priority: 20, After: []Handle{blocker}}, noop)
 	require.NoError(t, err)
-	effective := func(h Handle) int {
-		for _, ji := range tt.s.Snapshot() {
-			if ji.Seq == h.Seq() {
-				return ji.EffectivePriority
-			}
-		}
-		t.Fatal("the job is not in the snapshot")
-		return 0
-	}
+	effective := func(h Handle) int { return infoOf(t, tt.s, h).EffectivePriority }
 
 	tt.set(2 * time.Second)
 	require.Equal(t, 40, effective(backingOff))
@@ -272,4 +256,17 @@ func listed[T any](t *testing.T, list []T, is func(T) bool) T {
 		t.Fatalf("not in Stats: %T", *new(T))
 	}
 	return list[i]
+}
+
+// infoOf returns h's job as s's Snapshot describes it; the test fails if
+// the job is not in it.
+func infoOf(t *testing.T, s *Scheduler, h Handle) JobInfo {
+	t.Helper()
+	for _, ji := range s.Snapshot() {
+		if ji.Seq == h.Seq() {
+			return ji
+		}
+	}
+	t.Fatalf("job %d is not in the snapshot", h.Seq())
+	return JobInfo{}
 }
