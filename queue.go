@@ -46,7 +46,8 @@ type Job struct {
 	// with an error matching ErrStartDeadline.
 	StartBy time.Time
 	// After are jobs of this scheduler that this one runs after: it waits,
-	// holding nothing and out of fair share (its aging clock runs), until
+	// holding nothing and out of fair share (its aging clock runs, except
+	// while its key or type is paused), until
 	// every one of them has completed. If one does not complete (it fails
 	// for good, is cancelled, or misses its start deadline) the job ends
 	// without running, with a *DependencyError that names it and wraps its
@@ -57,8 +58,9 @@ type Job struct {
 	After []Handle
 	// Needs are the units of named resources (Config.Resources) the job
 	// needs while it runs, in place of its type's TypeConfig.Needs; nil:
-	// its type's. A job that needs a resource not configured, or more
-	// units than it has, is refused, with ErrUnknownResource or ErrTooMuch.
+	// its type's, an empty map: none. A job that needs a resource not
+	// configured, or more units than it has, is refused, with
+	// ErrUnknownResource or ErrTooMuch. A durable job's are stored with it.
 	Needs map[string]int
 }
 
