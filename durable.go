@@ -433,7 +433,9 @@ func (s *Scheduler) enqueueDurableLocked(t *durableTask, job *Job, rec *store.Jo
 	if rec.StartBy != 0 {
 		job.StartBy = time.UnixMicro(rec.StartBy) // its StartTimeout counted from its admission
 	}
-	return s.enqueueAtLocked(&t.task, job, s.engineTimeOf(rec.Submitted), now)
+	// At least 1 µs past the epoch: 0 would mean "admitted now" and be
+	// checked again.
+	return s.enqueueAtLocked(&t.task, job, max(s.engineTimeOf(rec.Submitted), 1), now)
 }
 
 // wallOf returns the wall-clock time, in µs since the Unix epoch, of the

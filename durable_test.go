@@ -10,6 +10,7 @@ import (
 	"math"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1002,4 +1003,63 @@ func TestDurableDelayedClockStartsAtNotBefore(t *testing.T) {
 	assert.Equal(t, 61, infoOf(t, s, inMemory).EffectivePriority, "11 s since its NotBefore")
 	assert.Equal(t, 61, infoOf(t, s, durable).EffectivePriority, "the same for the durable one")
 	close(g.open)
+}
+
+// onceHeldStore holds the inserts made while held is set: each signals
+// entered, then waits for release.
+type onceHeldStore struct {
+	*fairschedsqlite.Store
+	held    atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *onceHeldStore) Insert(ctx context.Context, state *store.StateWrite, jobs ...*store.Job) error {
+	if h.held.Load() {
+		h.entered <- struct{}{}
+		<-h.release
+	}
+	return h.Store.Insert(ctx, state, jobs...)
+}
+
+// A durable job admitted before its (type, ID) pair is disabled, and
+// written after, is queued and runs: it was submitted before, as a job of
+// the pair already queued is.
+func TestDurableAdmittedBeforeDisabled(t *testing.T) {
+	held := &onceHeldStore{Store: openTestStore(t, filepath.Join(t.TempDir(), "jobs.db")),
+		entered: make(chan struct{}, 1), release: make(chan struct{})}
+	got := make(chan mailRun, 2)
+	fail := make(chan struct{})
+	s := newTestScheduler(t, Config{Store: held,
+		Handlers: mailHandlers(got, func(ctx context.Context, m mail) error {
+			if m.N == 1 {
+				<-fail
+				return ErrPermanent
+			}
+			return nil
+		}),
+		Types: map[string]TypeConfig{"mail": {Disable: DisablePolicy{Failures: 1, Window: time.Hour}}}})
+	ctx := context.Background()
+	first, err := s.Enqueue(ctx, Job{Type: "mail", ID: "x"}, mail{N: 1})
+	require.NoError(t, err)
+	<-got
+	held.held.Store(true)
+	type result struct {
+		h   Handle
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		h, err := s.Enqueue(ctx, Job{Type: "mail", ID: "x"}, mail{N: 2})
+		second <- result{h, err}
+	}()
+	<-held.entered // admitted, being written
+	close(fail)
+	require.Error(t, first.Wait(ctx))
+	require.Len(t, s.Disabled(), 1, "the pair is disabled now")
+	close(held.release)
+	r := <-second
+	require.NoError(t, r.err)
+	require.NoError(t, r.h.Wait(ctx))
+	assert.Equal(t, 2, (<-got).m.N)
 }

@@ -425,12 +425,14 @@ func (s *Scheduler) enqueueLocked(t *task, desc *Job, now int64) error {
 }
 
 // enqueueAtLocked is enqueueLocked for a job admitted at sub, before now
-// (a durable job, admitted before it was written), and 0 for now.
+// (a durable job, admitted before it was written), and 0 for now. An
+// admitted job was checked then: a pair disabled since does not refuse
+// it, as it does not touch the jobs of the pair already queued.
 func (s *Scheduler) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 	if s.durable != nil && s.durable.isDurableType(desc.Type) != (t.submitCtx == durableParent) {
 		return errDurableType(desc.Type)
 	}
-	if len(s.disabling.disabled) > 0 { // a call spared on the hot path
+	if len(s.disabling.disabled) > 0 && sub == 0 { // a call spared on the hot path
 		if err := s.disabledLocked(desc, now); err != nil {
 			return err
 		}
