@@ -56,14 +56,20 @@ type mailRun struct {
 	attempt int
 }
 
+// fakeClockAndStore returns a fake clock at t0 and a store on a fresh
+// file, closed when the test ends.
+func fakeClockAndStore(t *testing.T) (*clock.Fake, time.Time, *fairschedsqlite.Store) {
+	t.Helper()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return clock.NewFake(t0), t0, openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+}
+
 // fakeDurable returns, for a test on the fake clock, the clock at t0, a
 // store on a fresh file, and a Scheduler on it whose "mail" jobs send
 // their runs to got.
 func fakeDurable(t *testing.T) (*clock.Fake, time.Time, *fairschedsqlite.Store, *Scheduler, chan mailRun) {
 	t.Helper()
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
-	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	clk, t0, st := fakeClockAndStore(t)
 	got := make(chan mailRun, 4)
 	s := newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil)})
 	return clk, t0, st, s, got
@@ -355,9 +361,7 @@ func TestDurableEnqueueMany(t *testing.T) {
 // NotBefore, and one that waits past its start deadline ends at that
 // instant, recorded as ended with the deadline's error.
 func TestDurableTimes(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
-	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	clk, t0, st := fakeClockAndStore(t)
 	got := make(chan mailRun, 3)
 	s := newTestScheduler(t, Config{Clock: clk, MaxConcurrency: 1, Store: st, Handlers: mailHandlers(got, nil)})
 	ctx := context.Background()
@@ -630,9 +634,7 @@ func TestDurablePausesSurviveRestart(t *testing.T) {
 // resumes from there; an occurrence is skipped while the previous one,
 // restored from the store, has not ended.
 func TestDurableScheduleSurvivesRestart(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
-	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	clk, t0, st := fakeClockAndStore(t)
 	got := make(chan mailRun, 10)
 	var at []time.Duration
 	record := func(ctx context.Context, m mail) error { at = append(at, clk.Now().Sub(t0)); return nil }
@@ -945,9 +947,7 @@ func TestDurableChildJob(t *testing.T) {
 // A failed attempt of a durable job is stored with its own start and end,
 // the times it ran, whatever the engine keeps of the job meanwhile.
 func TestDurableRetryStoresTheAttemptsTimes(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
-	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	clk, t0, st := fakeClockAndStore(t)
 	got := make(chan mailRun, 2)
 	fails := func(ctx context.Context, m mail) error {
 		if Attempt(ctx) == 1 {
@@ -979,9 +979,7 @@ func TestDurableRetryStoresTheAttemptsTimes(t *testing.T) {
 // Submit job's does: a pause of its key before then moves it on by
 // nothing.
 func TestDurableDelayedClockStartsAtNotBefore(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
-	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	clk, t0, st := fakeClockAndStore(t)
 	s := newTestScheduler(t, Config{MaxConcurrency: 1, Clock: clk, Store: st, Handlers: mailHandlers(make(chan mailRun, 3), nil),
 		Aging: AgingConfig{Interval: time.Second, Step: 1}})
 	ctx := context.Background()
