@@ -156,9 +156,9 @@ func (e *Engine) clockOf(j *Job, now int64) (sub, at int64, started bool) {
 		if !e.timed[j].retry {
 			return 0, 0, false
 		}
-		return j.sub + j.lane.stoodAt(now) - j.at, now, true // backing off
+		return j.setAsideSub(now), now, true // backing off
 	case StateBlocked:
-		return j.sub + j.lane.stoodAt(now) - j.at, now, true
+		return j.setAsideSub(now), now, true
 	case StatePaused:
 		return j.sub, j.at, true
 	}

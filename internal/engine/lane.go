@@ -89,12 +89,14 @@ func checkpoint(lanes []*lane, now int64) {
 	}
 }
 
-// catchUpClock moves the submission time of j, set aside since its lane's
-// paused time was mark with its aging clock running, on by what the lane
-// stood since, as j leaves its aside state at now.
-func (j *Job) catchUpClock(mark, now int64) {
-	j.sub += j.lane.stoodAt(now) - mark
-}
+// setAsideSub returns the submission time of j, set aside with its aging
+// clock running since its lane's paused time was j.at, moved on by what
+// the lane stood since, up to now.
+func (j *Job) setAsideSub(now int64) int64 { return j.sub + j.lane.stoodAt(now) - j.at }
+
+// catchUpClock moves j's submission time on as it leaves its aside state
+// at now (setAsideSub).
+func (j *Job) catchUpClock(now int64) { j.sub = j.setAsideSub(now) }
 
 // first returns the lane's first job at now and its rank, or nil: the
 // first of its own jobs and of its attached wait lanes' (usually none).
