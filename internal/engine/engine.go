@@ -267,12 +267,10 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 	if d.Key != "" {
 		k = e.keys[d.Key]
 	}
-	if k != nil && k.cfg.MaxPending > 0 && k.pending+k.aside+e.reservedOf(d.Key) >= k.cfg.MaxPending && tm.Submitted == 0 {
-		t.stats.rejectedFull++
-		return &Refusal{Reason: RefusedKeyFull, Limit: k.cfg.MaxPending, Size: k.pending + k.aside + e.reservedOf(d.Key)}
-	}
-	if k == nil && len(e.reservedKeys) > 0 && tm.Submitted == 0 { // a key not yet seen, with jobs being written
-		if r := e.keyRoom(nil, d.Key, 1); r != nil {
+	// A key not yet seen has no job queued: only jobs being written for it
+	// can fill it.
+	if (k != nil && k.cfg.MaxPending > 0 || k == nil && len(e.reservedKeys) > 0) && tm.Submitted == 0 {
+		if r := e.keyRoom(k, d.Key, 1); r != nil {
 			t.stats.rejectedFull++
 			return r
 		}
@@ -450,9 +448,11 @@ func (e *Engine) Room(n int, perKey map[string]int) *Refusal {
 // keyRoom returns the refusal key name's MaxPending gives m more jobs, or
 // nil if they fit; k is its record, nil if the engine has none.
 func (e *Engine) keyRoom(k *keyState, name string, m int) *Refusal {
-	max, size := e.defaultOf(name).MaxPending, e.reservedOf(name)
+	var max, size int
 	if k != nil {
-		max, size = k.cfg.MaxPending, size+k.pending+k.aside
+		max, size = k.cfg.MaxPending, k.pending+k.aside+e.reservedOf(name)
+	} else {
+		max, size = e.defaultOf(name).MaxPending, e.reservedOf(name)
 	}
 	if max > 0 && size+m > max {
 		return &Refusal{Reason: RefusedKeyFull, Limit: max, Size: size, Key: name}
