@@ -273,9 +273,7 @@ func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state
 				s.inheritLocked(ctx, &jobs[i].Job) // a child's priority, for the job it joins
 				before := existing.rec.Base()
 				s.joinLocked(existing, &jobs[i].Job, w, now)
-				if p := existing.rec.Base(); p != before { // raised: kept for a restart too
-					d.st.Post(store.Op{Kind: store.OpPriority, ID: s.durableOf(existing).id, At: s.wallOf(now), Allowed: priorityOf(p)})
-				}
+				s.storeRaiseLocked(s.durableOf(existing), before, now)
 				hs[i] = Handle{t: existing, w: w}
 				continue
 			}
@@ -287,14 +285,20 @@ func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state
 		hs[i] = s.handleLocked(&t.task)
 		if t.rec.Waiting() {
 			before := t.rec.Base()
-			s.raiseChildLocked(ctx, &t.task, now)
-			if p := t.rec.Base(); p != before { // a child raised to its parent's: kept for a restart too
-				d.st.Post(store.Op{Kind: store.OpPriority, ID: t.id, At: s.wallOf(now), Allowed: priorityOf(p)})
-			}
+			s.raiseChildLocked(ctx, &t.task, now) // a child: its parent's priority
+			s.storeRaiseLocked(t, before, now)
 		}
 		s.launchLocked(&t.task, now)
 	}
 	return hs, nil
+}
+
+// storeRaiseLocked records durable job t's priority if it was raised from
+// before (a join, a parent's), so that a restart keeps it.
+func (s *Scheduler) storeRaiseLocked(t *durableTask, before int, now int64) {
+	if p := t.rec.Base(); p != before {
+		s.durable.st.Post(store.Op{Kind: store.OpPriority, ID: t.id, At: s.wallOf(now), Allowed: priorityOf(p)})
+	}
 }
 
 // refusedAfterWriteLocked returns what would refuse one of jobs, admitted
