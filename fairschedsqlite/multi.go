@@ -103,7 +103,7 @@ func (w *writer) insertAll(ctx context.Context, jobs []*store.Job) error {
 		}
 		args = args[:0]
 		for _, j := range jobs[:n] {
-			args = append(args, j.Type, j.Key, j.Ref, j.Priority, j.Submitted, j.NotBefore, j.StartBy, j.Args, afterOf(j), needsOf(j))
+			args = append(args, insertArgs(j)...)
 		}
 		res, err := st.ExecContext(ctx, args...)
 		if err != nil {

@@ -75,8 +75,7 @@ func (st *Store) Watch(arrived func(*store.Job)) error {
 // transaction tx, on this Store's database.
 func (st *Store) InsertTx(ctx context.Context, tx *sql.Tx, jobs ...*store.Job) error {
 	for _, j := range jobs {
-		if err := tx.QueryRowContext(ctx, qInsert, j.Type, j.Key, j.Ref, j.Priority, j.Submitted, j.NotBefore, j.StartBy,
-			j.Args, afterOf(j), needsOf(j)).Scan(&j.ID); err != nil {
+		if err := tx.QueryRowContext(ctx, qInsert, insertArgs(j)...).Scan(&j.ID); err != nil {
 			return fmt.Errorf("fairschedsqlite: %w", err)
 		}
 		st.watch.expect(j.ID)

@@ -100,7 +100,9 @@ func (w *writer) close() error {
 	return err
 }
 
-// The statements of the writer, prepared once on its connection.
+// The statements of the writer, prepared once on its connection; qInsert
+// is the insert of one row in a caller's transaction (InsertTx): the
+// writer inserts rows together (multi.go).
 const (
 	qInsert = `INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, not_before, start_by, args, after, needs)
 VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
@@ -130,7 +132,7 @@ WHERE id = ?5`
 	qRollback = `ROLLBACK`
 )
 
-var statements = []string{qInsert, qRetry, qEnd, qInterrupt, qRequeue, qPriority, qPrune, qPutState, qBegin, qCommit, qRollback}
+var statements = []string{qRetry, qEnd, qInterrupt, qRequeue, qPriority, qPrune, qPutState, qBegin, qCommit, qRollback}
 
 // errNotQueued is a Start's error for a job that is not queued in the
 // store: it ended, or another process took it.
@@ -246,17 +248,10 @@ func (w *writer) applyAll(ctx context.Context, rs []*request) error {
 	return nil
 }
 
+// applyOne applies a request other than an insert (applyAll inserts
+// first, all together).
 func (w *writer) applyOne(ctx context.Context, r *request) error {
 	switch r.kind {
-	case reqInsert:
-		ins := w.stmts[qInsert]
-		for _, j := range r.jobs {
-			if err := ins.QueryRowContext(ctx, j.Type, j.Key, j.Ref, j.Priority, j.Submitted, j.NotBefore, j.StartBy,
-				j.Args, afterOf(j), needsOf(j)).Scan(&j.ID); err != nil {
-				return err
-			}
-			w.ids = append(w.ids, j.ID)
-		}
 	case reqOp:
 		return w.applyOp(ctx, &r.op)
 	case reqState:
@@ -315,6 +310,12 @@ func afterOf(j *store.Job) any {
 	}
 	b, _ := json.Marshal(j.After) // integers: cannot fail
 	return string(b)
+}
+
+// insertArgs returns the values of qInsert, and of each row of a
+// multi-row insert, for j.
+func insertArgs(j *store.Job) []any {
+	return []any{j.Type, j.Key, j.Ref, j.Priority, j.Submitted, j.NotBefore, j.StartBy, j.Args, afterOf(j), needsOf(j)}
 }
 
 // needsOf returns j's needs column: JSON, or NULL for its type's.
