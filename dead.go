@@ -79,13 +79,19 @@ func (s *Scheduler) buryLocked(t *task, err error, now int64) {
 	s.addDeadLocked(d)
 }
 
+// deadLimit returns how many dead jobs are kept: Config.DeadJobs, or its
+// default; negative for none.
+func (s *Scheduler) deadLimit() int {
+	if s.cfg.DeadJobs == 0 {
+		return defaultDeadJobs
+	}
+	return s.cfg.DeadJobs
+}
+
 // addDeadLocked adds d to the dead list, dropping the oldest if it is
 // full.
 func (s *Scheduler) addDeadLocked(d *dead) {
-	limit := s.cfg.DeadJobs
-	if limit == 0 {
-		limit = defaultDeadJobs
-	}
+	limit := s.deadLimit()
 	if len(s.dead) == limit {
 		copy(s.dead, s.dead[1:])
 		s.dead = s.dead[:limit-1]

@@ -92,7 +92,7 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 		a = attemptsOfStored(j)
 		dt.err = a
 	}
-	desc := Job{Type: j.Type, ID: j.Ref, Key: j.Key, Priority: j.Priority, Needs: j.Needs}
+	desc := storedDesc(j)
 	if j.StartBy != 0 && j.StartBy <= s.wallOf(now) && j.State != store.Running {
 		// Its start deadline passed while no process ran it.
 		err := fmt.Errorf("%w: job %d did not start by %v", ErrStartDeadline, j.ID, time.UnixMicro(j.StartBy).Format(time.RFC3339Nano))
@@ -180,21 +180,14 @@ func (s *Scheduler) loadFairLocked(now int64) error {
 // list, each with a sequence number of this Scheduler's, so that they can
 // be seen and retried by hand as those that died here can.
 func (s *Scheduler) loadDeadLocked() error {
-	limit := s.cfg.DeadJobs
-	if limit == 0 {
-		limit = defaultDeadJobs
-	}
+	limit := s.deadLimit()
 	if limit < 0 {
 		return nil
 	}
 	var found []*dead
 	err := s.durable.st.Dead(context.Background(), limit, func(j *store.Job) error {
-		a := attemptsOfStored(j)
-		found = append(found, &dead{
-			info: DeadJob{Seq: s.eng.TakeSeq(), Job: Job{Type: j.Type, ID: j.Ref, Key: j.Key, Priority: j.Priority, Needs: j.Needs},
-				Err: errorOf(j.Err), Attempts: append([]AttemptInfo(nil), a.list...), Died: time.UnixMicro(j.Finished)},
-			fn: durableFn, parent: durableParent, attempts: a, durableID: j.ID,
-		})
+		desc := storedDesc(j)
+		found = append(found, s.durableDead(j.ID, &desc, attemptsOfStored(j), errorOf(j.Err), time.UnixMicro(j.Finished)))
 		return nil
 	})
 	for i := len(found) - 1; i >= 0; i-- { // the list is oldest first
@@ -253,12 +246,21 @@ func (s *Scheduler) buryRestoredLocked(id int64, desc *Job, a *attempts, now int
 	if s.cfg.DeadJobs < 0 {
 		return
 	}
-	last := a.list[len(a.list)-1]
-	s.addDeadLocked(&dead{
-		info:   DeadJob{Seq: s.eng.TakeSeq(), Job: *desc, Err: last.Err, Attempts: append([]AttemptInfo(nil), a.list...), Died: s.timeOf(now)},
-		fn:     durableFn,
-		parent: durableParent, attempts: a, durableID: id,
-	})
+	s.addDeadLocked(s.durableDead(id, desc, a, a.list[len(a.list)-1].Err, s.timeOf(now)))
+}
+
+// durableDead returns the dead-list record of durable job id, described
+// by desc, with attempts a, dead at died with err.
+func (s *Scheduler) durableDead(id int64, desc *Job, a *attempts, err error, died time.Time) *dead {
+	return &dead{
+		info: DeadJob{Seq: s.eng.TakeSeq(), Job: *desc, Err: err, Attempts: append([]AttemptInfo(nil), a.list...), Died: died},
+		fn:   durableFn, parent: durableParent, attempts: a, durableID: id,
+	}
+}
+
+// storedDesc returns the description of stored job j, as Enqueue had it.
+func storedDesc(j *store.Job) Job {
+	return Job{Type: j.Type, ID: j.Ref, Key: j.Key, Priority: j.Priority, Needs: j.Needs}
 }
 
 // attemptsOfStored returns the attempt record of stored job j.
