@@ -179,11 +179,7 @@ func (s *Scheduler) Enqueue(ctx context.Context, job Job, args any) (Handle, err
 func (s *Scheduler) enqueueOne(ctx context.Context, p EnqueueParams, state *store.StateWrite) (Handle, error) {
 	hs, err := s.enqueueMany(ctx, []EnqueueParams{p}, state)
 	if err != nil {
-		var be *BatchError
-		if errors.As(err, &be) {
-			return Handle{}, be.Err
-		}
-		return Handle{}, err
+		return Handle{}, unbatched(err)
 	}
 	return hs[0], nil
 }
@@ -206,6 +202,16 @@ func (e *BatchError) Error() string {
 	return fmt.Sprintf("fairsched: job %d of the batch: %v", e.Index, e.Err)
 }
 func (e *BatchError) Unwrap() error { return e.Err }
+
+// unbatched returns the error of a batch of one job as that job's own: a
+// *BatchError's inner error.
+func unbatched(err error) error {
+	var be *BatchError
+	if errors.As(err, &be) {
+		return be.Err
+	}
+	return err
+}
 
 // EnqueueMany stores jobs in one transaction, all or none, and returns
 // their Handles, in order, once they are committed: Enqueue for many jobs

@@ -42,11 +42,7 @@ func EnqueueTx[Tx any](ctx context.Context, s *Scheduler, tx Tx, job Job, args a
 	}
 	a, err := s.admitDurable(p, []*store.Job{rec})
 	if err != nil {
-		var be *BatchError
-		if errors.As(err, &be) {
-			return 0, be.Err
-		}
-		return 0, err
+		return 0, unbatched(err)
 	}
 	defer s.wg.Done() // admitDurable's
 	// Counted until the insert, not until tx commits: when, or whether,
