@@ -171,13 +171,13 @@ func (s *Scheduler) Enqueue(ctx context.Context, job Job, args any) (Handle, err
 	if ctx == nil {
 		panic("fairsched: Enqueue with a nil context")
 	}
-	return s.enqueueOne(ctx, EnqueueParams{Job: job, Args: args}, nil)
+	return s.enqueueOne(ctx, EnqueueParams{Job: job, Args: args}, nil, nil)
 }
 
 // enqueueOne enqueues one job, putting state in its transaction if it is
 // not nil, with the job's own error rather than a *BatchError.
-func (s *Scheduler) enqueueOne(ctx context.Context, p EnqueueParams, state *store.StateWrite) (Handle, error) {
-	hs, err := s.enqueueMany(ctx, []EnqueueParams{p}, state)
+func (s *Scheduler) enqueueOne(ctx context.Context, p EnqueueParams, state *store.StateWrite, queued func([]Handle)) (Handle, error) {
+	hs, err := s.enqueueMany(ctx, []EnqueueParams{p}, state, queued)
 	if err != nil {
 		return Handle{}, unbatched(err)
 	}
@@ -223,12 +223,14 @@ func (s *Scheduler) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Ha
 	if ctx == nil {
 		panic("fairsched: EnqueueMany with a nil context")
 	}
-	return s.enqueueMany(ctx, jobs, nil)
+	return s.enqueueMany(ctx, jobs, nil, nil)
 }
 
 // enqueueMany is EnqueueMany, putting state in the store in the jobs'
-// transaction if it is not nil.
-func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state *store.StateWrite) ([]Handle, error) {
+// transaction if it is not nil, and calling queued, if it is not nil,
+// with the jobs' Handles under the lock that queues them: before any of
+// them can end.
+func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state *store.StateWrite, queued func([]Handle)) ([]Handle, error) {
 	d := s.durable
 	if d == nil {
 		return nil, errors.New("fairsched: Enqueue needs a Store in Config")
@@ -295,6 +297,9 @@ func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state
 			s.storeRaiseLocked(t, before, now)
 		}
 		s.launchLocked(&t.task, now)
+	}
+	if queued != nil {
+		queued(hs)
 	}
 	return hs, nil
 }

@@ -637,26 +637,39 @@ func TestDurableScheduleSurvivesRestart(t *testing.T) {
 	clk, t0, st := fakeClockAndStore(t)
 	got := make(chan mailRun, 10)
 	var at []time.Duration
-	record := func(ctx context.Context, m mail) error { at = append(at, clk.Now().Sub(t0)); return nil }
+	// Each run reads the clock before it says it ran: the test moves the
+	// clock once it has.
+	var handlers Handlers
+	AddHandler(&handlers, "mail", func(ctx context.Context, m mail) error {
+		at = append(at, clk.Now().Sub(t0))
+		got <- mailRun{m, Attempt(ctx)}
+		return nil
+	})
 	ctx := context.Background()
-	s := newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, record)})
-	_, err := s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{To: "all"})
+	// ran waits for p's latest occurrence to run and end: the next one
+	// is skipped if this one has not ended when it falls due.
+	ran := func(p *Periodic) {
+		<-got
+		require.NoError(t, p.Last().Wait(ctx))
+	}
+	s := newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: &handlers})
+	p, err := s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{To: "all"})
 	require.NoError(t, err)
 	clk.Advance(10 * time.Second)
-	<-got
+	ran(p)
 	clk.Advance(10 * time.Second)
-	<-got
+	ran(p)
 	clk.Advance(5 * time.Second)
 	require.NoError(t, s.Shutdown(ctx))
 
 	clk.Advance(20 * time.Second) // down from 25 s to 45 s: the occurrence of 30 s fell due
-	s = newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, record)})
-	p, err := s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{To: "all"})
+	s = newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: &handlers})
+	p, err = s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{To: "all"})
 	require.NoError(t, err)
 	clk.Advance(0)
-	<-got
+	ran(p)
 	clk.Advance(10 * time.Second)
-	<-got
+	ran(p)
 	require.NoError(t, s.Shutdown(ctx))
 	assert.Equal(t, []time.Duration{10 * time.Second, 20 * time.Second, 45 * time.Second, 55 * time.Second}, at,
 		"one occurrence for the time it was down, then every 10 s from then")
@@ -664,14 +677,14 @@ func TestDurableScheduleSurvivesRestart(t *testing.T) {
 
 	// The last occurrence is still queued at the next start (its key
 	// paused): the next occurrence is skipped.
-	s, sig := newSignalledScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, record)})
+	s, sig := newSignalledScheduler(t, Config{Clock: clk, Store: st, Handlers: &handlers})
 	s.PauseKey("")
 	_, err = s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{To: "all"})
 	require.NoError(t, err)
 	clk.Advance(10 * time.Second) // 65 s
 	<-sig.accepted                // enqueued on a goroutine of the scheduler's
 	require.NoError(t, s.Shutdown(ctx))
-	s = newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, record)})
+	s = newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: &handlers})
 	p, err = s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{To: "all"})
 	require.NoError(t, err)
 	assert.Equal(t, 1, s.Stats().Paused, "the occurrence of 65 s waits, its key paused")
@@ -1060,4 +1073,42 @@ func TestDurableAdmittedBeforeDisabled(t *testing.T) {
 	require.NoError(t, r.err)
 	require.NoError(t, r.h.Wait(ctx))
 	assert.Equal(t, 2, (<-got).m.N)
+}
+
+// A durable schedule arms its next occurrence when one falls due, not
+// once that one is written: a clock that moved past the next time during
+// the write fires it then, and it is skipped, since the one being written
+// is the latest. (Armed after the write, on a test clock already past
+// its time, it would wait for the clock to move again.)
+func TestDurableScheduleArmsBeforeTheWrite(t *testing.T) {
+	clk, t0, plain := fakeClockAndStore(t)
+	held := &onceHeldStore{Store: plain, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	got := make(chan mailRun, 2)
+	s := newTestScheduler(t, Config{Clock: clk, Store: held, Handlers: mailHandlers(got, nil)})
+	ctx := context.Background()
+	p, err := s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{N: 1})
+	require.NoError(t, err)
+	held.held.Store(true)
+	clk.Advance(10 * time.Second)
+	<-held.entered // the occurrence of 10 s is being written
+	held.held.Store(false)
+	clk.Advance(10 * time.Second)
+	assert.EqualValues(t, 1, p.Skipped(), "the occurrence of 20 s fell due during the write")
+	close(held.release)
+	<-got
+	require.NoError(t, p.Last().Wait(ctx), "the occurrence of 10 s ends before the next falls due")
+	clk.Advance(10 * time.Second) // 30 s
+	<-got
+	require.NoError(t, s.Shutdown(ctx))
+	assert.Equal(t, t0.Add(40*time.Second), nextStored(t, plain.DB(), "digest"), "the schedule's next time, stored")
+}
+
+// nextStored reads the next time of durable schedule name from the file.
+func nextStored(t *testing.T, db *sql.DB, name string) time.Time {
+	t.Helper()
+	var b []byte
+	require.NoError(t, db.QueryRow("SELECT value FROM fairsched_state WHERE name = ?", scheduleStateName(name)).Scan(&b))
+	var st scheduleState
+	require.NoError(t, json.Unmarshal(b, &st))
+	return time.UnixMicro(st.Next).UTC()
 }

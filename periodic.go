@@ -48,7 +48,9 @@ type Periodic struct {
 
 	// Guarded by s.mu.
 	stop    func() bool // the clock timer of the next occurrence; nil once stopped
+	next    time.Time   // the time of that occurrence
 	last    Handle      // the latest occurrence submitted
+	writing bool        // a durable occurrence is being stored: it is the latest
 	skipped uint64
 }
 
@@ -101,6 +103,7 @@ func (p *Periodic) armNextLocked(next time.Time) {
 
 // armAtLocked sets the clock timer for the occurrence at next.
 func (p *Periodic) armAtLocked(next time.Time) {
+	p.next = next
 	p.stop = p.s.clock.AfterFunc(next.Sub(p.s.clock.Now()), func() { p.occur(next) })
 }
 
@@ -114,15 +117,14 @@ func (p *Periodic) occur(at time.Time) {
 	if p.stop == nil {
 		return // stopped meanwhile
 	}
-	if p.last.t != nil && p.last.t.rec.State() != engine.StateDone {
+	if p.writing || p.last.t != nil && p.last.t.rec.State() != engine.StateDone {
 		p.skipped++
 		s.skippedOccurrences++
-		if p.durable != nil {
-			p.saveLocked(next)
+		if p.durable != nil && !p.writing {
+			p.saveLocked(next) // else once the write ends, after it
 		}
 	} else if p.durable != nil {
 		p.occurDurableLocked(next)
-		return
 	} else {
 		t := newSubmitTask(p.ctx, p.fn)
 		job := p.job

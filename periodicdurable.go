@@ -107,11 +107,15 @@ func (s *Scheduler) findDurableLocked(id int64) Handle {
 }
 
 // occurDurableLocked enqueues the occurrence due now, on a goroutine of
-// the Scheduler's since the write must not hold the lock, then records
-// the schedule and sets the timer for next, the occurrence after it
-// (zero: none).
+// the Scheduler's since the write must not hold the lock. The occurrence
+// after it, next, is armed by the caller at once, not once the write
+// ends: its time is known now, and a clock that has moved past it by then
+// would fire it late (a test clock, not until it moves again). Until the
+// write ends, the occurrence being written is the latest: one that falls
+// due meanwhile is skipped.
 func (p *Periodic) occurDurableLocked(next time.Time) {
 	s := p.s
+	p.writing = true
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -121,24 +125,37 @@ func (p *Periodic) occurDurableLocked(next time.Time) {
 		state := &store.StateWrite{Name: scheduleStateName(p.durable.name), Value: func(jobs []*store.Job) []byte {
 			return scheduleState{Last: jobs[0].ID}.at(next)
 		}}
-		h, err := s.enqueueOne(context.Background(), EnqueueParams{Job: p.job, Args: p.durable.args}, state)
+		// The occurrence is the latest from the instant it is queued,
+		// under the lock that queues it: before it can end.
+		_, err := s.enqueueOne(context.Background(), EnqueueParams{Job: p.job, Args: p.durable.args}, state, func(hs []Handle) {
+			p.wroteLocked(next, hs[0])
+		})
+		if err == nil {
+			return
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		switch {
-		case errors.Is(err, ErrClosed):
+		if errors.Is(err, ErrClosed) {
+			p.writing = false
 			return // not recorded: the next start enqueues it
-		case err != nil:
-			p.skipped++
-			s.skippedOccurrences++
-			p.saveLocked(next)
-		default:
-			p.last = h
 		}
-		if p.stop == nil {
-			return // stopped meanwhile
-		}
-		p.armNextLocked(next)
+		p.skipped++
+		s.skippedOccurrences++
+		p.wroteLocked(time.Time{}, p.last)
 	}()
+}
+
+// wroteLocked ends the write of an occurrence whose transaction recorded
+// the schedule's next time as next (zero: it recorded nothing), leaving
+// last the latest occurrence. If the schedule moved on meanwhile (an
+// occurrence skipped during the write), its state is recorded again, after
+// the transaction.
+func (p *Periodic) wroteLocked(next time.Time, last Handle) {
+	p.writing = false
+	p.last = last
+	if p.stop != nil && !p.next.Equal(next) {
+		p.saveLocked(p.next)
+	}
 }
 
 // saveLocked records the schedule: its next occurrence, and its latest.
