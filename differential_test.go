@@ -37,12 +37,17 @@ func diffCheck(t *testing.T, what string, w *diffWorkload, opts diffOptions) {
 	t.Fatalf("%s fails.\n\n=== shrunk ===\n%s\n\n=== original ===\n%s", what, sr.report(serr), r.report(err))
 }
 
-// diffSeeds is how many random workloads TestDifferential runs.
+// diffSeeds is how many random workloads TestDifferential runs: 400 in
+// the everyday run, 2,000 in the long run CI makes (FAIRSCHED_LONG set,
+// see longRun), 100 with -short.
 func diffSeeds() int {
-	if testing.Short() {
-		return 200
+	switch {
+	case longRun:
+		return 2000
+	case testing.Short():
+		return 100
 	}
-	return 2000
+	return 400
 }
 
 // TestDifferential replays random workloads on the scheduler and on the
@@ -64,10 +69,17 @@ func TestDifferential(t *testing.T) {
 // TestDifferentialEngine is TestDifferential on the engine alone, driven
 // directly with no goroutine, so it runs many more workloads in the time,
 // each checked against the reference model after every event.
+// The seeds are split over two parallel subtests, one per core here.
 func TestDifferentialEngine(t *testing.T) {
-	for seed := range uint64(2 * diffSeeds()) {
-		w := diffGenerate(diffRandSource{rand.New(rand.NewPCG(seed, 0xe9))}, 60, seed%4 == 3)
-		diffCheck(t, fmt.Sprintf("seed %d", seed), w, diffOptions{engine: true, ref: true, stats: true, hook: true})
+	const parts = 2
+	for part := range uint64(parts) {
+		t.Run(fmt.Sprintf("part=%d", part), func(t *testing.T) {
+			t.Parallel()
+			for seed := part; seed < uint64(2*diffSeeds()); seed += parts {
+				w := diffGenerate(diffRandSource{rand.New(rand.NewPCG(seed, 0xe9))}, 60, seed%4 == 3)
+				diffCheck(t, fmt.Sprintf("seed %d", seed), w, diffOptions{engine: true, ref: true, stats: true, hook: true})
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package fairsched
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -11,3 +12,8 @@ import (
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
+
+// longRun is set by FAIRSCHED_LONG=1: the randomized tests run their long
+// counts (CI does), where the everyday run checks fewer workloads of the
+// same kinds.
+var longRun = os.Getenv("FAIRSCHED_LONG") != ""
