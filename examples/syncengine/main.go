@@ -1,4 +1,4 @@
-// Command syncengine runs the long-lived sync engine of seed 001 on
+// Command syncengine runs a long-lived file sync engine on
 // fairsched: two background watch profiles that always have files to sync,
 // shared 3:1 by weight with a reservation for the smaller one, and a user
 // who triggers a large high-priority sync in the middle of it.
@@ -79,7 +79,7 @@ const (
 // run, so each always has work waiting.
 var outstanding = map[string]int{profileA: 18, profileB: 9, user: 20}
 
-// config is seed 001's configuration, its durations multiplied by scale.
+// config is the sync engine's configuration, its durations multiplied by scale.
 func config(scale float64) fairsched.Config {
 	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * scale) }
 	return fairsched.Config{
@@ -146,7 +146,7 @@ func run(ctx context.Context, opts options, w io.Writer) (*result, error) {
 	}
 	bound, _ := cfg.Aging.MaxWait(fairsched.PriorityLow)
 
-	fmt.Fprintf(w, "syncengine: seed 001's sync engine on fairsched, %d slots.\n", slots)
+	fmt.Fprintf(w, "syncengine: a file sync engine on fairsched, %d slots.\n", slots)
 	fmt.Fprintf(w, "  Two watch profiles always have files to sync: %s (weight 3, cap 12) and %s\n", profileA, profileB)
 	fmt.Fprintf(w, "  (weight 1, cap 6, 2 slots reserved). From %v to %v the user runs a large sync, in the\n", d(userStarts), d(userStops))
 	fmt.Fprintf(w, "  foreground tier: %d files at a time, at high priority.\n", outstanding[user])
@@ -322,7 +322,7 @@ func stack(avg map[string]float64) string {
 
 // report prints the averages per phase and the starvation check.
 func report(w io.Writer, r *result, d func(time.Duration) time.Duration) {
-	fmt.Fprintf(w, "\nBoth profiles busy, user idle: %s held %.1f slots, %s %.1f (seed 001 expects 10-11 and 5-6).\n",
+	fmt.Fprintf(w, "\nBoth profiles busy, user idle: %s held %.1f slots, %s %.1f (their weighted fair shares: 10-11 and 5-6).\n",
 		profileA, r.Before[profileA], profileB, r.Before[profileB])
 	fmt.Fprintf(w, "During the user's sync:        user %.1f, %s %.1f, %s %.1f: the foreground goes first,\n",
 		r.During[user], profileA, r.During[profileA], profileB, r.During[profileB])
