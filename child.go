@@ -6,7 +6,7 @@ import (
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
-// Child jobs (SPEC section 10). A job submitted, enqueued (a durable job,
+// Child jobs (docs/design.md, Child jobs). A job submitted, enqueued (a durable job,
 // whose raised priority is stored with it), or run by RunSync, with a
 // context that descends from a running job's context is that job's child:
 // when it has to wait, its base priority is raised to the priority the

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// The disable policy (seed 003's retry_count, disable_window and
-// disable_hard_timeout): a (type, ID) pair whose attempts keep failing is
+// The disable policy (docs/design.md, Disable policy; failures, window and
+// time disabled): a (type, ID) pair whose attempts keep failing is
 // turned away for a while instead of failing again and again.
 
 // DisablePolicy disables a (type, ID) pair after Failures failed attempts

@@ -80,7 +80,7 @@
 // Reservations: up to MinSlots of a key's jobs start ahead of fair share
 // (step 2) and are not charged, so a reservation adds to the key's weighted
 // share of the rest. A job started under the reservation holds it until it
-// ends, when the key's next job takes it over. In seed 001's example (16
+// ends, when the key's next job takes it over. In the example of docs/design.md (16
 // slots, A weight 3 cap 12, B weight 1 cap 6 MinSlots 2) B holds its 2
 // reserved slots and the other 14 split 3:1, so A runs 10-11 and B 5-6.
 //

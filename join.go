@@ -7,8 +7,8 @@ import (
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
-// Joining duplicates (SPEC section 10; seed 002's (type, ID) identity,
-// seed 004's attach). For a type whose Duplicates policy is JoinQueued or
+// Joining duplicates (docs/design.md, Duplicates; a job is identified
+// by its type and ID). For a type whose Duplicates policy is JoinQueued or
 // JoinRunning, a submission of a (type, ID) whose job is waiting (or, for
 // JoinRunning, running) does not make a second job: it joins that one.
 //

@@ -3,7 +3,7 @@ package fairsched
 import "fmt"
 
 // Limits changed at run time, as a service scales its workers up and down
-// (seed 004). A lowered limit stops new starts until the running jobs drop
+// (docs/design.md, Hard limits). A lowered limit stops new starts until the running jobs drop
 // below it; nothing running is cancelled. A raised one lets queued jobs
 // start at once.
 

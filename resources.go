@@ -7,7 +7,7 @@ import (
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
-// Named resources (Config.Resources) are SPEC's hard limit 6: a pool of
+// Named resources (Config.Resources) are a hard limit (docs/design.md, Named resources): a pool of
 // units, such as database connections, GPU memory in gigabytes or an
 // API's concurrent-call quota, shared by job types that need some of it
 // (TypeConfig.Needs, or a job's own Job.Needs). A job starts only when
@@ -15,7 +15,7 @@ import (
 // and without blocking jobs that need other resources.
 //
 // A large job is not starved by a stream of small ones: the first job, in
-// the order of SPEC section 3, that finds a resource short of its units
+// the order (docs/design.md, The order), that finds a resource short of its units
 // claims it, and the resource's free units are then held for it alone
 // until it starts (or leaves the queue); no slot is held. It therefore
 // waits at most for the jobs ahead of it in the order and for the units

@@ -69,15 +69,15 @@ func (e *PanicError) Unwrap() error {
 
 // Scheduler decides which job runs next: bounded concurrency, tiers,
 // fair share between keys by learned cost, priorities with aging, type and
-// key caps and conflict exclusion, by the one order of doc.go. Create one
-// with New; the zero value is not usable. A Scheduler is safe for
-// concurrent use.
-//
-// The Scheduler is the shell around its engine (internal/engine), which
-// holds every decision: the Scheduler adds the lock, the goroutines that
-// run jobs, contexts, handles and events. Methods named ...Locked are
-// called with mu held.
+// key caps and conflict exclusion, by the one order of the package
+// documentation (and docs/design.md, The order). Create one with New; the
+// zero value is not usable. A Scheduler is safe for concurrent use.
 type Scheduler struct {
+	// The Scheduler is the shell around its engine (internal/engine), which
+	// holds every decision: the Scheduler adds the lock, the goroutines that
+	// run jobs, contexts, handles and events. Methods named ...Locked are
+	// called with mu held.
+
 	// Set by New, then read-only.
 	cfg       Config
 	clock     Clock

@@ -6,7 +6,7 @@ import (
 )
 
 // DuplicatePolicy says what a submission does when a job of the same
-// type and ID (SPEC section 10: a job is identified by its type and ID)
+// type and ID (docs/design.md, Vocabulary: a job is identified by its type and ID)
 // is already waiting (TypeConfig.Duplicates).
 type DuplicatePolicy uint8
 

@@ -57,7 +57,7 @@ func main() {
 	}
 }
 
-// The service's job types, as seed 002 registers them.
+// The service's job types: clones in the foreground, git maintenance in the background.
 const (
 	typeClone  = "sync-clone"
 	typeRepack = "repack"

@@ -9,7 +9,7 @@ package engine
 // waiters compete as they are, and the next holder's start shuts it again.
 // A holder's end and the next start thus cost O(L log n) for the L lanes
 // the waiters come from, however many they are: with one client's
-// thousand clones of one repository (seed 002), L is 1.
+// thousand clones of one repository, L is 1.
 
 type conflictKey struct {
 	group string

@@ -1,6 +1,6 @@
 package engine
 
-// Jobs that wait for a time (SPEC section 10). Two rules act at a time a
+// Jobs that wait for a time (docs/design.md, Delays and start deadlines). Two rules act at a time a
 // job carries, and both go through the timeline:
 //
 //   - not-before: a job whose Times.NotBefore is later than its

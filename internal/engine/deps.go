@@ -2,7 +2,7 @@ package engine
 
 import "slices"
 
-// Dependencies (SPEC section 10): a job may run after other jobs. It waits
+// Dependencies (docs/design.md, Dependencies): a job may run after other jobs. It waits
 // for them set aside, StateBlocked, like a delayed job (delay.go): out of
 // every order and fair-share account, holding nothing, counted by the
 // admission limits. Its aging clock runs meanwhile: a dependency is a gate,

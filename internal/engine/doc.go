@@ -5,7 +5,7 @@
 //
 // # The engine and its shell
 //
-// An Engine holds every decision of SPEC sections 2 to 5: which jobs wait,
+// An Engine holds every decision of docs/design.md, Hard limits to Fair share and cost: which jobs wait,
 // which run, the caps, the conflict locks, the fair-share clocks, the
 // learnt costs and the counts. It has no lock, no goroutine, no channel,
 // no context and no clock: time is an int64 count of µs passed into every
@@ -22,7 +22,7 @@
 //
 // # The order
 //
-// Next starts the first admissible job by the order of SPEC section 3, and
+// Next starts the first admissible job by the order (docs/design.md, The order), and
 // pick (order.go) carries it out step by step: urgent jobs, then keys
 // below their reservation, then by tier, virtual time and priority. A job
 // that arrives while nothing else is pending and is admissible starts at
@@ -121,8 +121,8 @@
 //     not-before time, dependencies, a pause): the job is set aside,
 //     StateDelayed, StateBlocked or StatePaused, counted apart (naside: admission limits still count
 //     it, and its key is not idle) but in no order and no flow, so that
-//     its flow goes idle and its key's share goes to others, as SPEC
-//     section 10 asks of a pause. When the gate opens the job joins the
+//     its flow goes idle and its key's share goes to others, as docs/design.md
+//     (Pause) asks of a pause. When the gate opens the job joins the
 //     queue as a submission does: its flow re-enters at the tier's floor.
 //     A pause finds its jobs through its lanes (typeState.all for a type)
 //     and the wait lanes listed on them (lane.held), sets them aside in

@@ -79,7 +79,7 @@ type Times struct {
 }
 
 // Engine is the whole decision state of a scheduler and the order of
-// SPEC section 3. It holds no lock, starts no goroutine and never reads a
+// docs/design.md, The order. It holds no lock, starts no goroutine and never reads a
 // clock: every method that depends on time takes now, in µs since the
 // caller's epoch, and now must never decrease. The caller serialises
 // calls (fairsched.Scheduler holds its mutex around each).

@@ -113,7 +113,7 @@ type tierState struct {
 	// those present. Settled, because charges of running jobs are
 	// corrected when they end, and default-cost guesses are the ones most
 	// likely to be far off: a newcomer placed on an incumbent's guesses
-	// would fall behind it once they are refunded (seed 002, scenario 2),
+	// would fall behind it once they are refunded (two clients' bursts, one after the other),
 	// while one placed below an incumbent's learned estimates would burst
 	// past its share.
 	active iheap.Keyed[*flow]

@@ -4,7 +4,7 @@ import "github.com/fairsched/fairsched/internal/iheap"
 
 // Gates. Everything that keeps a pending job from starting is a gate, and
 // a gate keeps the jobs it blocks out of the dispatcher's sight until what
-// blocks them changes (SPEC section 8). By how much they cover, gates come
+// blocks them changes (docs/design.md, Complexity). By how much they cover, gates come
 // in three scopes:
 //
 //   - the global limit, and the caps of a tier and of a type, cover jobs

@@ -62,8 +62,8 @@ type lane struct {
 
 	// The lane's paused time, the µs its key or its type was paused:
 	// stood up to stoodFrom, and since stoodFrom while it is paused
-	// (stoodAt). A waiting job's aging clock stands still for it (SPEC
-	// section 4): a job set aside with its clock running (backing off,
+	// (stoodAt). A waiting job's aging clock stands still for it (docs/design.md,
+	// Aging): a job set aside with its clock running (backing off,
 	// waiting for dependencies) keeps stoodAt of when it left, in Job.at,
 	// and moves its submission time on by what the lane stood meanwhile
 	// when it comes back.

@@ -2,7 +2,7 @@ package engine
 
 // The order. Whenever a slot may be free (a job was queued, a job ended, a
 // limit or key changed), the caller calls Next until it returns nil, and
-// each call starts the first admissible job by the order of SPEC section 3,
+// each call starts the first admissible job by the order of docs/design.md (The order),
 // which pick carries out step by step.
 //
 // Blocked work is kept out of sight rather than skipped over, by gates

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Pause (SPEC section 10). A paused key or job type sets its waiting jobs
+// Pause (docs/design.md, Pause). A paused key or job type sets its waiting jobs
 // aside, as a not-before time does (delay.go): out of every order and
 // every fair-share account, so that for allocation the key counts as one
 // with no work and its share goes to the others at once. Its running jobs

@@ -2,7 +2,7 @@ package engine
 
 import "github.com/fairsched/fairsched/internal/iheap"
 
-// Rate limits (SPEC section 10): a token bucket per key and per type,
+// Rate limits (docs/design.md, Rate limits): a token bucket per key and per type,
 // taken from when a job starts. A key or type out of tokens is a shut
 // gate of its scope (gates.go): a type is passed over by pick, one check
 // per type, as at its cap; a key shuts its cap gate, so that its lanes

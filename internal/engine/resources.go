@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Named resources (SPEC section 10, hard limit 6 of section 2). A
+// Named resources (docs/design.md, Named resources; a hard limit). A
 // resource has a capacity in units; a job needs some units of some
 // resources (its type's needs, or its own) and starts only when all are
 // free. A job blocked by a resource is held by the resource's gate

@@ -18,7 +18,7 @@ type typeState struct {
 	cost     float64 // default cost, seconds
 	// typical is the moving average of the observed durations of all the
 	// type's jobs, whatever their ID, from cost: for wait estimates only
-	// (the order charges per (type, ID), SPEC section 5).
+	// (the order charges per (type, ID), docs/design.md, Fair share and cost).
 	typical float64
 	// blankCost is the learnt estimate for jobs without an ID, also in
 	// the cost table's map; nil when there is none.

@@ -1,6 +1,6 @@
 package engine
 
-// Why is a job waiting? SPEC section 10 names, for each waiting job, the
+// Why is a job waiting? docs/design.md (Why a job waits) names, for each waiting job, the
 // one thing that holds it: the first of these that applies.
 
 // Why is what holds a waiting job.

@@ -2,7 +2,7 @@ package refmodel
 
 import "slices"
 
-// Dependencies (SPEC section 10): a job may run after jobs submitted
+// Dependencies (docs/design.md, Dependencies): a job may run after jobs submitted
 // before it. It waits for them set aside, as a delayed job does, its
 // aging clock running; when the last completes it joins the queue (or
 // waits paused); if one ends any other way, it ends without running, and

@@ -1,6 +1,6 @@
 package refmodel
 
-// Pausing keys and job types (SPEC section 10).
+// Pausing keys and job types (docs/design.md, Pause).
 
 // pausedFor reports whether j's key or type is paused.
 func (m *Model) pausedFor(j *job) bool {
@@ -80,7 +80,7 @@ func (m *Model) resumeWaiting(now int64) {
 // key or type is now paused, and moves on the submission time of every
 // one whose key and type no longer are by the time its clock stood: the
 // clock of a waiting job stands still while its key or type is paused,
-// whatever holds it (SPEC section 4). A running job is not waiting, and
+// whatever holds it (docs/design.md, Aging). A running job is not waiting, and
 // a delayed job's clock starts at its NotBefore.
 func (m *Model) standClocks(now int64) {
 	for _, j := range m.jobs {

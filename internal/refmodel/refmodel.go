@@ -1,5 +1,5 @@
 // Package refmodel is an executable restatement of fairsched's scheduling
-// contract (SPEC sections 2 to 5), written to be read rather than to be
+// contract (docs/design.md, Hard limits to Fair share and cost), written to be read rather than to be
 // fast. It is the oracle of the differential tests: the real scheduler and
 // this model are fed the same events and must start the same jobs, at the
 // same virtual instants, in the same order.
@@ -28,7 +28,7 @@
 //     the active flows including itself. Settled V leaves out what running
 //     jobs were charged at their type's default cost, before their
 //     (type, ID) was ever observed.
-//   - Time (SPEC section 10): a job with a NotBefore later than its
+//   - Time (docs/design.md, Delays and start deadlines): a job with a NotBefore later than its
 //     submission is delayed: counted by MaxQueue and MaxPending, but
 //     outside the order and fair share until Due releases it at that
 //     time, when its flow activates as for a submission and its aging
@@ -240,7 +240,7 @@ type job struct {
 	paused bool
 	// standing: its aging clock stands still since stoodSince, as it waits
 	// (queued, delayed by a retry's backoff, blocked or paused) while its
-	// key or type is paused (SPEC section 4).
+	// key or type is paused (docs/design.md, Aging).
 	standing   bool
 	stoodSince int64
 	// after are the jobs it runs after that have not ended; blocked: set
@@ -914,7 +914,7 @@ type candidate struct {
 	key sortKey
 }
 
-// pick returns the first admissible job in the order of SPEC section 3.
+// pick returns the first admissible job in the order of docs/design.md, The order.
 // Every pending job is placed by fair share; an urgent one is also placed
 // among the urgent jobs, and one of a key below its reservation among
 // the reserved. All keys are computed at now, sorted, and the first
@@ -992,7 +992,7 @@ func (m *Model) usage() usage {
 	return u
 }
 
-// admits reports whether j passes every hard limit of SPEC section 2.
+// admits reports whether j passes every hard limit of docs/design.md, Hard limits.
 func (u usage) admits(m *Model, j *job) bool {
 	under := func(n, limit int) bool { return limit == 0 || n < limit }
 	g := j.typ.ConflictGroup

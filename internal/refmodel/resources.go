@@ -2,7 +2,7 @@ package refmodel
 
 import "slices"
 
-// Named resources (SPEC section 10, hard limit 6): a job needs units of
+// Named resources (docs/design.md, Named resources): a job needs units of
 // resources (its own needs, or its type's) and starts only when each has
 // them free. The first job by the order that finds a resource short of
 // its units, passes every other limit and needs no resource another job

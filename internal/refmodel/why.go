@@ -2,7 +2,7 @@ package refmodel
 
 import "slices"
 
-// Why is what holds a waiting job (SPEC section 10): the first of these,
+// Why is what holds a waiting job (docs/design.md, Why a job waits): the first of these,
 // in this order, that applies.
 type Why int
 
