@@ -1,7 +1,7 @@
 package fairsched
 
-// Tests of priority aging and its starvation bound (SPEC section 4, seeds
-// 000 and 001): the seed 000 timeline, the bound
+// Tests of priority aging and its starvation bound (docs/design.md,
+// Aging): the +10 per 5 s timeline, the bound
 //
 //	GracePeriod + (UrgentThreshold - base)/Step*Interval
 //
@@ -21,10 +21,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// agingSeed000 is seed 000's aging: +10 per 5 s waited, capped at 100.
+// agingSeed000 is the classic aging: +10 per 5 s waited, capped at 100.
 var agingSeed000 = AgingConfig{Step: 10, Interval: 5 * time.Second, MaxEffective: 100}
 
-// agingSeed000Timeline is seed 000's table for a priority-0 job: effective
+// agingSeed000Timeline is that aging's table for a priority-0 job: effective
 // priority by time waited.
 var agingSeed000Timeline = []struct {
 	wait time.Duration
@@ -42,7 +42,7 @@ var agingSeed000Timeline = []struct {
 	{time.Hour, 100},
 }
 
-// TestAgingSeed000Timeline checks the seed 000 timeline, both as
+// TestAgingSeed000Timeline checks the +10 per 5 s timeline, both as
 // arithmetic and as seen in Snapshot while a job waits behind a blocker on
 // a scheduler running on a fake clock.
 func TestAgingSeed000Timeline(t *testing.T) {
@@ -137,7 +137,7 @@ func TestAgingStarvationBound(t *testing.T) {
 		bound time.Duration // MaxWait(base), worked out by hand
 	}{
 		{"one point per second from 0", AgingConfig{Interval: time.Second, Step: 1, UrgentThreshold: 100}, 0, 100 * time.Second},
-		{"seed 000 rate with grace and ceiling", AgingConfig{GracePeriod: 30 * time.Second, Interval: 5 * time.Second, Step: 10, MaxEffective: 80, UrgentThreshold: 100}, 20, 70 * time.Second},
+		{"+10 per 5 s with grace and ceiling", AgingConfig{GracePeriod: 30 * time.Second, Interval: 5 * time.Second, Step: 10, MaxEffective: 80, UrgentThreshold: 100}, 20, 70 * time.Second},
 		{"threshold above 100", AgingConfig{GracePeriod: 10 * time.Second, Interval: 2 * time.Second, Step: 5, UrgentThreshold: 150}, 50, 50 * time.Second},
 		{"low threshold, long grace", AgingConfig{GracePeriod: time.Minute, Interval: 10 * time.Second, Step: 3, UrgentThreshold: 60}, 0, 260 * time.Second},
 		{"steps not dividing the distance", AgingConfig{GracePeriod: 5 * time.Second, Interval: 7 * time.Second, Step: 3, UrgentThreshold: 100}, 0, 5*time.Second + 233333333334*time.Nanosecond},
@@ -370,7 +370,7 @@ func TestAgingRandomizedHardLimits(t *testing.T) {
 	}
 }
 
-// agingCheckLimits checks the hard limits of SPEC section 2 over the sim's
+// agingCheckLimits checks the hard limits of docs/design.md over the sim's
 // record: at every start, the running jobs fit the global, tier, type and
 // key caps, and no two jobs of one conflict group and ID overlap.
 func agingCheckLimits(t *testing.T, m *sim, cfg Config) {

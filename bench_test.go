@@ -148,8 +148,8 @@ func BenchmarkHOL(b *testing.B) {
 	}
 }
 
-// benchGateHOL is BenchmarkHOL with n jobs held by a gate (SPEC section
-// 10): a paused key, a rate limit out of tokens, a dependency that runs,
+// benchGateHOL is BenchmarkHOL with n jobs held by a gate (docs/design.md,
+// The job's life): a paused key, a rate limit out of tokens, a dependency that runs,
 // or a resource held by a running job. Each operation submits one job that
 // nothing holds and starts it: in time flat in n.
 func benchGateHOL(b *testing.B, gate string, n int) {
@@ -220,9 +220,9 @@ func BenchmarkJoin(b *testing.B) {
 }
 
 // BenchmarkConflictDrain measures the start of each job while n others
-// wait on the same conflict ID (seed 002: one client starting a thousand
+// wait on the same conflict ID (one client starting a thousand
 // clones of one repository): the holder ends, the next waiter starts, and
-// one more arrives to keep n waiting. SPEC section 8: waiting-10k within
+// one more arrives to keep n waiting. Target: waiting-10k within
 // 2x of waiting-1k.
 func BenchmarkConflictDrain(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
@@ -335,7 +335,7 @@ func scaleConfig() Config {
 //
 // busy-1k, busy-30k: a Submit on a key of its own, the end of the oldest
 // running job and a dispatch, while that many keys have work queued; keys
-// with work must cost nothing either (SPEC section 8: within 2x).
+// with work must cost nothing either (target: within 2x).
 func BenchmarkAllocationEvents(b *testing.B) {
 	cfg := func() Config {
 		return Config{

@@ -46,7 +46,7 @@ func ended(h Handle) bool {
 	}
 }
 
-// Seed 004's dispatch deadline: a job waiting for capacity fails with the
+// A dispatch deadline (docs/design.md, Delays and start deadlines): a job waiting for capacity fails with the
 // deadline error at exactly its deadline while nothing frees, through the
 // scheduler's timer, and the job holding the slot is untouched.
 func TestStartDeadlineWhileWaiting(t *testing.T) {

@@ -32,7 +32,7 @@ func (r *recorder) order() []string {
 	return append([]string(nil), r.ran...)
 }
 
-// Seed 003's task graph: a diamond of four jobs runs in order, each after
+// A task graph (docs/design.md, Dependencies): a diamond of four jobs runs in order, each after
 // the ones it names; when the root fails, the three below it end without
 // running, each with an error naming its dependency and wrapping, down the
 // chain, the root's error.

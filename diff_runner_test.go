@@ -881,7 +881,7 @@ func (r *diffRunner) endWaiting(ended []int, what string, count *int) error {
 	return nil
 }
 
-// checkLimits checks the hard limits of SPEC section 2 from the driver's
+// checkLimits checks the hard limits of docs/design.md from the driver's
 // own record of which jobs run, independently of the scheduler's counts.
 // Key caps can be lowered at run time below what a key already runs, so
 // they are checked for the keys that just started jobs: the last of those

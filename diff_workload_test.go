@@ -10,8 +10,8 @@ import (
 	"github.com/fairsched/fairsched/internal/refmodel"
 )
 
-// The differential test. internal/refmodel restates the order of SPEC
-// section 3 as literally as possible: at every dispatch it sorts all
+// The differential test. internal/refmodel restates the order of docs/design.md
+// (The order) as literally as possible: at every dispatch it sorts all
 // pending jobs by their full key and starts the first admissible one. The
 // engine reaches the same decisions through heaps, parking and
 // incremental bookkeeping. Thousands of small random workloads are fed to

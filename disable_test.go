@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Seed 003's disable policy: 5 failures of one (type, ID) within an hour
+// The disable policy (docs/design.md, Disable policy): 5 failures of one (type, ID) within an hour
 // disable the pair for an hour; it is re-enabled by hand earlier. Other
 // pairs are not touched, nor are the pair's jobs already queued.
 func TestDisablePolicySeed003(t *testing.T) {

@@ -131,7 +131,7 @@ func TestDurableSurvivesClose(t *testing.T) {
 	assert.ErrorIs(t, hs[0].Wait(context.Background()), context.Canceled, "the running one returned its context's error")
 	for _, h := range hs[1:] {
 		assert.ErrorIs(t, h.Wait(context.Background()), ErrKept, "the queued ones left memory, not failed")
-		assert.NotErrorIs(t, h.Wait(context.Background()), ErrClosed, "Close does not fail them (SPEC 12)")
+		assert.NotErrorIs(t, h.Wait(context.Background()), ErrClosed, "Close does not fail them (docs/design.md, Durable jobs)")
 	}
 	state, attempt := storedState(t, st.DB(), hs[0].ID())
 	assert.Equal(t, store.Queued, state, "the cut-short attempt leaves the job queued")

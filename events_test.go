@@ -115,7 +115,7 @@ func TestAgedEvent(t *testing.T) {
 	aged := log.of(EventAged)
 	require.Len(t, aged, 1)
 	require.Equal(t, 0, aged[0].BasePriority)
-	require.Equal(t, 50, aged[0].EffectivePriority, "seed 000: priority 0 reaches 50 after 25 s")
+	require.Equal(t, 50, aged[0].EffectivePriority, "+10 per 5 s: priority 0 reaches 50 after 25 s")
 	require.Equal(t, 25*time.Second, aged[0].Wait)
 	require.EqualValues(t, 1, s.Stats().AgingPromotions)
 }

@@ -1,7 +1,7 @@
 package fairsched
 
 // Tests of weighted fair share between fairness keys, by learned cost
-// (SPEC section 5, seeds 001 and 002).
+// (docs/design.md, Fair share and cost).
 //
 // Fairness is measured, not eyeballed, in the manner of the Kubernetes
 // fair-queuing tests: every key is kept backlogged for a long stretch of
@@ -24,7 +24,7 @@ import (
 )
 
 // fairTolerance is the relative error allowed between a measured share of
-// slot time and the fair share (SPEC section 9).
+// slot time and the fair share (docs/design.md, Fair share and cost).
 const fairTolerance = 0.02
 
 // fairFeeder keeps fairness keys backlogged in a sim. A fed key starts
@@ -255,7 +255,7 @@ func TestFairShareWeighted(t *testing.T) {
 	fairAssertShares(t, "weights 3:1", got, want)
 }
 
-// TestFairShareByCostNotJobCount is seed 002's cost-awareness: a client
+// TestFairShareByCostNotJobCount is cost-awareness: a client
 // whose clones take 60 s and one whose clones take 5 s, equally weighted,
 // hold equal slot time, so the cheap client runs about twelve times as
 // many jobs. Each client clones one repository, whose cost the scheduler
@@ -344,7 +344,7 @@ func TestFairShareIdleKeyReturns(t *testing.T) {
 	}
 }
 
-// TestFairShareSmallClientNotStarvedByFlood is seed 002's denial of
+// TestFairShareSmallClientNotStarvedByFlood is the denial of
 // service: one client submits 1,000 clones at once, another then needs
 // just two. The second client's clones start at the first slots that free
 // after they arrive, within one job duration, rather than behind the
@@ -378,7 +378,7 @@ func TestFairShareSmallClientNotStarvedByFlood(t *testing.T) {
 	assert.Equal(t, slots, m.maxRunning, "the flood kept every slot busy")
 }
 
-// TestFairShareSeed001SixteenSlots is seed 001's slot allocation: 16
+// TestFairShareSeed001SixteenSlots is the slot allocation of docs/design.md, Fair share and cost: 16
 // slots, group A weight 3 capped at 12, group B weight 1 capped at 6 with 2
 // slots reserved.
 func TestFairShareSeed001SixteenSlots(t *testing.T) {
@@ -413,7 +413,7 @@ func TestFairShareSeed001SixteenSlots(t *testing.T) {
 		for i, a := range as {
 			b := bs[i]
 			if !assert.Truef(t, a >= 10 && a <= 11 && b >= 5 && b <= 6 && a+b == slots,
-				"at %v A runs %d and B %d; seed 001 settles at A 10-11, B 5-6, all 16 busy", from+time.Duration(i)*step, a, b) {
+				"at %v A runs %d and B %d; the fair share is A 10-11, B 5-6, all 16 busy", from+time.Duration(i)*step, a, b) {
 				break
 			}
 		}
@@ -422,14 +422,14 @@ func TestFairShareSeed001SixteenSlots(t *testing.T) {
 		keys := []string{"s3://prod", "s3://b2-backup"}
 		want := fairExpected(slots, keys, []AllocationDemand{fairBacklogged(3, 0, 12), fairBacklogged(1, 2, 6)})
 		require.InDelta(t, 10.5/16, want["s3://prod"], 1e-9)
-		fairAssertShares(t, "seed 001", fairShares(m, slots, keys, from, to), want)
+		fairAssertShares(t, "16 slots", fairShares(m, slots, keys, from, to), want)
 		assert.LessOrEqual(t, fairMaxRunning(m, "s3://prod", 0, to), 12, "A's cap")
 		assert.LessOrEqual(t, fairMaxRunning(m, "s3://b2-backup", 0, to), 6, "B's cap")
 	})
 
 	// B has only 3 jobs: its unused share goes to A, but only up to A's
-	// cap of 12, so one slot stays idle (seed 001: "A gets 13 ... capped
-	// at 12, 1 slot idle").
+	// cap of 12, so one slot stays idle (A would get 13, is capped
+	// at 12: 1 slot idle).
 	t.Run("B has three jobs", func(t *testing.T) {
 		m := newSim(t, cfg())
 		f := fairFeed(m, jobs)

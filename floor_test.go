@@ -13,9 +13,9 @@ import (
 )
 
 // BenchmarkFloor measures, on the machine at hand, the unavoidable parts of
-// the targets of SPEC section 8.
+// the speed targets (docs/performance.md).
 //
-// What any RunSync that meets SPEC sections 5 and 6 pays before scheduling
+// What any RunSync that meets docs/design.md (Fair share and cost, Calling it) pays before scheduling
 // anything: two clock reads (a job's cost is its observed wall time), one
 // context of its own for fn (fn may keep it after returning), and the lock
 // taken twice.
@@ -25,7 +25,7 @@ import (
 // collector's share is included), and a read of the record of a job queued
 // long ago, the one it dispatches, which is not in any cache.
 //
-// What any scheduler that orders jobs as SPEC sections 3 and 5 do pays per
+// What any scheduler that orders jobs as docs/design.md (The order) does pays per
 // job, at 1,000 and 1,000,000 jobs queued over 10,000 keys: fair-queue is
 // the least such a scheduler does (floorQueue), built from the same heaps.
 func BenchmarkFloor(b *testing.B) {
@@ -110,8 +110,8 @@ func BenchmarkFloor(b *testing.B) {
 	}
 }
 
-// floorQueue is the least a scheduler that orders jobs as SPEC sections 3
-// and 5 do can do per job: find the job's key by name and queue the job
+// floorQueue is the least a scheduler that orders jobs as docs/design.md
+// (The order) does can do per job: find the job's key by name and queue the job
 // there by priority; then take the key with the least virtual time, take
 // its first job and charge the key for it. It has no types, tiers, caps,
 // conflicts, aging, learnt costs, slots, statistics or lock, each of which

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Seed 002's identity, seed 004's attach: 1,000 RunSync callers of one
+// Joining (docs/design.md, Duplicates): 1,000 RunSync callers of one
 // (type, ID) run the function once, and every one gets its result.
 func TestJoinThousandRunSync(t *testing.T) {
 	s, sig := newSignalledScheduler(t, Config{MaxConcurrency: 4, Types: map[string]TypeConfig{"fetch": {Duplicates: JoinQueued}}})

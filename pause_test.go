@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Seed 001's pause: while key B is paused, A gets every slot at once, and
+// A pause (docs/design.md, Pause): while key B is paused, A gets every slot at once, and
 // after B is resumed the shares return to the weights within 2%.
 func TestPauseKeyGivesItsShareToOthers(t *testing.T) {
 	const slots = 6
@@ -63,7 +63,7 @@ func TestPauseKeyGivesItsShareToOthers(t *testing.T) {
 }
 
 // A paused job's aging clock stands still while it is paused
-// (SPEC section 4): its effective priority is where the pause left it,
+// (docs/design.md, Aging): its effective priority is where the pause left it,
 // and it goes on rising from there after the resume.
 func TestPauseStopsTheAgingClock(t *testing.T) {
 	tt := newTimeTest(t, Config{MaxConcurrency: 1, Aging: AgingConfig{Interval: time.Second, Step: 10}})
@@ -88,7 +88,7 @@ func TestPauseStopsTheAgingClock(t *testing.T) {
 
 // A job's aging clock stands still while its key is paused whatever
 // holds it: one backing off after a failed attempt, and one waiting for a
-// job it runs after, age as a queued job does (SPEC section 4).
+// job it runs after, age as a queued job does (docs/design.md, Aging).
 func TestPauseStopsTheClockOfJobsSetAside(t *testing.T) {
 	tt := newTimeTest(t, Config{MaxConcurrency: 2, Aging: AgingConfig{Interval: time.Second, Step: 10},
 		Types: map[string]TypeConfig{"flaky": {Retry: RetryPolicy{Attempts: 2, Backoff: 100 * time.Second}}}})

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Seed 001's rate limit: a key limited to 5 starts a second, with slots
+// A rate limit (docs/design.md, Rate limits): a key limited to 5 starts a second, with slots
 // to spare, runs exactly 5 a second, and the slots it does not use are not
 // wasted: a backlogged key without a limit takes every one of them. Jobs
 // of 1 s end on the second, so the limited key's tokens wait for slots,

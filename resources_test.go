@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Seed 003's resources: a resource of 3 units shared by jobs that need 1
+// Named resources (docs/design.md, Named resources): a resource of 3 units shared by jobs that need 1
 // and 2 units is never over-committed, and a 2-unit job is not starved by
 // a stream of 1-unit jobs that would take each unit as it frees: first in
 // order and short of units, it claims the resource, whose freed units are

@@ -1,8 +1,8 @@
 package fairsched
 
 // Job types, tiers, type caps and conflict groups, proven on the fake clock:
-// the five scenarios of seed 002 with their configuration and arrival
-// times, a RunSync variant of the first, the hard limits of SPEC section 2
+// five scenarios of a git mirror with their configuration and arrival
+// times, a RunSync variant of the first, the hard limits of docs/design.md
 // and work conservation under randomized load, idle capacity flowing
 // between tiers, and the absence of head-of-line blocking.
 //
@@ -23,7 +23,7 @@ import (
 
 const scenSecond = time.Second
 
-// The job types of seed 002. The seed's "priority" doubles as the tier's
+// The git mirror's job types. Their "priority" doubles as the tier's
 // cap: sync-clone is Foreground with a tier cap of 8, repack and pull are
 // Background with a tier cap of 4.
 const (
@@ -33,9 +33,9 @@ const (
 	scenGit    = "git"
 )
 
-// scenSeedConfig is seed 002's make_scheduler: 8 slots, foreground tier cap
+// scenSeedConfig is the git mirror's scheduler: 8 slots, foreground tier cap
 // 8, background tier cap 4, type caps 8/3/3, every type in conflict group
-// "git". The seed's per-job costs become the types' default costs.
+// "git". The per-job costs become the types' default costs.
 func scenSeedConfig() Config {
 	return Config{
 		MaxConcurrency: 8,
@@ -249,7 +249,7 @@ func scenRecv[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// Seed 002, scenario 1: background saturated, foreground arrives late.
+// Git mirror, scenario 1: background saturated, foreground arrives late.
 // Six repacks and four pulls arrive at T=0; the background tier cap (4)
 // and the type caps (3) hold them to four running. A foreground clone
 // arriving at T=3 starts at once: the tier cap kept four slots free.
@@ -357,7 +357,7 @@ func TestSeed002Scenario1RunSync(t *testing.T) {
 	scenCheckRecords(t, m, caps)
 }
 
-// Seed 002, scenario 2: two clients burst, with background work running.
+// Git mirror, scenario 2: two clients burst, with background work running.
 // Four repacks arrive at T=0 (three run: the repack cap), client A bursts
 // ten clones at T=1 and takes the five free slots, client B asks for two
 // clones at T=2. When slots free at T=4, B, which has used nothing, goes
@@ -411,7 +411,7 @@ func TestSeed002Scenario2TwoClientBursts(t *testing.T) {
 	scenCheckRecords(t, m, caps) // includes: no conflict ever overlapped
 }
 
-// Seed 002, scenario 3: costly versus cheap. Client A clones linux (15s),
+// Git mirror, scenario 3: costly versus cheap. Client A clones linux (15s),
 // client B eight small repos (2s), client C two medium ones (4s) at T=5.
 // A's one costly clone takes one slot and no more; B's clones take the rest
 // at once; C's start the moment they arrive. The scheduler learns that
@@ -458,7 +458,7 @@ func TestSeed002Scenario3CostlyVersusCheap(t *testing.T) {
 	scenCheckRecords(t, m, caps)
 }
 
-// Seed 002, scenario 4: a clone and a repack of one repository never run
+// Git mirror, scenario 4: a clone and a repack of one repository never run
 // at the same time (conflict group "git"), while work on different
 // repositories runs in parallel.
 func TestSeed002Scenario4ConflictExclusion(t *testing.T) {
@@ -511,7 +511,7 @@ func TestSeed002Scenario4ConflictExclusion(t *testing.T) {
 	})
 }
 
-// Seed 002, scenario 5: many background types do not starve foreground.
+// Git mirror, scenario 5: many background types do not starve foreground.
 // Four background types (each capped at 4, conflict group "git") with three
 // jobs each share a background tier capped at 4; four foreground clones
 // arriving at T=2 all start at once.
@@ -682,7 +682,7 @@ func TestNoHOLBlocking(t *testing.T) {
 	}
 }
 
-// Every hard limit of SPEC section 2 holds under randomized load, and the
+// Every hard limit of docs/design.md holds under randomized load, and the
 // queue is work-conserving: whenever a slot is free, no pending job is
 // admissible. Each of 200 seeded workloads draws its own global limit,
 // tiers and tier caps, job types (caps, conflict groups, default costs and

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Seed 001's supersede: a newer submission of a type and ID replaces the
+// Supersede (docs/design.md, Duplicates): a newer submission of a type and ID replaces the
 // one waiting, which ends with ErrSuperseded, and takes a fresh aging
 // clock; one that has started is not replaced.
 func TestSupersede(t *testing.T) {
@@ -49,7 +49,7 @@ func TestSupersede(t *testing.T) {
 	require.ErrorContains(t, err, "Duplicates is 7, not a DuplicatePolicy")
 }
 
-// Seed 001's child jobs: a job submitted with a context that descends
+// Child jobs (docs/design.md, Child jobs): a job submitted with a context that descends
 // from a running job's starts at the parent's effective priority when
 // that is higher, so it does not fall behind the parent's peers.
 func TestChildInheritsPriority(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 )
 
 // Snapshot says what holds each waiting job, the first that applies in
-// SPEC section 10's order, and Stats counts them by reason.
+// docs/design.md's order (Why a job waits), and Stats counts them by reason.
 func TestWhyWaiting(t *testing.T) {
 	tt := newTimeTest(t, Config{
 		MaxConcurrency: 6,

@@ -53,7 +53,7 @@ func TestSyncEngine(t *testing.T) {
 		t.Errorf("a watch file waited %v; want at most %v (bound %v + one transfer %v + slack)",
 			res.LongestWait, limit, res.Bound, res.LongestJob)
 	}
-	// Seed 001: with both profiles busy, A settles at 10-11 slots, B 5-6.
+	// The fair share: with both profiles busy, A settles at 10-11 slots, B 5-6.
 	if a := res.Before[profileA]; a < 8.5 || a > 12.01 {
 		t.Errorf("%s held %.1f slots while both profiles were busy; want about 10.5", profileA, a)
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // These tests pin the model to the contract's own examples, so that the
-// oracle of the differential test is checked against SPEC, not only
+// oracle of the differential test is checked against docs/design.md, not only
 // against the scheduler it judges.
 
 const sec = int64(time.Second / time.Microsecond)
@@ -23,7 +23,7 @@ func starts(m *Model) []uint64 {
 }
 
 // With one slot, one key and one tier the order is plain priority, FIFO
-// within a priority (SPEC section 3, seed 000).
+// within a priority (docs/design.md, The order).
 func TestPriorityThenFIFO(t *testing.T) {
 	m := New(Config{MaxConcurrency: 1})
 	blocker, _ := m.Submit(0, Job{})
@@ -79,7 +79,7 @@ func TestReservationFirstAndFree(t *testing.T) {
 	require.Equal(t, []uint64{a3}, starts(m))
 }
 
-// With everyone backlogged, slot time splits by weight (SPEC section 5):
+// With everyone backlogged, slot time splits by weight (docs/design.md, Fair share and cost):
 // over 40 one-second starts through one slot, weights 3:1 give 30:10.
 func TestWeightedShare(t *testing.T) {
 	m := New(Config{
