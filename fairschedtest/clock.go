@@ -1,6 +1,14 @@
 // Package fairschedtest helps test code that uses fairsched: a clock that
 // moves only when the test says, so that waits, aging and timers run in
 // virtual time, exactly and at once, with no sleep in the test.
+//
+// The clock is virtual, the goroutines are not: a job still runs on a
+// goroutine, and ends when it returns, whatever the clock reads. A test
+// that moves the clock past a time that depends on a job's end waits for
+// that end first (Handle.Wait). For example, a periodic job's next
+// occurrence is skipped if the previous one has not ended when it falls
+// due: a test that saw an occurrence run waits for it (Periodic.Last,
+// then Wait) before it moves the clock to the next.
 package fairschedtest
 
 import (
