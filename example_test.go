@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/fairsched/fairsched"
@@ -95,7 +95,7 @@ func ExampleQueueFullError() {
 	if errors.As(err, &full) {
 		// Retry-After in whole seconds, rounded up, at least 1: the
 		// running job's default second half done, then the queued one's.
-		retry := max(1, int(math.Ceil(full.Wait.Seconds())))
+		retry := strconv.Itoa(int(full.RetryAfter() / time.Second))
 		fmt.Println(http.StatusTooManyRequests, full.Key, full.Limit, full.Size, full.Wait, retry)
 	}
 	// Another key is not affected by the greedy one's limit.

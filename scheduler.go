@@ -31,9 +31,24 @@ type QueueFullError struct {
 	Limit    int    // the limit
 	Size     int    // jobs pending under that limit
 	// Wait is what EstimateWait said of the refused job as it was
-	// refused: how long it would have waited had there been room. Use it
-	// for a Retry-After (at least a second: it may be 0).
+	// refused: how long it would have waited had there been room. It may
+	// be 0; RetryAfter turns it into an HTTP Retry-After.
 	Wait time.Duration
+}
+
+// RetryAfter returns when to try again, for an HTTP Retry-After header
+// (which counts whole seconds): Wait rounded up to a whole second, and at
+// least one second, since a Retry-After of 0 asks the client to come back
+// at once, into the same full queue. fairschedhttp answers its 429s with
+// it; a service refusing its own submissions writes
+//
+//	w.Header().Set("Retry-After", strconv.Itoa(int(full.RetryAfter()/time.Second)))
+func (e *QueueFullError) RetryAfter() time.Duration {
+	d := e.Wait.Truncate(time.Second)
+	if d < e.Wait {
+		d += time.Second
+	}
+	return max(d, time.Second)
 }
 
 func (e *QueueFullError) Error() string {

@@ -624,6 +624,24 @@ func TestQueueFullErrorSaysWhichLimit(t *testing.T) {
 	close(g.open)
 }
 
+// RetryAfter rounds the wait up to a whole second, never below one: a
+// Retry-After of 0 would send the client straight back into the full queue.
+func TestQueueFullErrorRetryAfter(t *testing.T) {
+	for _, tc := range []struct{ wait, want time.Duration }{
+		{0, time.Second},
+		{time.Nanosecond, time.Second},
+		{time.Second, time.Second},
+		{time.Second + time.Nanosecond, 2 * time.Second},
+		{1500 * time.Millisecond, 2 * time.Second},
+		{13 * time.Second, 13 * time.Second},
+		{-time.Second, time.Second},
+	} {
+		if got := (&QueueFullError{Wait: tc.wait}).RetryAfter(); got != tc.want {
+			t.Errorf("RetryAfter of a %v wait = %v, want %v", tc.wait, got, tc.want)
+		}
+	}
+}
+
 // Limits change at run time: a lowered one stops new starts until the
 // running jobs drop below it, cancelling nothing; a raised one lets queued
 // jobs start at once. Bad values are refused, changing nothing.
