@@ -3,9 +3,11 @@ package fairschedhttp
 import (
 	"context"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,7 +89,7 @@ func TestMiddlewareServes(t *testing.T) {
 func TestMiddlewareFullQueue(t *testing.T) {
 	retryAfter := func(queued int) int {
 		h := newHarness(t, fairsched.Config{MaxConcurrency: 1, MaxQueue: queued,
-			Types: map[string]fairsched.TypeConfig{"": {DefaultCost: 2 * time.Second}}})
+			Types: map[string]fairsched.TypeConfig{RequestType: {Tier: fairsched.Foreground, DefaultCost: 2 * time.Second}}})
 		handler := Middleware(h.s, h.holding(), Options{})
 		var waiting []<-chan *httptest.ResponseRecorder
 		for range queued + 1 { // one runs, the others wait
@@ -267,3 +269,135 @@ type answerError struct {
 }
 
 func (a *answerError) Error() string { return strconv.Itoa(a.status) + " " + a.body }
+
+// With the queue full, the README's set-up still answers its probes and
+// its admin page: the probes are exempt by default and the admin handler
+// is mounted beside the middleware, while a request of the service's gets
+// 429. A probe's path with another method is the service's, and queued;
+// an Exempt of the service's replaces the default.
+func TestMiddlewareProbesAndAdminDuringOverload(t *testing.T) {
+	h := newHarness(t, fairsched.Config{MaxConcurrency: 1, MaxQueue: 1})
+	api := http.NewServeMux()
+	api.Handle("/work", h.holding())
+	api.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "healthy") })
+	api.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "# metrics") })
+	root := http.NewServeMux()
+	root.Handle("/admin/", http.StripPrefix("/admin", Admin(h.s, AdminOptions{})))
+	root.Handle("/", Middleware(h.s, api, Options{}))
+
+	running := serve(root, httptest.NewRequest("GET", "/work", nil))
+	<-h.submitted
+	<-h.entered
+	queued := serve(root, httptest.NewRequest("GET", "/work", nil))
+	<-h.submitted
+	answer := func(method, path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		root.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+		return rec
+	}
+	if rec := answer("GET", "/work"); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("GET /work with the queue full: %d, want 429", rec.Code)
+	}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		if rec := answer("GET", path); rec.Code != 200 {
+			t.Errorf("GET %s with the queue full: %d, want 200", path, rec.Code)
+		}
+	}
+	for _, path := range []string{"/admin/", "/admin/state.json"} {
+		if rec := answer("GET", path); rec.Code == http.StatusTooManyRequests || rec.Code == http.StatusServiceUnavailable {
+			t.Errorf("GET %s with the queue full: %d", path, rec.Code)
+		}
+	}
+	if rec := answer("POST", "/healthz"); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("POST /healthz with the queue full: %d, want 429 (only GET and HEAD are probes)", rec.Code)
+	}
+	strict := Middleware(h.s, api, Options{Exempt: func(*http.Request) bool { return false }})
+	rec := httptest.NewRecorder()
+	strict.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != http.StatusTooManyRequests {
+		t.Errorf("GET /healthz exempting nothing: %d, want 429", rec.Code)
+	}
+	close(h.release)
+	for _, done := range []<-chan *httptest.ResponseRecorder{running, queued} {
+		if rec := <-done; rec.Code != 200 {
+			t.Errorf("a request admitted ended %d", rec.Code)
+		}
+	}
+}
+
+// With zero Options a request is foreground work: a job of RequestType,
+// registered in the Foreground tier; a Job that names no type runs as it
+// too; a service's own configuration of RequestType stands.
+func TestMiddlewareRequestsAreForeground(t *testing.T) {
+	tierOf := func(t *testing.T, cfg fairsched.Config, o Options) fairsched.Tier {
+		h := newHarness(t, cfg)
+		var running fairsched.Stats
+		handler := Middleware(h.s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			running = h.s.Stats()
+		}), o)
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		if rec.Code != 200 {
+			t.Fatalf("status %d", rec.Code)
+		}
+		for _, ty := range running.Types {
+			if ty.Running == 1 {
+				if ty.Name != RequestType {
+					t.Errorf("the request ran as type %q", ty.Name)
+				}
+				return ty.Tier
+			}
+		}
+		t.Fatal("no type ran the request")
+		return 0
+	}
+	if tier := tierOf(t, fairsched.Config{}, Options{}); tier != fairsched.Foreground {
+		t.Errorf("zero Options: tier %v, want foreground", tier)
+	}
+	named := Options{Job: func(*http.Request) fairsched.Job { return fairsched.Job{Priority: 80} }}
+	if tier := tierOf(t, fairsched.Config{}, named); tier != fairsched.Foreground {
+		t.Errorf("a Job naming no type: tier %v, want foreground", tier)
+	}
+	own := fairsched.Config{Types: map[string]fairsched.TypeConfig{RequestType: {Tier: 5}}}
+	if tier := tierOf(t, own, Options{}); tier != 5 {
+		t.Errorf("the service's own RequestType: tier %v, want 5", tier)
+	}
+}
+
+// A job type misspelt in Options.Job is the service's mistake, not an
+// overload: 500, logged once however many requests meet it.
+func TestMiddlewareUnknownType(t *testing.T) {
+	h := newHarness(t, fairsched.Config{})
+	var logged strings.Builder
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	handler := Middleware(h.s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
+		Options{Job: func(*http.Request) fairsched.Job { return fairsched.Job{Type: "serach"} }})
+	for range 3 {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest("GET", "/search", nil))
+		if rec.Code != http.StatusInternalServerError {
+			t.Errorf("status %d, want 500", rec.Code)
+		}
+	}
+	if n := strings.Count(logged.String(), `unknown job type "serach"`); n != 1 {
+		t.Errorf("logged %d times, want once: %q", n, logged.String())
+	}
+}
+
+// Types derived from what clients send cannot fill the log or the
+// memory: after maxLogged types, one line says no more are logged.
+func TestMiddlewareUnknownTypesBounded(t *testing.T) {
+	h := newHarness(t, fairsched.Config{})
+	var logged strings.Builder
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	handler := Middleware(h.s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
+		Options{Job: func(r *http.Request) fairsched.Job { return fairsched.Job{Type: r.URL.Path} }})
+	for i := range 3 * maxLogged {
+		handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/t"+strconv.Itoa(i), nil))
+	}
+	if n := strings.Count(logged.String(), "\n"); n != maxLogged+1 {
+		t.Errorf("%d lines logged, want %d", n, maxLogged+1)
+	}
+}

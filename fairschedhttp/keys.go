@@ -1,0 +1,160 @@
+package fairschedhttp
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxKeyLen is the longest fairness key, in bytes, that the middleware
+// submits as it is. A longer key, or one that is not valid UTF-8, is
+// submitted as its SHA-256 digest: "sha256:" and 64 hexadecimal digits.
+// A client that sends a huge key (a 64 KiB header) costs the scheduler no
+// more than one that sends a short one, and two keys still differ.
+const MaxKeyLen = 128
+
+// Defaults of the key bounds; see Options.
+const (
+	defaultIPv6Prefix = 64
+	defaultMaxKeys    = 10_000
+	defaultSharedKeys = 1024
+	defaultKeyTTL     = 10 * time.Minute // fairsched.Config.IdleTTL's default
+	// handSize is how many shared keys a key past MaxKeys may use: the
+	// least busy of them at each request (shuffle sharding).
+	handSize = 2
+)
+
+// unknownClient is the key of a request with no key and no client
+// address (a Key that returned "" on a listener that gives none): one
+// key for all of them, never the empty key.
+const unknownClient = "unknown-client"
+
+// clientKey is the default key of r: its client's address (ClientAddr),
+// an IPv4 address as it is and an IPv6 one as its prefix of bits, since
+// one client is given a whole /64 (or more) and could otherwise pose as
+// 2^64 clients. An IPv4-mapped IPv6 address is an IPv4 client.
+func clientKey(r *http.Request, trusted []netip.Prefix, bits int) string {
+	host := ClientAddr(r, trusted)
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(bits) // bits is 1..128, checked by Middleware
+	return p.String()
+}
+
+// boundKey returns key as it is submitted: itself if it is valid UTF-8
+// and at most MaxKeyLen bytes, else its digest.
+func boundKey(key string) string {
+	if len(key) <= MaxKeyLen && utf8.ValidString(key) {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// keyTable bounds the fairness keys the middleware submits. Up to max
+// keys are submitted by name; a key is forgotten once it has had no
+// request in flight for ttl (as the scheduler forgets an idle key after
+// its IdleTTL), and only then, never while busy: a client that rotates
+// keys cannot push out a busy key, and with it that key's recent cost.
+// A new key while max are remembered shares one of a fixed set of
+// shared keys: the least busy of a hand of handSize chosen by its hash,
+// as the Kubernetes API server's fair queuing shuffle-shards flows into
+// a fixed set of queues, so that a flood's keys crowd a few of them and
+// a light key is unlikely to have only crowded ones in its hand.
+//
+// Each request costs it O(1) under its own lock (and the hash of its
+// key); it holds at most max keys of at most MaxKeyLen bytes each.
+type keyTable struct {
+	max int
+	ttl time.Duration
+	now func() time.Time
+
+	mu     sync.Mutex
+	named  map[string]*list.Element // of *namedKey
+	order  list.List                // of *namedKey, least recently used first
+	shared []int                    // requests in flight per shared key
+}
+
+type namedKey struct {
+	name     string
+	inFlight int
+	last     time.Time // when its last request began or ended
+}
+
+func newKeyTable(max, shared int, ttl time.Duration) *keyTable {
+	return &keyTable{max: max, ttl: ttl, now: time.Now, named: make(map[string]*list.Element), shared: make([]int, shared)}
+}
+
+// acquire returns the fairness key to submit a request of key under, and
+// the function to call when the request is done.
+func (t *keyTable) acquire(key string) (string, func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	e, ok := t.named[key]
+	if !ok && len(t.named) >= t.max {
+		if oldest := t.order.Front(); oldest != nil {
+			if k := oldest.Value.(*namedKey); k.inFlight == 0 && now.Sub(k.last) >= t.ttl {
+				delete(t.named, k.name)
+				t.order.Remove(oldest)
+			}
+		}
+	}
+	if !ok && len(t.named) < t.max {
+		e = t.order.PushBack(&namedKey{name: key})
+		t.named[key] = e
+		ok = true
+	}
+	if ok {
+		k := e.Value.(*namedKey)
+		k.inFlight++
+		k.last = now
+		t.order.MoveToBack(e)
+		return key, func() { t.releaseNamed(e) }
+	}
+	i := t.pickShared(key)
+	t.shared[i]++
+	return "shared-" + strconv.Itoa(i), func() { t.releaseShared(i) }
+}
+
+func (t *keyTable) releaseNamed(e *list.Element) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := e.Value.(*namedKey)
+	k.inFlight--
+	k.last = t.now()
+	t.order.MoveToBack(e)
+}
+
+func (t *keyTable) releaseShared(i int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.shared[i]--
+}
+
+// pickShared returns the least busy shared key of key's hand, the first
+// of them on a tie.
+func (t *keyTable) pickShared(key string) int {
+	sum := sha256.Sum256([]byte(key))
+	best := -1
+	for j := range handSize {
+		i := int(binary.BigEndian.Uint64(sum[8*j:]) % uint64(len(t.shared)))
+		if best < 0 || t.shared[i] < t.shared[best] {
+			best = i
+		}
+	}
+	return best
+}

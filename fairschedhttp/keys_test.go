@@ -1,0 +1,197 @@
+package fairschedhttp
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched"
+)
+
+// flood sends n requests at once through handler, the i-th prepared by
+// prepare, and waits until each is either queued or running (an
+// EventSubmitted) or answered; it returns how many were answered 429.
+// The handler holds the admitted ones until h.release is closed.
+func flood(t *testing.T, h *harness, handler http.Handler, n int, prepare func(i int, r *http.Request)) (refused int, admitted []<-chan *httptest.ResponseRecorder) {
+	t.Helper()
+	answered := make(chan *httptest.ResponseRecorder, n)
+	for i := range n {
+		r := httptest.NewRequest("GET", "/work", nil)
+		prepare(i, r)
+		go func() {
+			rec := httptest.NewRecorder()
+			handler.ServeHTTP(rec, r)
+			answered <- rec
+		}()
+	}
+	queued := 0
+	for queued+refused < n {
+		select {
+		case <-h.submitted:
+			queued++
+		case rec := <-answered:
+			if rec.Code != http.StatusTooManyRequests {
+				t.Fatalf("a request was answered %d before any was released", rec.Code)
+			}
+			refused++
+		}
+	}
+	for range queued {
+		admitted = append(admitted, answered)
+	}
+	return refused, admitted
+}
+
+// Per-key limits hold whatever address or key a client sends: 50 requests
+// at once with MaxPending 2 and one slot, so that one key gets 3 in (one
+// running, two queued) and 47 refused. An IPv6 client is one key per /64,
+// and an IPv4-mapped IPv6 address is its IPv4 client, kept apart from the
+// others; a Key that returns "" falls back to the client's address, not to
+// the empty key, which DefaultKey does not bound.
+func TestMiddlewareKeysCannotBeFlooded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		addr    func(i int) string
+		key     func(*http.Request) string
+		refused int
+	}{
+		{"one IPv4 address", func(int) string { return "198.51.100.7:4000" }, nil, 47},
+		{"50 IPv4 addresses", func(i int) string { return "198.51.100." + strconv.Itoa(i+1) + ":4000" }, nil, 0},
+		{"50 IPv6 addresses of one /64", func(i int) string { return "[2001:db8:1:2::" + strconv.FormatInt(int64(i+1), 16) + "]:4000" }, nil, 47},
+		{"50 IPv6 /64s", func(i int) string { return "[2001:db8:1:" + strconv.FormatInt(int64(i+1), 16) + "::1]:4000" }, nil, 0},
+		{"50 IPv4-mapped addresses", func(i int) string { return "[::ffff:198.51.100." + strconv.Itoa(i+1) + "]:4000" }, nil, 0},
+		{"a Key that returns empty", func(int) string { return "198.51.100.7:4000" }, func(*http.Request) string { return "" }, 47},
+		{"no address, no key", func(int) string { return "" }, func(*http.Request) string { return "" }, 47},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, fairsched.Config{MaxConcurrency: 1, DefaultKey: fairsched.KeyConfig{MaxPending: 2}})
+			handler := Middleware(h.s, h.holding(), Options{Key: tc.key})
+			refused, admitted := flood(t, h, handler, 50, func(i int, r *http.Request) { r.RemoteAddr = tc.addr(i) })
+			if refused != tc.refused {
+				t.Errorf("%d of 50 refused with 429, want %d", refused, tc.refused)
+			}
+			close(h.release)
+			for _, done := range admitted {
+				if rec := <-done; rec.Code != 200 {
+					t.Errorf("an admitted request ended %d", rec.Code)
+				}
+			}
+			for _, k := range h.s.Stats().Keys {
+				if k.Key == "" && k.Running+k.Queued > 0 {
+					t.Errorf("a request ran under the empty key")
+				}
+			}
+		})
+	}
+}
+
+// The keys a client sends cost bounded memory: 2,000 requests, each with
+// a new 64 KiB tenant header as its key, leave at most MaxKeys keys by
+// name (each a 71-byte digest) and SharedKeys shared ones, besides the
+// empty key, and a heap at most 2 MiB larger (unbounded, it was 2,001
+// keys and 142 MiB).
+func TestMiddlewareKeysBoundedInMemory(t *testing.T) {
+	h := newHarness(t, fairsched.Config{})
+	const maxKeys, sharedKeys = 500, 64
+	handler := Middleware(h.s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
+		Options{Key: func(r *http.Request) string { return r.Header.Get("X-Tenant") }, MaxKeys: maxKeys, SharedKeys: sharedKeys})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 2000 {
+		r := httptest.NewRequest("GET", "/work", nil)
+		r.Header.Set("X-Tenant", strconv.Itoa(i)+strings.Repeat("x", 64<<10))
+		handler.ServeHTTP(httptest.NewRecorder(), r)
+		<-h.submitted
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	st := h.s.Stats()
+	t.Logf("keys tracked %d, heap %+d bytes", st.KeysTracked, grew)
+	if st.Completed != 2000 {
+		t.Fatalf("%d requests completed, want 2000", st.Completed)
+	}
+	if st.KeysTracked > maxKeys+sharedKeys+1 { // and the empty key, the service's own
+		t.Errorf("%d keys tracked, want at most %d", st.KeysTracked, maxKeys+sharedKeys+1)
+	}
+	if grew > 2<<20 {
+		t.Errorf("the heap grew by %d bytes, want at most 2 MiB", grew)
+	}
+	for _, k := range st.Keys {
+		if len(k.Key) > MaxKeyLen {
+			t.Errorf("a key of %d bytes was submitted", len(k.Key))
+		}
+	}
+	runtime.KeepAlive(handler)
+}
+
+// A key longer than MaxKeyLen, or not UTF-8, is its digest; two such keys
+// stay apart.
+func TestBoundKey(t *testing.T) {
+	short := strings.Repeat("k", MaxKeyLen)
+	if boundKey(short) != short {
+		t.Errorf("a key of MaxKeyLen bytes was changed")
+	}
+	a, b := boundKey(short+"a"), boundKey(short+"b")
+	if a == b || len(a) != 71 || !strings.HasPrefix(a, "sha256:") {
+		t.Errorf("long keys: %q and %q", a, b)
+	}
+	if k := boundKey("bad\xff"); !strings.HasPrefix(k, "sha256:") {
+		t.Errorf("a key that is not UTF-8 was submitted as %q", k)
+	}
+}
+
+// The key table never forgets a busy key, so that rotating keys cannot
+// shed a key's cost; past its bound, new keys share keys; an idle key is
+// forgotten after the TTL, making room for a new one by name.
+func TestKeyTable(t *testing.T) {
+	now := time.Unix(1000, 0)
+	kt := newKeyTable(2, 4, time.Minute)
+	kt.now = func() time.Time { return now }
+	busy, releaseBusy := kt.acquire("busy")
+	idle, releaseIdle := kt.acquire("idle")
+	releaseIdle()
+	if busy != "busy" || idle != "idle" {
+		t.Fatalf("keys under the bound: %q, %q", busy, idle)
+	}
+	now = now.Add(time.Hour)
+	// Full: the least recently used, "busy", is in flight, so a new key
+	// shares, however long ago "busy" began.
+	k, release := kt.acquire("new")
+	if !strings.HasPrefix(k, "shared-") {
+		t.Errorf("a new key past the bound was submitted as %q", k)
+	}
+	release()
+	releaseBusy()
+	// Now "idle" is the least recently used and has been idle an hour.
+	if k, _ := kt.acquire("newer"); k != "newer" {
+		t.Errorf("a new key after an idle one's TTL was submitted as %q", k)
+	}
+	if _, ok := kt.named["idle"]; ok || len(kt.named) != 2 {
+		t.Errorf("named keys %v: want busy and newer", kt.named)
+	}
+	// "busy" ended just now: not forgotten.
+	if k, _ := kt.acquire("newest"); !strings.HasPrefix(k, "shared-") {
+		t.Errorf("a key idle for less than the TTL was forgotten for %q", k)
+	}
+}
+
+// A shared key is the less busy of its key's two: one key's requests
+// spread over at most two shared keys.
+func TestKeyTableSharesByHand(t *testing.T) {
+	kt := newKeyTable(1, 1024, time.Minute)
+	kt.acquire("named")
+	used := map[string]bool{}
+	for range 10 {
+		k, _ := kt.acquire("flood")
+		used[k] = true
+	}
+	if len(used) > 2 {
+		t.Errorf("one key's requests used %d shared keys, want at most 2", len(used))
+	}
+}
