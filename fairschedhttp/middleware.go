@@ -1,9 +1,8 @@
 // Package fairschedhttp puts a fairsched.Scheduler in front of HTTP
-// handlers, safe to expose to the internet with its zero options:
-// Middleware runs each request as a job of the scheduler, so that
-// requests are admitted by its order and limits and a full queue is
-// answered with 429 and an honest Retry-After; Admin serves a page of
-// the scheduler's state and controls.
+// handlers, safe to expose with its zero options: Middleware runs each
+// request as a job of the scheduler, so that requests are admitted by its
+// order and limits and a full queue is answered with 429 and an honest
+// Retry-After; Admin serves a page of the scheduler's state and controls.
 //
 // What the zero Options do, and why:
 //
