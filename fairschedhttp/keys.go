@@ -83,19 +83,20 @@ type keyTable struct {
 	now func() time.Time
 
 	mu     sync.Mutex
-	named  map[string]*list.Element // of *namedKey
-	order  list.List                // of *namedKey, least recently used first
-	shared []int                    // requests in flight per shared key
+	named  map[string]*namedKey
+	idle   list.List // of *namedKey with nothing in flight, longest idle first
+	shared []int     // requests in flight per shared key
 }
 
 type namedKey struct {
 	name     string
 	inFlight int
-	last     time.Time // when its last request began or ended
+	idle     *list.Element // its place in keyTable.idle; nil while busy
+	since    time.Time     // when its last request ended
 }
 
 func newKeyTable(max, shared int, ttl time.Duration) *keyTable {
-	return &keyTable{max: max, ttl: ttl, now: time.Now, named: make(map[string]*list.Element), shared: make([]int, shared)}
+	return &keyTable{max: max, ttl: ttl, now: time.Now, named: make(map[string]*namedKey), shared: make([]int, shared)}
 }
 
 // acquire returns the fairness key to submit a request of key under, and
@@ -103,40 +104,40 @@ func newKeyTable(max, shared int, ttl time.Duration) *keyTable {
 func (t *keyTable) acquire(key string) (string, func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now()
-	e, ok := t.named[key]
-	if !ok && len(t.named) >= t.max {
-		if oldest := t.order.Front(); oldest != nil {
-			if k := oldest.Value.(*namedKey); k.inFlight == 0 && now.Sub(k.last) >= t.ttl {
-				delete(t.named, k.name)
-				t.order.Remove(oldest)
-			}
+	k := t.named[key]
+	if k == nil && len(t.named) >= t.max {
+		// Only the longest idle key can have been idle for ttl; busy keys
+		// are not in the list, however long their requests run.
+		if e := t.idle.Front(); e != nil && t.now().Sub(e.Value.(*namedKey).since) >= t.ttl {
+			delete(t.named, e.Value.(*namedKey).name)
+			t.idle.Remove(e)
 		}
 	}
-	if !ok && len(t.named) < t.max {
-		e = t.order.PushBack(&namedKey{name: key})
-		t.named[key] = e
-		ok = true
+	if k == nil && len(t.named) < t.max {
+		k = &namedKey{name: key}
+		t.named[key] = k
 	}
-	if ok {
-		k := e.Value.(*namedKey)
+	if k != nil {
+		if k.idle != nil {
+			t.idle.Remove(k.idle)
+			k.idle = nil
+		}
 		k.inFlight++
-		k.last = now
-		t.order.MoveToBack(e)
-		return key, func() { t.releaseNamed(e) }
+		return key, func() { t.releaseNamed(k) }
 	}
 	i := t.pickShared(key)
 	t.shared[i]++
 	return "shared-" + strconv.Itoa(i), func() { t.releaseShared(i) }
 }
 
-func (t *keyTable) releaseNamed(e *list.Element) {
+func (t *keyTable) releaseNamed(k *namedKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := e.Value.(*namedKey)
 	k.inFlight--
-	k.last = t.now()
-	t.order.MoveToBack(e)
+	if k.inFlight == 0 {
+		k.since = t.now()
+		k.idle = t.idle.PushBack(k)
+	}
 }
 
 func (t *keyTable) releaseShared(i int) {

@@ -148,36 +148,44 @@ func TestBoundKey(t *testing.T) {
 
 // The key table never forgets a busy key, so that rotating keys cannot
 // shed a key's cost; past its bound, new keys share keys; an idle key is
-// forgotten after the TTL, making room for a new one by name.
+// forgotten after the TTL, making room for a new one by name, whatever
+// requests have been running for longer (a stream).
 func TestKeyTable(t *testing.T) {
 	now := time.Unix(1000, 0)
 	kt := newKeyTable(2, 4, time.Minute)
 	kt.now = func() time.Time { return now }
-	busy, releaseBusy := kt.acquire("busy")
-	idle, releaseIdle := kt.acquire("idle")
-	releaseIdle()
-	if busy != "busy" || idle != "idle" {
-		t.Fatalf("keys under the bound: %q, %q", busy, idle)
+	named := func(key string) bool {
+		k, release := kt.acquire(key)
+		defer release()
+		if k != key && !strings.HasPrefix(k, "shared-") {
+			t.Fatalf("%q was submitted as %q", key, k)
+		}
+		return k == key
+	}
+	busy, releaseBusy := kt.acquire("stream")
+	if busy != "stream" || !named("idle") {
+		t.Fatal("keys under the bound were not submitted by name")
+	}
+	now = now.Add(30 * time.Second)
+	if named("new") {
+		t.Error("a new key was named while the others were busy or idle for less than the TTL")
 	}
 	now = now.Add(time.Hour)
-	// Full: the least recently used, "busy", is in flight, so a new key
-	// shares, however long ago "busy" began.
-	k, release := kt.acquire("new")
-	if !strings.HasPrefix(k, "shared-") {
-		t.Errorf("a new key past the bound was submitted as %q", k)
-	}
-	release()
-	releaseBusy()
-	// Now "idle" is the least recently used and has been idle an hour.
-	if k, _ := kt.acquire("newer"); k != "newer" {
-		t.Errorf("a new key after an idle one's TTL was submitted as %q", k)
+	if !named("newer") {
+		t.Error("a new key was not named after an idle key's TTL, behind a long request")
 	}
 	if _, ok := kt.named["idle"]; ok || len(kt.named) != 2 {
-		t.Errorf("named keys %v: want busy and newer", kt.named)
+		t.Errorf("named keys %v: want stream and newer", kt.named)
 	}
-	// "busy" ended just now: not forgotten.
-	if k, _ := kt.acquire("newest"); !strings.HasPrefix(k, "shared-") {
-		t.Errorf("a key idle for less than the TTL was forgotten for %q", k)
+	releaseBusy()
+	now = now.Add(30 * time.Second)
+	// newer and stream have been idle for 30 s.
+	if named("a") {
+		t.Error("a key idle for less than the TTL was forgotten")
+	}
+	now = now.Add(time.Minute)
+	if !named("b") || !named("c") {
+		t.Error("keys idle for the TTL were not forgotten")
 	}
 }
 
