@@ -26,9 +26,6 @@ const (
 	defaultMaxKeys    = 10_000
 	defaultSharedKeys = 1024
 	defaultKeyTTL     = 10 * time.Minute // fairsched.Config.IdleTTL's default
-	// handSize is how many shared keys a key past MaxKeys may use: the
-	// least busy of them at each request (shuffle sharding).
-	handSize = 2
 )
 
 // unknownClient is the key of a request with no key and no client
@@ -70,7 +67,7 @@ func boundKey(key string) string {
 // its IdleTTL), and only then, never while busy: a client that rotates
 // keys cannot push out a busy key, and with it that key's recent cost.
 // A new key while max are remembered shares one of a fixed set of
-// shared keys: the least busy of a hand of handSize chosen by its hash,
+// shared keys: the less busy of a hand of two dealt by its hash,
 // as the Kubernetes API server's fair queuing shuffle-shards flows into
 // a fixed set of queues, so that a flood's keys crowd a few of them and
 // a light key is unlikely to have only crowded ones in its hand.
@@ -146,16 +143,18 @@ func (t *keyTable) releaseShared(i int) {
 	t.shared[i]--
 }
 
-// pickShared returns the least busy shared key of key's hand, the first
-// of them on a tie.
+// pickShared returns the less busy of key's hand of two distinct shared
+// keys (the first on a tie), dealt by its hash.
 func (t *keyTable) pickShared(key string) int {
 	sum := sha256.Sum256([]byte(key))
-	best := -1
-	for j := range handSize {
-		i := int(binary.BigEndian.Uint64(sum[8*j:]) % uint64(len(t.shared)))
-		if best < 0 || t.shared[i] < t.shared[best] {
-			best = i
-		}
+	n := uint64(len(t.shared))
+	first := int(binary.BigEndian.Uint64(sum[:8]) % n)
+	if n == 1 {
+		return first
 	}
-	return best
+	second := (first + 1 + int(binary.BigEndian.Uint64(sum[8:16])%(n-1))) % int(n)
+	if t.shared[second] < t.shared[first] {
+		return second
+	}
+	return first
 }
