@@ -203,3 +203,38 @@ func TestKeyTableSharesByHand(t *testing.T) {
 		t.Errorf("one key's 10 requests in flight used %d shared keys, want its hand of 2", len(used))
 	}
 }
+
+// A flood of new keys past MaxKeys queues no more than the shared keys'
+// MaxPending allows, and does not touch a client already known: with
+// MaxKeys 1 and 4 shared keys of MaxPending 2, 50 requests under 50 new
+// keys get at most 8 in, while the known client still has its own two
+// places.
+func TestMiddlewareKeyRotationFlood(t *testing.T) {
+	h := newHarness(t, fairsched.Config{MaxConcurrency: 1, DefaultKey: fairsched.KeyConfig{MaxPending: 2}})
+	handler := Middleware(h.s, h.holding(), Options{Key: func(r *http.Request) string { return r.Header.Get("X-Tenant") },
+		MaxKeys: 1, SharedKeys: 4})
+	known, admitted := flood(t, h, handler, 1, func(_ int, r *http.Request) { r.Header.Set("X-Tenant", "alice") })
+	<-h.entered
+	if known != 0 {
+		t.Fatal("the known client's first request was refused")
+	}
+	refused, more := flood(t, h, handler, 50, func(i int, r *http.Request) { r.Header.Set("X-Tenant", "rotating-"+strconv.Itoa(i)) })
+	admitted = append(admitted, more...)
+	if refused < 42 || refused == 50 {
+		t.Errorf("%d of 50 rotating keys refused, want 42 to 49 (4 shared keys of 2 each let at most 8 in)", refused)
+	}
+	refused, more = flood(t, h, handler, 3, func(_ int, r *http.Request) { r.Header.Set("X-Tenant", "alice") })
+	admitted = append(admitted, more...)
+	if refused != 1 {
+		t.Errorf("%d of the known client's 3 refused, want 1 (its own MaxPending of 2)", refused)
+	}
+	close(h.release)
+	for _, done := range admitted {
+		if rec := <-done; rec.Code != 200 {
+			t.Errorf("an admitted request ended %d", rec.Code)
+		}
+	}
+	if st := h.s.Stats(); st.KeysTracked > 1+4+1 {
+		t.Errorf("%d keys tracked, want at most 6", st.KeysTracked)
+	}
+}
