@@ -86,14 +86,15 @@ type Options struct {
 	IPv6Prefix int
 	// MaxKeys bounds the fairness keys the middleware submits requests
 	// under by name. A key is remembered until it has had no request in
-	// flight for KeyTTL, never forgotten while busy. A new key while
-	// MaxKeys are remembered shares one of SharedKeys keys, named
-	// "shared-N": the less busy of two picked by its hash (shuffle
-	// sharding, as the Kubernetes API server's fair queuing). What that
-	// costs: a client past the bound shares its fair share and its
-	// KeyConfig.MaxPending (with up to two of them) with whatever other
-	// keys hash there, so under a flood of new keys, new clients share with
-	// the flood, while the clients already known keep theirs. 0: 10,000.
+	// flight for KeyTTL, never forgotten while busy, so that a client
+	// rotating keys cannot push out a busy key and its recent cost. A new
+	// key while MaxKeys are remembered shares one of SharedKeys keys,
+	// named "shared-N": at each request, the less busy of the two its hash
+	// picks (shuffle sharding, as in the Kubernetes API server's fair
+	// queuing). What that costs: such a client shares those two keys' fair
+	// share and KeyConfig.MaxPending with whatever other keys hash there,
+	// so under a flood of new keys new clients share with the flood, while
+	// the clients already known keep their own. 0: 10,000.
 	MaxKeys int
 	// SharedKeys is how many keys the keys past MaxKeys share. 0: 1,024.
 	SharedKeys int
