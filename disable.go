@@ -164,6 +164,33 @@ func (s *Scheduler) Enable(typ, id string) {
 	delete(s.disabling.failures, k)
 }
 
+// Disable disables the (type, ID) pair by hand, as its type's
+// DisablePolicy would: new submissions of the pair fail at once with an
+// error matching ErrDisabled, for d from now, or until Enable if d is 0
+// or negative. Jobs of the pair already queued, backing off or running are
+// not touched. Disabling a disabled pair again replaces its time. The type
+// need not have a DisablePolicy; it must be registered (else the error
+// wraps ErrUnknownType). O(1).
+func (s *Scheduler) Disable(typ, id string, d time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.eng.TypeTier(typ); !ok {
+		return errUnknownType(typ)
+	}
+	now := s.nowLocked()
+	span := disabledSpan{since: now}
+	if d > 0 {
+		span.until = now + max(d.Microseconds(), 1)
+	}
+	k := pairKey{typ, id}
+	if s.disabling.disabled == nil {
+		s.disabling.disabled = make(map[pairKey]disabledSpan)
+	}
+	s.disabling.disabled[k] = span
+	s.disabling.total++
+	return nil
+}
+
 // Disabled lists the (type, ID) pairs disabled now, by type then ID.
 func (s *Scheduler) Disabled() []DisabledPair {
 	s.mu.Lock()

@@ -122,3 +122,29 @@ func (h Handle) Cancel() {
 		h.t.ctx.cancel(context.Canceled)
 	}
 }
+
+// Cancel cancels the job numbered seq (Handle.Seq, JobInfo.Seq), as its
+// Handle's Cancel would, for an operator who has its number but not its
+// Handle: a queued job leaves the queue at once and ends with
+// context.Canceled (a durable job is recorded so in the Store); a running
+// job's context is cancelled. A RunSync job's caller gets
+// context.Canceled. A job that duplicates joined is cancelled for every
+// submission attached to it. It reports whether a job numbered seq was
+// queued or running. O(n) in the jobs queued: it is for an operator, not
+// for a path every job takes; a program that cancels keeps the Handle.
+func (s *Scheduler) Cancel(seq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.eng.Find(seq)
+	if j == nil {
+		return false
+	}
+	t := taskOf(j)
+	switch {
+	case t.rec.Waiting():
+		s.cancelQueuedLocked(t, context.Canceled, s.nowLocked())
+	case t.rec.Running():
+		t.ctx.cancel(context.Canceled)
+	}
+	return true
+}

@@ -603,50 +603,92 @@ func (e *Engine) RunningJobs() []*Job {
 // in no particular order. O(n).
 func (e *Engine) PendingJobs() []*Job {
 	var out []*Job
+	e.eachPending(func(j *Job) { out = append(out, j) })
+	return out
+}
+
+// Find returns the job numbered seq if it is pending or running, else nil.
+// O(n) in the jobs pending, without allocating: for an operator's call,
+// not for a path every job takes.
+func (e *Engine) Find(seq uint64) *Job {
+	for _, r := range e.running {
+		if r.j.seq == seq {
+			return r.j
+		}
+	}
+	var found *Job
+	e.eachPending(func(j *Job) {
+		if j.seq == seq {
+			found = j
+		}
+	})
+	return found
+}
+
+// eachPending calls f with every job not yet started, delayed ones
+// included, in no particular order. O(n).
+func (e *Engine) eachPending(f func(*Job)) {
 	for _, k := range e.keys {
 		for _, l := range k.lanes {
-			out = appendLane(out, l)
+			eachInLane(l, f)
 		}
-		out = appendHeld(out, &k.cap)
-		out = append(out, k.pausedJobs...)
+		eachHeld(&k.cap, f)
+		for _, j := range k.pausedJobs {
+			f(j)
+		}
 	}
 	for _, t := range e.types {
-		out = append(out, t.pausedJobs...)
+		for _, j := range t.pausedJobs {
+			f(j)
+		}
 	}
 	for _, lk := range e.conflicts {
-		out = appendHeld(out, &lk.gate)
+		eachHeld(&lk.gate, f)
 	}
 	for _, r := range e.resources {
-		out = appendHeld(out, &r.gate)
-		out = appendHeld(out, &r.tooBig)
+		eachHeld(&r.gate, f)
+		eachHeld(&r.tooBig, f)
 	}
 	for j := range e.timed {
 		if j.state == StateDelayed {
-			out = append(out, j)
+			f(j)
 		}
 	}
 	for j := range e.deps {
 		if j.state == StateBlocked {
-			out = append(out, j)
+			f(j)
 		}
 	}
-	return out
+}
+
+// eachHeld calls f with the jobs gate g holds.
+func eachHeld(g *gate, f func(*Job)) {
+	for _, w := range g.waits {
+		eachInLane(&w.lane, f)
+	}
+}
+
+// eachInLane calls f with the jobs queued in l's run and heaps.
+func eachInLane(l *lane, f func(*Job)) {
+	l.run.each(func(j *Job, _ uint64) { f(j) })
+	for _, h := range []*iheap.Keyed[*Job]{&l.fixed, &l.rising, &l.capped} {
+		for i := 0; i < h.Len(); i++ {
+			j, _ := h.At(i)
+			f(j)
+		}
+	}
 }
 
 // appendHeld appends the jobs gate g holds.
 func appendHeld(out []*Job, g *gate) []*Job {
-	for _, w := range g.waits {
-		out = appendLane(out, &w.lane)
-	}
+	eachHeld(g, func(j *Job) { out = append(out, j) })
 	return out
 }
 
 // appendLane appends the jobs queued in l's run and heaps.
 func appendLane(out []*Job, l *lane) []*Job {
-	l.run.each(func(j *Job, _ uint64) { out = append(out, j) })
-	out = appendJobs(out, &l.fixed)
-	out = appendJobs(out, &l.rising)
-	return appendJobs(out, &l.capped)
+	eachInLane(l, func(j *Job) { out = append(out, j) })
+	return out
 }
 
 func appendJobs(out []*Job, h *iheap.Keyed[*Job]) []*Job {
