@@ -13,98 +13,204 @@ import (
 	"github.com/fairsched/fairsched"
 )
 
-//go:embed admin.html
+//go:embed admin.html admin.js admin.css
 var adminFiles embed.FS
 
-// AdminOptions configures Admin. The zero AdminOptions serves a
-// read-only page.
+// maxFormBytes bounds a control's request body: its fields are a few
+// names and numbers.
+const maxFormBytes = 64 << 10
+
+// AdminOptions configures Admin. With the zero AdminOptions the page is
+// closed: set Authorize to open it.
 type AdminOptions struct {
-	// Authorize, if set, turns the page's controls on: it reports whether
-	// a request may change the scheduler (pause or resume a key or type,
-	// change a key's weight, retry a dead job, re-enable a disabled pair).
-	// nil: read-only; every change is refused with 403.
-	Authorize func(*http.Request) bool
+	// Authorize decides who may do what: it is called with each request
+	// and what it asks for, AdminRead (the page, its script and its
+	// JSON) or AdminChange (a control), and reports whether to allow it.
+	// A request it refuses gets 403 and no data. nil: the page is closed,
+	// and every request gets 403 with a page that says how to open it.
+	//
+	// LoopbackOnly is a ready-made one, for a service reached through a
+	// tunnel; behind a proxy, check what the proxy authenticated (see the
+	// examples).
+	Authorize func(r *http.Request, access AdminAccess) bool
+	// TrustedOrigins are origins, such as "https://ops.example.com",
+	// whose cross-origin POSTs the controls accept. A control refuses a
+	// POST that a browser says comes from another origin (see
+	// http.CrossOriginProtection), so that another site cannot make an
+	// operator's browser use it; behind a proxy that rewrites the Host
+	// header, the page's own origin differs from the Host the handler
+	// sees, and must be listed here. Admin panics on a malformed origin.
+	TrustedOrigins []string
 	// PageSize is how many queued jobs one page of the queue lists.
 	// 0: 100. At most 1,000.
 	PageSize int
+	// HistoryEvery is the interval between the samples of the charts'
+	// history, which keeps the last 150 of them. 0: 2 s (five minutes).
+	HistoryEvery time.Duration
+}
+
+// AdminHandler is the admin page of a Scheduler (see Admin).
+type AdminHandler struct {
+	s         *fairsched.Scheduler
+	authorize func(*http.Request, AdminAccess) bool
+	origins   *http.CrossOriginProtection
+	size      int
+	mux       *http.ServeMux
+	history   *history
 }
 
 // Admin returns a handler for an admin page of s, to mount under a path
-// of its own (with http.StripPrefix):
+// of its own ending in a slash (with http.StripPrefix), outside
+// Middleware, so that it answers however full the queue is:
 //
-//   - GET / serves the page: plain HTML, CSS and a little JavaScript,
-//     embedded, with no build step and nothing fetched from elsewhere,
-//     which refreshes itself every two seconds;
-//   - GET /state.json?page=N serves what it shows: the scheduler's Stats
-//     (its limits; tiers, types, keys and resources with theirs, and
-//     what they run and hold), each key's longest wait, one page of the
-//     queue (Snapshot: base and effective priority, wait, and what each
-//     waiting job waits for), the dead jobs and the disabled pairs;
+//   - GET / serves the page: plain HTML, CSS and JavaScript, embedded,
+//     with no build step and nothing fetched from elsewhere, which
+//     refreshes itself every two seconds;
+//   - GET /state.json?page=N serves what it shows (State): the
+//     scheduler's Stats, each key's longest wait, one page of the queue
+//     with base and effective priority and what each waiting job waits
+//     for, the dead jobs, the disabled pairs, and the history its charts
+//     draw (running and queued by key and by tier, waits to start,
+//     starts and refusals per second);
 //   - POST /pause-key, /resume-key, /pause-type, /resume-type (form field
-//     name), /weight (key, weight), /retry-dead (seq) and /enable (type,
-//     id) change the scheduler, if Authorize allows the request.
+//     name), /weight (key, weight), /retry-dead (seq), /cancel (seq), and
+//     /disable (type, id, and for: a duration, empty for until enabled)
+//     and /enable (type, id) change the scheduler.
 //
-// A change must be a POST from the page's own origin: one whose
-// Sec-Fetch-Site says cross-site, or whose Origin is not the request's
-// host, is refused with 403, so that another site cannot make a browser
-// send it. Errors are plain text with a status that says what went wrong.
+// The page is closed by default: o.Authorize says who may read it and
+// who may change the scheduler with it. Every change is a POST, refused
+// with 403 if a browser sent it from another origin (net/http's
+// CrossOriginProtection, with o.TrustedOrigins), and its body is bounded
+// to 64 KiB. Errors are plain text with a status that says what went
+// wrong: 400 for a malformed field, 409 for a change the scheduler
+// refused.
 //
-// Each refresh takes a Snapshot, O(n log n) in the jobs, under the
-// scheduler's lock; only the page asked for is sent.
-func Admin(s *fairsched.Scheduler, o AdminOptions) http.Handler {
+// The handler samples s's Stats every o.HistoryEvery for its charts, on
+// a timer of its own (no goroutine waits between samples); Close stops
+// it.
+func Admin(s *fairsched.Scheduler, o AdminOptions) *AdminHandler {
 	size := o.PageSize
 	if size <= 0 {
 		size = 100
 	}
-	size = min(size, 1000)
-	a := &admin{s: s, authorize: o.Authorize, size: size}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", a.page)
-	mux.HandleFunc("GET /state.json", a.state)
-	for _, c := range []struct {
-		path string
-		do   func(url.Values) error
-	}{
-		{"/pause-key", func(f url.Values) error { s.PauseKey(f.Get("name")); return nil }},
-		{"/resume-key", func(f url.Values) error { s.ResumeKey(f.Get("name")); return nil }},
-		{"/pause-type", func(f url.Values) error { return s.PauseType(f.Get("name")) }},
-		{"/resume-type", func(f url.Values) error { return s.ResumeType(f.Get("name")) }},
-		{"/weight", func(f url.Values) error {
+	a := &AdminHandler{s: s, authorize: o.Authorize, size: min(size, 1000),
+		origins: http.NewCrossOriginProtection(), mux: http.NewServeMux()}
+	for _, origin := range o.TrustedOrigins {
+		if err := a.origins.AddTrustedOrigin(origin); err != nil {
+			panic("fairschedhttp: AdminOptions.TrustedOrigins: " + err.Error())
+		}
+	}
+	a.mux.HandleFunc("GET /{$}", a.file("admin.html", "text/html; charset=utf-8"))
+	a.mux.HandleFunc("GET /admin.js", a.file("admin.js", "text/javascript; charset=utf-8"))
+	a.mux.HandleFunc("GET /admin.css", a.file("admin.css", "text/css; charset=utf-8"))
+	a.mux.HandleFunc("GET /state.json", a.state)
+	for path, do := range map[string]func(url.Values) error{
+		"/pause-key":   func(f url.Values) error { s.PauseKey(f.Get("name")); return nil },
+		"/resume-key":  func(f url.Values) error { s.ResumeKey(f.Get("name")); return nil },
+		"/pause-type":  func(f url.Values) error { return s.PauseType(f.Get("name")) },
+		"/resume-type": func(f url.Values) error { return s.ResumeType(f.Get("name")) },
+		"/weight": func(f url.Values) error {
 			w, err := strconv.ParseFloat(f.Get("weight"), 64)
 			if err != nil {
-				return badRequest{fmt.Errorf("weight %q is not a number", f.Get("weight"))}
+				return badRequest{fmt.Errorf("weight %.40q is not a number", f.Get("weight"))}
 			}
 			return s.SetKeyWeight(f.Get("key"), w)
-		}},
-		{"/retry-dead", func(f url.Values) error {
-			seq, err := strconv.ParseUint(f.Get("seq"), 10, 64)
-			if err != nil {
-				return badRequest{fmt.Errorf("seq %q is not a job number", f.Get("seq"))}
+		},
+		"/retry-dead": func(f url.Values) error {
+			seq, err := seqOf(f)
+			if err == nil {
+				_, err = s.RetryDead(seq)
 			}
-			_, err = s.RetryDead(seq)
 			return err
-		}},
-		{"/enable", func(f url.Values) error { s.Enable(f.Get("type"), f.Get("id")); return nil }},
+		},
+		"/cancel": func(f url.Values) error {
+			seq, err := seqOf(f)
+			if err == nil && !s.Cancel(seq) {
+				err = fmt.Errorf("job %d is neither queued nor running", seq)
+			}
+			return err
+		},
+		"/disable": func(f url.Values) error {
+			var d time.Duration
+			if v := f.Get("for"); v != "" {
+				var err error
+				if d, err = time.ParseDuration(v); err != nil || d <= 0 {
+					return badRequest{fmt.Errorf("for %.40q is not a positive duration such as 30m", v)}
+				}
+			}
+			return s.Disable(f.Get("type"), f.Get("id"), d)
+		},
+		"/enable": func(f url.Values) error { s.Enable(f.Get("type"), f.Get("id")); return nil },
 	} {
-		mux.HandleFunc("POST "+c.path, a.change(c.do))
+		a.mux.HandleFunc("POST "+path, a.change(do))
 	}
-	return mux
+	a.history = newHistory(s, o.HistoryEvery)
+	return a
 }
 
-type admin struct {
-	s         *fairsched.Scheduler
-	authorize func(*http.Request) bool
-	size      int
+// Close stops the sampling of the charts' history. The page still
+// answers, its charts frozen. It returns nil.
+func (a *AdminHandler) Close() error {
+	a.history.close()
+	return nil
+}
+
+// ServeHTTP checks the request's access, then serves it.
+func (a *AdminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "+
+		"img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+	if a.authorize == nil {
+		refuse(w, closedPage)
+		return
+	}
+	access := AdminRead
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		access = AdminChange
+		if err := a.origins.Check(r); err != nil {
+			http.Error(w, "fairschedhttp: a change must come from the admin page's own origin, not another site", http.StatusForbidden)
+			return
+		}
+	}
+	if !a.authorize(r, access) {
+		refuse(w, fmt.Sprintf(refusedPage, access.what()))
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// refuse answers 403 with page.
+func refuse(w http.ResponseWriter, page string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusForbidden)
+	fmt.Fprint(w, page)
+}
+
+// file returns the handler of one embedded file.
+func (a *AdminHandler) file(name, contentType string) http.HandlerFunc {
+	body, err := adminFiles.ReadFile(name)
+	if err != nil {
+		panic(err) // embedded above
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.Write(body)
+	}
 }
 
 // badRequest marks an error in the request's own fields.
 type badRequest struct{ error }
 
-func (a *admin) page(w http.ResponseWriter, r *http.Request) {
-	page, _ := adminFiles.ReadFile("admin.html")
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; frame-ancestors 'none'")
-	w.Write(page)
+// seqOf reads a control's field seq, a job's number.
+func seqOf(f url.Values) (uint64, error) {
+	seq, err := strconv.ParseUint(f.Get("seq"), 10, 64)
+	if err != nil {
+		return 0, badRequest{fmt.Errorf("seq %.40q is not a job number", f.Get("seq"))}
+	}
+	return seq, nil
 }
 
 // State is the JSON the page shows.
@@ -112,6 +218,8 @@ type State struct {
 	Time     time.Time
 	Controls bool // changes are allowed for this request
 	Stats    fairsched.Stats
+	// TierNames names the tiers of Stats.Tiers and Stats.Types.
+	TierNames map[fairsched.Tier]string
 	// Queue is one page of the jobs running and waiting, running first,
 	// then in submission order; Page is its number (from 0), Pages how
 	// many there are, Jobs how many jobs in all.
@@ -122,6 +230,8 @@ type State struct {
 	// OldestWait is, for each key with jobs waiting, how long the one
 	// that has waited longest has waited, over the whole queue.
 	OldestWait map[string]time.Duration
+	// History is the recent past, for the charts.
+	History History
 }
 
 // DeadJob is a dead job as the page shows it: its error as text.
@@ -133,12 +243,19 @@ type DeadJob struct {
 	Died          time.Time
 }
 
-func (a *admin) state(w http.ResponseWriter, r *http.Request) {
+func (a *AdminHandler) state(w http.ResponseWriter, r *http.Request) {
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	snap := a.s.Snapshot()
 	st := State{
-		Time: time.Now(), Controls: a.authorize != nil && a.authorize(r),
+		Time: time.Now(), Controls: a.authorize(r, AdminChange),
 		Stats: a.s.Stats(), Jobs: len(snap), Disabled: a.s.Disabled(),
+		TierNames: map[fairsched.Tier]string{}, History: a.history.snapshot(),
+	}
+	for _, t := range st.Stats.Tiers {
+		st.TierNames[t.Tier] = t.Tier.String()
+	}
+	for _, t := range st.Stats.Types {
+		st.TierNames[t.Tier] = t.Tier.String()
 	}
 	st.OldestWait = map[string]time.Duration{}
 	for _, j := range snap {
@@ -155,26 +272,22 @@ func (a *admin) state(w http.ResponseWriter, r *http.Request) {
 			Err: d.Err.Error(), Attempts: len(d.Attempts), Died: d.Died})
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
 	if err := json.NewEncoder(w).Encode(st); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
 }
 
-// change returns the handler of one change: it checks the request's
-// origin and authorisation, then does it.
-func (a *admin) change(do func(url.Values) error) http.HandlerFunc {
+// change returns the handler of one change, authorised already: it reads
+// the form, bounded, and does it.
+func (a *AdminHandler) change(do func(url.Values) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := sameOrigin(r); err != nil {
-			http.Error(w, err.Error(), http.StatusForbidden)
-			return
-		}
-		if a.authorize == nil || !a.authorize(r) {
-			http.Error(w, "fairschedhttp: this admin page is read-only for you: no change is authorised", http.StatusForbidden)
-			return
-		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if err := r.ParseForm(); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			status := http.StatusBadRequest
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				status = http.StatusRequestEntityTooLarge
+			}
+			http.Error(w, "fairschedhttp: the form cannot be read: "+err.Error(), status)
 			return
 		}
 		var bad badRequest
@@ -187,21 +300,4 @@ func (a *admin) change(do func(url.Values) error) http.HandlerFunc {
 			http.Error(w, err.Error(), http.StatusConflict)
 		}
 	}
-}
-
-// sameOrigin refuses a request a browser sent from another site: by its
-// Sec-Fetch-Site header where the browser sends one, else by its Origin.
-func sameOrigin(r *http.Request) error {
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
-	default:
-		return errors.New("fairschedhttp: a change must come from the admin page itself, not another site")
-	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		u, err := url.Parse(origin)
-		if err != nil || u.Host != r.Host {
-			return errors.New("fairschedhttp: a change must come from the admin page's own origin")
-		}
-	}
-	return nil
 }

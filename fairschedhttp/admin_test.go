@@ -16,35 +16,73 @@ import (
 	"github.com/fairsched/fairsched"
 )
 
+// What the harness's scheduler holds that no unauthorised reader may see.
+const (
+	secretKey = "tenant-alpha"
+	secretID  = "card-4111"
+	secretErr = "disk full: password=hunter2"
+)
+
 // adminHarness is a scheduler with a running job, queued jobs of two
-// keys (one paused), a dead job and a disabled pair.
-func adminHarness(t *testing.T) (*harness, uint64) {
+// keys (one paused), a dead job and a disabled pair; it returns the dead
+// job's number.
+func adminHarness(t *testing.T) (*fairsched.Scheduler, uint64) {
 	t.Helper()
-	h := newHarness(t, fairsched.Config{MaxConcurrency: 1, Types: map[string]fairsched.TypeConfig{
+	s, err := fairsched.New(fairsched.Config{MaxConcurrency: 1, Types: map[string]fairsched.TypeConfig{
 		"sync": {Disable: fairsched.DisablePolicy{Failures: 1, Window: time.Hour}},
 	}})
-	failed, err := h.s.Submit(context.Background(), fairsched.Job{Type: "sync", ID: "repo"}, func(context.Context) error {
-		return errors.New("disk full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	failed, err := s.Submit(context.Background(), fairsched.Job{Type: "sync", ID: secretID, Key: secretKey}, func(context.Context) error {
+		return errors.New(secretErr)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-failed.Done()
 	hold := make(chan struct{})
-	t.Cleanup(func() { close(hold) })
-	for _, key := range []string{"a", "a", "b", "b", "b"} {
-		if _, err := h.s.Submit(context.Background(), fairsched.Job{Key: key}, func(context.Context) error { <-hold; return nil }); err != nil {
+	t.Cleanup(func() { close(hold) }) // before Close, which waits for the jobs
+	for _, key := range []string{secretKey, secretKey, "b", "b", "b"} {
+		if _, err := s.Submit(context.Background(), fairsched.Job{Key: key}, func(context.Context) error { <-hold; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h.s.PauseKey("b")
-	return h, failed.Seq()
+	s.PauseKey("b")
+	return s, failed.Seq()
 }
 
-func getState(t *testing.T, handler http.Handler, query string) (State, string) {
+// newAdmin returns Admin(s, o), closed when the test ends.
+func newAdmin(t *testing.T, s *fairsched.Scheduler, o AdminOptions) *AdminHandler {
 	t.Helper()
+	a := Admin(s, o)
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+func allowAll(*http.Request, AdminAccess) bool { return true }
+
+// byHeader authorises reads with X-Admin "read" or "change", changes
+// with "change" only.
+func byHeader(r *http.Request, access AdminAccess) bool {
+	v := r.Header.Get("X-Admin")
+	return v == "change" || (v == "read" && access == AdminRead)
+}
+
+func get(handler http.Handler, path string, header map[string]string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("GET", path, nil)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	rec := httptest.NewRecorder()
-	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/state.json"+query, nil))
+	handler.ServeHTTP(rec, req)
+	return rec
+}
+
+func getState(t *testing.T, handler http.Handler, query string, header map[string]string) (State, *httptest.ResponseRecorder) {
+	t.Helper()
+	rec := get(handler, "/state.json"+query, header)
 	if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("state.json: %d %s", rec.Code, rec.Body.String())
 	}
@@ -52,51 +90,7 @@ func getState(t *testing.T, handler http.Handler, query string) (State, string) 
 	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
 		t.Fatalf("state.json: %v", err)
 	}
-	return st, rec.Body.String()
-}
-
-// The page is one self-contained document; its JSON says what the
-// scheduler holds, the queue one page at a time.
-func TestAdminPageAndState(t *testing.T) {
-	h, dead := adminHarness(t)
-	handler := Admin(h.s, AdminOptions{PageSize: 2})
-
-	rec := httptest.NewRecorder()
-	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	body := rec.Body.String()
-	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") || !strings.Contains(body, "<script>") {
-		t.Fatalf("page: %d %q", rec.Code, rec.Header().Get("Content-Type"))
-	}
-	if strings.Contains(body, "http://") || strings.Contains(body, "https://") || strings.Contains(body, "src=") {
-		t.Error("the page fetches something from elsewhere")
-	}
-
-	st, raw := getState(t, handler, "")
-	if st.Controls {
-		t.Error("controls on without Authorize")
-	}
-	if st.Jobs != 5 || st.Pages != 3 || len(st.Queue) != 2 || !st.Queue[0].Running {
-		t.Errorf("queue: %d jobs, %d pages, %d listed, first running %v", st.Jobs, st.Pages, len(st.Queue), st.Queue[0].Running)
-	}
-	if !strings.Contains(raw, `"Waiting":"turn"`) || !strings.Contains(raw, `"paused":3`) {
-		t.Error("reasons are not given by name")
-	}
-	if len(st.Dead) != 1 || st.Dead[0].Seq != dead || st.Dead[0].Err != "disk full" {
-		t.Errorf("dead: %+v", st.Dead)
-	}
-	if len(st.Disabled) != 1 || st.Disabled[0].ID != "repo" {
-		t.Errorf("disabled: %+v", st.Disabled)
-	}
-	if st.Stats.MaxConcurrency != 1 || st.OldestWait["b"] <= 0 || st.OldestWait["a"] <= 0 {
-		t.Errorf("limits %d, longest waits %v", st.Stats.MaxConcurrency, st.OldestWait)
-	}
-	if i := slices.IndexFunc(st.Stats.Keys, func(k fairsched.KeyStats) bool { return k.Key == "b" }); i < 0 || !st.Stats.Keys[i].Paused {
-		t.Error("key b is not shown paused")
-	}
-	last, _ := getState(t, handler, "?page=9")
-	if last.Page != 2 || len(last.Queue) != 1 {
-		t.Errorf("page 9: page %d with %d jobs, want the last, 1", last.Page, len(last.Queue))
-	}
+	return st, rec
 }
 
 // post sends a change as the page does, from its own origin.
@@ -113,85 +107,310 @@ func post(handler http.Handler, path string, form url.Values, header map[string]
 	return rec
 }
 
-// Without an authorisation function the page is read-only: every change
-// is refused.
-func TestAdminReadOnly(t *testing.T) {
-	h, dead := adminHarness(t)
-	handler := Admin(h.s, AdminOptions{})
-	for path, form := range map[string]url.Values{
-		"/pause-key": {"name": {"a"}}, "/resume-key": {"name": {"b"}}, "/pause-type": {"name": {""}},
-		"/weight": {"key": {"a"}, "weight": {"3"}}, "/retry-dead": {"seq": {itoa(dead)}}, "/enable": {"type": {"sync"}, "id": {"repo"}},
-	} {
-		if rec := post(handler, path, form, nil); rec.Code != http.StatusForbidden {
-			t.Errorf("%s: %d, want 403", path, rec.Code)
-		}
-	}
-	if st := h.s.Stats(); len(st.PausedKeys) != 1 || st.Dead != 1 || st.Disabled != 1 {
-		t.Error("a refused change changed something")
+// controlForms is a request to every control, with fields that would
+// change the harness's scheduler if it were let through.
+func controlForms(dead uint64) map[string]url.Values {
+	return map[string]url.Values{
+		"/pause-key": {"name": {secretKey}}, "/resume-key": {"name": {"b"}},
+		"/pause-type": {"name": {""}}, "/resume-type": {"name": {""}},
+		"/weight":     {"key": {secretKey}, "weight": {"3"}},
+		"/retry-dead": {"seq": {itoa(dead)}}, "/cancel": {"seq": {"3"}},
+		"/disable": {"type": {"sync"}, "id": {"other"}}, "/enable": {"type": {"sync"}, "id": {secretID}},
 	}
 }
 
-// With authorisation, each control changes the scheduler; bad fields
-// are 400; a change from another site is refused whatever the
-// authorisation says.
-func TestAdminControls(t *testing.T) {
-	h, dead := adminHarness(t)
-	handler := Admin(h.s, AdminOptions{Authorize: func(r *http.Request) bool { return r.Header.Get("X-Admin") == "yes" }})
-	admin := map[string]string{"X-Admin": "yes"}
-	if st, _ := getState(t, handler, ""); st.Controls {
-		t.Error("controls on for a request the function does not authorise")
+// unchanged fails the test if the harness's scheduler was changed.
+func unchanged(t *testing.T, s *fairsched.Scheduler) {
+	t.Helper()
+	st := s.Stats()
+	if !slices.Equal(st.PausedKeys, []string{"b"}) || len(st.Types[0].Name) != 0 || st.Types[0].Paused ||
+		st.Dead != 1 || st.Disabled != 1 || st.Cancelled != 0 || st.Queued != 4 {
+		t.Errorf("a refused change changed something: paused %v, dead %d, disabled %d, cancelled %d, queued %d",
+			st.PausedKeys, st.Dead, st.Disabled, st.Cancelled, st.Queued)
 	}
+	for _, k := range st.Keys {
+		if k.Key == secretKey && k.Weight != 1 {
+			t.Errorf("a refused change set the weight to %v", k.Weight)
+		}
+	}
+}
+
+// noData fails the test if body holds any of the harness's data.
+func noData(t *testing.T, what, body string) {
+	t.Helper()
+	for _, secret := range []string{secretKey, secretID, "hunter2", `"Seq"`, `"Queue"`} {
+		if strings.Contains(body, secret) {
+			t.Errorf("%s: the refusal carries %q", what, secret)
+		}
+	}
+}
+
+// With no Authorize, the page is closed: every request, read or change,
+// gets 403 with a page that says how to open it, and nothing of the
+// scheduler's.
+func TestAdminClosedByDefault(t *testing.T) {
+	s, dead := adminHarness(t)
+	handler := newAdmin(t, s, AdminOptions{})
+	for _, path := range []string{"/", "/state.json", "/state.json?page=1", "/admin.js", "/admin.css", "/nowhere"} {
+		rec := get(handler, path, nil)
+		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "AdminOptions.Authorize") ||
+			!strings.Contains(rec.Body.String(), "LoopbackOnly") {
+			t.Errorf("GET %s: %d %q, want 403 saying how to open the page", path, rec.Code, rec.Body.String())
+		}
+		noData(t, "GET "+path, rec.Body.String())
+	}
+	for path, form := range controlForms(dead) {
+		rec := post(handler, path, form, nil)
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("POST %s: %d, want 403", path, rec.Code)
+		}
+		noData(t, "POST "+path, rec.Body.String())
+	}
+	unchanged(t, s)
+}
+
+// The attack: with Authorize refusing, a read of the JSON and every
+// change are refused, and no refusal carries the scheduler's data; a
+// reader without the right to change is refused every change.
+func TestAdminUnauthorised(t *testing.T) {
+	s, dead := adminHarness(t)
+	handler := newAdmin(t, s, AdminOptions{Authorize: byHeader})
+	for _, who := range []map[string]string{nil, {"X-Admin": "nobody"}} {
+		for _, path := range []string{"/", "/state.json", "/state.json?page=0", "/admin.js"} {
+			rec := get(handler, path, who)
+			if rec.Code != http.StatusForbidden {
+				t.Errorf("GET %s as %v: %d, want 403", path, who, rec.Code)
+			}
+			noData(t, "GET "+path, rec.Body.String())
+		}
+	}
+	for _, who := range []map[string]string{nil, {"X-Admin": "nobody"}, {"X-Admin": "read"}} {
+		for path, form := range controlForms(dead) {
+			rec := post(handler, path, form, who)
+			if rec.Code != http.StatusForbidden {
+				t.Errorf("POST %s as %v: %d, want 403", path, who, rec.Code)
+			}
+			noData(t, "POST "+path, rec.Body.String())
+		}
+	}
+	unchanged(t, s)
+	if st, _ := getState(t, handler, "", map[string]string{"X-Admin": "read"}); st.Controls || st.Jobs != 5 {
+		t.Errorf("a reader: controls %v, %d jobs", st.Controls, st.Jobs)
+	}
+}
+
+// The page is a document, a script and a style sheet, all served by the
+// handler, with a policy that allows no inline script or style; its
+// JSON says what the scheduler holds, the queue one page at a time.
+func TestAdminPageAndState(t *testing.T) {
+	s, dead := adminHarness(t)
+	handler := newAdmin(t, s, AdminOptions{PageSize: 2, Authorize: allowAll})
+
+	rec := get(handler, "/", nil)
+	body := rec.Body.String()
+	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") ||
+		!strings.Contains(body, `<script src="admin.js"`) || !strings.Contains(body, `href="admin.css"`) {
+		t.Fatalf("page: %d %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	if strings.Contains(body, "<script>") || strings.Contains(body, "<style") || strings.Contains(body, "style=") ||
+		strings.Contains(body, "http://") || strings.Contains(body, "https://") {
+		t.Error("the page has inline script or style, or fetches something from elsewhere")
+	}
+	csp := rec.Header().Get("Content-Security-Policy")
+	if strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("CSP %q", csp)
+	}
+	for path, ctype := range map[string]string{"/admin.js": "text/javascript", "/admin.css": "text/css"} {
+		rec := get(handler, path, nil)
+		if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), ctype) || rec.Body.Len() < 100 {
+			t.Errorf("%s: %d %q", path, rec.Code, rec.Header().Get("Content-Type"))
+		}
+	}
+	if js := get(handler, "/admin.js", nil).Body.String(); strings.Contains(js, "innerHTML") || strings.Contains(js, "http://") && !strings.Contains(js, "http://www.w3.org/2000/svg") {
+		t.Error("the script writes HTML from data, or fetches from elsewhere")
+	}
+
+	st, rec := getState(t, handler, "", nil)
+	if rec.Header().Get("X-Content-Type-Options") != "nosniff" || rec.Header().Get("Cache-Control") != "no-store" {
+		t.Errorf("state.json headers: %v", rec.Header())
+	}
+	raw := rec.Body.String()
+	if !st.Controls {
+		t.Error("controls off for an authorised request")
+	}
+	if st.Jobs != 5 || st.Pages != 3 || len(st.Queue) != 2 || !st.Queue[0].Running {
+		t.Errorf("queue: %d jobs, %d pages, %d listed, first running %v", st.Jobs, st.Pages, len(st.Queue), st.Queue[0].Running)
+	}
+	if !strings.Contains(raw, `"Waiting":"turn"`) || !strings.Contains(raw, `"paused":3`) {
+		t.Error("reasons are not given by name")
+	}
+	if len(st.Dead) != 1 || st.Dead[0].Seq != dead || st.Dead[0].Err != secretErr {
+		t.Errorf("dead: %+v", st.Dead)
+	}
+	if len(st.Disabled) != 1 || st.Disabled[0].ID != secretID {
+		t.Errorf("disabled: %+v", st.Disabled)
+	}
+	if st.Stats.MaxConcurrency != 1 || st.OldestWait["b"] <= 0 || st.OldestWait[secretKey] <= 0 {
+		t.Errorf("limits %d, longest waits %v", st.Stats.MaxConcurrency, st.OldestWait)
+	}
+	if i := slices.IndexFunc(st.Stats.Keys, func(k fairsched.KeyStats) bool { return k.Key == "b" }); i < 0 || !st.Stats.Keys[i].Paused {
+		t.Error("key b is not shown paused")
+	}
+	if st.TierNames[fairsched.Background] != "background" {
+		t.Errorf("tier names %v", st.TierNames)
+	}
+	if len(st.History.Times) == 0 || len(st.History.Charts) != 6 {
+		t.Errorf("history: %d samples, %d charts", len(st.History.Times), len(st.History.Charts))
+	}
+	last, _ := getState(t, handler, "?page=9", nil)
+	if last.Page != 2 || len(last.Queue) != 1 {
+		t.Errorf("page 9: page %d with %d jobs, want the last, 1", last.Page, len(last.Queue))
+	}
+}
+
+// With authorisation to change, each control changes the scheduler; bad
+// fields are 400, a change the scheduler refuses 409.
+func TestAdminControls(t *testing.T) {
+	s, dead := adminHarness(t)
+	handler := newAdmin(t, s, AdminOptions{Authorize: byHeader})
+	admin := map[string]string{"X-Admin": "change"}
+	queued := s.Snapshot()[3].Seq // key b's first, paused
 	for _, c := range []struct {
 		path string
 		form url.Values
 		want int
 	}{
-		{"/pause-key", url.Values{"name": {"a"}}, 204},
+		{"/pause-key", url.Values{"name": {secretKey}}, 204},
 		{"/resume-key", url.Values{"name": {"b"}}, 204},
 		{"/pause-type", url.Values{"name": {"nope"}}, 400},
 		{"/pause-type", url.Values{"name": {"sync"}}, 204},
 		{"/resume-type", url.Values{"name": {"sync"}}, 204},
-		{"/weight", url.Values{"key": {"a"}, "weight": {"many"}}, 400},
-		{"/weight", url.Values{"key": {"a"}, "weight": {"-1"}}, 409},
-		{"/weight", url.Values{"key": {"a"}, "weight": {"3"}}, 204},
+		{"/weight", url.Values{"key": {secretKey}, "weight": {"many"}}, 400},
+		{"/weight", url.Values{"key": {secretKey}, "weight": {"-1"}}, 409},
+		{"/weight", url.Values{"key": {secretKey}, "weight": {"3"}}, 204},
 		{"/retry-dead", url.Values{"seq": {"999"}}, 400},
-		{"/enable", url.Values{"type": {"sync"}, "id": {"repo"}}, 204},
+		{"/enable", url.Values{"type": {"sync"}, "id": {secretID}}, 204},
 		{"/retry-dead", url.Values{"seq": {itoa(dead)}}, 204},
+		{"/cancel", url.Values{"seq": {itoa(queued)}}, 204},
+		{"/cancel", url.Values{"seq": {itoa(queued)}}, 409},
+		{"/disable", url.Values{"type": {"sync"}, "id": {"repo"}, "for": {"30m"}}, 204},
+		{"/disable", url.Values{"type": {"nope"}, "id": {"repo"}}, 400},
+		{"/disable", url.Values{"type": {""}, "id": {"x"}}, 204},
 	} {
 		if rec := post(handler, c.path, c.form, admin); rec.Code != c.want {
 			t.Errorf("%s %v: %d %q, want %d", c.path, c.form, rec.Code, rec.Body.String(), c.want)
 		}
 	}
-	st := h.s.Stats()
-	if !slices.Equal(st.PausedKeys, []string{"a"}) || st.Dead != 0 || st.Disabled != 0 {
-		t.Errorf("paused %v, dead %d, disabled %d", st.PausedKeys, st.Dead, st.Disabled)
+	st := s.Stats()
+	if !slices.Equal(st.PausedKeys, []string{secretKey}) || st.Dead != 0 || st.Cancelled != 1 {
+		t.Errorf("paused %v, dead %d, cancelled %d", st.PausedKeys, st.Dead, st.Cancelled)
 	}
-	if i := slices.IndexFunc(st.Keys, func(k fairsched.KeyStats) bool { return k.Key == "a" }); i < 0 || st.Keys[i].Weight != 3 {
+	if i := slices.IndexFunc(st.Keys, func(k fairsched.KeyStats) bool { return k.Key == secretKey }); i < 0 || st.Keys[i].Weight != 3 {
 		t.Error("the weight did not change")
 	}
+	if slices.ContainsFunc(s.Snapshot(), func(j fairsched.JobInfo) bool { return j.Seq == queued }) {
+		t.Error("the cancelled job is still queued")
+	}
+	disabled := s.Disabled()
+	if len(disabled) != 2 || disabled[0].ID != "x" || !disabled[0].Until.IsZero() || disabled[1].ID != "repo" || disabled[1].Until.IsZero() {
+		t.Errorf("disabled: %+v", disabled)
+	}
+	rec := get(handler, "/pause-key?name=a", admin)
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("GET of a change: %d, want 405", rec.Code)
+	}
+}
 
+// The attack from another site: a browser's cross-site POST is refused
+// whatever the authorisation says; an origin listed in TrustedOrigins
+// (the page behind a proxy that rewrites Host) is accepted.
+func TestAdminCrossSite(t *testing.T) {
+	s, dead := adminHarness(t)
+	handler := newAdmin(t, s, AdminOptions{Authorize: allowAll, TrustedOrigins: []string{"https://ops.example.com"}})
 	for name, header := range map[string]map[string]string{
-		"Sec-Fetch-Site cross-site": {"X-Admin": "yes", "Sec-Fetch-Site": "cross-site"},
-		"Sec-Fetch-Site same-site":  {"X-Admin": "yes", "Sec-Fetch-Site": "same-site"},
-		"another Origin":            {"X-Admin": "yes", "Origin": "https://evil.example"},
+		"Sec-Fetch-Site cross-site": {"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"},
+		"Sec-Fetch-Site same-site":  {"Sec-Fetch-Site": "same-site", "Origin": "https://sub.ops.example.com"},
+		"another Origin":            {"Sec-Fetch-Site": "", "Origin": "https://evil.example"},
 	} {
-		for _, path := range []string{"/pause-key", "/resume-key", "/pause-type", "/resume-type", "/weight", "/retry-dead", "/enable"} {
-			form := url.Values{"name": {"a"}, "key": {"a"}, "weight": {"5"}, "seq": {"1"}, "type": {"sync"}, "id": {"repo"}}
+		for path, form := range controlForms(dead) {
 			if rec := post(handler, path, form, header); rec.Code != http.StatusForbidden {
 				t.Errorf("%s %s: %d, want 403", name, path, rec.Code)
 			}
 		}
 	}
-	if st := h.s.Stats(); !slices.Equal(st.PausedKeys, []string{"a"}) {
-		t.Errorf("a refused change changed something: paused %v", st.PausedKeys)
+	unchanged(t, s)
+
+	proxied := map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://ops.example.com"}
+	if rec := post(handler, "/pause-key", url.Values{"name": {"c"}}, proxied); rec.Code != 204 {
+		t.Errorf("from a trusted origin: %d %q, want 204", rec.Code, rec.Body.String())
 	}
-	if rec := post(handler, "/resume-key", url.Values{"name": {"a"}}, map[string]string{"X-Admin": "no"}); rec.Code != http.StatusForbidden {
-		t.Errorf("not authorised: %d, want 403", rec.Code)
+	untrusted := newAdmin(t, s, AdminOptions{Authorize: allowAll})
+	if rec := post(untrusted, "/pause-key", url.Values{"name": {"d"}}, proxied); rec.Code != http.StatusForbidden {
+		t.Errorf("the same origin, not trusted: %d, want 403", rec.Code)
 	}
-	rec := httptest.NewRecorder()
-	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/pause-key?name=a", nil))
-	if rec.Code != http.StatusMethodNotAllowed {
-		t.Errorf("GET of a change: %d, want 405", rec.Code)
+	if !slices.Equal(s.Stats().PausedKeys, []string{"b", "c"}) {
+		t.Errorf("paused %v", s.Stats().PausedKeys)
+	}
+
+	defer func() {
+		if recover() == nil {
+			t.Error("a malformed trusted origin was accepted")
+		}
+	}()
+	Admin(s, AdminOptions{TrustedOrigins: []string{"ops.example.com/path"}})
+}
+
+// The attack with hostile input: a form too large is refused unread, and
+// malformed values are 400 without echoing them whole; none changes
+// anything.
+func TestAdminHostileInput(t *testing.T) {
+	s, _ := adminHarness(t)
+	handler := newAdmin(t, s, AdminOptions{Authorize: allowAll})
+	huge := strings.Repeat("x", 1<<20)
+	if rec := post(handler, "/pause-key", url.Values{"name": {huge}}, nil); rec.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 1 MiB form: %d, want 413", rec.Code)
+	}
+	for _, c := range []struct {
+		path string
+		body string
+	}{
+		{"/retry-dead", "seq=-1"},
+		{"/cancel", "seq=18446744073709551616"},
+		{"/cancel", "seq=" + strings.Repeat("9", 60000)},
+		{"/weight", "key=b&weight=NaN"},
+		{"/weight", "key=b&weight=%2BInf"},
+		{"/weight", "key=b&weight=1e400"},
+		{"/disable", "type=sync&id=x&for=-5m"},
+		{"/disable", "type=sync&id=x&for=forever"},
+		{"/pause-key", "name=%zz"},
+	} {
+		req := httptest.NewRequest("POST", c.path, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest && rec.Code != http.StatusConflict {
+			t.Errorf("%s %.40s: %d %q, want 400 or 409", c.path, c.body, rec.Code, rec.Body.String())
+		}
+		if rec.Body.Len() > 400 {
+			t.Errorf("%s: the error echoes the input: %d bytes", c.path, rec.Body.Len())
+		}
+	}
+	unchanged(t, s)
+}
+
+// LoopbackOnly lets in this machine's requests only.
+func TestLoopbackOnly(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:4000": true, "127.9.9.9:1": true, "[::1]:4000": true, "[::ffff:127.0.0.1]:4000": true,
+		"10.0.0.1:4000": false, "[2001:db8::1]:4000": false, "[::ffff:10.0.0.1]:1": false, "": false, "localhost:80": false,
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = addr
+		for _, access := range []AdminAccess{AdminRead, AdminChange} {
+			if got := LoopbackOnly(r, access); got != want {
+				t.Errorf("%q %v: %v, want %v", addr, access, got, want)
+			}
+		}
 	}
 }
 

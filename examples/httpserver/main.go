@@ -256,8 +256,12 @@ func newHandler(s *fairsched.Scheduler, reg *prometheus.Registry, work time.Dura
 		Job: func(*http.Request) fairsched.Job { return fairsched.Job{Type: "request"} },
 	}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	// The admin page, read-only: no authorisation function is given.
-	mux.Handle("/admin/", http.StripPrefix("/admin", fairschedhttp.Admin(s, fairschedhttp.AdminOptions{})))
+	// The admin page, open to this machine only: the example listens on
+	// localhost and has no proxy in front (behind one, every request
+	// would come from loopback; check the proxy's identity header then).
+	mux.Handle("/admin/", http.StripPrefix("/admin", fairschedhttp.Admin(s, fairschedhttp.AdminOptions{
+		Authorize: fairschedhttp.LoopbackOnly,
+	})))
 	return mux
 }
 

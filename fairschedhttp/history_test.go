@@ -1,0 +1,143 @@
+package fairschedhttp
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched"
+)
+
+// bareHistory is a history with no scheduler and no timer, sampled by
+// hand.
+func bareHistory() *history {
+	return &history{every: time.Second, keys: map[string]*[2]ring{}, tiers: map[fairsched.Tier]*[2]ring{}, tierN: map[fairsched.Tier]string{}}
+}
+
+func chartOf(t *testing.T, h History, title string) Chart {
+	t.Helper()
+	for _, c := range h.Charts {
+		if c.Title == title {
+			return c
+		}
+	}
+	t.Fatalf("no chart %q", title)
+	return Chart{}
+}
+
+func lastOf(c Chart) map[string]float64 {
+	out := map[string]float64{}
+	for _, l := range c.Lines {
+		out[l.Name] = l.Values[len(l.Values)-1]
+	}
+	return out
+}
+
+// A flood of keys costs the history a bounded number of lines: the
+// busiest keys get lines while there is room, the rest are summed into
+// "other", and the sums stay whole. A key idle for the whole history
+// gives its line up.
+func TestHistoryBoundsKeys(t *testing.T) {
+	h := bareHistory()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := fairsched.Stats{OtherKeys: fairsched.KeySummary{Keys: 1000, Running: 5, Queued: 50}}
+	total := 5
+	for i := range 40 {
+		st.Keys = append(st.Keys, fairsched.KeyStats{Key: fmt.Sprintf("k%02d", i), Running: 1, Queued: i})
+		total++
+	}
+	for n := range 3 * historyLen {
+		h.sampleLocked(st, t0.Add(time.Duration(n)*time.Second))
+	}
+	snap := h.snapshot()
+	if len(snap.Times) != historyLen || !snap.Times[historyLen-1].Equal(t0.Add(time.Duration(3*historyLen-1)*time.Second)) {
+		t.Fatalf("%d samples, the last at %v", len(snap.Times), snap.Times[len(snap.Times)-1])
+	}
+	running := chartOf(t, snap, "Running by key")
+	if len(running.Lines) != maxKeyLines+1 || running.Lines[maxKeyLines].Name != otherLine {
+		t.Fatalf("%d lines, the last %q", len(running.Lines), running.Lines[len(running.Lines)-1].Name)
+	}
+	sum := 0.0
+	for _, v := range lastOf(running) {
+		sum += v
+	}
+	if sum != float64(total) {
+		t.Errorf("the lines sum to %v running, want %d", sum, total)
+	}
+	if _, ok := lastOf(running)["k39"]; !ok {
+		t.Errorf("the busiest key has no line: %v", lastOf(running))
+	}
+
+	// The keys go idle; a new one gets a line once the old ones' history
+	// is all idle.
+	st = fairsched.Stats{Keys: []fairsched.KeyStats{{Key: "new", Running: 2}}}
+	for range historyLen {
+		h.sampleLocked(st, t0)
+	}
+	if got := lastOf(chartOf(t, h.snapshot(), "Running by key")); got["new"] != 0 || got[otherLine] != 2 {
+		t.Errorf("while the old keys' history holds work: %v", got)
+	}
+	h.sampleLocked(st, t0)
+	if got := lastOf(chartOf(t, h.snapshot(), "Running by key")); got["new"] != 2 || len(got) != 2 {
+		t.Errorf("once it is idle: %v", got)
+	}
+}
+
+// Tiers are charted by name; rates are per second of the interval; the
+// waits are the quantiles of the jobs that started in the interval.
+func TestHistoryRatesAndWaits(t *testing.T) {
+	h := bareHistory()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	buckets := []float64{0.1, 1, 10}
+	st := fairsched.Stats{
+		Tiers:     []fairsched.TierStats{{Tier: fairsched.Foreground, Running: 3, Queued: 4}, {Tier: fairsched.Background, Running: 1}},
+		Types:     []fairsched.TypeStats{{Name: "a", Started: 100}, {Name: "b", Started: 50}},
+		Rejected:  7,
+		QueueWait: fairsched.Histogram{Count: 10, Buckets: buckets, Counts: []uint64{10, 10, 10}},
+	}
+	h.sampleLocked(st, t0)
+	st.Types[0].Started += 20
+	st.Rejected += 4
+	// 100 more starts: 50 within 0.1 s, 48 within 1 s, 2 within 10 s.
+	st.QueueWait = fairsched.Histogram{Count: 110, Buckets: buckets, Counts: []uint64{60, 108, 110}}
+	h.sampleLocked(st, t0.Add(2*time.Second))
+	snap := h.snapshot()
+	if got := lastOf(chartOf(t, snap, "Starts")); got["starts"] != 10 {
+		t.Errorf("starts %v, want 10/s", got)
+	}
+	if got := lastOf(chartOf(t, snap, "Refusals")); got["refused"] != 2 {
+		t.Errorf("refusals %v, want 2/s", got)
+	}
+	waits := lastOf(chartOf(t, snap, "Wait to start"))
+	if math.Abs(waits["p50"]-0.1) > 1e-9 || !(waits["p99"] > 1 && waits["p99"] <= 10) {
+		t.Errorf("waits %v, want p50 0.1 s and p99 in (1, 10] s", waits)
+	}
+	tiers := lastOf(chartOf(t, snap, "Running and queued by tier"))
+	if tiers["foreground running"] != 3 || tiers["foreground queued"] != 4 || tiers["background running"] != 1 {
+		t.Errorf("tiers %v", tiers)
+	}
+	if first := chartOf(t, snap, "Starts").Lines[0].Values[0]; first != 0 {
+		t.Errorf("the first sample has no interval, yet a rate: %v", first)
+	}
+}
+
+// The timer's tick samples the scheduler; after close it does nothing.
+func TestHistoryTickAndClose(t *testing.T) {
+	s, err := fairsched.New(fairsched.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := newHistory(s, time.Hour)
+	h.tick()
+	if n := len(h.snapshot().Times); n != 2 {
+		t.Errorf("%d samples, want the first and the tick's", n)
+	}
+	h.close()
+	h.close()
+	h.tick()
+	if n := len(h.snapshot().Times); n != 2 {
+		t.Errorf("a tick after close sampled: %d samples", n)
+	}
+}
