@@ -32,6 +32,7 @@ async function change(path, fields) {
   const resp = await fetch(path, {method: "POST", body: new URLSearchParams(fields)});
   document.getElementById("error").textContent = resp.ok ? "" : await resp.text();
   refresh();
+  return resp.ok;
 }
 
 function fill(id, rows, each) {
@@ -204,7 +205,7 @@ document.getElementById("prev").onclick = () => { page = Math.max(0, page - 1); 
 document.getElementById("next").onclick = () => { page++; refresh(); };
 document.getElementById("disable").onsubmit = ev => {
   ev.preventDefault();
-  change("disable", new FormData(ev.target));
+  change("disable", new FormData(ev.target)).then(ok => { if (ok) ev.target.reset(); });
 };
 refresh();
 setInterval(refresh, 2000);
