@@ -220,6 +220,29 @@ func TestTimesBadInput(t *testing.T) {
 	require.ErrorContains(t, err, `job type "x": StartTimeout is -1s`)
 }
 
+// A time at or before the scheduler's creation is as past as any other,
+// with the clock not yet moved: a NotBefore an hour before it (or at it)
+// means no delay, and a StartBy as early is refused at submission.
+func TestTimesAtOrBeforeNewArePast(t *testing.T) {
+	tt := newTimeTest(t, Config{MaxConcurrency: 2})
+	g := newGate()
+	defer close(g.open)
+	for _, nb := range []time.Duration{-time.Hour, 0} {
+		_, err := tt.s.Submit(context.Background(), Job{NotBefore: tt.at(nb)}, g.fn)
+		require.NoError(t, err)
+	}
+	st := tt.s.Stats()
+	assert.Zero(t, st.Delayed, "a NotBefore already past is no delay")
+	assert.Equal(t, 2, st.Running, "both start at once, the clock unmoved")
+
+	for _, by := range []time.Duration{-time.Hour, 0} {
+		_, err := tt.s.Submit(context.Background(), Job{StartBy: tt.at(by)}, noop)
+		require.ErrorIs(t, err, ErrStartDeadline, "a StartBy %v from the scheduler's creation, submitted then", by)
+		assert.Contains(t, err.Error(), "is not after the job's submission")
+	}
+	assert.EqualValues(t, 2, tt.s.Stats().Submitted, "refused: nothing changed")
+}
+
 // Waiting on a delayed job's handle, or cancelling its RunSync context,
 // works as for any queued job.
 func TestNotBeforeRunSyncCancelled(t *testing.T) {

@@ -216,7 +216,7 @@ func (d *diffScheduler) nextDue() (time.Duration, bool) {
 	d.s.mu.Lock()
 	defer d.s.mu.Unlock()
 	due, ok := d.s.eng.NextDue()
-	return time.Duration(due) * time.Microsecond, ok
+	return d.s.timeOf(due).Sub(d.s.epoch), ok
 }
 
 // due reports the jobs that ended by themselves: past their start

@@ -448,17 +448,16 @@ func (s *Scheduler) enqueueDurableLocked(t *durableTask, job *Job, rec *store.Jo
 	if rec.StartBy != 0 {
 		job.StartBy = time.UnixMicro(rec.StartBy) // its StartTimeout counted from its admission
 	}
-	// At least 1 µs past the epoch: 0 would mean "admitted now" and be
-	// checked again.
+	// Never 0, which would mean "admitted now" and be checked again.
 	return s.enqueueAtLocked(&t.task, job, max(s.engineTimeOf(rec.Submitted), 1), now)
 }
 
 // wallOf returns the wall-clock time, in µs since the Unix epoch, of the
 // scheduler's time now: the store's time.
-func (s *Scheduler) wallOf(now int64) int64 { return s.epoch.UnixMicro() + now }
+func (s *Scheduler) wallOf(now int64) int64 { return s.epoch.UnixMicro() + now - origin }
 
 // engineTimeOf returns the scheduler's time of the store's time us.
-func (s *Scheduler) engineTimeOf(us int64) int64 { return us - s.epoch.UnixMicro() }
+func (s *Scheduler) engineTimeOf(us int64) int64 { return us - s.epoch.UnixMicro() + origin }
 
 // ID returns the identity of a durable job in its Scheduler's Store, for
 // as long as the store keeps it; 0 for a job that is not durable.

@@ -394,6 +394,25 @@ func TestDurableTimes(t *testing.T) {
 	assert.Contains(t, storedError(t, st.DB(), expiring.ID()), "start deadline")
 }
 
+// Durable jobs take a time at or before the scheduler's creation as past,
+// as Submit does: with the clock not moved, a NotBefore an hour before it
+// is no delay, and a StartBy as early is refused before anything is written.
+func TestDurableTimesBeforeNewArePast(t *testing.T) {
+	_, t0, st, s, got := fakeDurable(t)
+	ctx := context.Background()
+	_, err := s.Enqueue(ctx, Job{Type: "mail", StartBy: t0.Add(-time.Hour)}, mail{N: 1})
+	require.ErrorIs(t, err, ErrStartDeadline)
+	h, err := s.Enqueue(ctx, Job{Type: "mail", NotBefore: t0.Add(-time.Hour)}, mail{N: 2})
+	require.NoError(t, err)
+	require.Zero(t, s.Stats().Delayed, "a NotBefore already past is no delay")
+	assert.Equal(t, mailRun{mail{N: 2}, 1}, <-got)
+	require.NoError(t, h.Wait(ctx))
+	var n int
+	require.NoError(t, st.DB().QueryRow("SELECT count(*) FROM fairsched_jobs").Scan(&n))
+	assert.Equal(t, 1, n, "the refused job was not written")
+	require.NoError(t, s.Shutdown(ctx))
+}
+
 // A job enqueued in the caller's transaction exists if and only if the
 // transaction commits: committed, it runs, and sees the change made with
 // it; rolled back, it never runs, even when its ID is given to the next

@@ -191,8 +191,9 @@ func (e *eventSink) droppedCount() uint64 {
 	return e.dropped.Load()
 }
 
+// timeOf returns the time of the engine's time us.
 func (s *Scheduler) timeOf(us int64) time.Time {
-	return s.epoch.Add(time.Duration(us) * time.Microsecond)
+	return s.epoch.Add(time.Duration(us-origin) * time.Microsecond)
 }
 
 // observer turns what the engine reports into Events for the hook. Its

@@ -74,10 +74,10 @@ func (s *Scheduler) timesOf(job *Job) engine.Times {
 	// job.After is converted, and checked, by afterOf.
 	var tm engine.Times
 	if !job.NotBefore.IsZero() {
-		tm.NotBefore = max(1, job.NotBefore.Sub(s.epoch).Microseconds())
+		tm.NotBefore = s.engineTime(job.NotBefore)
 	}
 	if !job.StartBy.IsZero() {
-		tm.StartBy = max(1, job.StartBy.Sub(s.epoch).Microseconds())
+		tm.StartBy = s.engineTime(job.StartBy)
 	}
 	return tm
 }
