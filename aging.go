@@ -17,8 +17,8 @@ func (c AgingConfig) Score(base int, w time.Duration) float64 {
 }
 
 // Effective returns the effective priority, rounded down, of a job of
-// priority base that has waited w: the score capped at MaxEffective, never
-// below base.
+// priority base that has waited w: max(base, min(score, MaxEffective)),
+// the score capped at MaxEffective, never below base.
 func (c AgingConfig) Effective(base int, w time.Duration) int {
 	return engine.EffectiveAfter(c.engine(), base, w.Microseconds())
 }

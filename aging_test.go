@@ -115,13 +115,16 @@ func agingFirstStartFrom(m *sim, from time.Duration) *simJob {
 	return first
 }
 
-// TestAgingStarvationBound: foreground jobs of priority 90 arrive twice as
-// fast as the slots serve them, forever (the excess is refused at the
-// door by the key's pending limit, as a service answers 429), so every slot
-// is always busy and a foreground job always waits. A background job of
-// low priority still starts, as urgent, no later than MaxWait(base) after
-// its arrival plus the time for one slot to free. The foreground jobs wait
-// too briefly to turn urgent themselves.
+// TestAgingStarvationBound: foreground jobs of priority 90 (or 10 below
+// the threshold, if that is lower) arrive twice as fast as the slots serve
+// them, forever (the excess is refused at the door by the key's pending
+// limit, as a service answers 429), so every slot is always busy and a
+// foreground job always waits. A background job of low priority still
+// starts, as urgent, no later than MaxWait(base) after its arrival plus
+// the time for one slot to free. The foreground jobs wait too briefly to
+// turn urgent themselves. (Based at the threshold, they would be urgent
+// from their submission: urgent work arriving faster than it is served,
+// which no bound survives.)
 //
 // The pending limit matters: with an unbounded backlog the foreground jobs
 // queued before the background one would wait long enough to turn urgent
@@ -157,8 +160,9 @@ func TestAgingStarvationBound(t *testing.T) {
 				Keys:           map[string]KeyConfig{"api": {MaxPending: pendingLimit}},
 			})
 			n := 0
+			highPriority := min(90, tc.aging.UrgentThreshold-10)
 			high := func(at time.Duration) {
-				m.add(fmt.Sprintf("api%d", n), at, Job{Type: "api", Key: "api", Priority: 90},
+				m.add(fmt.Sprintf("api%d", n), at, Job{Type: "api", Key: "api", Priority: highPriority},
 					agingCycle(n, time.Second, 1500*time.Millisecond, 2*time.Second, 2500*time.Millisecond, 3*time.Second))
 				n++
 			}
@@ -312,6 +316,38 @@ func TestAgingUrgentBeatsWeights(t *testing.T) {
 	assert.LessOrEqual(t, job.Start, urgentAt+longest)
 	assert.Same(t, job, agingFirstStartFrom(m, urgentAt), "it started before the heavy key's next job")
 	assert.EqualValues(t, 1, m.s.Stats().UrgentStarts)
+}
+
+// TestAgingUrgentAtOnce: a job based at or above UrgentThreshold is urgent
+// from its submission, its grace period notwithstanding. Submitted behind
+// a backlog of a higher tier, it takes the next slot that frees, as
+// urgent, where tiers alone would put it after the whole backlog, and
+// waiting out its grace period after a minute of it.
+func TestAgingUrgentAtOnce(t *testing.T) {
+	aging := AgingConfig{GracePeriod: time.Minute, Interval: time.Second, Step: 1, UrgentThreshold: 90}
+	m := newSim(t, Config{
+		MaxConcurrency: 1,
+		Aging:          aging,
+		Types:          map[string]TypeConfig{"web": {Tier: Foreground}},
+	})
+	for i := range 100 {
+		m.add(fmt.Sprintf("web%d", i), 0, Job{Type: "web", Key: "busy"}, time.Second)
+	}
+	arrive := 10*time.Second + 300*time.Millisecond
+	critical := m.add("critical", arrive, Job{Key: "ops", Priority: PriorityCritical}, time.Second)
+	m.run(arrive)
+	info := agingInfo(t, m.s, "ops")
+	assert.True(t, info.Urgent, "urgent at its submission, in its grace period")
+	assert.Equal(t, PriorityCritical, info.EffectivePriority)
+
+	m.run(30 * time.Second) // the backlog turns urgent at 100 s
+	require.True(t, critical.started())
+	assert.Equal(t, 11*time.Second, critical.Start, "it took the next slot that freed")
+	assert.Same(t, critical, agingFirstStartFrom(m, arrive), "before the backlog's next job")
+	assert.EqualValues(t, 1, m.s.Stats().UrgentStarts)
+	wait, ok := aging.MaxWait(PriorityCritical)
+	assert.True(t, ok)
+	assert.Zero(t, wait, "it waits for nothing but a slot")
 }
 
 // TestAgingRandomizedHardLimits: under random overload with caps on the

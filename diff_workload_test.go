@@ -354,6 +354,8 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 			cfg.Aging.MaxEffective = diffPick(src, 80, 60, 90, 100, 45, 73)
 		}
 		if diffChance(src, 2, 3) {
+			// At or below 100, jobs based at or above the threshold are
+			// urgent from their submission, in their grace period.
 			cfg.Aging.UrgentThreshold = diffPick(src, 100, 60, 70, 120, 150, 85, 200, 101)
 		}
 	}

@@ -1,6 +1,7 @@
 package fairsched
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // diffShrinks counts the failures shrunk so far. Shrinking replays a
@@ -81,6 +84,33 @@ func TestDifferentialEngine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDifferentialGeneratesUrgentAtOnce checks that the generator makes
+// the workloads that tell a job urgent from its submission from one urgent
+// only once its grace period ends: among TestDifferentialEngine's seeds,
+// many have a grace period, an urgent threshold and a job based at or
+// above it.
+func TestDifferentialGeneratesUrgentAtOnce(t *testing.T) {
+	n, seeds := 0, uint64(2*diffSeeds())
+	for seed := range seeds {
+		w := diffGenerate(diffRandSource{rand.New(rand.NewPCG(seed, 0xe9))}, 60, seed%4 == 3)
+		a := w.Cfg.Aging
+		if a.GracePeriod == 0 || a.UrgentThreshold == 0 {
+			continue
+		}
+		if slices.ContainsFunc(w.Jobs, func(j diffJob) bool {
+			base := j.Job.Priority
+			if base == 0 {
+				base = cmp.Or(w.Cfg.Types[j.Job.Type].DefaultPriority, PriorityNormal)
+			}
+			return clampPriority(base) >= a.UrgentThreshold
+		}) {
+			n++
+		}
+	}
+	t.Logf("%d of %d workloads", n, seeds)
+	assert.Greater(t, n, int(seeds/20))
 }
 
 // TestDifferentialIdleTTL is TestDifferential with an IdleTTL of a few

@@ -46,8 +46,8 @@
 // Whenever a slot may be free, the next job to start is the first
 // admissible job by one order:
 //
-//  1. urgent jobs (aged to Aging.UrgentThreshold), highest score first,
-//     then oldest;
+//  1. urgent jobs (aged to Aging.UrgentThreshold, or based at or above it),
+//     highest score first, then oldest;
 //  2. a key running fewer reserved jobs than its MinSlots, the one furthest
 //     below first (ties: key name); within the key, the highest tier, then
 //     as in 5;
@@ -99,17 +99,20 @@
 // # Aging
 //
 // A job's score is its base priority during Aging.GracePeriod, then rises
-// by Step every Interval, continuously. Its effective priority is the score
-// capped at MaxEffective (but never below its base: a priority above the
-// ceiling is not lowered). When the uncapped score reaches UrgentThreshold
-// the job is urgent and goes first, past tiers, weights and reservations,
-// never past a hard limit. So every job is first in line within
+// by Step every Interval, continuously. Its effective priority is
+// max(base, min(score, MaxEffective)): the score capped at MaxEffective,
+// but never below its base (a priority above the ceiling is not lowered).
+// When the uncapped score reaches UrgentThreshold the job is urgent and
+// goes first, past tiers, weights and reservations, never past a hard
+// limit; a job whose base is at or above the threshold is urgent from its
+// submission, grace period or not. So every job is first in line within
 //
 //	GracePeriod + (UrgentThreshold - base) / Step × Interval
 //
-// and starts at the next slot that frees and that it can use, provided the
-// urgent jobs ahead of it are served: urgent jobs go by score, so a younger
-// job of higher priority that is also urgent goes first. The bound is thus
+// (at once, for a base at or above the threshold) and starts at the next
+// slot that frees and that it can use, provided the urgent jobs ahead of
+// it are served: urgent jobs go by score, so a younger job of higher
+// priority that is also urgent goes first. The bound is thus
 // a guarantee when urgent work does not pile up faster than it is served,
 // which admission limits (MaxQueue, a key's MaxPending) ensure under
 // overload; no scheduler bounds every wait when more work arrives than can

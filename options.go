@@ -107,18 +107,24 @@ type KeyConfig struct {
 //
 // A job's score after waiting w is its base priority while w < GracePeriod,
 // then base + Step*(w-GracePeriod)/Interval, continuous in time. Its
-// effective priority, which orders work within a key, is the score capped
-// at MaxEffective (aging never lowers a priority above the ceiling). A job
-// whose uncapped score reaches UrgentThreshold, after its grace period, is
-// urgent: it goes before tiers, weights and reservations, never past a hard
-// limit. Every job therefore starts within
+// effective priority, which orders work within a key, is
+//
+//	max(base, min(score, MaxEffective))
+//
+// the score capped at MaxEffective: the ceiling caps what aging adds, and
+// never lowers a base above it. A job whose uncapped score reaches
+// UrgentThreshold is urgent, and so is a job whose base priority is at or
+// above it, from its submission, grace period or not: urgent jobs go
+// before tiers, weights and reservations, never past a hard limit,
+// highest score first, then the oldest. Every job therefore starts within
 //
 //	GracePeriod + (UrgentThreshold - base)/Step*Interval
 //
-// plus the time for a slot it can use to free, as long as urgent work does
-// not pile up faster than it is served (urgent jobs go by score, so an
-// urgent job of higher priority goes first); bound the queue with MaxQueue
-// or MaxPending for the guarantee to hold under overload.
+// (nothing, for a base at or above the threshold) plus the time for a
+// slot it can use to free, as long as urgent work does not pile up faster
+// than it is served (urgent jobs go by score, so an urgent job of higher
+// priority goes first); bound the queue with MaxQueue or MaxPending for
+// the guarantee to hold under overload.
 type AgingConfig struct {
 	// GracePeriod is how long a job waits before it starts to age.
 	GracePeriod time.Duration
@@ -129,11 +135,11 @@ type AgingConfig struct {
 	MaxEffective int
 	// UrgentThreshold is the score at which a job becomes urgent; 0 means
 	// jobs never become urgent (and the starvation bound does not hold
-	// across keys and tiers). It may exceed 100, and usually should: a job
-	// whose base priority is at or above it is urgent as soon as its grace
-	// period ends, so it goes before tiers, weights and reservations after
-	// waiting only GracePeriod. Above 100, only jobs that have waited
-	// longer than their grace period become urgent.
+	// across keys and tiers). A job whose base priority is at or above it
+	// is urgent from its submission, in its grace period too: it goes
+	// before tiers, weights and reservations at once. It may exceed 100,
+	// and usually should, unless that is wanted: above 100, only jobs
+	// that have waited longer than their grace period become urgent.
 	UrgentThreshold int
 }
 
@@ -141,15 +147,16 @@ type AgingConfig struct {
 func (a AgingConfig) Enabled() bool { return a.Step != 0 && a.Interval != 0 }
 
 // MaxWait returns the longest time a job of priority base waits before it
-// is urgent, or false if no job ever becomes urgent under this config.
+// is urgent (0 for a base at or above UrgentThreshold), or false if no job
+// ever becomes urgent under this config.
 func (a AgingConfig) MaxWait(base int) (time.Duration, bool) {
 	if !a.Enabled() || a.UrgentThreshold == 0 {
 		return 0, false
 	}
 	base = clampPriority(base)
 	steps := a.UrgentThreshold - base
-	if steps < 0 {
-		steps = 0
+	if steps <= 0 {
+		return 0, true // urgent from its submission
 	}
 	// Ceiling division: the job is urgent once the whole step is reached.
 	d := time.Duration((int64(steps)*int64(a.Interval) + int64(a.Step) - 1) / int64(a.Step))

@@ -72,10 +72,11 @@ func (p *agingParams) reached(a, now, level int64) bool {
 	return p.agedScore(a, now) >= level*p.interval
 }
 
-// isUrgent reports whether a job is urgent at now: its grace period is over
-// and its uncapped score has reached the urgent threshold.
+// isUrgent reports whether a job is urgent at now: its uncapped score has
+// reached the urgent threshold, which a job based at or above it has from
+// its submission, in its grace period too.
 func (p *agingParams) isUrgent(base int, sub, now int64) bool {
-	return p.urgentOn() && p.pastGrace(sub, now) && p.reached(p.agedKey(base, sub), now, p.urgent)
+	return p.urgentOn() && p.scaledScore(base, sub, now) >= p.urgent*p.interval
 }
 
 // effectiveScaled returns the effective priority times I at now:

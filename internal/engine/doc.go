@@ -86,8 +86,23 @@
 // Jobs move between them when they cross the grace period, noticed through
 // one queue of submissions in time order (grace.go), or the ceiling,
 // noticed at the top of the rising heap: each move O(log n), at most twice
-// per job. Per type, one more heap keyed by A holds the aged jobs: its top
-// is the most urgent job of the type.
+// per job.
+//
+// The urgent order is highest score first, then oldest, and a job is
+// urgent when its uncapped score reaches the threshold, or from its
+// submission when its base is at or above it, grace period or not. Per
+// type, one more heap keyed by A holds the aged jobs: its top is the
+// first of them to reach the threshold. A job urgent in its grace period
+// cannot join it: its score, its base, stands still while the aged scores
+// rise, so no time-invariant key places it among them. Those jobs wait in
+// a heap of their own beside it, by base then submission, which does not
+// move either, and the urgent step compares the two tops at the instant
+// of asking (urgent.go); at its grace end such a job moves to the aged
+// heap like every other job, noticed through the same grace queue. A job
+// in its grace period below the threshold is in neither: leaving it out
+// costs one comparison. The urgent step thus looks at four jobs per type
+// (the two tops, and the same two of the gates' wait lanes, gates.go),
+// and each move costs O(log n).
 //
 // Every heap keeps its entries' sort keys inline (iheap.Keyed), so sifting
 // through a long queue does not read every job record it passes: of a

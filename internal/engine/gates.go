@@ -14,7 +14,7 @@ import "github.com/fairsched/fairsched/internal/iheap"
 //   - a key's cap covers the key's lanes: shutting it takes them out of
 //     the fair orders (capKey), and opening it puts them back;
 //   - a key's cap also holds the key's urgent jobs, which the urgent step
-//     still finds through their types' aged heaps, and a conflict lock
+//     still finds through their types' urgent orders, and a conflict lock
 //     holds the jobs that find it held: these are held by a gate, one job
 //     at a time, in the one way below.
 //
@@ -24,12 +24,12 @@ import "github.com/fairsched/fairsched/internal/iheap"
 // every order. When it opens they are attached to their lanes: a lane's
 // first job is then the first of its own and of its attached wait lanes
 // (lane.first), a lane is ready if either has jobs, and, for the urgent
-// step, an attached wait lane with aged jobs is filed in its type's
-// openWaits heap by its most urgent one. The held jobs thus compete as if
-// they were queued, without being moved; one that a step finds blocked
-// again is held again, by whatever blocks it now. Shutting or opening a
-// gate costs O(L log n) for the L lanes its jobs come from, however many
-// jobs those are.
+// step, an attached wait lane with jobs in its urgent order is filed in
+// its type's openWaits and openFresh heaps by its most urgent ones. The
+// held jobs thus compete as if they were queued, without being moved; one
+// that a step finds blocked again is held again, by whatever blocks it
+// now. Shutting or opening a gate costs O(L log n) for the L lanes its
+// jobs come from, however many jobs those are.
 //
 // A pause, a rate limit, a dependency, a not-before time or a named
 // resource is one more gate of one of these scopes.
@@ -50,15 +50,16 @@ const (
 
 // waitLane holds the jobs a gate holds that come from one lane, in that
 // lane's order. Its jobs are StateParked, filed in its heaps as in a lane;
-// their uidx is their handle in aged.
+// their uidx is their handle in urgent.
 type waitLane struct {
-	lane                      // the heaps; lane.n counts the jobs
-	gate    *gate             //
-	of      *lane             // the lane the jobs come from
-	aged    iheap.Keyed[*Job] // the jobs past their grace period, in urgent order
-	attIdx  int               // position in of.attached, -1 when detached
-	heldIdx int               // position in of.held
-	openIdx int               // handle in typ.openWaits, -1 when not there
+	lane               // the heaps; lane.n counts the jobs
+	gate     *gate     //
+	of       *lane     // the lane the jobs come from
+	urgent   urgentSet // the jobs that are or may become urgent, in urgent order
+	attIdx   int       // position in of.attached, -1 when detached
+	heldIdx  int       // position in of.held
+	openIdx  int       // handle in typ.openWaits, -1 when not there
+	freshIdx int       // handle in typ.openFresh, -1 when not there
 }
 
 // gateOf returns the gate that holds a parked job.
@@ -86,8 +87,8 @@ func (e *Engine) hold(j *Job, g *gate, by uint8, now int64) {
 			g.waits = map[*lane]*waitLane{}
 		}
 		l := j.lane
-		w = &waitLane{lane: *newLane(e, l.typ, l.key, l.flow, 0), gate: g, of: l, attIdx: -1, openIdx: -1}
-		w.aged = iheap.NewKeyed(jobSetUIdx)
+		w = &waitLane{lane: *newLane(e, l.typ, l.key, l.flow, 0), gate: g, of: l, attIdx: -1, openIdx: -1, freshIdx: -1}
+		w.urgent = newUrgentSet()
 		g.waits[l] = w
 		w.heldIdx = len(l.held)
 		l.held = append(l.held, w)
@@ -130,8 +131,8 @@ func (e *Engine) unhold(j *Job) {
 // counts as queued while its wait lane is attached, as held otherwise.
 func (e *Engine) fileHeld(w *waitLane, j *Job, now int64) {
 	w.insert(&e.aging, j, now)
-	if e.aging.urgentOn() && e.aging.pastGrace(j.sub, now) {
-		w.aged.Push(j.agedOrder(), j)
+	if e.aging.mayBeUrgent(j, now) {
+		w.urgent.file(&e.aging, j, now)
 		e.refileOpen(w)
 	}
 	if w.attIdx >= 0 {
@@ -146,8 +147,8 @@ func (e *Engine) fileHeld(w *waitLane, j *Job, now int64) {
 // unfileHeld takes j out of w's heaps.
 func (e *Engine) unfileHeld(w *waitLane, j *Job) {
 	w.remove(j)
-	if j.uidx >= 0 {
-		w.aged.Remove(int(j.uidx))
+	if j.uidx != -1 {
+		w.urgent.unfile(j)
 		e.refileOpen(w)
 	}
 	if w.attIdx >= 0 {
@@ -217,18 +218,27 @@ func (e *Engine) detach(w *waitLane) {
 	e.refileOpen(w)
 }
 
-// refileOpen files w in its type's openWaits by its most urgent job while
-// it is attached and has one, and takes it out otherwise.
+// refileOpen files w in its type's openWaits by its most urgent aged job,
+// and in openFresh by its most urgent job in its grace period, while it is
+// attached and has one, and takes it out otherwise.
 func (e *Engine) refileOpen(w *waitLane) {
-	ow := &w.typ.openWaits
-	top, ok := w.aged.Top()
-	switch want := ok && w.attIdx >= 0; {
-	case want && w.openIdx < 0:
-		ow.Push(top.agedOrder(), w)
+	attached := w.attIdx >= 0
+	refileBy(&w.typ.openWaits, w.openIdx, &w.urgent.aged, attached, w)
+	refileBy(&w.typ.openFresh, w.freshIdx, &w.urgent.fresh, attached, w)
+}
+
+// refileBy files w, whose handle in open is idx, in open under the key of
+// the top of h while want holds and h has one, and takes it out
+// otherwise.
+func refileBy(open *iheap.Keyed[*waitLane], idx int, h *iheap.Keyed[*Job], want bool, w *waitLane) {
+	_, top, ok := h.TopKey()
+	switch want = want && ok; {
+	case want && idx < 0:
+		open.Push(top, w)
 	case want:
-		ow.Fix(w.openIdx, top.agedOrder())
-	case w.openIdx >= 0:
-		ow.Remove(w.openIdx)
+		open.Fix(idx, top)
+	case idx >= 0:
+		open.Remove(idx)
 	}
 }
 

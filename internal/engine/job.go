@@ -22,7 +22,7 @@ type Kind uint8
 const (
 	Fair     Kind = iota // by fair share: charged to its key's clock
 	Reserved             // under its key's MinSlots: not charged
-	Urgent               // aged past the urgent threshold: charged
+	Urgent               // urgent (score at the threshold, or base at or above it): charged
 )
 
 // Outcome is how a job ended.
@@ -66,7 +66,7 @@ type Job struct {
 	timed   bool  // has timers (Engine.timed): a not-before time or a start deadline
 	linked  bool  // has a node in the dependency graph (Engine.deps)
 	idx     int32 // handle in a (wait) lane heap; position in the run or the running list
-	uidx    int32 // handle in typ.aged, or its wait lane's aged; -1 when absent
+	uidx    int32 // handle in its type's or wait lane's urgent order (urgent.go); -1 when absent
 	// at is, while the job is pending and inGrace, the number of its entry
 	// in the grace queue; once it has started, its start time in µs; set
 	// aside with its aging clock running (backing off, blocked), its lane's
@@ -132,10 +132,6 @@ func (j *Job) Running() bool { return j.state == StateRunning }
 
 func jobSetIdx(j *Job, i int)  { j.idx = int32(i) }
 func jobSetUIdx(j *Job, i int) { j.uidx = int32(i) }
-
-// byAgedKey orders aged jobs by score, highest first, then oldest: the
-// urgent order, and the order of rising jobs within a lane.
-func byAgedKey(a, b *Job) bool { return a.agedOrder().Less(b.agedOrder()) }
 
 // guessOf returns the part of j's charge that was a default-cost guess.
 func (j *Job) guessOf() float64 {

@@ -1,7 +1,8 @@
 package engine
 
 // endGrace moves the queued jobs whose grace period ended into the
-// aged orders. Amortised O(log n) per job.
+// aged orders (in their lanes, and the urgent order). Amortised O(log n)
+// per job.
 func (e *Engine) endGrace(now int64) {
 	for {
 		j := e.grace.popDue(&e.aging, now)
@@ -24,25 +25,25 @@ func (e *Engine) endGraceOf(j *Job, now int64) {
 	}
 }
 
-// show makes a job visible: in its lane, its type's aged order, and
+// show makes a job visible: in its lane, its type's urgent order, and
 // its lane ready.
 func (e *Engine) show(j *Job, now int64) {
 	j.state = StateQueued
 	l := j.lane
 	l.insert(&e.aging, j, now)
-	if e.aging.urgentOn() && e.aging.pastGrace(j.sub, now) {
-		l.typ.aged.Push(j.agedOrder(), j)
+	if e.aging.mayBeUrgent(j, now) {
+		l.typ.urgent.file(&e.aging, j, now)
 	}
 	e.nqueued++
 	e.ready(l)
 }
 
-// hide takes a visible job out of its lane and aged order.
+// hide takes a visible job out of its lane and urgent order.
 func (e *Engine) hide(j *Job) {
 	l := j.lane
 	l.remove(j)
-	if j.uidx >= 0 {
-		l.typ.aged.Remove(int(j.uidx))
+	if j.uidx != -1 {
+		l.typ.urgent.unfile(j)
 	}
 	e.nqueued--
 	if l.n+l.nwaiting == 0 {

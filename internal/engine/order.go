@@ -17,9 +17,9 @@ package engine
 // urgent job; a conflict) is held by that gate, and the search goes on.
 func (e *Engine) pick(now int64) (*Job, Kind) {
 	for !e.full() && e.nqueued > 0 {
-		// 1. Urgent: aged to the threshold; the highest score, then the
-		// oldest. Past tiers, weights and reservations, never past a hard
-		// limit.
+		// 1. Urgent: aged to the threshold, or based at or above it; the
+		// highest score, then the oldest. Past tiers, weights and
+		// reservations, never past a hard limit.
 		j, step := e.firstUrgent(now), Urgent
 		// 2. Reservations: the key furthest below its MinSlots, then by
 		// name; within it the highest tier, the highest effective
@@ -50,7 +50,7 @@ func (e *Engine) pick(now int64) (*Job, Kind) {
 // filed first, by the same predicates the steps of pick use.
 func (e *Engine) stepOf(j *Job, now int64) Kind {
 	switch {
-	case e.aging.urgentOn() && e.aging.isUrgent(int(j.base), j.sub, now):
+	case e.aging.isUrgent(int(j.base), j.sub, now):
 		return Urgent
 	case j.lane.key.belowReservation():
 		return Reserved
@@ -70,14 +70,22 @@ func (e *Engine) admissible(j *Job) bool {
 }
 
 // firstUrgent returns the most urgent job that no type or tier cap
-// blocks, or nil. Each type keeps its queued aged jobs in urgent order, and
-// its open gates' wait lanes by their most urgent job, so this looks at
-// two jobs per type.
+// blocks, or nil. Each type keeps its queued jobs that are or may become
+// urgent in urgent order, aged and in their grace period apart
+// (urgent.go), and its open gates' wait lanes by their most urgent job of
+// each kind, so this looks at four jobs per type.
 func (e *Engine) firstUrgent(now int64) *Job {
-	if !e.aging.urgentOn() {
+	p := &e.aging
+	if !p.urgentOn() {
 		return nil
 	}
 	var best *Job
+	var br rank
+	consider := func(j *Job, r rank) {
+		if j != nil && (best == nil || r.before(br)) {
+			best, br = j, r
+		}
+	}
 	for _, t := range e.tiers {
 		if t.atCap() {
 			continue
@@ -86,15 +94,15 @@ func (e *Engine) firstUrgent(now int64) *Job {
 			if ty.closed() {
 				continue
 			}
-			j, top, ok := ty.aged.TopKey()
-			if ok && e.aging.reached(agedKeyOf(top), now, e.aging.urgent) && (best == nil || byAgedKey(j, best)) {
-				best = j
+			consider(ty.urgent.first(p, now))
+			// The jobs that open gates hold, by wait lane.
+			if w, top, ok := ty.openWaits.TopKey(); ok {
+				j, _ := w.urgent.aged.Top()
+				consider(p.agedUrgent(j, top, now))
 			}
-			// The aged jobs that open gates hold, by wait lane.
-			if w, top, ok := ty.openWaits.TopKey(); ok && e.aging.reached(agedKeyOf(top), now, e.aging.urgent) {
-				if j, _ := w.aged.Top(); best == nil || byAgedKey(j, best) {
-					best = j
-				}
+			if w, top, ok := ty.openFresh.TopKey(); ok {
+				j, _ := w.urgent.fresh.Top()
+				consider(j, p.fixedRank(top.Hi))
 			}
 		}
 	}

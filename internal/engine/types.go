@@ -32,12 +32,14 @@ type typeState struct {
 	// lanes holds the ready lanes of this type (queued jobs, key below its
 	// cap) in fair order: by their flow's virtual time.
 	lanes iheap.Keyed[*lane]
-	// aged holds this type's queued jobs past their grace period in urgent
-	// order; kept only when jobs can become urgent.
-	aged iheap.Keyed[*Job]
-	// openWaits holds the attached wait lanes of this type with aged
-	// waiters, by their most urgent one: the rest of the urgent order.
-	openWaits iheap.Keyed[*waitLane]
+	// urgent holds this type's queued jobs that are or may become urgent,
+	// in urgent order (urgent.go); kept only when jobs can become urgent.
+	urgent urgentSet
+	// openWaits and openFresh hold the attached wait lanes of this type
+	// with aged waiters, by their most urgent one, and with waiters urgent
+	// in their grace period, by their first one: the rest of the urgent
+	// order.
+	openWaits, openFresh iheap.Keyed[*waitLane]
 
 	bucket bucket // its rate limit (ratelimit.go)
 	needs  []need // units of resources its jobs need, by resource name (resources.go)
@@ -91,9 +93,10 @@ func (e *Engine) registerType(name string, c Type) error {
 		limit:    c.MaxConcurrency,
 		cost:     e.cfg.DefaultCost,
 		lanes:    iheap.NewKeyed(func(l *lane, i int) { l.tyIdx = i }),
-		aged:     iheap.NewKeyed(jobSetUIdx),
+		urgent:   newUrgentSet(),
 	}
 	t.openWaits = iheap.NewKeyed(func(w *waitLane, i int) { w.openIdx = i })
+	t.openFresh = iheap.NewKeyed(func(w *waitLane, i int) { w.freshIdx = i })
 	t.needs = needs
 	t.bucket = bucket{idx: -1, typ: t}
 	if c.Rate.Period > 0 {

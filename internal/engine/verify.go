@@ -15,7 +15,6 @@ import (
 // lower one below what already runs, so running > cap is not a violation
 // here; the tests check every start against the caps in force.)
 func (e *Engine) Verify(now int64) error {
-	byUIdx := func(j *Job) int { return int(j.uidx) }
 	laneIdx := func(l *lane) int { return l.tyIdx }
 	actIdx := func(f *flow) int { return f.actIdx }
 
@@ -82,9 +81,6 @@ func (e *Engine) Verify(now int64) error {
 		if !t.lanes.Verify(laneIdx) {
 			return errorf("type %q: lane heap broken", t.name)
 		}
-		if !t.aged.Verify(byUIdx) {
-			return errorf("type %q: aged heap broken", t.name)
-		}
 		for i := 0; i < t.lanes.Len(); i++ {
 			l, key := t.lanes.At(i)
 			if key != l.flow.order() {
@@ -135,7 +131,7 @@ func (e *Engine) Verify(now int64) error {
 		if k.cap.shut != k.blocked() {
 			return errorf("key %q: capped flag %v, at cap %v, bucket empty %v", k.name, k.cap.shut, k.atCap(), k.bucket.empty)
 		}
-		n, err := e.verifyGate(&k.cap, heldByKey, "key "+strconv.Quote(k.name)+"'s cap", pending, now)
+		n, err := e.verifyGate(&k.cap, heldByKey, "key "+strconv.Quote(k.name)+"'s cap", pending)
 		if err != nil {
 			return err
 		}
@@ -155,7 +151,7 @@ func (e *Engine) Verify(now int64) error {
 			if k.laneTypes[i] != l.typ {
 				return errorf("key %q: lane %d of type %q listed as %q", k.name, i, l.typ.name, k.laneTypes[i].name)
 			}
-			n, err := e.verifyLaneHeaps(l, StateQueued, now)
+			n, err := e.verifyLaneHeaps(l, StateQueued)
 			if err != nil {
 				return err
 			}
@@ -190,7 +186,7 @@ func (e *Engine) Verify(now int64) error {
 		if lk.shut != (lk.holder != nil) {
 			return errorf("conflict lock %v: shut %v, held %v", ck, lk.shut, lk.holder != nil)
 		}
-		n, err := e.verifyGate(&lk.gate, heldByLock, "conflict lock", pending, now)
+		n, err := e.verifyGate(&lk.gate, heldByLock, "conflict lock", pending)
 		if err != nil {
 			return err
 		}
@@ -203,7 +199,7 @@ func (e *Engine) Verify(now int64) error {
 	}
 	for name, r := range e.resources {
 		for _, g := range []*gate{&r.gate, &r.tooBig} {
-			n, err := e.verifyGate(g, heldByResource, "resource "+name, pending, now)
+			n, err := e.verifyGate(g, heldByResource, "resource "+name, pending)
 			if err != nil {
 				return err
 			}
@@ -213,11 +209,6 @@ func (e *Engine) Verify(now int64) error {
 				}
 			}
 			nheld += n
-		}
-	}
-	for _, t := range e.types {
-		if !t.openWaits.Verify(func(w *waitLane) int { return w.openIdx }) {
-			return errorf("type %q: openWaits heap broken", t.name)
 		}
 	}
 	if queued != e.nqueued {
@@ -259,6 +250,9 @@ func (e *Engine) Verify(now int64) error {
 		}
 	}
 	if err := e.verifyGrace(now); err != nil {
+		return err
+	}
+	if err := e.verifyUrgent(now); err != nil {
 		return err
 	}
 	asideKey := map[*keyState]int{}
@@ -474,16 +468,7 @@ func (e *Engine) verifyGrace(now int64) error {
 		}
 	}
 	var others []*Job // pending jobs outside the fixed phase, which may keep an entry
-	gates := []*gate{}
-	for _, k := range e.keys {
-		gates = append(gates, &k.cap)
-	}
-	for _, lk := range e.conflicts {
-		gates = append(gates, &lk.gate)
-	}
-	for _, r := range e.resources {
-		gates = append(gates, &r.gate, &r.tooBig)
-	}
+	gates := e.allGates()
 	for _, g := range gates {
 		for _, w := range g.waits {
 			others = appendJobs(others, &w.rising)
@@ -545,10 +530,120 @@ func (e *Engine) verifyGrace(now int64) error {
 	return nil
 }
 
-// graceDueLocked reports whether j's grace has ended but the dispatcher has
-// not yet moved it (it does so at the next dispatch).
-func (e *Engine) graceDue(j *Job) bool {
-	return (j.heap == inFixed || j.heap == inRun) && e.aging.grace > 0
+// allGates returns every gate that may hold jobs.
+func (e *Engine) allGates() []*gate {
+	gates := []*gate{}
+	for _, k := range e.keys {
+		gates = append(gates, &k.cap)
+	}
+	for _, lk := range e.conflicts {
+		gates = append(gates, &lk.gate)
+	}
+	for _, r := range e.resources {
+		gates = append(gates, &r.gate, &r.tooBig)
+	}
+	return gates
+}
+
+// verifyUrgent checks the urgent orders (urgent.go). A type's holds
+// exactly its queued jobs, and a wait lane's exactly its held jobs, that
+// are urgent or may become so: each past its grace period in aged, under
+// its aged key; each in its grace period and based at or above the
+// threshold in fresh, under its fixed order, with its grace end still to
+// be applied (an entry in the grace queue, or a grace timer), which moves
+// it to aged; no other. Until that end is applied, a job past its grace
+// period may still be where its grace period put it. A wait lane is in
+// its type's openWaits and openFresh exactly while it is attached and has
+// jobs in aged and in fresh, under its first one's key. O(n).
+func (e *Engine) verifyUrgent(now int64) error {
+	p := &e.aging
+	check := func(what string, u *urgentSet, jobs []*Job) error {
+		if !u.aged.Verify(func(j *Job) int { return int(j.uidx) }) || !u.fresh.Verify((*Job).freshIdx) {
+			return errorf("%s: an urgent order is broken", what)
+		}
+		mine := make(map[*Job]bool, len(jobs))
+		aged, fresh := 0, 0
+		for _, j := range jobs {
+			mine[j] = true
+			past := p.pastGrace(j.sub, now)
+			graceDue := j.inGrace || j.timed && e.timed[j].grace.idx >= 0
+			inGracePhase := !past || graceDue
+			wantFresh := p.urgentOn() && int64(j.base) >= p.urgent
+			switch {
+			case j.uidx >= 0:
+				aged++
+				if !p.urgentOn() || !past {
+					return errorf("%s: job %d in the aged urgent order, in its grace period", what, j.seq)
+				}
+			case j.uidx < -1:
+				fresh++
+				if !wantFresh || !inGracePhase {
+					return errorf("%s: job %d of base %d in the fresh urgent order, past its grace period %v, its end due %v",
+						what, j.seq, j.base, past, graceDue)
+				}
+			case p.urgentOn() && (past && !graceDue || wantFresh):
+				return errorf("%s: job %d of base %d in no urgent order, past its grace period %v, its end due %v",
+					what, j.seq, j.base, past, graceDue)
+			}
+		}
+		if aged != u.aged.Len() || fresh != u.fresh.Len() {
+			return errorf("%s: urgent orders hold %d and %d jobs, %d and %d are filed in them",
+				what, u.aged.Len(), u.fresh.Len(), aged, fresh)
+		}
+		for i := 0; i < u.aged.Len(); i++ {
+			if j, key := u.aged.At(i); !mine[j] || key != j.agedOrder() {
+				return errorf("%s: job %d misfiled in the aged urgent order", what, j.seq)
+			}
+		}
+		for i := 0; i < u.fresh.Len(); i++ {
+			if j, key := u.fresh.At(i); !mine[j] || key != (iheap.Key{Hi: j.fixedOrder()}) {
+				return errorf("%s: job %d misfiled in the fresh urgent order", what, j.seq)
+			}
+		}
+		return nil
+	}
+	open := map[*typeState][2]int{}
+	for _, g := range e.allGates() {
+		for _, w := range g.waits {
+			if err := check("a wait lane", &w.urgent, appendLane(nil, &w.lane)); err != nil {
+				return err
+			}
+			for i, f := range []struct {
+				in  *iheap.Keyed[*waitLane]
+				idx int
+				h   *iheap.Keyed[*Job]
+			}{{&w.typ.openWaits, w.openIdx, &w.urgent.aged}, {&w.typ.openFresh, w.freshIdx, &w.urgent.fresh}} {
+				_, top, ok := f.h.TopKey()
+				switch {
+				case (f.idx >= 0) != (ok && w.attIdx >= 0):
+					return errorf("a wait lane: filed open %v, attached %v, with %d in its urgent order %d", f.idx >= 0, w.attIdx >= 0, f.h.Len(), i)
+				case f.idx >= 0 && f.in.KeyOf(f.idx) != top:
+					return errorf("a wait lane: filed open under a stale key")
+				case f.idx >= 0:
+					n := open[w.typ]
+					n[i]++
+					open[w.typ] = n
+				}
+			}
+		}
+	}
+	for _, t := range e.types {
+		var jobs []*Job
+		for _, l := range t.all {
+			jobs = appendLane(jobs, l)
+		}
+		if err := check("type "+strconv.Quote(t.name), &t.urgent, jobs); err != nil {
+			return err
+		}
+		if !t.openWaits.Verify(func(w *waitLane) int { return w.openIdx }) ||
+			!t.openFresh.Verify(func(w *waitLane) int { return w.freshIdx }) {
+			return errorf("type %q: an open wait lanes heap is broken", t.name)
+		}
+		if n := open[t]; n[0] != t.openWaits.Len() || n[1] != t.openFresh.Len() {
+			return errorf("type %q: %d and %d open wait lanes filed, %d and %d hold", t.name, n[0], n[1], t.openWaits.Len(), t.openFresh.Len())
+		}
+	}
+	return nil
 }
 
 // verifyKeys checks that every key reachable from a queued or
@@ -620,9 +715,8 @@ func appendArg(b []byte, verb byte, arg any) []byte {
 
 // verifyLaneHeaps checks the run and heaps of a lane (or a wait lane):
 // each job filed where it says, under its own key, in order, in the state
-// given; past its grace period, in an aged heap. It returns the number of
-// jobs, which must be the lane's n.
-func (e *Engine) verifyLaneHeaps(l *lane, state State, now int64) (int, error) {
+// given. It returns the number of jobs, which must be the lane's n.
+func (e *Engine) verifyLaneHeaps(l *lane, state State) (int, error) {
 	byIdx := func(j *Job) int { return int(j.idx) }
 	var jobs []*Job
 	var runErr error
@@ -686,9 +780,6 @@ func (e *Engine) verifyLaneHeaps(l *lane, state State, now int64) (int, error) {
 		if j.state != state || j.lane.typ != l.typ || j.lane.key != l.key {
 			return 0, errorf("job %d in a lane heap has state %d", j.seq, j.state)
 		}
-		if e.aging.urgentOn() && e.aging.pastGrace(j.sub, now) && j.uidx < 0 && !e.graceDue(j) {
-			return 0, errorf("job %d past grace but not in an aged heap", j.seq)
-		}
 	}
 	if len(jobs) != l.n {
 		return 0, errorf("key %q type %q: lane n=%d, counted %d", l.key.name, l.typ.name, l.n, len(jobs))
@@ -699,10 +790,9 @@ func (e *Engine) verifyLaneHeaps(l *lane, state State, now int64) (int, error) {
 // verifyGate checks the jobs gate g (which by says) holds: each wait lane
 // filed under the lane its jobs come from, not empty, attached exactly
 // while g is open and then at its place among its lane's, its heaps in
-// order, its jobs held by g, its aged heap and its place in its type's
-// openWaits right. It counts the jobs into pending and returns how many
-// it holds out of sight.
-func (e *Engine) verifyGate(g *gate, by uint8, what string, pending func(*lane, int), now int64) (int, error) {
+// order, its jobs held by g (its urgent order: verifyUrgent). It counts
+// the jobs into pending and returns how many it holds out of sight.
+func (e *Engine) verifyGate(g *gate, by uint8, what string, pending func(*lane, int)) (int, error) {
 	held := 0
 	for l, w := range g.waits {
 		if w.of != l || w.gate != g || w.n == 0 {
@@ -714,7 +804,7 @@ func (e *Engine) verifyGate(g *gate, by uint8, what string, pending func(*lane, 
 		if w.attIdx >= 0 && (w.attIdx >= len(l.attached) || l.attached[w.attIdx] != w) {
 			return 0, errorf("%s: wait lane not at its place among its lane's", what)
 		}
-		n, err := e.verifyLaneHeaps(&w.lane, StateParked, now)
+		n, err := e.verifyLaneHeaps(&w.lane, StateParked)
 		if err != nil {
 			return 0, err
 		}
@@ -722,21 +812,6 @@ func (e *Engine) verifyGate(g *gate, by uint8, what string, pending func(*lane, 
 			if j.held != by || j.lane != l {
 				return 0, errorf("%s: job %d held by %d, from another lane", what, j.seq, j.held)
 			}
-		}
-		if !w.aged.Verify(func(j *Job) int { return int(j.uidx) }) {
-			return 0, errorf("%s: aged heap broken", what)
-		}
-		for i := 0; i < w.aged.Len(); i++ {
-			if j, key := w.aged.At(i); key != j.agedOrder() || j.lane != l {
-				return 0, errorf("%s: aged job %d misfiled", what, j.seq)
-			}
-		}
-		top, ok := w.aged.Top()
-		switch {
-		case (w.openIdx >= 0) != (ok && w.attIdx >= 0):
-			return 0, errorf("%s: in openWaits %v, attached %v, aged %d", what, w.openIdx >= 0, w.attIdx >= 0, w.aged.Len())
-		case ok && w.openIdx >= 0 && l.typ.openWaits.KeyOf(w.openIdx) != top.agedOrder():
-			return 0, errorf("%s: filed in openWaits under a stale key", what)
 		}
 		pending(l, n)
 		if w.attIdx < 0 {

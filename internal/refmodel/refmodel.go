@@ -13,9 +13,11 @@
 //   - Admissible: below MaxConcurrency, below the job's tier cap, type cap
 //     and key cap (0 means none), and no running job has the same ID and
 //     the same non-empty conflict group.
-//   - Order: urgent jobs by aged score then submission; then the jobs of
-//     keys running fewer jobs under their reservation than MinSlots, the
-//     key furthest below first (ties by name), within a key by tier, then
+//   - Order: urgent jobs (uncapped score at or above the urgent
+//     threshold, as a base at or above it is from submission) by score
+//     then submission; then the jobs of keys running fewer jobs under
+//     their reservation than MinSlots, the key furthest below first (ties
+//     by name), within a key by tier, then
 //     effective priority, then submission; then every job by tier, its
 //     flow's virtual time V, the flow's stamp, effective priority and
 //     submission. A job started by the reservation step is not charged;
@@ -163,7 +165,7 @@ type Kind int
 const (
 	Fair     Kind = iota // fair share: charged to its flow
 	Reserved             // under its key's MinSlots: not charged
-	Urgent               // aged to the urgent threshold: charged
+	Urgent               // urgent (score at the threshold, or base at or above it): charged
 )
 
 func (k Kind) String() string {
@@ -888,7 +890,7 @@ func (m *Model) dispatch(now int64) {
 // fields are negated.
 type sortKey struct {
 	step  Kind    // Urgent, then Reserved, then Fair: highest Kind first
-	a     int64   // urgent: -A (highest score first); reserved: -deficit
+	a     int64   // urgent: -score (highest first); reserved: -deficit
 	name  string  // reserved: the key's name
 	tier  int     // reserved and fair: -tier
 	v     float64 // fair: the flow's virtual time
@@ -937,10 +939,9 @@ func (m *Model) pick(now int64) (*job, Kind, bool) {
 			continue
 		}
 		eff := m.effective(j, now)
-		// 1. Urgent: highest aged score first (the aged key A orders urgent
-		// jobs at every instant), then oldest.
+		// 1. Urgent: highest score first, then oldest.
 		if m.urgent(j, now) {
-			order = append(order, candidate{j, sortKey{step: Urgent, a: -m.agedKey(j), seq: j.seq}})
+			order = append(order, candidate{j, sortKey{step: Urgent, a: -m.scaledScore(j, now), seq: j.seq}})
 		}
 		// 2. Reservations: the key furthest below its MinSlots first, then
 		// by name; within a key the highest tier, then the highest
@@ -1031,33 +1032,26 @@ func (m *Model) estimate(j *job) float64 {
 	return m.defCost
 }
 
-// Aging, in integer arithmetic scaled by the interval I: past the grace
-// period G a job's score times I is A + Step*(now-G), where
-// A = base*I - Step*sub does not depend on now.
+// Aging, in integer arithmetic scaled by the interval I.
 
 func (m *Model) agingOn() bool { return m.cfg.Aging.Step > 0 && m.cfg.Aging.Interval > 0 }
 
-func (m *Model) agedKey(j *job) int64 {
-	a := m.cfg.Aging
-	return int64(j.base)*a.Interval.Microseconds() - int64(a.Step)*j.sub
-}
-
-func (m *Model) pastGrace(j *job, now int64) bool {
-	return now-j.sub >= m.cfg.Aging.GracePeriod.Microseconds()
-}
-
-// scaledScore is the uncapped score times I.
+// scaledScore is the uncapped score times I: base while waited < G, then
+// base + Step*(waited-G)/I.
 func (m *Model) scaledScore(j *job, now int64) int64 {
 	a := m.cfg.Aging
-	if !m.pastGrace(j, now) {
-		return int64(j.base) * a.Interval.Microseconds()
+	i, g, waited := a.Interval.Microseconds(), a.GracePeriod.Microseconds(), now-j.sub
+	if waited < g {
+		return int64(j.base) * i
 	}
-	return m.agedKey(j) + int64(a.Step)*(now-a.GracePeriod.Microseconds())
+	return int64(j.base)*i + int64(a.Step)*(waited-g)
 }
 
+// urgent reports whether j's uncapped score has reached the threshold: in
+// its grace period too, when its base is at or above it.
 func (m *Model) urgent(j *job, now int64) bool {
 	a := m.cfg.Aging
-	return m.agingOn() && a.UrgentThreshold > 0 && m.pastGrace(j, now) &&
+	return m.agingOn() && a.UrgentThreshold > 0 &&
 		m.scaledScore(j, now) >= int64(a.UrgentThreshold)*a.Interval.Microseconds()
 }
 
