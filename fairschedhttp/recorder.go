@@ -2,6 +2,7 @@ package fairschedhttp
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -31,10 +32,15 @@ func (w *recorder) Write(b []byte) (int, error) {
 func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // FlushError is what http.ResponseController.Flush calls first: a flush
-// that reports its error, and writes the header.
+// that reports its error, and writes the header unless the writer
+// underneath cannot flush (http.ErrNotSupported), which writes nothing,
+// so that a panic after it is still answered 500.
 func (w *recorder) FlushError() error {
-	w.wrote = true
-	return http.NewResponseController(w.ResponseWriter).Flush()
+	err := http.NewResponseController(w.ResponseWriter).Flush()
+	if !errors.Is(err, http.ErrNotSupported) {
+		w.wrote = true
+	}
+	return err
 }
 
 func (w *recorder) flush() {
@@ -43,8 +49,11 @@ func (w *recorder) flush() {
 }
 
 func (w *recorder) hijack() (net.Conn, *bufio.ReadWriter, error) {
-	w.wrote = true // the connection is the handler's: nothing more to write
-	return w.ResponseWriter.(http.Hijacker).Hijack()
+	c, rw, err := w.ResponseWriter.(http.Hijacker).Hijack()
+	if err == nil {
+		w.wrote = true // the connection is the handler's: nothing more to write
+	}
+	return c, rw, err
 }
 
 func (w *recorder) readFrom(r io.Reader) (int64, error) {

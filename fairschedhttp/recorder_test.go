@@ -2,9 +2,13 @@ package fairschedhttp
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,19 +80,38 @@ func TestMiddlewareStreams(t *testing.T) {
 }
 
 // The handler's writer has an optional interface exactly when the
-// server's writer has it.
+// server's writer has it, in each of the 8 combinations.
 func TestRecorderKeepsInterfaces(t *testing.T) {
 	type (
-		plain    struct{ http.ResponseWriter }
-		flushing struct {
+		none struct{ http.ResponseWriter }
+		f    struct {
 			http.ResponseWriter
 			http.Flusher
 		}
-		hijacking struct {
+		h struct {
 			http.ResponseWriter
 			http.Hijacker
 		}
-		all struct {
+		r struct {
+			http.ResponseWriter
+			io.ReaderFrom
+		}
+		fh struct {
+			http.ResponseWriter
+			http.Flusher
+			http.Hijacker
+		}
+		fr struct {
+			http.ResponseWriter
+			http.Flusher
+			io.ReaderFrom
+		}
+		hr struct {
+			http.ResponseWriter
+			http.Hijacker
+			io.ReaderFrom
+		}
+		fhr struct {
 			http.ResponseWriter
 			http.Flusher
 			http.Hijacker
@@ -100,11 +123,14 @@ func TestRecorderKeepsInterfaces(t *testing.T) {
 		w                 http.ResponseWriter
 		flush, hijack, rf bool
 	}{
-		{plain{rec}, false, false, false},
-		{flushing{rec, rec}, true, false, false},
-		{hijacking{rec, nil}, false, true, false},
-		{all{rec, rec, nil, nil}, true, true, true},
-		{rec, true, false, false},
+		{none{rec}, false, false, false},
+		{f{rec, rec}, true, false, false},
+		{h{rec, nil}, false, true, false},
+		{r{rec, nil}, false, false, true},
+		{fh{rec, rec, nil}, true, true, false},
+		{fr{rec, rec, nil}, true, false, true},
+		{hr{rec, nil, nil}, false, true, true},
+		{fhr{rec, rec, nil, nil}, true, true, true},
 	} {
 		w := (&recorder{ResponseWriter: tc.w}).recording()
 		_, f := w.(http.Flusher)
@@ -123,5 +149,42 @@ func TestRecorderFlushWrites(t *testing.T) {
 	rw.recording().(http.Flusher).Flush()
 	if !rw.wrote {
 		t.Error("a flush was not recorded as a write")
+	}
+	rw = &recorder{ResponseWriter: httptest.NewRecorder()}
+	if err := http.NewResponseController(rw.recording()).Flush(); err != nil || !rw.wrote {
+		t.Errorf("ResponseController.Flush: %v, recorded as a write: %v", err, rw.wrote)
+	}
+}
+
+// failingHijacker is a writer that cannot flush and whose Hijack fails.
+type failingHijacker struct{ http.ResponseWriter }
+
+func (failingHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return nil, nil, errors.New("no connection to hand over")
+}
+
+// A flush the writer cannot do, or a hijack that fails, writes nothing:
+// a handler that panics after either is still answered 500.
+func TestRecorderFailuresWriteNothing(t *testing.T) {
+	h := newHarness(t, fairsched.Config{})
+	handler := Middleware(h.s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/flush":
+			if err := http.NewResponseController(w).Flush(); !errors.Is(err, http.ErrNotSupported) {
+				panic("flush: " + fmt.Sprint(err))
+			}
+		case "/hijack":
+			if _, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				panic("the hijack did not fail")
+			}
+		}
+		panic("boom")
+	}), Options{OnPanic: func(*http.Request, *fairsched.PanicError) {}})
+	for _, path := range []string{"/flush", "/hijack"} {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(failingHijacker{rec}, httptest.NewRequest("GET", path, nil))
+		if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "Internal Server Error") {
+			t.Errorf("%s then a panic: %d %q, want 500", path, rec.Code, rec.Body.String())
+		}
 	}
 }
