@@ -15,9 +15,11 @@
 //     report.
 //   - A request is keyed by its client's address, an IPv6 client by its
 //     /64 (one host is given a whole /64, and could otherwise pose as 2^64
-//     clients); a key is never empty, never longer than MaxKeyLen, and
-//     at most Options.MaxKeys keys are tracked, past which new keys share
-//     a fixed set of keys: what any client sends costs bounded memory.
+//     clients); a key is never empty, never longer than MaxKeyLen, never
+//     one of the names the middleware gives its own keys
+//     (ReservedKeyPrefix), and at most Options.MaxKeys keys are tracked,
+//     past which new keys share a fixed set of keys: what any client
+//     sends costs bounded memory, and names no other client's key.
 //
 // The admin handler belongs beside the middleware, not behind it, so
 // that it answers whatever the queue holds:
@@ -36,11 +38,9 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -50,8 +50,11 @@ import (
 // RequestType is the job type of requests whose Options.Job names none.
 // Middleware registers it with RequestTypeConfig, unless the scheduler has
 // a type of that name already (from Config.Types, or RegisterType), whose
-// configuration then stands.
-const RequestType = "http"
+// configuration then stands: a service that configures a type of this
+// name keeps its own configuration, tier included. The name is the
+// package's own, so that it does not take a type of the service's by
+// accident.
+const RequestType = "fairschedhttp.request"
 
 // RequestTypeConfig returns the configuration Middleware registers
 // RequestType with: the Foreground tier, no cap, and a default cost of
@@ -70,14 +73,25 @@ type Options struct {
 	// Key returns a request's fairness key. nil, or "" for a request:
 	// the client's address (ClientAddr, believing a forwarded-for header
 	// only from TrustedProxies), an IPv6 address by its prefix of
-	// IPv6Prefix bits; a request is never submitted under the empty key,
-	// the service's own. Whatever it returns is bounded: a key longer than
-	// MaxKeyLen bytes, or not valid UTF-8, is submitted as its digest.
+	// IPv6Prefix bits, submitted as ReservedKeyPrefix and the address
+	// ("~198.51.100.7", "~2001:db8:1:2::/64"); a request is never
+	// submitted under the empty key, the service's own. Whatever it
+	// returns is bounded: a key longer than MaxKeyLen bytes, not valid
+	// UTF-8, or starting with ReservedKeyPrefix (one of the middleware's
+	// own names, which a client could otherwise choose to load another's
+	// key) is submitted as its digest. Other keys are submitted as they
+	// are, so that Config.Keys configures them.
 	Key func(*http.Request) string
 	// TrustedProxies are the proxies whose X-Forwarded-For header is
 	// believed, by address prefix: a client can set the header itself, so
-	// it is read only when the request comes from one of them. Used for
-	// the client's address.
+	// it is read only when the request comes from one of them, and only
+	// as far as they wrote it (ClientAddr). Each of them must append the
+	// address it got the request from to the header the client sent (as
+	// nginx's $proxy_add_x_forwarded_for does); one that passes the
+	// client's header on unchanged, as some CDNs do, lets every client
+	// choose its address, and so its key. An IPv4-mapped prefix
+	// (::ffff:10.0.0.0/104) matches as its IPv4 prefix; Middleware panics
+	// on an invalid prefix, or an IPv4-mapped one of fewer than 96 bits.
 	TrustedProxies []netip.Prefix
 	// IPv6Prefix is how many leading bits of an IPv6 client's address
 	// make its key: all clients of a prefix are one key. 0: 64, the
@@ -89,7 +103,7 @@ type Options struct {
 	// flight for KeyTTL, never forgotten while busy, so that a client
 	// rotating keys cannot push out a busy key and its recent cost. A new
 	// key while MaxKeys are remembered shares one of SharedKeys keys,
-	// named "shared-N": at each request, the less busy of the two its hash
+	// named "~shared-N": at each request, the less busy of the two its hash
 	// picks (shuffle sharding, as in the Kubernetes API server's fair
 	// queuing). What that costs: such a client shares those two keys' fair
 	// share and KeyConfig.MaxPending with whatever other keys hash there,
@@ -137,6 +151,12 @@ type Options struct {
 // /health, /ready, /ping, /metrics (Prometheus), and /-/healthy,
 // /-/ready (Prometheus' own). The path must match exactly. It is the
 // default of Options.Exempt.
+//
+// It exempts these paths whatever serves them: behind a catch-all
+// handler mounted at "/" (a single-page application's, a proxy's), a
+// GET of /health, /ping or /metrics runs that handler with no scheduler
+// bound. If the service does not serve its probes at these paths, or its
+// catch-all is costly, give an Exempt of its own.
 func DefaultExempt(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
@@ -174,8 +194,13 @@ func DefaultExempt(r *http.Request) bool {
 // Unwrap for http.ResponseController.
 //
 // Middleware registers RequestType with s if s has no type of that name.
-// It panics if o.IPv6Prefix, o.MaxKeys, o.SharedKeys or o.KeyTTL is out
-// of range.
+// It panics if o.IPv6Prefix, o.MaxKeys, o.SharedKeys, o.KeyTTL or
+// o.TrustedProxies is out of range.
+//
+// Each Middleware keeps its own table of keys (Options.MaxKeys): use one
+// Middleware per Scheduler, in front of the service's router, not one per
+// route. Two on one Scheduler would each remember MaxKeys keys by name,
+// and each pick a shared key blind to the other's requests in flight.
 //
 // With http.Server.Shutdown, requests already running finish; call
 // s.Shutdown after the server's, so that they are not refused meanwhile.
@@ -201,20 +226,14 @@ func Middleware(s *fairsched.Scheduler, next http.Handler, o Options) http.Handl
 		ttl = defaultKeyTTL
 	}
 	keys := newKeyTable(maxKeys, shared, ttl)
-	trusted := o.TrustedProxies
-	clientOf := func(r *http.Request) string {
-		if k := clientKey(r, trusted, bits); k != "" {
-			return k
-		}
-		return unknownClient
-	}
-	keyOf := clientOf
+	trusted := trustedPrefixes(o.TrustedProxies)
+	keyOf := func(r *http.Request) string { return clientKey(r, trusted, bits) }
 	if o.Key != nil {
 		keyOf = func(r *http.Request) string {
 			if k := o.Key(r); k != "" {
-				return k
+				return boundKey(k)
 			}
-			return clientOf(r)
+			return clientKey(r, trusted, bits)
 		}
 	}
 	exempt := o.Exempt
@@ -228,7 +247,7 @@ func Middleware(s *fairsched.Scheduler, next http.Handler, o Options) http.Handl
 	onPanic := o.OnPanic
 	if onPanic == nil {
 		onPanic = func(r *http.Request, p *fairsched.PanicError) {
-			log.Printf("fairschedhttp: %s %s: handler panicked: %v", r.Method, r.URL.Path, p.Value)
+			log.Printf("fairschedhttp: %s %q: handler panicked: %v", r.Method, r.URL.Path, p.Value)
 		}
 	}
 	// An error means the type is there already, configured by the
@@ -247,7 +266,7 @@ func Middleware(s *fairsched.Scheduler, next http.Handler, o Options) http.Handl
 				job.Type = RequestType
 			}
 		}
-		key, done := keys.acquire(boundKey(keyOf(r)))
+		key, done := keys.acquire(keyOf(r))
 		defer done()
 		job.Key = key
 		rw := &recorder{ResponseWriter: w}
@@ -277,7 +296,7 @@ func Middleware(s *fairsched.Scheduler, next http.Handler, o Options) http.Handl
 			errors.Is(err, fairsched.ErrTooMuch):
 			// Options.Job describes a job s cannot run, whatever the load:
 			// the service's mistake, to be fixed, not waited out.
-			misconfigured.printf(boundKey(job.Type), "fairschedhttp: %s %s: Options.Job: %v", r.Method, r.URL.Path, err)
+			misconfigured.printf(boundKey(job.Type), "fairschedhttp: %s %q: Options.Job: %v", r.Method, r.URL.Path, err)
 			http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
 		default:
 			// Closing, or a job that cannot run now (a start deadline, a
@@ -325,46 +344,4 @@ func plainRefusal(w http.ResponseWriter, _ *http.Request, status int, _ time.Dur
 		msg = "too many requests waiting; retry later"
 	}
 	http.Error(w, msg, status)
-}
-
-// ClientAddr returns the address of the client that sent r: the host of
-// r.RemoteAddr, or, if that is one of the trusted proxies, the nearest
-// address in r's X-Forwarded-For header that is not, read from the right
-// (each proxy appends the address it got the request from, and only the
-// entries the trusted proxies added can be believed).
-func ClientAddr(r *http.Request, trusted []netip.Prefix) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	if len(trusted) == 0 || !isTrusted(host, trusted) {
-		return host
-	}
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		hop := strings.TrimSpace(hops[i])
-		if hop == "" {
-			continue
-		}
-		if !isTrusted(hop, trusted) {
-			return hop
-		}
-		host = hop
-	}
-	return host // every hop is a trusted proxy: the farthest one
-}
-
-// isTrusted reports whether addr is in one of the trusted prefixes.
-func isTrusted(addr string, trusted []netip.Prefix) bool {
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		return false
-	}
-	a = a.Unmap()
-	for _, p := range trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
 }

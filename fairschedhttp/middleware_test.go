@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,29 +209,93 @@ func TestMiddlewarePanic(t *testing.T) {
 }
 
 // A forwarded-for header is believed only from a trusted proxy, and only
-// as far as trusted proxies added to it.
+// as far as trusted proxies added to it. Each entry is an address however
+// it is written (a port, brackets, a zone, IPv4-mapped), so that one
+// client is one string; an entry that is no address stops the walk at the
+// proxy that wrote it. A trusted prefix may be written IPv4-mapped.
 func TestClientAddr(t *testing.T) {
-	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128"),
+		netip.MustParsePrefix("fe80::/10"), netip.MustParsePrefix("::ffff:192.168.0.0/112")}
 	for _, tc := range []struct {
-		remote, xff, want string
+		remote string
+		xff    []string
+		want   string
 	}{
-		{"198.51.100.7:4321", "", "198.51.100.7"},
-		{"198.51.100.7:4321", "203.0.113.9", "198.51.100.7"},             // not from a trusted proxy: the header is the client's
-		{"10.1.2.3:80", "203.0.113.9", "203.0.113.9"},                    // from a trusted proxy
-		{"10.1.2.3:80", "1.1.1.1, 203.0.113.9, 10.9.9.9", "203.0.113.9"}, // the nearest untrusted hop, not what the client wrote first
-		{"10.1.2.3:80", "10.2.2.2", "10.2.2.2"},                          // all trusted: the farthest
-		{"[::1]:80", "2001:db8::5", "2001:db8::5"},
-		{"10.1.2.3:80", "", "10.1.2.3"},
+		{"198.51.100.7:4321", nil, "198.51.100.7"},
+		{"198.51.100.7:4321", []string{"203.0.113.9"}, "198.51.100.7"},             // not from a trusted proxy: the header is the client's
+		{"10.1.2.3:80", []string{"203.0.113.9"}, "203.0.113.9"},                    // from a trusted proxy
+		{"10.1.2.3:80", []string{"1.1.1.1, 203.0.113.9, 10.9.9.9"}, "203.0.113.9"}, // the nearest untrusted hop, not what the client wrote first
+		{"10.1.2.3:80", []string{"10.2.2.2"}, "10.2.2.2"},                          // all trusted: the farthest
+		{"[::1]:80", []string{"2001:db8::5"}, "2001:db8::5"},
+		{"10.1.2.3:80", nil, "10.1.2.3"},
+		{"10.1.2.3:80", []string{"203.0.113.9:40001"}, "203.0.113.9"},              // a proxy that writes the port
+		{"10.1.2.3:80", []string{"[2001:db8:1:2::7]"}, "2001:db8:1:2::7"},          // brackets
+		{"10.1.2.3:80", []string{"[2001:db8:1:2::7]:40001"}, "2001:db8:1:2::7"},    // brackets and a port
+		{"10.1.2.3:80", []string{"[fe80::7%eth0]:1"}, "fe80::7"},                   // a zone
+		{"10.1.2.3:80", []string{"::ffff:203.0.113.9"}, "203.0.113.9"},             // IPv4-mapped
+		{"10.1.2.3:80", []string{"203.0.113.9, 10.4.4.4:80"}, "203.0.113.9"},       // a trusted hop with a port
+		{"10.1.2.3:80", []string{"203.0.113.9", "10.4.4.4, ", " "}, "203.0.113.9"}, // several header lines, empty entries
+		{"10.1.2.3:80", []string{"203.0.113.9, unknown, 10.4.4.4"}, "10.4.4.4"},    // no address: the proxy that wrote it
+		{"10.1.2.3:80", []string{"203.0.113.9, unknown"}, "10.1.2.3"},
+		{"[fe80::1%eth0]:80", []string{"203.0.113.9"}, "203.0.113.9"},       // a proxy's address with a zone
+		{"[::ffff:10.1.2.3]:80", []string{"203.0.113.9"}, "203.0.113.9"},    // a proxy's address IPv4-mapped
+		{"192.168.4.4:80", []string{"203.0.113.9"}, "203.0.113.9"},          // in a prefix written IPv4-mapped
+		{"[::ffff:192.168.4.4]:80", []string{"203.0.113.9"}, "203.0.113.9"}, // both
+		{"192.169.4.4:80", []string{"203.0.113.9"}, "192.169.4.4"},
+		{"[2001:db8::1%eth0]:80", nil, "2001:db8::1"},
+		{"@", []string{"203.0.113.9"}, ""}, // a Unix socket's: no address
 	} {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = tc.remote
-		if tc.xff != "" {
-			r.Header.Set("X-Forwarded-For", tc.xff)
+		for _, v := range tc.xff {
+			r.Header.Add("X-Forwarded-For", v)
 		}
 		if got := ClientAddr(r, trusted); got != tc.want {
 			t.Errorf("ClientAddr(%s, %q) = %s, want %s", tc.remote, tc.xff, got, tc.want)
 		}
 	}
+}
+
+// Reading X-Forwarded-For copies nothing, whatever its length: a hostile
+// header of a megabyte, of commas or of one long entry, and a long chain
+// of trusted proxies, each cost no allocation (joining and splitting the
+// header allocated about 16 times its size); an entry that is no address
+// ends the walk, and its parse's error is the one allocation.
+func TestClientAddrHugeHeader(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for name, xff := range map[string][]string{
+		"commas":        {strings.Repeat(",", 1<<20)},
+		"one entry":     {strings.Repeat("9", 1<<20)},
+		"trusted hops":  {"203.0.113.9, " + strings.Repeat("10.0.0.1, ", 1<<16)},
+		"garbage":       {"203.0.113.9, " + strings.Repeat("x", 1<<20) + ", 10.0.0.1"},
+		"many lines":    slices.Repeat([]string{" , "}, 1<<14),
+		"client at far": {"203.0.113.9" + strings.Repeat(", 10.2.3.4:5", 1<<14)},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = "10.1.2.3:80"
+		r.Header["X-Forwarded-For"] = xff
+		if allocs := testing.AllocsPerRun(5, func() { clientAddr(r, trusted) }); allocs > 1 {
+			t.Errorf("%s: %v allocations reading the header", name, allocs)
+		}
+	}
+}
+
+// Middleware refuses a trusted prefix that would match nothing as
+// written, and matches an IPv4-mapped one as its IPv4 prefix.
+func TestMiddlewareTrustedProxiesChecked(t *testing.T) {
+	h := newHarness(t, fairsched.Config{})
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	for _, bad := range []netip.Prefix{{}, netip.MustParsePrefix("::ffff:0:0/80")} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("TrustedProxies %v: no panic", bad)
+				}
+			}()
+			Middleware(h.s, ok, Options{TrustedProxies: []netip.Prefix{bad}})
+		}()
+	}
+	Middleware(h.s, ok, Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}})
 }
 
 // With http.Server.Shutdown, a request already running finishes.
@@ -399,5 +464,30 @@ func TestMiddlewareUnknownTypesBounded(t *testing.T) {
 	}
 	if n := strings.Count(logged.String(), "\n"); n != maxLogged+1 {
 		t.Errorf("%d lines logged, want %d", n, maxLogged+1)
+	}
+}
+
+// A path is logged quoted: a client cannot add a line of its own to the
+// log with an encoded newline, neither when a handler panics nor when
+// Options.Job names an unknown type.
+func TestMiddlewareLogsPathQuoted(t *testing.T) {
+	h := newHarness(t, fairsched.Config{})
+	var logged strings.Builder
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	panicking := Middleware(h.s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic("boom") }), Options{})
+	misnamed := Middleware(h.s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
+		Options{Job: func(*http.Request) fairsched.Job { return fairsched.Job{Type: "serach"} }})
+	for _, handler := range []http.Handler{panicking, misnamed} {
+		handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/a%0A2026/11/26%20fairschedhttp:%20forged", nil))
+	}
+	lines := strings.Split(strings.TrimSuffix(logged.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Errorf("2 requests logged %d lines: %q", len(lines), lines)
+	}
+	for _, line := range lines {
+		if !strings.Contains(line, `"/a\n2026/11/26 fairschedhttp: forged"`) {
+			t.Errorf("the path is not quoted in %q", line)
+		}
 	}
 }
