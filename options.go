@@ -192,8 +192,11 @@ type Config struct {
 	// Names must be valid UTF-8 (they are metric labels). The default
 	// type "", of jobs that name none, is always there: with the zero
 	// TypeConfig (the Background tier), or with Types[""] if it is set.
-	// A service whose RunSync calls name no type and serve requests sets
-	// Types[""] = TypeConfig{Tier: Foreground}, or names their types.
+	// Requests are foreground work: give them a type of their own in the
+	// Foreground tier and name it in their jobs (fairschedhttp's
+	// middleware does, with fairschedhttp.RequestType), rather than move
+	// the default type, and with it the service's unnamed background
+	// work, to the foreground.
 	Types map[string]TypeConfig
 	// Resources gives named resources their capacities in units; job
 	// types (TypeConfig.Needs) and jobs (Job.Needs) need units of them.
