@@ -232,6 +232,7 @@ type keyTable struct {
 	named  map[string]*namedKey
 	idle   list.List // of *namedKey with nothing in flight, longest idle first
 	shared []int     // requests in flight per shared key
+	names  []string  // the shared keys' names, made once
 }
 
 type namedKey struct {
@@ -242,7 +243,12 @@ type namedKey struct {
 }
 
 func newKeyTable(max, shared int, ttl time.Duration) *keyTable {
-	return &keyTable{max: max, ttl: ttl, now: time.Now, seed: maphash.MakeSeed(), named: make(map[string]*namedKey), shared: make([]int, shared)}
+	t := &keyTable{max: max, ttl: ttl, now: time.Now, seed: maphash.MakeSeed(), named: make(map[string]*namedKey),
+		shared: make([]int, shared), names: make([]string, shared)}
+	for i := range t.names {
+		t.names[i] = ReservedKeyPrefix + "shared-" + strconv.Itoa(i)
+	}
+	return t
 }
 
 // acquire returns the fairness key to submit a request of key under, and
@@ -277,7 +283,7 @@ func (t *keyTable) acquire(key string) (string, func()) {
 		i = second
 	}
 	t.shared[i]++
-	return ReservedKeyPrefix + "shared-" + strconv.Itoa(i), func() { t.releaseShared(i) }
+	return t.names[i], func() { t.releaseShared(i) }
 }
 
 func (t *keyTable) releaseNamed(k *namedKey) {
