@@ -226,6 +226,12 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 			resources = append(resources, "r1")
 		}
 	}
+	// Shaped for backfill: most jobs need r0, some all of it, which they
+	// claim, and the others one unit, which may use the units held.
+	backfill := resources != nil && diffChance(src, 1, 2)
+	if backfill {
+		cfg.Resources["r0"] = 3 + src.intn(4)
+	}
 	// needs returns some units of some resources, within their capacities.
 	needs := func() map[string]int {
 		n := map[string]int{}
@@ -393,8 +399,11 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		if diffChance(src, 1, 4) {
 			j.Fails = 1 + src.intn(3)
 		}
-		if resources != nil && diffChance(src, 1, 6) {
+		switch {
+		case resources != nil && diffChance(src, 1, 6):
 			j.Job.Needs = needs() // perhaps none, in place of its type's
+		case backfill && diffChance(src, 2, 3):
+			j.Job.Needs = map[string]int{"r0": diffPick(src, 1, 1, 1, cfg.Resources["r0"], 2)}
 		}
 		w.Jobs = append(w.Jobs, j)
 	}

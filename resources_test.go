@@ -122,3 +122,82 @@ func TestResourceErrors(t *testing.T) {
 	require.NoError(t, bare.RunSync(context.Background(), Job{Needs: map[string]int{}}, noop))
 	assert.Equal(t, uint64(1), bare.Stats().Submitted)
 }
+
+// backfillConfig is 3 db units, a job type that needs 2 of them and is
+// expected to run 10 s, and one that needs 1 and is expected to run 4 s.
+func backfillConfig() Config {
+	return Config{
+		MaxConcurrency: 10,
+		CostAlpha:      1, // an estimate is the last time observed
+		Resources:      map[string]int{"db": 3},
+		Types: map[string]TypeConfig{
+			"big":   {Needs: map[string]int{"db": 2}, DefaultCost: 10 * time.Second},
+			"small": {Needs: map[string]int{"db": 1}, DefaultCost: 4 * time.Second},
+		},
+	}
+}
+
+// Backfill: a(2) runs until 10 s, b(2) is first in line and claims the
+// units, and c, d and e need 1 unit for 4 s. b could start at 10 s, when
+// a is expected to end, so the unit left free goes to c, which ends at 4
+// s, then to d, which ends at 8 s; e would end at 12 s, after b's start,
+// so it waits for b. Holding every unit for b, c, d and e would start at
+// 10, 14 and 18 s, and a unit would sit idle until 10 s.
+func TestResourceBackfill(t *testing.T) {
+	m := newSim(t, backfillConfig())
+	a := m.add("a", 0, Job{Type: "big"}, 10*time.Second)
+	b := m.add("b", 0, Job{Type: "big"}, 10*time.Second)
+	c := m.add("c", 0, Job{Type: "small"}, 4*time.Second)
+	d := m.add("d", 0, Job{Type: "small"}, 4*time.Second)
+	e := m.add("e", 0, Job{Type: "small"}, 4*time.Second)
+	m.run(time.Minute)
+
+	starts := map[string]time.Duration{}
+	for _, j := range []*simJob{a, b, c, d, e} {
+		require.True(t, j.started(), j.Name)
+		starts[j.Name] = j.Start
+	}
+	assert.Equal(t, map[string]time.Duration{
+		"a": 0, "b": 10 * time.Second, "c": 0, "d": 4 * time.Second, "e": 10 * time.Second,
+	}, starts)
+}
+
+// The bound holds in what happens, not in what was estimated: a job let
+// past the held one that runs longer than its estimate delays it by at
+// most the overrun. b needs all 3 units; c, expected to take 4 s, is let
+// past it and runs 12 s; b starts when c ends, no later, and d, which
+// could have used c's unit had c ended in time, waits behind b.
+func TestResourceBackfillOverrun(t *testing.T) {
+	cfg := backfillConfig()
+	cfg.Types["all"] = TypeConfig{Needs: map[string]int{"db": 3}}
+	m := newSim(t, cfg)
+	m.add("a", 0, Job{Type: "big"}, 10*time.Second)
+	b := m.add("b", 0, Job{Type: "all"}, time.Second)
+	c := m.add("c", 0, Job{Type: "small"}, 12*time.Second)
+	d := m.add("d", 0, Job{Type: "small"}, 4*time.Second)
+	m.run(time.Minute)
+
+	assert.Equal(t, time.Duration(0), c.Start, "c is let past b")
+	assert.Equal(t, c.End, b.Start, "b starts as c, 8 s over its estimate, ends")
+	assert.Equal(t, 12*time.Second, b.Start)
+	assert.Equal(t, b.End, d.Start, "d waits behind b")
+}
+
+// The estimate is the one fair share charges: the learned cost of the
+// job's (type, ID), its type's default before one is learned. x has been
+// seen to take 20 s, so it would not end before b could start, and it is
+// not let past; nor is y behind it, which would: the first job that may
+// not use the held units stops the others until units are released.
+func TestResourceBackfillLearnedCost(t *testing.T) {
+	m := newSim(t, backfillConfig())
+	m.add("x0", 0, Job{Type: "small", ID: "x"}, 20*time.Second) // learns x's cost
+	m.add("a", 20*time.Second, Job{Type: "big"}, 10*time.Second)
+	b := m.add("b", 20*time.Second, Job{Type: "big"}, 10*time.Second)
+	x := m.add("x", 20*time.Second, Job{Type: "small", ID: "x"}, time.Second)
+	y := m.add("y", 20*time.Second, Job{Type: "small", ID: "y"}, time.Second)
+	m.run(time.Minute)
+
+	assert.Equal(t, 30*time.Second, b.Start)
+	assert.Equal(t, 30*time.Second, x.Start, "x starts beside b")
+	assert.Equal(t, 31*time.Second, y.Start, "y waits for the unit x frees")
+}

@@ -127,12 +127,14 @@ type Engine struct {
 	nblocked  int               // of them, StateBlocked
 	deps      map[*Job]*depNode // the dependency graph (deps.go)
 	// Named resources (resources.go): by name; the gate that holds each
-	// job a resource blocks; the jobs with needs of their own.
-	resources map[string]*resource
-	resHeld   map[*Job]*gate
-	unblocked bool // a claim ended as a job left the queue (Cancel's answer)
-	ownNeeds  map[*Job][]need
-	nown      int
+	// job a resource blocks; when each claimant could start, as far as
+	// it is known; the jobs with needs of their own.
+	resources   map[string]*resource
+	resHeld     map[*Job]*gate
+	claimStarts map[*Job]int64
+	unblocked   bool // a claim ended as a job left the queue (Cancel's answer)
+	ownNeeds    map[*Job][]need
+	nown        int
 	// Jobs admitted and being written down by the caller (Reserve): they
 	// count against MaxQueue and their keys' MaxPending until Unreserve.
 	reserved     int
@@ -646,8 +648,9 @@ func (e *Engine) eachPending(f func(*Job)) {
 		eachHeld(&lk.gate, f)
 	}
 	for _, r := range e.resources {
-		eachHeld(&r.gate, f)
-		eachHeld(&r.tooBig, f)
+		for _, g := range r.gates() {
+			eachHeld(g, f)
+		}
 	}
 	for j := range e.timed {
 		if j.state == StateDelayed {

@@ -257,9 +257,26 @@ func (e *Engine) WouldStart(d *Desc, needs []Need, now int64) bool {
 			return true // Enqueue refuses it
 		}
 	}
+	var claimed bool
 	for _, n := range resolved {
-		if n.units <= n.r.capacity && (n.r.claimant != nil || n.r.capacity-n.r.used < n.units) {
+		if n.units > n.r.capacity {
+			continue // Enqueue refuses it
+		}
+		if n.r.capacity-n.r.used < n.units || n.r.gate.shut {
 			return false
+		}
+		claimed = claimed || n.r.claimant != nil
+	}
+	if claimed { // it would start only by backfill (resources.go)
+		secs := t.cost
+		if est := e.costs.lookup(t, d.ID); est != nil {
+			secs = est.seconds
+		}
+		end := now + micros(secs)
+		for _, n := range resolved {
+			if c := n.r.claimant; c != nil && end > e.claimStart(c) {
+				return false
+			}
 		}
 	}
 	return true

@@ -87,7 +87,7 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 		e.takeTokens(j, now)
 	}
 	if e.resources != nil {
-		e.takeUnits(j)
+		e.takeUnits(j, now)
 	}
 	if k.blocked() && !k.cap.shut {
 		e.capKey(k)

@@ -123,7 +123,7 @@ func (e *Engine) parkIfBlocked(j *Job, now int64) bool {
 		return true
 	}
 	if e.resources != nil {
-		if g := e.resourceBlock(j); g != nil {
+		if g := e.resourceBlock(j, now); g != nil {
 			e.hold(j, g, heldByResource, now)
 			return true
 		}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"cmp"
+	"math"
 	"slices"
 	"strings"
 )
@@ -8,29 +10,36 @@ import (
 // Named resources (docs/design.md, Named resources; a hard limit). A
 // resource has a capacity in units; a job needs some units of some
 // resources (its type's needs, or its own) and starts only when all are
-// free. A job blocked by a resource is held by the resource's gate
-// (gates.go), out of sight, like a job blocked by a conflict.
+// free. A job blocked by a resource is held by one of the resource's
+// gates (gates.go), out of sight, like a job blocked by a conflict.
 //
 // No starvation by size: the first job by the order that finds a
 // resource short of its units, and no resource it needs claimed by
-// another, claims every resource it needs. From then on their free units
-// are held for that job alone (never a slot) until it starts or leaves
-// the queue: their gates are shut for every other job, which they hold as
-// the dispatcher finds them. When a resource holding the claimant in its
-// gate has the units it needs, the claimant goes back to its lane to
-// compete (the gates stay shut); when it starts, its claims end and the
-// gates open, their waiters competing as they are, and the next one short
-// of units claims them again. A large job therefore waits at most for the
-// jobs ahead of it in the order and for the units in use when it claimed
-// to be released. Opening and shutting a gate cost O(L log n) for the L
-// lanes its waiters come from, as a conflict lock's do. A change of a
-// resource's capacity ends every claim of its claimant, which is looked
-// at again, as are all the jobs the resource holds.
+// another, claims every resource it needs, and waits alone in the short
+// gate of the first one short. From then on their units are held for it
+// (never a slot) until it starts or leaves the queue, but for backfill:
+// a job behind it that needs one of them may take their free units if it
+// fits in them and, by its cost estimate, ends by the claimant's start,
+// the time the running jobs' estimated ends free the claimant's units
+// (claimStart). The jobs that need a claimed resource are tried as the
+// order reaches them, each that backfills starts, and the first that
+// does not stops the resource's backfill: it shuts the resource's gate
+// and waits there, as does every later one, until units of the resource
+// are released (releaseUnits opens the gate, and its jobs are tried
+// again in order) or its claim ends. The claim ends when the claimant
+// starts or leaves (the gates open, their waiters competing as they
+// are), and a resource short again is claimed by the next job the order
+// finds short. Opening and shutting a gate cost O(L log n) for the L
+// lanes its waiters come from, as a conflict lock's do, so trying the
+// jobs costs O(log n) for each that starts and one more. doc.go derives
+// the claimant's start and the bound on its wait.
 //
-// A job that needs more units than a resource has (its capacity was
-// lowered after it was accepted) claims nothing: it waits in the
-// resource's tooBig gate, always shut, until the capacity changes, when
-// every job the resource holds competes again: O(m log n), once.
+// A change of a resource's capacity ends every claim of its claimant,
+// which is looked at again, as are all the jobs the resource holds. A job
+// that needs more units than a resource has (its capacity was lowered
+// after it was accepted) claims nothing: it waits in the resource's
+// tooBig gate, always shut, until the capacity changes, when every job
+// the resource holds competes again: O(m log n), once.
 
 // Need is some units of a named resource.
 type Need struct {
@@ -42,10 +51,22 @@ type Need struct {
 type resource struct {
 	name           string
 	capacity, used int
-	claimant       *Job // the job its free units are held for; nil: none
-	gate           gate // shut while it has a claimant
-	tooBig         gate // always shut: jobs that need more than the capacity
+	claimant       *Job             // the job its units are held for; nil: none
+	holders        map[*Job]holding // the running jobs that hold units of it
+	gate           gate             // shut while its backfill is stopped, only while it has a claimant
+	short          gate             // always shut: its claimant, while it is short of the units it needs
+	tooBig         gate             // always shut: jobs that need more than the capacity
 }
+
+// holding is the units of a resource a running job holds, and when it is
+// expected to end: its start plus its cost estimate then, µs.
+type holding struct {
+	units int
+	end   int64
+}
+
+// gates returns the resource's gates.
+func (r *resource) gates() []*gate { return []*gate{&r.gate, &r.short, &r.tooBig} }
 
 // need is a resolved Need.
 type need struct {
@@ -53,12 +74,12 @@ type need struct {
 	units int
 }
 
-// SetResources configures the resources' capacities, before any job.
+// setResources configures the resources' capacities, before any job.
 func (e *Engine) setResources(caps map[string]int) {
 	for name, c := range caps {
-		r := &resource{name: name, capacity: c}
-		r.gate.res, r.tooBig.res = r, r
-		r.tooBig.shut = true
+		r := &resource{name: name, capacity: c, holders: map[*Job]holding{}}
+		r.gate.res, r.short.res, r.tooBig.res = r, r, r
+		r.short.shut, r.tooBig.shut = true, true
 		if e.resources == nil {
 			e.resources = make(map[string]*resource)
 		}
@@ -106,8 +127,8 @@ func tooMuch(needs []need) (need, bool) {
 func (e *Engine) fits(j *Job) bool { return e.blockingResource(j) == nil }
 
 // blockingResource returns the first resource (by name) that keeps j from
-// starting now: claimed by another job, or short of the units j needs
-// (a capacity below them included), or nil.
+// starting now, but for backfill: claimed by another job, or short of the
+// units j needs (a capacity below them included), or nil.
 func (e *Engine) blockingResource(j *Job) *resource {
 	for _, n := range e.needsOf(j) {
 		if c := n.r.claimant; c != nil && c != j || n.r.capacity-n.r.used < n.units {
@@ -117,55 +138,158 @@ func (e *Engine) blockingResource(j *Job) *resource {
 	return nil
 }
 
-// resourceBlock returns the gate that holds j if a resource blocks it,
-// or nil. A job that needs more than a capacity waits in that resource's
-// tooBig gate, and one that needs a resource claimed by another waits in
-// its gate, claiming nothing; otherwise, if one is short of its units, it
-// claims every resource it needs and waits in the gate of the first short
+// resourceBlock returns the gate that holds j if a resource blocks it at
+// now, or nil. A job that needs more than a capacity waits in that
+// resource's tooBig gate. One that needs resources claimed by others
+// waits in the gate of the first whose backfill is stopped; if none is,
+// it backfills (nil), or else it stops the first one's backfill and
+// waits in its gate. Otherwise, if one is short of its units, it claims
+// every resource it needs and waits in the short gate of the first short
 // one. In order of resource name each time.
-func (e *Engine) resourceBlock(j *Job) *gate {
+func (e *Engine) resourceBlock(j *Job, now int64) *gate {
 	needs := e.needsOf(j)
 	if n, ok := tooMuch(needs); ok {
 		return &n.r.tooBig
 	}
+	var claimed *resource // the first resource another job claims
 	for _, n := range needs {
 		if c := n.r.claimant; c != nil && c != j {
-			return &n.r.gate
+			if n.r.gate.shut {
+				return &n.r.gate
+			}
+			if claimed == nil {
+				claimed = n.r
+			}
 		}
+	}
+	if claimed != nil {
+		if e.backfills(j, needs, now) {
+			return nil
+		}
+		e.shut(&claimed.gate) // until units of it are released
+		return &claimed.gate
 	}
 	var first *gate
 	for _, n := range needs {
 		if r := n.r; r.capacity-r.used < n.units {
-			first = &r.gate
+			first = &r.short
 			break
 		}
 	}
 	if first == nil {
 		return nil
 	}
-	for _, n := range needs { // every one: its free units go to no one else meanwhile
+	for _, n := range needs { // every one: its units go to no one else meanwhile, but for backfill
 		if n.r.claimant == nil {
 			n.r.claimant = j
-			e.shut(&n.r.gate)
 		}
 	}
 	return first
 }
 
-// takeUnits takes the units j needs as it starts, and ends its claims.
-func (e *Engine) takeUnits(j *Job) {
-	for _, n := range e.needsOf(j) {
-		n.r.used += n.units
-		if n.r.claimant == j {
-			e.unclaim(n.r)
+// backfills reports whether j, which needs resources other jobs claim,
+// may take the units it needs at now: every resource it needs has them
+// free, and it ends, by its cost estimate, by the start of each job that
+// claims one of them (claimStart).
+func (e *Engine) backfills(j *Job, needs []need, now int64) bool {
+	for _, n := range needs {
+		if n.r.capacity-n.r.used < n.units {
+			return false
+		}
+	}
+	end := now + e.estimateOf(j)
+	for _, n := range needs {
+		if c := n.r.claimant; c != nil && c != j && end > e.claimStart(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// estimateOf returns j's cost estimate in µs: the learnt cost of its
+// (type, ID), or its type's default cost before one is learnt, the one
+// fair share charges. O(1).
+func (e *Engine) estimateOf(j *Job) int64 {
+	t := j.lane.typ
+	secs := t.cost
+	if est := e.costs.lookup(t, j.id); est != nil {
+		secs = est.seconds
+	}
+	return micros(secs)
+}
+
+// micros returns seconds in µs, rounded.
+func micros(secs float64) int64 { return int64(math.Round(secs * 1e6)) }
+
+// claimStart returns when claimant c could start by the estimates: the
+// earliest time by which, each running job ending at its expected end,
+// every resource c needs has the units c needs free; math.MinInt64 if they
+// are free now. It is kept until the holders of one of those resources
+// change. O(h log h) for the h running jobs that hold them, once per
+// change: no more than the capacities' units, configured.
+func (e *Engine) claimStart(c *Job) int64 {
+	if at, ok := e.claimStarts[c]; ok {
+		return at
+	}
+	at := int64(math.MinInt64)
+	for _, n := range e.needsOf(c) {
+		at = max(at, n.r.freeAt(n.units))
+	}
+	if e.claimStarts == nil {
+		e.claimStarts = make(map[*Job]int64)
+	}
+	e.claimStarts[c] = at
+	return at
+}
+
+// freeAt returns the earliest time by which units of r are free, each of
+// its holders ending at its expected end; math.MinInt64 if they are free
+// now.
+func (r *resource) freeAt(units int) int64 {
+	lack := units - (r.capacity - r.used)
+	if lack <= 0 {
+		return math.MinInt64
+	}
+	hs := make([]holding, 0, len(r.holders))
+	for _, h := range r.holders {
+		hs = append(hs, h)
+	}
+	slices.SortFunc(hs, func(a, b holding) int { return cmp.Compare(a.end, b.end) })
+	for _, h := range hs {
+		if lack -= h.units; lack <= 0 {
+			return h.end
+		}
+	}
+	return math.MaxInt64 // more than the capacity: it claims nothing
+}
+
+// takeUnits takes the units j needs as it starts at now, and ends its
+// claims.
+func (e *Engine) takeUnits(j *Job, now int64) {
+	needs := e.needsOf(j)
+	if len(needs) == 0 {
+		return
+	}
+	end := now + e.estimateOf(j)
+	for _, n := range needs {
+		r := n.r
+		r.used += n.units
+		r.holders[j] = holding{n.units, end}
+		if r.claimant == j {
+			e.unclaim(r)
+		} else if r.claimant != nil {
+			delete(e.claimStarts, r.claimant)
 		}
 	}
 }
 
 // unclaim ends r's claim: its gate opens, its waiters compete.
 func (e *Engine) unclaim(r *resource) {
+	delete(e.claimStarts, r.claimant)
 	r.claimant = nil
-	e.open(&r.gate)
+	if r.gate.shut {
+		e.open(&r.gate)
+	}
 }
 
 // dropClaims ends the claims of j, which leaves the queue: other jobs
@@ -179,14 +303,23 @@ func (e *Engine) dropClaims(j *Job) {
 	}
 }
 
-// releaseUnits gives back the units j held as its attempt ends, and puts
-// back in its lane a claimant held by one of those resources that can
-// now take its units.
+// releaseUnits gives back the units j held as its attempt ends. A claimed
+// resource's backfill resumes (its gate opens), and its claimant, if the
+// resource held it short and now has its units, goes back to its lane.
 func (e *Engine) releaseUnits(j *Job, now int64) {
 	for _, n := range e.needsOf(j) {
 		r := n.r
 		r.used -= n.units
-		if c := r.claimant; c != nil && c.state == StateParked && e.resHeld[c] == &r.gate && e.hasUnits(c, r) {
+		delete(r.holders, j)
+		c := r.claimant
+		if c == nil {
+			continue
+		}
+		delete(e.claimStarts, c)
+		if r.gate.shut {
+			e.open(&r.gate)
+		}
+		if c.state == StateParked && e.resHeld[c] == &r.short && e.hasUnits(c, r) {
 			e.unhold(c)
 			e.show(c, now)
 		}
@@ -222,7 +355,7 @@ func (e *Engine) SetResource(name string, capacity int, now int64) bool {
 			e.show(c, now)
 		}
 	}
-	for _, g := range []*gate{&r.gate, &r.tooBig} {
+	for _, g := range r.gates() {
 		var held []*Job
 		for _, w := range g.waits {
 			held = appendLane(held, &w.lane)

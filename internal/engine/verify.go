@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 
@@ -198,7 +199,7 @@ func (e *Engine) Verify(now int64) error {
 		nheld += n
 	}
 	for name, r := range e.resources {
-		for _, g := range []*gate{&r.gate, &r.tooBig} {
+		for _, g := range r.gates() {
 			n, err := e.verifyGate(g, heldByResource, "resource "+name, pending)
 			if err != nil {
 				return err
@@ -414,7 +415,9 @@ func (e *Engine) verifyAside(asideKey map[*keyState]int, asideType map[*typeStat
 		waits += len(lk.gate.waits)
 	}
 	for _, r := range e.resources {
-		waits += len(r.gate.waits) + len(r.tooBig.waits)
+		for _, g := range r.gates() {
+			waits += len(g.waits)
+		}
 	}
 	if listed != waits {
 		return errorf("%d wait lanes, %d listed by their lanes", waits, listed)
@@ -540,7 +543,7 @@ func (e *Engine) allGates() []*gate {
 		gates = append(gates, &lk.gate)
 	}
 	for _, r := range e.resources {
-		gates = append(gates, &r.gate, &r.tooBig)
+		gates = append(gates, r.gates()...)
 	}
 	return gates
 }
@@ -906,15 +909,23 @@ func (e *Engine) verifyDeps(asideKey map[*keyState]int, asideType map[*typeState
 }
 
 // verifyResources checks the named resources: the units in use are the
-// running jobs' needs; a resource's gate is shut exactly while a job
-// claims it, a waiting job that needs it; its tooBig gate is always shut;
+// running jobs' needs, and its holders are those jobs with their
+// expected ends; a resource's gate is shut only while a job claims it, a
+// waiting job that needs it and claims every resource it needs; its
+// short gate holds only its claimant and its tooBig gate is always shut;
+// a claimant's start, where it is kept, is the one its resources give;
 // every job a resource's gate holds is parked by it and needs it; and the
 // jobs with needs of their own are counted.
 func (e *Engine) verifyResources() error {
 	used := map[*resource]int{}
+	held := map[*resource]map[*Job]int{}
 	for _, r := range e.running {
 		for _, n := range e.needsOf(r.j) {
 			used[n.r] += n.units
+			if held[n.r] == nil {
+				held[n.r] = map[*Job]int{}
+			}
+			held[n.r][r.j] = n.units
 		}
 	}
 	needs := func(j *Job, r *resource) bool {
@@ -924,11 +935,43 @@ func (e *Engine) verifyResources() error {
 		if r.used != used[r] {
 			return errorf("resource %q: %d units in use, running jobs need %d", name, r.used, used[r])
 		}
-		if r.gate.shut != (r.claimant != nil) || !r.tooBig.shut || r.gate.res != r || r.tooBig.res != r {
-			return errorf("resource %q: gate shut %v with claimant %v, tooBig shut %v", name, r.gate.shut, r.claimant != nil, r.tooBig.shut)
+		if len(r.holders) != len(held[r]) {
+			return errorf("resource %q: %d holders, %d running jobs need it", name, len(r.holders), len(held[r]))
+		}
+		for j, h := range r.holders {
+			if h.units != held[r][j] || h.end < j.at {
+				return errorf("resource %q: job %d holds %d units until %d, needs %d from %d", name, j.seq, h.units, h.end, held[r][j], j.at)
+			}
+		}
+		if r.gate.shut && r.claimant == nil || !r.short.shut || !r.tooBig.shut || r.gate.res != r || r.short.res != r || r.tooBig.res != r {
+			return errorf("resource %q: gate shut %v with claimant %v, short shut %v, tooBig shut %v", name, r.gate.shut, r.claimant != nil, r.short.shut, r.tooBig.shut)
 		}
 		if c := r.claimant; c != nil && (c.state != StateQueued && c.state != StateParked || !needs(c, r)) {
 			return errorf("resource %q: claimed by job %d in state %d", name, c.seq, c.state)
+		}
+		if c := r.claimant; c != nil {
+			for _, n := range e.needsOf(c) {
+				if n.r.claimant != c {
+					return errorf("resource %q: claimed by job %d, which does not claim %q", name, c.seq, n.r.name)
+				}
+			}
+		}
+		for _, j := range appendHeld(nil, &r.short) {
+			if j != r.claimant {
+				return errorf("resource %q: its short gate holds job %d, not its claimant", name, j.seq)
+			}
+		}
+	}
+	for c, at := range e.claimStarts {
+		start := int64(math.MinInt64)
+		for _, n := range e.needsOf(c) {
+			if n.r.claimant != c {
+				return errorf("job %d: a start kept, but it does not claim %q", c.seq, n.r.name)
+			}
+			start = max(start, n.r.freeAt(n.units))
+		}
+		if at != start {
+			return errorf("job %d: start %d kept, its resources give %d", c.seq, at, start)
 		}
 	}
 	for j, g := range e.resHeld {

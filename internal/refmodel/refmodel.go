@@ -60,7 +60,12 @@
 //   - Named resources (resources.go): a job starts only when every
 //     resource it needs has its units free and is not claimed by another
 //     job; the first job by the order that finds one short, passing every
-//     other limit, claims it until it starts or leaves the queue.
+//     other limit, claims it until it starts or leaves the queue. A job
+//     behind it may still take a claimed resource's free units (backfill)
+//     if, by its cost estimate, it ends by the time the running jobs'
+//     estimated ends free the claimant's units; the first one the order
+//     reaches that may not stops this until units of the resource are
+//     released.
 //   - Cost estimates are an exponential moving average per (type, ID) of
 //     observed durations, from the type's default cost. Unconfigured keys
 //     other than "" idle for IdleTTL are forgotten at the next accepted
@@ -217,10 +222,13 @@ type Model struct {
 	// taken (deps.go).
 	completed map[uint64]bool
 	unrun     []uint64
-	// The resources' capacities in force, and the job each is claimed
-	// for, by name (resources.go).
+	// The resources' capacities in force, the job each is claimed for,
+	// and those whose backfill is stopped, by name; how many jobs
+	// backfilled (resources.go).
 	capacities map[string]int
 	claimant   map[string]uint64
+	stopped    map[string]bool
+	backfilled int
 
 	starts []Start // not yet taken by TakeStarts
 }
@@ -250,6 +258,7 @@ type job struct {
 	after    []uint64
 	blocked  bool
 	needs    map[string]int // units of resources it needs (resources.go)
+	end      int64          // running: its start plus its cost estimate then, µs (resources.go)
 	retry    bool           // delayed by a retry's backoff: it keeps its aging clock
 	deadline int64          // start deadline; 0: none
 	running  bool
@@ -604,6 +613,7 @@ func (m *Model) finish(now int64, seq uint64, completed bool) {
 		panic("refmodel: Finish of a job that is not running")
 	}
 	m.remove(j)
+	m.released(j)
 	m.account(j, now)
 	m.ended(j, now)
 	m.settleDeps(j, completed, now)
@@ -667,6 +677,7 @@ func (m *Model) Retry(now int64, seq uint64, notBefore int64) {
 		panic("refmodel: Retry of a job that is not running")
 	}
 	m.failed(j, now)
+	m.released(j)
 	j.running, j.delayed, j.retry, j.notBefore = false, true, true, notBefore
 	m.standIfPaused(j, now)
 	m.account(j, now)
@@ -960,7 +971,7 @@ func (m *Model) pick(now int64) (*job, Kind, bool) {
 	slices.SortFunc(order, func(x, y candidate) int { return x.key.compare(y.key) })
 	u := m.usage()
 	for _, c := range order {
-		if m.hasTokens(c.j, now) && u.admits(m, c.j) && m.takeResources(c.j) {
+		if m.hasTokens(c.j, now) && u.admits(m, c.j) && m.takeResources(c.j, now) {
 			return c.j, c.key.step, true
 		}
 	}
@@ -1007,6 +1018,7 @@ func (u usage) admits(m *Model, j *job) bool {
 // weight.
 func (m *Model) start(j *job, kind Kind, now int64) {
 	j.running, j.kind, j.start = true, kind, now
+	j.end = now + micros(m.estimate(j))
 	m.unclaim(j)
 	m.takeTokens(j, now)
 	if kind != Reserved {

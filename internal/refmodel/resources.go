@@ -1,15 +1,33 @@
 package refmodel
 
-import "slices"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // Named resources (docs/design.md, Named resources): a job needs units of
 // resources (its own needs, or its type's) and starts only when each has
-// them free. The first job by the order that finds a resource short of
-// its units, passes every other limit and needs no resource another job
-// claims, claims every resource it needs: its free
-// units are then held for that job alone until it starts or leaves the
-// queue. A job that needs more than a resource's capacity claims nothing.
+// them free.
+//
+// Holding units for a large job: the first job by the order that finds a
+// resource short of its units, passes every other limit and needs no
+// resource another job claims, claims every resource it needs. Their
+// units are then held for it, the claimant, until it starts or leaves the
+// queue; a job that needs more than a resource's capacity claims nothing.
 // A capacity change ends the claims of the resource's claimant.
+//
+// Backfill: the claimant could start, by the estimates, at the earliest
+// time by which every resource it needs has its units free if each
+// running job ends at its start plus its cost estimate at its start. A
+// job that needs a resource another job claims may take its units only
+// if every resource it needs has its units free now and, by its cost
+// estimate now, it ends by the start of each claimant of one of them. The
+// first job the order reaches that needs a claimed resource and may not
+// take its units stops the resource's backfill (the first of its claimed
+// resources, by name, unless one is stopped already): no job but the
+// claimant takes its units until units of it are next released (a job
+// that holds some ends) or its claim ends.
 
 // SetResource changes a resource's capacity from now, ends every claim of
 // the job that claims it, and reports whether it is configured. Then it
@@ -20,11 +38,7 @@ func (m *Model) SetResource(now int64, name string, capacity int) bool {
 	}
 	m.capacity()[name] = capacity
 	if c := m.claimant[name]; c != 0 {
-		for r, x := range m.claimant {
-			if x == c {
-				delete(m.claimant, r)
-			}
-		}
+		m.unclaimSeq(c)
 	}
 	m.dispatch(now)
 	return true
@@ -63,21 +77,43 @@ func (m *Model) free(r string) int {
 }
 
 // takeResources reports whether j, which passes every other limit, may
-// take the units it needs now. If not, and it needs no more than any
-// capacity and no resource another job claims, it claims every resource
-// it needs.
-func (m *Model) takeResources(j *job) bool {
+// take the units it needs now. If not: if it needs resources another job
+// claims, it stops the backfill of the first of them unless one is
+// stopped; otherwise, if it needs no more than any capacity, it claims
+// every resource it needs.
+func (m *Model) takeResources(j *job, now int64) bool {
 	names := needNames(j)
+	var claimed []string // by another job
 	for _, r := range names {
-		if c := m.claimant[r]; j.needs[r] > m.capacity()[r] || c != 0 && c != j.seq {
+		if j.needs[r] > m.capacity()[r] {
 			return false
 		}
+		if c := m.claimant[r]; c != 0 && c != j.seq {
+			claimed = append(claimed, r)
+		}
 	}
-	short := false
+	fits := true
 	for _, r := range names {
-		short = short || m.free(r) < j.needs[r]
+		fits = fits && m.free(r) >= j.needs[r]
 	}
-	if !short {
+	if len(claimed) > 0 {
+		ends := now + micros(m.estimate(j))
+		for _, r := range claimed {
+			fits = fits && !m.stopped[r] && ends <= m.claimStart(m.find(m.claimant[r]))
+		}
+		if fits {
+			m.backfilled++
+			return true
+		}
+		if !slices.ContainsFunc(claimed, func(r string) bool { return m.stopped[r] }) {
+			if m.stopped == nil {
+				m.stopped = map[string]bool{}
+			}
+			m.stopped[claimed[0]] = true
+		}
+		return false
+	}
+	if fits {
 		return true
 	}
 	if m.claimant == nil {
@@ -89,14 +125,61 @@ func (m *Model) takeResources(j *job) bool {
 	return false
 }
 
+// claimStart returns when claimant c could start by the estimates: the
+// earliest time by which every resource it needs has its units free, each
+// running job ending at its expected end; math.MinInt64 if they are free
+// now.
+func (m *Model) claimStart(c *job) int64 {
+	at := int64(math.MinInt64)
+	for _, r := range needNames(c) {
+		lack := c.needs[r] - m.free(r)
+		if lack <= 0 {
+			continue
+		}
+		var holders []*job
+		for _, h := range m.jobs {
+			if h.running && h.needs[r] > 0 {
+				holders = append(holders, h)
+			}
+		}
+		slices.SortFunc(holders, func(a, b *job) int { return cmp.Compare(a.end, b.end) })
+		for _, h := range holders {
+			if lack -= h.needs[r]; lack <= 0 {
+				at = max(at, h.end)
+				break
+			}
+		}
+	}
+	return at
+}
+
+// micros returns seconds in µs, rounded.
+func micros(secs float64) int64 { return int64(math.Round(secs * 1e6)) }
+
+// released resumes the backfill of the resources j held: its attempt
+// ended.
+func (m *Model) released(j *job) {
+	for r := range j.needs {
+		delete(m.stopped, r)
+	}
+}
+
 // unclaim ends j's claims: it started or left the queue.
-func (m *Model) unclaim(j *job) {
+func (m *Model) unclaim(j *job) { m.unclaimSeq(j.seq) }
+
+// unclaimSeq ends the claims of the job seq, and their resources'
+// stopped backfill.
+func (m *Model) unclaimSeq(seq uint64) {
 	for r, c := range m.claimant {
-		if c == j.seq {
+		if c == seq {
 			delete(m.claimant, r)
+			delete(m.stopped, r)
 		}
 	}
 }
+
+// Backfills returns how many times a job took units held for another.
+func (m *Model) Backfills() int { return m.backfilled }
 
 // resourceWhy returns the first resource, by name, that keeps j from
 // starting now, or "".
