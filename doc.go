@@ -183,10 +183,13 @@
 // job starts only when all are free, a hard limit like the caps, and it
 // waits without blocking jobs that need other things. No starvation by
 // size: the first job in the order that finds a resource short of its
-// units claims the resources it needs, and their free units are held for
-// it alone (never a slot) until it starts or leaves the queue, so a large
-// job waits at most for the jobs ahead of it and for the units in use
-// when it claimed to be released. SetResource changes a capacity.
+// units claims the resources it needs, and their units are held for it
+// (never a slot) until it starts or leaves the queue. A smaller job
+// behind it may use them only if, by its estimated cost, it ends before
+// the held job could start (backfill), so a large job waits at most for
+// the jobs ahead of it, for the units in use when it claimed to be
+// released or its estimated start, and for the overrun of a job let past
+// it. SetResource changes a capacity.
 //
 // A type whose Duplicates policy is JoinQueued (or JoinRunning) runs one
 // job per ID at a time: a submission of an ID whose job waits (or runs)

@@ -199,8 +199,13 @@ type Config struct {
 	// work, to the foreground.
 	Types map[string]TypeConfig
 	// Resources gives named resources their capacities in units; job
-	// types (TypeConfig.Needs) and jobs (Job.Needs) need units of them.
-	// See SetResource.
+	// types (TypeConfig.Needs) and jobs (Job.Needs) need units of them,
+	// and a job starts only when all its units are free. The units are
+	// held for the first job in order that is short of them, and a
+	// smaller job behind it may use them only if, by its estimated cost,
+	// it ends before the held job could start (backfill): a job let past
+	// that runs longer than its estimate delays the held job by at most
+	// that overrun. See SetResource.
 	Resources map[string]int
 	// Keys configures fairness keys by name. Configured keys may carry
 	// reservations and are never forgotten, until ResetKey or ResetKeys

@@ -7,19 +7,35 @@ import (
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
-// Named resources (Config.Resources) are a hard limit (docs/design.md, Named resources): a pool of
-// units, such as database connections, GPU memory in gigabytes or an
-// API's concurrent-call quota, shared by job types that need some of it
-// (TypeConfig.Needs, or a job's own Job.Needs). A job starts only when
-// every resource it needs has its units free, and it waits without a slot
-// and without blocking jobs that need other resources.
+// Named resources (Config.Resources) are a hard limit like the caps
+// (docs/design.md, Named resources): a pool of units, such as database
+// connections, GPU memory in gigabytes or an API's concurrent-call quota,
+// shared by job types that need some of it (TypeConfig.Needs, or a job's
+// own Job.Needs). A job starts only when every resource it needs has its
+// units free, and it waits without a slot and without blocking jobs that
+// need other resources.
 //
-// A large job is not starved by a stream of small ones: the first job, in
-// the order (docs/design.md, The order), that finds a resource short of its units
-// claims it, and the resource's free units are then held for it alone
-// until it starts (or leaves the queue); no slot is held. It therefore
-// waits at most for the jobs ahead of it in the order and for the units
-// in use when it claimed to be released.
+// A large job is not starved by a stream of small ones: the first job in
+// the order (docs/design.md, The order) that finds a resource short of
+// its units claims it, and the resource's units are then held for it
+// until it starts (or leaves the queue); no slot is held. Held units do
+// not sit idle while a smaller job can use them without delaying it
+// (backfill, as batch schedulers do): the held job could start, by the
+// estimates, when the running jobs that hold its units end, each at its
+// start plus its estimated cost; a job behind it may take the free units
+// if it fits in them and, by its own estimated cost, ends by then. The estimates are the ones fair share uses: the
+// learned cost of the job's type and ID, or its type's DefaultCost before
+// one is learned. The jobs that need the held units are tried in order,
+// and the first that may not take them stops the others until some of
+// the units are released: it is not passed by the jobs behind it, smaller
+// or not.
+//
+// The bound is on what happens: the held job waits at most for the jobs
+// ahead of it in the order, then for the later of the release of the
+// units in use when it claimed and its estimated start, plus the longest
+// overrun of a job let past it. A job let past that runs longer than its
+// estimate delays the held job by at most that overrun, and one that ends
+// within it not at all.
 
 // validateNeeds says what is wrong with needs, of what.
 func validateNeeds(what string, needs map[string]int) error {

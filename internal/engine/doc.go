@@ -131,7 +131,9 @@
 //     starts) they are detached;
 //   - a named resource short of units, or held for the job that claimed
 //     it (resources.go): like a conflict lock, its gate holds the jobs it
-//     blocks, in wait lanes, and opens when its claimant starts;
+//     blocks, in wait lanes; it shuts when the first of them may not
+//     backfill and opens when units of it are released or its claimant
+//     starts (below);
 //   - a job's own gates that take it out of fair share as well (a
 //     not-before time, dependencies, a pause): the job is set aside,
 //     StateDelayed, StateBlocked or StatePaused, counted apart (naside: admission limits still count
@@ -156,6 +158,67 @@
 // whatever the mix of keys, conflicts and aging. Opening or shutting a
 // gate costs O(L log n) for the L lanes the jobs it holds come from,
 // however many jobs those are.
+//
+// # Named resources: holding units, and backfill
+//
+// The first job the order finds short of a resource's units, needing none
+// another job claims, claims every resource it needs: their units are
+// held for it, the claimant C, until it starts or leaves. While they are,
+// a job J that needs one of them may take its free units (backfill) only
+// if J fits in the free units of everything it needs and
+//
+//	now + est(J) <= start(C),
+//
+// where est is the cost estimate fair share charges (the learned cost of
+// J's (type, ID), its type's default before one is learned) and start(C)
+// is when C could start by the estimates: with each running holder h of
+// a resource r that C needs expected to end at end(h) = its start plus
+// its estimate then, the earliest time by which the units released by the
+// holders ending first cover what C lacks, the latest over C's resources:
+//
+//	start(C) = max over r of min { t : free(r) + Σ units(h) over end(h) <= t  >=  need(C, r) },
+//
+// math.MinInt64 when C has all its units (then no one backfills).
+//
+// start(C) never rises while C's claim lasts. The left side of each
+// condition, f_r(t), grows with t, and the holders change only in two
+// ways. A holder ends: its units move from the sum into free(r), so f_r
+// is unchanged from its expected end on and grows before it, and the
+// minimum can only fall. A job backfills, with end <= start(C): its units
+// move from free(r) into the sum, so f_r is unchanged from its end on and
+// falls before it; a minimum at or after its end stays, and one before
+// it moves up to its end at most, still <= start(C). Only C and jobs that
+// backfill take a claimed resource's units. So a job let past at any time
+// during the claim ends, by its estimate, no later than S0, start(C) when
+// C claimed.
+//
+// The bound in what happens. Let T0 be when the jobs holding the units C
+// needs when it claimed have released enough of them for C, and o(J) the
+// time a backfilled job J runs past its estimate. Once every backfilled
+// job has ended, C's units are free as they would have been without
+// backfill: they are free, at the latest, by
+//
+//	max(T0, max over J of (S0 + o(J)))  <=  max(T0, S0) + max over J of o(J).
+//
+// A job that overruns its estimate delays C by at most its overrun, one
+// that ends within it not at all; C itself still waits for the jobs ahead
+// of it in the order and for a slot, as any job does.
+//
+// Finding the jobs to backfill without a scan. The jobs that need a
+// claimed resource are looked at as the order reaches them, as every job
+// is: each that backfills starts, and the first that may not (too long,
+// or short of units) stops the resource's backfill: it shuts the
+// resource's gate, which then holds it and every later job that needs the
+// resource, without looking at them, until units of the resource are
+// released (a holder ends: the gate opens and its jobs compete again, in
+// order) or the claim ends. The jobs let past thus go in the order
+// itself: one that may not use the units is not passed by the jobs
+// behind it, smaller or not. Each open or shut costs O(L log n) as for
+// any gate, and a release looks at the jobs that start and one more. The claimant waits
+// in a gate of its own (short), and goes back to its lane when the
+// resource it waits on has its units. start(C) costs O(h log h) for the h
+// running holders of C's resources (at most their units, configured) and
+// is kept until those holders change (Engine.claimStarts).
 //
 // # Time
 //
