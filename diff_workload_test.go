@@ -218,7 +218,7 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 	}
 
 	var resources []string
-	if diffChance(src, 1, 3) {
+	if diffChance(src, 1, 2) {
 		cfg.Resources = map[string]int{"r0": 1 + src.intn(4)}
 		resources = append(resources, "r0")
 		if diffChance(src, 1, 2) {
@@ -228,9 +228,10 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 	}
 	// Shaped for backfill: most jobs need r0, some all of it, which they
 	// claim, and the others one unit, which may use the units held.
-	backfill := resources != nil && diffChance(src, 1, 2)
-	if backfill {
+	backfill := resources != nil && diffChance(src, 2, 3)
+	if backfill { // room for more than one job on r0, and slots for them
 		cfg.Resources["r0"] = 3 + src.intn(4)
+		cfg.MaxConcurrency = diffPick(src, 6, 0, 8)
 	}
 	// needs returns some units of some resources, within their capacities.
 	needs := func() map[string]int {

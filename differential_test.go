@@ -20,13 +20,14 @@ import (
 var diffShrinks atomic.Int32
 
 // diffCheck runs w with opts and, if it fails, shrinks it and fails the
-// test with a report of the smallest failing workload found.
-func diffCheck(t *testing.T, what string, w *diffWorkload, opts diffOptions) {
+// test with a report of the smallest failing workload found. It returns
+// the run's runner.
+func diffCheck(t *testing.T, what string, w *diffWorkload, opts diffOptions) *diffRunner {
 	t.Helper()
 	r := newDiffRunner(w, opts)
 	err := r.run()
 	if err == nil {
-		return
+		return r
 	}
 	if errors.Is(err, errDiffInvalid) {
 		t.Fatalf("%s: the generator made an invalid workload: %v\n%s", what, err, w.goString())
@@ -38,6 +39,7 @@ func diffCheck(t *testing.T, what string, w *diffWorkload, opts diffOptions) {
 	sr := newDiffRunner(small, opts)
 	serr := sr.run()
 	t.Fatalf("%s fails.\n\n=== shrunk ===\n%s\n\n=== original ===\n%s", what, sr.report(serr), r.report(err))
+	return nil
 }
 
 // diffSeeds is how many random workloads TestDifferential runs: 400 in
@@ -72,17 +74,31 @@ func TestDifferential(t *testing.T) {
 // TestDifferentialEngine is TestDifferential on the engine alone, driven
 // directly with no goroutine, so it runs many more workloads in the time,
 // each checked against the reference model after every event.
-// The seeds are split over two parallel subtests, one per core here.
+// The seeds are split over two parallel subtests, one per core here. One
+// in twenty of the workloads at least must let jobs use units held for
+// another (backfill), so that the rule is tried and not only stated.
 func TestDifferentialEngine(t *testing.T) {
 	const parts = 2
-	for part := range uint64(parts) {
-		t.Run(fmt.Sprintf("part=%d", part), func(t *testing.T) {
-			t.Parallel()
-			for seed := part; seed < uint64(2*diffSeeds()); seed += parts {
-				w := diffGenerate(diffRandSource{rand.New(rand.NewPCG(seed, 0xe9))}, 60, seed%4 == 3)
-				diffCheck(t, fmt.Sprintf("seed %d", seed), w, diffOptions{engine: true, ref: true, stats: true, hook: true})
-			}
-		})
+	seeds := 2 * diffSeeds()
+	var backfilled atomic.Int64
+	t.Run("parts", func(t *testing.T) {
+		for part := range uint64(parts) {
+			t.Run(fmt.Sprintf("part=%d", part), func(t *testing.T) {
+				t.Parallel()
+				for seed := part; seed < uint64(seeds); seed += parts {
+					w := diffGenerate(diffRandSource{rand.New(rand.NewPCG(seed, 0xe9))}, 60, seed%4 == 3)
+					r := diffCheck(t, fmt.Sprintf("seed %d", seed), w, diffOptions{engine: true, ref: true, stats: true, hook: true})
+					if r.ref.Backfills() > 0 {
+						backfilled.Add(1)
+					}
+				}
+			})
+		}
+	})
+	n := int(backfilled.Load())
+	t.Logf("%d of %d workloads backfilled", n, seeds)
+	if n < seeds/20 {
+		t.Errorf("%d of %d workloads backfilled, want one in twenty at least", n, seeds)
 	}
 }
 
