@@ -218,7 +218,8 @@ func (e *Engine) Held(j *Job) bool {
 }
 
 // WouldStart reports whether a job described by d, enqueued now, would
-// start at once: whether it passes every hard limit. Jobs already pending
+// start at once: whether it passes every hard limit, taking units held for
+// another job only as backfill allows (resources.go). Jobs already pending
 // do not stand in its way, since after every call that may start one none
 // that could is left waiting. It creates nothing. An unknown type answers
 // true: Enqueue then says why it refuses.
