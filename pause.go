@@ -34,7 +34,10 @@ func (s *Scheduler) ResumeKey(name string) {
 
 // PauseType pauses the job type name, as PauseKey does a key: its queued
 // jobs and those submitted later wait, holding nothing, until ResumeType.
-// A job waits while its key or its type is paused. It fails, changing
+// Its running jobs finish, and for allocation none of its jobs, waiting or
+// running, is work of their key: a key whose only work is of the type
+// counts as one with no work. A job waits while its key or its type is
+// paused. It fails, changing
 // nothing, if the type is not registered (the error wraps ErrUnknownType).
 func (s *Scheduler) PauseType(name string) error {
 	if !s.changePauses(func(now int64) bool { return s.eng.PauseType(name, now) }) {

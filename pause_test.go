@@ -2,6 +2,7 @@ package fairsched
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -269,4 +270,100 @@ func infoOf(t *testing.T, s *Scheduler, h Handle) JobInfo {
 	}
 	t.Fatalf("job %d is not in the snapshot", h.Seq())
 	return JobInfo{}
+}
+
+// A paused key counts as a key with no work for allocation from the
+// moment it is paused, though its running jobs go on: 4 slots, a and b
+// backlogged with equal weights, b paused at 5 s while two of its jobs
+// run until 10 s. Stats reports a 4 and b 0 from 5 s, and the allocation
+// events say so at 5 s (docs/design.md, on pausing).
+func TestPauseKeyGivesItsAllocationAtOnce(t *testing.T) {
+	var log eventLog
+	m := newSim(t, Config{MaxConcurrency: 4, OnEvent: log.hook,
+		Keys: map[string]KeyConfig{"a": {Weight: 1}, "b": {Weight: 1}}})
+	for i := range 8 {
+		m.add(fmt.Sprintf("a%d", i), 0, Job{Key: "a"}, 10*time.Second)
+		m.add(fmt.Sprintf("b%d", i), 0, Job{Key: "b"}, 10*time.Second)
+	}
+	allocations := func() map[string]float64 {
+		st := m.s.Stats()
+		return map[string]float64{"a": keyStats(t, st, "a").Allocation, "b": keyStats(t, st, "b").Allocation}
+	}
+	m.run(4 * time.Second)
+	require.Equal(t, 2, m.runningAt("b", 4*time.Second))
+	require.Equal(t, map[string]float64{"a": 2, "b": 2}, allocations())
+
+	m.run(5 * time.Second)
+	m.s.PauseKey("b")
+	m.collect()
+	assert.Equal(t, map[string]float64{"a": 4, "b": 0}, allocations(), "at 5 s, b's running jobs still running")
+	assert.Equal(t, 2, keyStats(t, m.s.Stats(), "b").Running)
+	m.run(9 * time.Second)
+	assert.Equal(t, map[string]float64{"a": 4, "b": 0}, allocations(), "at 9 s")
+	m.run(10 * time.Second)
+	assert.Equal(t, map[string]float64{"a": 4, "b": 0}, allocations(), "at 10 s, b's jobs ended")
+	assert.Equal(t, 4, m.runningAt("a", 10*time.Second))
+	assert.Zero(t, m.runningAt("b", 10*time.Second))
+
+	m.s.ResumeKey("b")
+	m.collect()
+	assert.Equal(t, map[string]float64{"a": 2, "b": 2}, allocations(), "resumed")
+	m.run(40 * time.Second)
+	require.NoError(t, m.s.Shutdown(context.Background()))
+
+	at := func(d time.Duration) time.Time { return m.t0.Add(d) }
+	var changes []Event
+	for _, e := range log.of(EventAllocationChanged) {
+		changes = append(changes, Event{Kind: e.Kind, Time: e.Time, Key: e.Key, OldSlots: e.OldSlots, NewSlots: e.NewSlots, Reason: e.Reason})
+	}
+	kind := EventAllocationChanged
+	assert.Contains(t, changes, Event{Kind: kind, Time: at(5 * time.Second), Key: "b", OldSlots: 2, NewSlots: 0, Reason: ReasonKeyDrained})
+	assert.Contains(t, changes, Event{Kind: kind, Time: at(5 * time.Second), Key: "a", OldSlots: 2, NewSlots: 4, Reason: ReasonRebalance})
+	assert.Contains(t, changes, Event{Kind: kind, Time: at(10 * time.Second), Key: "b", OldSlots: 0, NewSlots: 2, Reason: ReasonRebalance})
+	for _, c := range changes {
+		if c.Time.After(at(5*time.Second)) && c.Time.Before(at(10*time.Second)) {
+			t.Errorf("allocation changed between the pause and the resume: %+v", c)
+		}
+	}
+}
+
+// A key whose only work is of a paused type has no work for allocation
+// either, whether its jobs of that type wait or run; its running jobs of
+// other types still count.
+func TestPauseTypeGivesItsKeysAllocationAtOnce(t *testing.T) {
+	m := newSim(t, Config{MaxConcurrency: 4,
+		Types: map[string]TypeConfig{"index": {}, "build": {}},
+		Keys:  map[string]KeyConfig{"a": {Weight: 1}, "b": {Weight: 1}, "c": {Weight: 1}, "d": {Weight: 1}}})
+	// At 0 s a's two index jobs, b's build job and c's index job take
+	// the 4 slots; at 1 s b and c queue a build job each, d an index job.
+	m.add("a0", 0, Job{Type: "index", Key: "a"}, 10*time.Second)
+	m.add("a1", 0, Job{Type: "index", Key: "a"}, 10*time.Second)
+	m.add("b0", 0, Job{Type: "build", Key: "b"}, 10*time.Second)
+	m.add("c0", 0, Job{Type: "index", Key: "c"}, 10*time.Second)
+	m.add("b1", time.Second, Job{Type: "build", Key: "b"}, 10*time.Second)
+	m.add("c1", time.Second, Job{Type: "build", Key: "c"}, 10*time.Second)
+	m.add("d0", time.Second, Job{Type: "index", Key: "d"}, 10*time.Second)
+	allocations := func() map[string]float64 {
+		st := m.s.Stats()
+		out := map[string]float64{}
+		for _, k := range []string{"a", "b", "c", "d"} {
+			out[k] = keyStats(t, st, k).Allocation
+		}
+		return out
+	}
+	m.run(time.Second)
+	require.Equal(t, 2, m.runningAt("a", time.Second))
+	require.Equal(t, 4, m.s.Stats().Running)
+	require.Equal(t, map[string]float64{"a": 1, "b": 1, "c": 1, "d": 1}, allocations())
+
+	require.NoError(t, m.s.PauseType("index"))
+	m.collect()
+	// a runs index jobs only, d has only an index job queued: no work.
+	// b and c have a build job queued: work.
+	assert.Equal(t, map[string]float64{"a": 0, "b": 2, "c": 2, "d": 0}, allocations())
+
+	require.NoError(t, m.s.ResumeType("index"))
+	m.collect()
+	assert.Equal(t, map[string]float64{"a": 1, "b": 1, "c": 1, "d": 1}, allocations())
+	m.run(30 * time.Second)
 }

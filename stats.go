@@ -153,8 +153,10 @@ type KeyStats struct {
 	Paused         bool // PauseKey
 	// Allocation is the key's entitlement: its weighted max-min fair share
 	// of the slots among the keys that have work, after reservations and
-	// caps, as if each of them could use its share. It changes when keys
-	// start or stop having work, or are reconfigured.
+	// caps, as if each of them could use its share. A paused key has no
+	// work, nor has one whose only work is of paused types, though their
+	// running jobs finish. It changes when keys start or stop having work
+	// (a pause or a resume among them), or are reconfigured.
 	Allocation float64
 	// Utilisation is Running / Allocation (0 when nothing is allocated):
 	// below 1 the key leaves part of its share to others, above 1 it uses

@@ -697,3 +697,39 @@ fairsched_job_retries_total{tier="background",type="flaky"} 1
 		t.Fatal(err)
 	}
 }
+
+// A paused key's allocation goes to the others at once, while its running
+// jobs finish: 4 slots, a and b backlogged with equal weights, b paused at
+// 5 s with two jobs running.
+func TestCollectAllocationOfPausedKey(t *testing.T) {
+	clk := clock.NewFake(t0)
+	s := newScheduler(t, fairsched.Config{MaxConcurrency: 4, Clock: clk,
+		Keys: map[string]fairsched.KeyConfig{"a": {Weight: 1}, "b": {Weight: 1}}})
+	gate := make(chan error)
+	var hs []fairsched.Handle
+	for range 4 {
+		hs = append(hs, submit(t, s, fairsched.Job{Key: "a"}, gated(gate)))
+		hs = append(hs, submit(t, s, fairsched.Job{Key: "b"}, gated(gate)))
+	}
+	clk.Advance(5 * time.Second)
+	s.PauseKey("b")
+	const want = `
+# HELP fairsched_key_allocation_slots Weighted max-min fair share of the slots allocated to the key, given the keys with work.
+# TYPE fairsched_key_allocation_slots gauge
+fairsched_key_allocation_slots{key="a"} 4
+fairsched_key_allocation_slots{key="b"} 0
+# HELP fairsched_key_running_jobs Running jobs of the fairness key.
+# TYPE fairsched_key_running_jobs gauge
+fairsched_key_running_jobs{key="a"} 2
+fairsched_key_running_jobs{key="b"} 2
+`
+	if err := testutil.CollectAndCompare(NewCollector(s), strings.NewReader(want),
+		"fairsched_key_allocation_slots", "fairsched_key_running_jobs"); err != nil {
+		t.Error(err)
+	}
+	close(gate)
+	s.ResumeKey("b")
+	for _, h := range hs {
+		<-h.Done()
+	}
+}

@@ -244,9 +244,12 @@
 // # Allocations
 //
 // A key's allocation is its weighted max-min fair share of the slots among
-// the keys with work (Allocate). The Observer hears when a configured
-// key's allocation changes, which can happen whenever any key starts or
-// stops having work. Every unconfigured key but the empty one has
+// the keys with work (Allocate). A paused key has no work, whatever it
+// still runs, and a key's running jobs of paused types are no work
+// (keyState.busy): each key counts those as they start and end, and from
+// its lanes' running counts when a type is paused or resumed, O(lanes).
+// The Observer hears when a configured key's allocation changes, which
+// can happen whenever any key starts or stops having work. Every unconfigured key but the empty one has
 // DefaultKey's configuration and, with a global limit, the same demand, so
 // those with work enter the water-filling as one key of their summed
 // weight and cap, and share its allocation equally: a transition costs

@@ -384,10 +384,7 @@ func (e *Engine) join(j *Job, sub, now int64) {
 	k.pending++
 	f.pending++
 	t.pending++
-	if k.pending == 1 && k.running == 0 {
-		e.addBusy(k)
-		e.emitAllocation(k, ReasonRebalance, now) // the key has work again
-	}
+	e.rebusy(k, ReasonRebalance, now) // the key may have work again
 }
 
 // NeedsRefusal returns the refusal Enqueue would give a job of type name

@@ -20,6 +20,9 @@ type keyState struct {
 	running  int // running jobs of the key, all tiers
 	reserved int // running jobs started under the key's MinSlots
 	pending  int // queued and parked jobs
+	// pausedRunning counts its running jobs of paused types: work that
+	// does not count for allocation (busy).
+	pausedRunning int
 	// aside counts its jobs set aside, outside every order (delayed,
 	// paused or blocked): not pending, but the key is not idle.
 	aside      int
@@ -43,7 +46,8 @@ type keyState struct {
 	// key's lane reads one small array, not every lane record.
 	laneTypes []*typeState
 
-	busyIdx int // position in Engine.busyOwn, -1 when not there
+	listed  bool // counted among the busy keys (busyOwn or busyDefault)
+	busyIdx int  // position in Engine.busyOwn, -1 when not there
 
 	idleSince        int64 // µs; valid while idle
 	idlePrev, idleNx *keyState
@@ -401,7 +405,8 @@ func (e *Engine) configureKey(k *keyState, c Key, configured bool, now int64) {
 	old := k.cfg
 	k.cfg = c
 	if k.configured != configured {
-		if k.busy() {
+		listed := k.listed
+		if listed {
 			e.removeBusy(k) // as it was, to be counted as it is
 		}
 		if configured {
@@ -411,7 +416,7 @@ func (e *Engine) configureKey(k *keyState, c Key, configured bool, now int64) {
 			k.alloc = 0 // no longer reported: a later report starts afresh
 		}
 		k.configured = configured
-		if k.busy() {
+		if listed {
 			e.addBusy(k)
 		}
 	}
@@ -452,6 +457,7 @@ func (e *Engine) rebuildReserving() {
 // key with its own configuration in busyOwn, any other in busyDefault.
 // O(1).
 func (e *Engine) addBusy(k *keyState) {
+	k.listed = true
 	if !k.ownConfig() {
 		e.busyDefault++
 		return
@@ -463,6 +469,7 @@ func (e *Engine) addBusy(k *keyState) {
 // removeBusy takes a key that has run out of work out of the busy keys.
 // O(1).
 func (e *Engine) removeBusy(k *keyState) {
+	k.listed = false
 	if !k.ownConfig() {
 		e.busyDefault--
 		return
@@ -475,8 +482,26 @@ func (e *Engine) removeBusy(k *keyState) {
 	k.busyIdx = -1
 }
 
-// busy reports whether the key has work queued or running.
-func (k *keyState) busy() bool { return k.running+k.pending > 0 }
+// busy reports whether the key has work for allocation: jobs queued or
+// running, but none while it is paused, nor its running jobs of paused
+// types. A pause gives the key's share to the others at once, while its
+// running jobs finish; its waiting jobs are set aside, not pending.
+func (k *keyState) busy() bool { return !k.paused && k.running-k.pausedRunning+k.pending > 0 }
+
+// rebusy brings the key's place among the busy keys in line with busy,
+// after its work changed, and reports the allocations that moved: for
+// the key itself, with reason if it got work, ReasonKeyDrained if it ran
+// out. O(1) when nothing changed, else that of emitAllocation.
+func (e *Engine) rebusy(k *keyState, reason AllocationReason, now int64) {
+	switch busy := k.busy(); {
+	case busy && !k.listed:
+		e.addBusy(k)
+		e.emitAllocation(k, reason, now)
+	case !busy && k.listed:
+		e.removeBusy(k)
+		e.emitAllocation(k, ReasonKeyDrained, now)
+	}
+}
 
 // markIdle puts a key with nothing queued or running on the idle list,
 // to be forgotten after IdleTTL unless it is configured.

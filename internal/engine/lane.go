@@ -38,17 +38,18 @@ func (j *Job) agedKey() int64 { return j.lane.e.aging.agedKey(int(j.base), j.sub
 // jobs that arrive in order, the usual case, skip the heap: they queue in
 // run, in O(1).
 type lane struct {
-	e      *Engine
-	typ    *typeState
-	key    *keyState
-	flow   *flow
-	run    sortedRun         // fixed jobs that arrived in order
-	fixed  iheap.Keyed[*Job] // the other fixed jobs, by fixedOrder
-	rising iheap.Keyed[*Job] // by agedOrder
-	capped iheap.Keyed[*Job] // by seq
-	n      int               // queued jobs in the run and the three heaps
-	tyIdx  int               // handle in typ.lanes, -1 when not ready
-	allIdx int               // position in typ.all
+	e       *Engine
+	typ     *typeState
+	key     *keyState
+	flow    *flow
+	run     sortedRun         // fixed jobs that arrived in order
+	fixed   iheap.Keyed[*Job] // the other fixed jobs, by fixedOrder
+	rising  iheap.Keyed[*Job] // by agedOrder
+	capped  iheap.Keyed[*Job] // by seq
+	n       int               // queued jobs in the run and the three heaps
+	running int               // running jobs
+	tyIdx   int               // handle in typ.lanes, -1 when not ready
+	allIdx  int               // position in typ.all
 
 	// attached are the wait lanes of free conflict locks whose waiters
 	// come from this lane (conflict.go), nwaiting their jobs: they

@@ -81,6 +81,10 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 	t.tier.running++
 	k.running++
 	f.running++
+	l.running++
+	if t.paused {
+		k.pausedRunning++
+	}
 	j.idx = int32(len(e.running))
 	e.running = append(e.running, runningJob{j, e.acquire(j)})
 	if e.rated {
@@ -131,6 +135,10 @@ func (e *Engine) stop(j *Job, o Outcome, now int64) {
 	t.tier.running--
 	k.running--
 	f.running--
+	l.running--
+	if t.paused {
+		k.pausedRunning--
+	}
 	e.release(lk)
 	if e.resources != nil {
 		e.releaseUnits(j, now)
@@ -179,12 +187,9 @@ func (e *Engine) settle(j *Job, now int64) {
 	if f.pending == 0 && f.running == 0 && f.actIdx >= 0 {
 		e.deactivate(f)
 	}
-	if k.pending == 0 && k.running == 0 {
-		e.removeBusy(k)
-		if k.aside == 0 {
-			e.markIdle(k, now)
-		}
-		e.emitAllocation(k, ReasonKeyDrained, now)
+	e.rebusy(k, ReasonRebalance, now)
+	if k.pending == 0 && k.running == 0 && k.aside == 0 {
+		e.markIdle(k, now)
 	}
 }
 

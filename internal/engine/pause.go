@@ -48,6 +48,7 @@ func (e *Engine) PauseKey(name string, now int64) {
 	checkpoint(k.lanes, now)
 	k.paused = true
 	e.setAsideAll(e.waitingOf(k.lanes), now)
+	e.rebusy(k, ReasonRebalance, now) // its running jobs no longer count
 }
 
 // ResumeKey resumes key name. O(m log n) for its m paused jobs.
@@ -64,6 +65,7 @@ func (e *Engine) ResumeKey(name string, now int64) {
 	checkpoint(k.lanes, now)
 	k.paused = false
 	e.resumeAll(&k.pausedJobs, now)
+	e.rebusy(k, ReasonRebalance, now) // its running jobs count again
 }
 
 // PauseType pauses job type name and reports whether it is registered.
@@ -77,7 +79,11 @@ func (e *Engine) PauseType(name string, now int64) bool {
 		checkpoint(t.all, now)
 		t.paused = true
 		e.npausing++
+		for _, l := range t.all {
+			l.key.pausedRunning += l.running
+		}
 		e.setAsideAll(e.waitingOf(t.all), now)
+		e.rebusyAll(t.all, now) // keys whose only work was running jobs of t
 	}
 	return true
 }
@@ -93,9 +99,20 @@ func (e *Engine) ResumeType(name string, now int64) bool {
 		checkpoint(t.all, now)
 		t.paused = false
 		e.npausing--
+		for _, l := range t.all {
+			l.key.pausedRunning -= l.running
+		}
 		e.resumeAll(&t.pausedJobs, now)
+		e.rebusyAll(t.all, now)
 	}
 	return true
+}
+
+// rebusyAll brings the keys of the lanes in line with busy (rebusy).
+func (e *Engine) rebusyAll(lanes []*lane, now int64) {
+	for _, l := range lanes {
+		e.rebusy(l.key, ReasonRebalance, now)
+	}
 }
 
 // TypePausedJobs returns how many jobs type name's pause holds (not

@@ -163,7 +163,7 @@ func (e *Engine) emitAllocation(k *keyState, reason AllocationReason, now int64)
 func (e *Engine) reportAllocations(k *keyState, reason AllocationReason, now int64) {
 	a := e.allocations()
 	report := e.busyOwn
-	if k.busyIdx < 0 {
+	if !k.listed {
 		report = append(report[:len(report):len(report)], k)
 	}
 	for _, other := range report {
@@ -242,7 +242,7 @@ func (e *Engine) allocations() allocation {
 
 // demandOf returns a busy key's input to the water-filling.
 func (e *Engine) demandOf(k *keyState) Demand {
-	d := k.running + k.pending
+	d := k.running - k.pausedRunning + k.pending
 	if e.cfg.MaxConcurrency > 0 {
 		d = e.cfg.MaxConcurrency // able to use any share
 	}

@@ -27,6 +27,8 @@ func (e *Engine) Verify(now int64) error {
 	tierRun := map[*tierState]int{}
 	typeRun := map[*typeState]int{}
 	keyRun := map[*keyState]int{}
+	keyPausedRun := map[*keyState]int{}
+	laneRun := map[*lane]int{}
 	flowRun := map[*flow]int{}
 	keyReserved := map[*keyState]int{}
 	for i, r := range e.running {
@@ -37,6 +39,10 @@ func (e *Engine) Verify(now int64) error {
 		tierRun[j.lane.typ.tier]++
 		typeRun[j.lane.typ]++
 		keyRun[j.lane.key]++
+		laneRun[j.lane]++
+		if j.lane.typ.paused {
+			keyPausedRun[j.lane.key]++
+		}
 		flowRun[j.lane.flow]++
 		if j.kind == Reserved {
 			keyReserved[j.lane.key]++
@@ -118,6 +124,17 @@ func (e *Engine) Verify(now int64) error {
 		default:
 			if k.busyIdx >= 0 {
 				return errorf("key %q: listed among the busy configured keys, with work %v", k.name, k.busy())
+			}
+		}
+		if k.listed != k.busy() {
+			return errorf("key %q: listed among the busy keys %v, has work %v", k.name, k.listed, k.busy())
+		}
+		if keyPausedRun[k] != k.pausedRunning {
+			return errorf("key %q: running of paused types %d, counted %d", k.name, k.pausedRunning, keyPausedRun[k])
+		}
+		for _, l := range k.lanes {
+			if laneRun[l] != l.running {
+				return errorf("lane (%q, %q): running %d, counted %d", l.typ.name, k.name, l.running, laneRun[l])
 			}
 		}
 		if keyRun[k] != k.running {
