@@ -220,13 +220,15 @@
 // EnqueueMany writes a batch in one transaction; EnqueueTx writes a job
 // in the caller's own transaction, so that it exists if and only if that
 // commits. A new Scheduler on the store queues every unfinished job
-// again, with its submission time (its aging goes on), its attempts and
+// again, with its submission time (its aging goes on, less the time it
+// stood paused, before the restart and through it), its attempts and
 // its not-before time, and takes back the keys' virtual times and the
 // learned costs, saved every few seconds and at Shutdown and Close, so
 // that it starts the jobs one that never stopped would have. An attempt
 // that was running when the process died counts as failed, with ErrLost,
 // and is retried by its type's policy. A job whose type has no handler in
-// the process waits (WaitNoHandler). Pauses are kept in the store, and so
+// the process waits (WaitNoHandler). Pauses are kept in the store, with
+// when each began, and so
 // are the schedules of durable jobs (ScheduleDurable): their next time and
 // latest occurrence, by name. Durable jobs may run after other durable
 // jobs (Job.After), and their types' duplicate policies apply, across a

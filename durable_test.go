@@ -1131,3 +1131,78 @@ func nextStored(t *testing.T, db *sql.DB, name string) time.Time {
 	require.NoError(t, json.Unmarshal(b, &st))
 	return time.UnixMicro(st.Next).UTC()
 }
+
+// A durable job's aging clock stands still while it is paused, across a
+// restart too: the submission time a resume moved on is stored, and a
+// pause that lasts through a restart stops the clock from when it began,
+// not from the restart (docs/design.md, on aging and durable mode).
+func TestDurablePausedClockSurvivesRestart(t *testing.T) {
+	for _, by := range []string{"key", "type"} {
+		t.Run(by, func(t *testing.T) {
+			clk, t0, st := fakeClockAndStore(t)
+			at := func(s int) { clk.Set(t0.Add(time.Duration(s) * time.Second)) }
+			cfg := Config{MaxConcurrency: 1, Clock: clk, Store: st, Aging: AgingConfig{Interval: time.Second, Step: 1}}
+			pause := func(s *Scheduler) {
+				if by == "key" {
+					s.PauseKey("k")
+				} else {
+					require.NoError(t, s.PauseType("mail"))
+				}
+			}
+			resume := func(s *Scheduler) {
+				if by == "key" {
+					s.ResumeKey("k")
+				} else {
+					require.NoError(t, s.ResumeType("mail"))
+				}
+			}
+			ctx := context.Background()
+			got := make(chan mailRun, 1)
+			cfg.Handlers = mailHandlers(got, nil)
+			s := newTestScheduler(t, cfg)
+			g := newGate()
+			_, err := s.Submit(ctx, Job{}, g.fn) // holds the slot
+			require.NoError(t, err)
+			<-g.entered
+			at(1)
+			_, err = s.Enqueue(ctx, Job{Type: "mail", Key: "k", Priority: 1}, mail{N: 1})
+			require.NoError(t, err)
+			effective := func(s *Scheduler) int { // the one mail job's, whatever its Seq in s
+				t.Helper()
+				for _, ji := range s.Snapshot() {
+					if ji.Type == "mail" {
+						return ji.EffectivePriority
+					}
+				}
+				t.Fatal("the mail job is not in the snapshot")
+				return 0
+			}
+			at(3)
+			pause(s) // after 2 s of waiting
+			at(9)
+			resume(s)
+			at(12)
+			require.Equal(t, 6, effective(s), "5 s of waiting")
+			at(14)
+			pause(s) // after 7 s of waiting
+			at(20)
+			require.Equal(t, 8, effective(s), "paused for 6 s")
+			close(g.open)
+			require.NoError(t, s.Shutdown(ctx))
+
+			at(100)
+			s2 := newTestScheduler(t, cfg)
+			assert.Equal(t, 8, effective(s2), "restarted 80 s later, still paused: 7 s of waiting in all")
+			at(110)
+			g2 := newGate()
+			_, err = s2.Submit(ctx, Job{}, g2.fn) // holds the slot
+			require.NoError(t, err)
+			<-g2.entered
+			resume(s2)
+			at(113)
+			assert.Equal(t, 11, effective(s2), "3 s after the resume: 10 s of waiting in all")
+			close(g2.open)
+			assert.Equal(t, mailRun{mail{N: 1}, 1}, <-got)
+		})
+	}
+}

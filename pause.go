@@ -91,20 +91,28 @@ func (s *Scheduler) changePauses(change func(now int64) bool) bool {
 
 // pauses is what the Store keeps of the pauses, so that a restart keeps
 // them: the keys and types paused (the types held for want of a handler
-// are not).
+// are not), and when each pause began, so that the aging clocks of the
+// jobs they hold stand still from then, not from the restart (a state
+// written before those times were kept has none: from the restart).
 type pauses struct {
-	Keys  []string `json:"keys,omitempty"`
-	Types []string `json:"types,omitempty"`
+	Keys      []string         `json:"keys,omitempty"`
+	Types     []string         `json:"types,omitempty"`
+	KeySince  map[string]int64 `json:"key_since,omitempty"` // µs since the Unix epoch
+	TypeSince map[string]int64 `json:"type_since,omitempty"`
 }
 
 const pausesStateName = "pauses"
 
 // savePausesLocked posts the pauses to the store.
 func (s *Scheduler) savePausesLocked() {
-	p := pauses{Keys: s.eng.PausedKeys()}
+	p := pauses{Keys: s.eng.PausedKeys(), KeySince: map[string]int64{}, TypeSince: map[string]int64{}}
+	for _, name := range p.Keys {
+		p.KeySince[name] = s.wallOf(s.eng.KeyPausedSince(name))
+	}
 	for _, name := range s.eng.PausedTypes() {
 		if s.durable.orphans[name] == 0 {
 			p.Types = append(p.Types, name)
+			p.TypeSince[name] = s.wallOf(s.eng.TypePausedSince(name))
 		}
 	}
 	b, _ := json.Marshal(p) // strings only: cannot fail
@@ -122,11 +130,17 @@ func (s *Scheduler) loadPausesLocked(now int64) error {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return fmt.Errorf("fairsched: the store's pauses: %w", err)
 	}
+	since := func(at map[string]int64, name string) int64 {
+		if t, ok := at[name]; ok {
+			return s.engineTimeOf(t)
+		}
+		return now
+	}
 	for _, name := range p.Keys {
-		s.eng.PauseKey(name, now)
+		s.eng.PauseKeySince(name, since(p.KeySince, name), now)
 	}
 	for _, name := range p.Types {
-		s.eng.PauseType(name, now)
+		s.eng.PauseTypeSince(name, since(p.TypeSince, name), now)
 	}
 	return nil
 }

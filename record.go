@@ -136,6 +136,15 @@ func (s *Scheduler) requeueDurableLocked(id int64, made, allowed int) *task {
 	return &dt.task
 }
 
+// clockMovedLocked records the submission time of durable job j, which a
+// pause moved on: its aging clock stood still, and the next start must
+// find it so.
+func (s *Scheduler) clockMovedLocked(j *engine.Job) {
+	if dt := s.durableOf(taskOf(j)); dt != nil {
+		s.durable.st.Post(store.Op{Kind: store.OpClock, ID: dt.id, At: s.wallOf(j.Submitted())})
+	}
+}
+
 // errText is err's message, "" for nil.
 func errText(err error) string {
 	if err == nil {

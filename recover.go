@@ -14,8 +14,9 @@ import (
 )
 
 // Restart. New reads every unfinished job of Config.Store and queues it
-// again as it was: its submission time (so its aging goes on), its
-// attempts, its not-before time. A job whose attempt was running when the
+// again as it was: its submission time (so its aging goes on), moved on
+// by what its clock stood paused (clockMovedLocked, and the pauses kept
+// with when each began), its attempts, its not-before time. A job whose attempt was running when the
 // last process died has lost that attempt: it counts as failed, with
 // ErrLost, and the job is retried by its type's policy (its backoff
 // included) or, out of attempts, is dead.
@@ -39,6 +40,7 @@ func (s *Scheduler) openStore() error {
 		}
 	}
 	s.durable = d
+	s.eng.ClockMoved = s.clockMovedLocked
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()

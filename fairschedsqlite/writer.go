@@ -126,13 +126,14 @@ WHERE id = ?5`
 	SELECT id FROM fairsched_jobs WHERE state >= 3 AND state = 5 AND finished < ?2
 	LIMIT ?3)`
 	qPriority = `UPDATE fairsched_jobs SET priority = ? WHERE id = ?`
+	qClock    = `UPDATE fairsched_jobs SET submitted = ? WHERE id = ?`
 	qPutState = `INSERT INTO fairsched_state (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`
 	qBegin    = `BEGIN IMMEDIATE`
 	qCommit   = `COMMIT`
 	qRollback = `ROLLBACK`
 )
 
-var statements = []string{qRetry, qEnd, qInterrupt, qRequeue, qPriority, qPrune, qPutState, qBegin, qCommit, qRollback}
+var statements = []string{qRetry, qEnd, qInterrupt, qRequeue, qPriority, qClock, qPrune, qPutState, qBegin, qCommit, qRollback}
 
 // errNotQueued is a Start's error for a job that is not queued in the
 // store: it ended, or another process took it.
@@ -297,6 +298,8 @@ func (w *writer) applyOp(ctx context.Context, op *store.Op) error {
 		_, err = w.stmts[qRequeue].ExecContext(ctx, op.Allowed, op.ID)
 	case store.OpPriority:
 		_, err = w.stmts[qPriority].ExecContext(ctx, op.Allowed, op.ID)
+	case store.OpClock:
+		_, err = w.stmts[qClock].ExecContext(ctx, op.At, op.ID)
 	default:
 		err = fmt.Errorf("unknown op %d", op.Kind)
 	}

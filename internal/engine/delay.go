@@ -162,7 +162,7 @@ func (e *Engine) Due(now int64) []*Job {
 				// before it, if it ran, while its lane was paused.
 				if tm := e.timed[j]; tm.retry {
 					tm.retry = false
-					j.catchUpClock(t.at)
+					e.catchUpClock(j, t.at)
 				} else {
 					j.sub = t.at
 				}
@@ -172,7 +172,7 @@ func (e *Engine) Due(now int64) []*Job {
 			e.unaside(j)
 			if tm := e.timed[j]; tm.retry {
 				tm.retry = false
-				j.catchUpClock(now)
+				e.catchUpClock(j, now)
 				e.rejoin(j, now)
 			} else {
 				e.join(j, t.at, now) // its aging clock starts at its NotBefore

@@ -156,7 +156,7 @@ func removeEdge(list *[]*edge, ed *edge) {
 // if its key or type is, or joins the queue, its aging clock as it ran.
 func (e *Engine) unblock(j *Job, now int64) {
 	e.nblocked--
-	j.catchUpClock(now)
+	e.catchUpClock(j, now)
 	if j.paused() {
 		e.park(j, now)
 		return

@@ -70,7 +70,9 @@ type Desc struct {
 // (it expires at the next Due). It is queued, never started at once, so
 // that jobs restored together start in the order's turn (Next). With NotBefore after now it waits as
 // a retried job does, keeping that aging clock; a start deadline from its
-// type's StartTimeout counts from Submitted.
+// type's StartTimeout counts from Submitted. Held by a pause restored with
+// when it began (PauseKeySince, PauseTypeSince), its clock has stood still
+// since then, or since Submitted if that came later.
 type Times struct {
 	NotBefore, StartBy int64
 	Submitted          int64
@@ -89,6 +91,12 @@ type Engine struct {
 	// Owner is whatever the caller attaches to the engine: in fairsched,
 	// its Scheduler. The engine never reads it.
 	Owner any
+	// ClockMoved, if set, is called within the engine's calls when job
+	// j's aging clock stood still for a pause and its submission time
+	// moved on by as much, to j.Submitted(): fairsched records it for a
+	// durable job, so that a restart keeps the time it stood. It must
+	// not call back into the engine.
+	ClockMoved func(j *Job)
 
 	cfg   Config
 	aging agingParams
@@ -139,9 +147,9 @@ type Engine struct {
 	// count against MaxQueue and their keys' MaxPending until Unreserve.
 	reserved     int
 	reservedKeys map[string]int
-	unrun        []Unrun         // TakeUnrun's answer
-	pausedKeys   map[string]bool // paused keys by name, known to the engine or not (pause.go)
-	npausing     int             // paused keys and types: while 0, no job is paused
+	unrun        []Unrun          // TakeUnrun's answer
+	pausedKeys   map[string]int64 // paused keys by name, known to the engine or not, to when each pause began (pause.go)
+	npausing     int              // paused keys and types: while 0, no job is paused
 	timed        map[*Job]*jobTimers
 	expired      []*Job // Due's answer
 	nqueued      int    // visible in lanes
@@ -352,15 +360,22 @@ func (e *Engine) setAside(j *Job, tm *Times, deadline, now int64) bool {
 			// Restored backing off: its aging clock runs from Submitted.
 			// (One that never started has its clock start at NotBefore.)
 			e.timed[j].retry = true
-			j.at = j.lane.stoodAt(now)
+			j.at = j.lane.stoodAt(now) - e.restoredStood(j, now)
 		}
 	case e.waitsForDeps(j):
 		e.aside(j)
 		e.block(j)
 		j.at = j.lane.stoodAt(now) // its aging clock runs, but stands while its lane is paused
+		if tm.Submitted != 0 {
+			j.at -= e.restoredStood(j, now)
+		}
 	case j.paused():
 		e.aside(j)
-		e.park(j, now)
+		at := now
+		if tm.Submitted != 0 {
+			at -= e.restoredStood(j, now) // its clock stopped when the pause began
+		}
+		e.park(j, at)
 	default:
 		return false
 	}

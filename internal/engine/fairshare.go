@@ -157,7 +157,7 @@ func (e *Engine) keyOrNew(name string) *keyState {
 	if k := e.keys[name]; k != nil {
 		return k
 	}
-	k := &keyState{name: name, cfg: e.defaultOf(name), busyIdx: -1, paused: e.pausedKeys[name]}
+	k := &keyState{name: name, cfg: e.defaultOf(name), busyIdx: -1, paused: e.keyPaused(name)}
 	k.bucket = bucket{idx: -1, key: k}
 	if k.cfg.Rate.Period > 0 {
 		e.setRate(&k.bucket, k.cfg.Rate, 0) // full: nothing taken yet

@@ -233,7 +233,7 @@ func (e *Engine) WouldStart(d *Desc, needs []Need, now int64) bool {
 			return true
 		}
 	}
-	if e.full() || t.blocked() || t.paused || e.pausedKeys[d.Key] {
+	if e.full() || t.blocked() || t.paused || e.keyPaused(d.Key) {
 		return false
 	}
 	k := e.anyKey

@@ -97,7 +97,19 @@ func (j *Job) setAsideSub(now int64) int64 { return j.sub + j.lane.stoodAt(now) 
 
 // catchUpClock moves j's submission time on as it leaves its aside state
 // at now (setAsideSub).
-func (j *Job) catchUpClock(now int64) { j.sub = j.setAsideSub(now) }
+func (e *Engine) catchUpClock(j *Job, now int64) {
+	if sub := j.setAsideSub(now); sub != j.sub {
+		j.sub = sub
+		e.clockMoved(j)
+	}
+}
+
+// clockMoved tells ClockMoved that a pause moved j's submission time on.
+func (e *Engine) clockMoved(j *Job) {
+	if e.ClockMoved != nil {
+		e.ClockMoved(j)
+	}
+}
 
 // first returns the lane's first job at now and its rank, or nil: the
 // first of its own jobs and of its attached wait lanes' (usually none).

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -32,14 +33,20 @@ import (
 // PauseKey pauses key name, whether the engine knows it yet or not. O(m
 // log n) for its m waiting jobs. A paused key stays paused until
 // ResumeKey, even if its record is forgotten while idle.
-func (e *Engine) PauseKey(name string, now int64) {
-	if e.pausedKeys[name] {
+func (e *Engine) PauseKey(name string, now int64) { e.PauseKeySince(name, now, now) }
+
+// PauseKeySince pauses key name as PauseKey does, its pause having begun
+// at since, at or before now: a pause restored after a restart. The jobs
+// restored (Times.Submitted) while it holds them have had their aging
+// clocks stand still since then.
+func (e *Engine) PauseKeySince(name string, since, now int64) {
+	if e.keyPaused(name) {
 		return
 	}
 	if e.pausedKeys == nil {
-		e.pausedKeys = make(map[string]bool)
+		e.pausedKeys = make(map[string]int64)
 	}
-	e.pausedKeys[name] = true
+	e.pausedKeys[name] = min(since, now)
 	e.npausing++
 	k := e.keys[name]
 	if k == nil {
@@ -53,7 +60,7 @@ func (e *Engine) PauseKey(name string, now int64) {
 
 // ResumeKey resumes key name. O(m log n) for its m paused jobs.
 func (e *Engine) ResumeKey(name string, now int64) {
-	if !e.pausedKeys[name] {
+	if !e.keyPaused(name) {
 		return
 	}
 	delete(e.pausedKeys, name)
@@ -69,15 +76,19 @@ func (e *Engine) ResumeKey(name string, now int64) {
 }
 
 // PauseType pauses job type name and reports whether it is registered.
-// O(m log n) for its m waiting jobs.
-func (e *Engine) PauseType(name string, now int64) bool {
+// O(m log n) for its m waiting jobs, plus the lanes of the type.
+func (e *Engine) PauseType(name string, now int64) bool { return e.PauseTypeSince(name, now, now) }
+
+// PauseTypeSince pauses job type name as PauseType does, its pause having
+// begun at since, as PauseKeySince does a key.
+func (e *Engine) PauseTypeSince(name string, since, now int64) bool {
 	t := e.types[name]
 	if t == nil {
 		return false
 	}
 	if !t.paused {
 		checkpoint(t.all, now)
-		t.paused = true
+		t.paused, t.pausedAt = true, min(since, now)
 		e.npausing++
 		for _, l := range t.all {
 			l.key.pausedRunning += l.running
@@ -125,10 +136,48 @@ func (e *Engine) TypePausedJobs(name string) int {
 }
 
 // KeyPaused and TypePaused report whether a key or a type is paused.
-func (e *Engine) KeyPaused(name string) bool { return e.pausedKeys[name] }
+func (e *Engine) KeyPaused(name string) bool { return e.keyPaused(name) }
 func (e *Engine) TypePaused(name string) bool {
 	t := e.types[name]
 	return t != nil && t.paused
+}
+
+func (e *Engine) keyPaused(name string) bool {
+	_, ok := e.pausedKeys[name]
+	return ok
+}
+
+// KeyPausedSince and TypePausedSince return when the pause of a paused
+// key or type began.
+func (e *Engine) KeyPausedSince(name string) int64 { return e.pausedKeys[name] }
+func (e *Engine) TypePausedSince(name string) int64 {
+	if t := e.types[name]; t != nil && t.paused {
+		return t.pausedAt
+	}
+	return 0
+}
+
+// pausedSince returns when the pauses that hold j's lane began: the
+// earliest of its key's and its type's.
+func (e *Engine) pausedSince(l *lane) int64 {
+	since := int64(math.MaxInt64)
+	if l.key.paused {
+		since = e.pausedKeys[l.key.name]
+	}
+	if l.typ.paused {
+		since = min(since, l.typ.pausedAt)
+	}
+	return since
+}
+
+// restoredStood returns how long the aging clock of j, restored at now
+// (Times.Submitted) and held by a pause, has stood before now: since the
+// pause began, or since j's clock started if that was later.
+func (e *Engine) restoredStood(j *Job, now int64) int64 {
+	if !j.lane.paused() {
+		return 0
+	}
+	return max(0, now-max(j.sub, e.pausedSince(j.lane)))
 }
 
 // PausedTypes returns the paused job types, sorted. O(types).
@@ -221,7 +270,10 @@ func (e *Engine) resumeAll(list *[]*Job, now int64) {
 			e.park(j, j.at)
 			continue
 		}
-		j.sub += now - j.at // the aging clock stood still
+		if now != j.at {
+			j.sub += now - j.at // the aging clock stood still
+			e.clockMoved(j)
+		}
 		j.held = 0
 		e.unaside(j)
 		e.rejoin(j, now)

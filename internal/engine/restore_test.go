@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // A job restored from a store (Times.Submitted) keeps the aging clock it
 // had, whether it was past its grace period, within it, or backing off
@@ -64,6 +67,59 @@ func TestRestoredJobKeepsItsAgingClock(t *testing.T) {
 		e.Finish(want, Completed, now)
 		if err := e.Verify(now); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A job restored under a pause that began before the restart
+// (PauseKeySince) has its aging clock stand still from when the pause
+// began, or from its submission if that came later: queued, backing off,
+// or waiting for a job it runs after. When a pause moves a job's
+// submission time on, ClockMoved hears of it.
+func TestRestoredPausedJobKeepsItsStoppedClock(t *testing.T) {
+	const s = int64(1e6)
+	e := newTestEngine(t, Config{MaxConcurrency: 1, Aging: Aging{Interval: s, Step: 1, MaxEffective: 100}})
+	var moved []*Job
+	e.ClockMoved = func(j *Job) { moved = append(moved, j) }
+	now := 100 * s
+	e.PauseKeySince("k", 60*s, now) // paused 40 s before the restart
+	queued := new(Job)              // submitted at 50 s: waited 10 s
+	e.Enqueue(queued, &Desc{Type: "t", Key: "k"}, &Times{Submitted: 50 * s}, now)
+	late := new(Job) // submitted at 70 s, during the pause: waited 0 s
+	e.Enqueue(late, &Desc{Type: "t", Key: "k"}, &Times{Submitted: 70 * s}, now)
+	backoff := new(Job) // submitted at 40 s, backing off until 110 s: waited 20 s
+	e.Enqueue(backoff, &Desc{Type: "t", Key: "k"}, &Times{Submitted: 40 * s, NotBefore: 110 * s}, now)
+	holder := new(Job)
+	e.Enqueue(holder, &Desc{Type: "t"}, nil, now) // holds the slot
+	blocked := new(Job)                           // submitted at 30 s, runs after holder: waited 30 s
+	e.Enqueue(blocked, &Desc{Type: "t", Key: "k"}, &Times{Submitted: 30 * s, After: []*Job{holder}}, now)
+	check := func(j *Job, want int, what string) {
+		t.Helper()
+		if got := e.Effective(j, now); got != want {
+			t.Fatalf("%s: effective priority %d at %ds, want %d", what, got, now/s, want)
+		}
+	}
+	check(queued, 60, "paused since 60 s: base 50, 10 s waited")
+	check(late, 50, "submitted during the pause")
+
+	now = 120 * s
+	e.Due(now)
+	e.ResumeKey("k", now)
+	if backoff.State() != StateQueued {
+		t.Fatalf("the backing-off job is %v, want queued", backoff.State())
+	}
+	now = 125 * s
+	check(queued, 65, "5 s after the resume")
+	check(late, 55, "5 s after the resume")
+	check(backoff, 75, "5 s after the resume")
+	e.Finish(holder, Completed, now) // blocked joins the queue
+	check(blocked, 85, "5 s after the resume")
+	if err := e.Verify(now); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []*Job{queued, late, backoff, blocked} {
+		if !slices.Contains(moved, j) {
+			t.Errorf("ClockMoved did not hear of job %d", j.Seq())
 		}
 	}
 }

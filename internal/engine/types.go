@@ -25,9 +25,10 @@ type typeState struct {
 	blankCost *estimate
 	running   int
 	pending   int
-	aside     int  // set aside (delayed, paused, blocked), not in pending
-	limit     int  // cap on running jobs, 0: none; cfg.MaxConcurrency until SetTypeLimit
-	paused    bool // the type is paused (pause.go)
+	aside     int   // set aside (delayed, paused, blocked), not in pending
+	limit     int   // cap on running jobs, 0: none; cfg.MaxConcurrency until SetTypeLimit
+	paused    bool  // the type is paused (pause.go)
+	pausedAt  int64 // when its pause began, while it is paused
 
 	// lanes holds the ready lanes of this type (queued jobs, key below its
 	// cap) in fair order: by their flow's virtual time.

@@ -384,8 +384,8 @@ func (e *Engine) verifyAside(asideKey map[*keyState]int, asideType map[*typeStat
 	}
 	total := 0
 	for _, k := range e.keys {
-		if k.paused != e.pausedKeys[k.name] {
-			return errorf("key %q: paused %v, in pausedKeys %v", k.name, k.paused, e.pausedKeys[k.name])
+		if k.paused != e.keyPaused(k.name) {
+			return errorf("key %q: paused %v, in pausedKeys %v", k.name, k.paused, e.keyPaused(k.name))
 		}
 		for _, j := range k.pausedJobs {
 			if j.lane.key != k {

@@ -43,7 +43,7 @@ type Job struct {
 	Key       string // fairness key
 	Ref       string // fairsched.Job.ID: the resource it acts on
 	Priority  int    // as given to Enqueue: 0 means the type's default
-	Submitted int64  // when it was first enqueued: its aging clock runs from here
+	Submitted int64  // when it was first enqueued, moved on by the time it stood paused (OpClock): its aging clock runs from here
 	NotBefore int64  // not to start before; after a failed attempt, the end of its backoff
 	StartBy   int64  // start deadline
 	State     State
@@ -87,13 +87,14 @@ const (
 	OpInterrupt                   // the attempt was cut short by Close: queued again, the attempt not counted
 	OpRequeue                     // a dead job queued again by hand, Op.Allowed attempts allowed in all
 	OpPriority                    // its priority rose to Op.Allowed (a duplicate joined it)
+	OpClock                       // a pause moved its aging clock's start (Job.Submitted) on to Op.At
 )
 
 // Op records one thing that happened to job ID, posted after the fact.
 type Op struct {
 	Kind      OpKind
 	ID        int64
-	At        int64   // when it happened
+	At        int64   // when it happened; OpClock: its new submission time
 	NotBefore int64   // OpRetry: when the next attempt may start
 	Attempt   Attempt // the attempt that ended, if one did (Start 0: none)
 	Err       string  // OpEnd, OpDead: why
