@@ -75,6 +75,7 @@ func TestOpsAndRecover(t *testing.T) {
 	st.Post(store.Op{Kind: store.OpInterrupt, ID: 5, At: 300})
 	st.Post(store.Op{Kind: store.OpDead, ID: 6, At: 300, Attempt: failed, Err: "boom"})
 	st.Post(store.Op{Kind: store.OpRequeue, ID: 6, Allowed: 2})
+	st.Post(store.Op{Kind: store.OpClock, ID: 5, At: 150})
 	require.NoError(t, st.Flush(ctx))
 
 	got := recovered(t, st)
@@ -82,6 +83,7 @@ func TestOpsAndRecover(t *testing.T) {
 	assert.Equal(t, &store.Job{ID: 1, Type: "mail", Key: "k", Ref: "r", Priority: 60, Submitted: 100, NotBefore: 400,
 		StartBy: 9000, State: store.Queued, Attempt: 1, Attempts: []store.Attempt{failed}}, got[1])
 	assert.Equal(t, 0, got[5].Attempt, "an interrupted attempt does not count")
+	assert.EqualValues(t, 150, got[5].Submitted, "a pause moved its aging clock's start on")
 	assert.Equal(t, 2, got[6].Allowed)
 	assert.Equal(t, []int64{1, 3, 4, 5, 1, 1}, column(t, st, "SELECT state FROM fairsched_jobs ORDER BY id"))
 	var dead []*store.Job
