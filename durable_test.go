@@ -1206,3 +1206,53 @@ func TestDurablePausedClockSurvivesRestart(t *testing.T) {
 		})
 	}
 }
+
+// A durable job whose attempt fails while its key is paused has its aging
+// clock stand still from the attempt's end, across a restart too: it ran
+// until then.
+func TestDurableRetriedUnderPauseClockSurvivesRestart(t *testing.T) {
+	clk, t0, st := fakeClockAndStore(t)
+	at := func(s int) { clk.Set(t0.Add(time.Duration(s) * time.Second)) }
+	release := make(chan struct{})
+	fails := func(ctx context.Context, m mail) error {
+		if Attempt(ctx) == 1 {
+			<-release
+			return errFlaky
+		}
+		return nil
+	}
+	got := make(chan mailRun, 2)
+	cfg := Config{MaxConcurrency: 1, Clock: clk, Store: st, Handlers: mailHandlers(got, fails),
+		Aging: AgingConfig{Interval: time.Second, Step: 1},
+		Types: map[string]TypeConfig{"mail": {Retry: RetryPolicy{Attempts: 2, Backoff: 30 * time.Second}}}}
+	effective := func(s *Scheduler) int { // the one mail job's, whatever its Seq in s
+		t.Helper()
+		for _, ji := range s.Snapshot() {
+			if ji.Type == "mail" {
+				return ji.EffectivePriority
+			}
+		}
+		t.Fatal("the mail job is not in the snapshot")
+		return 0
+	}
+	ctx := context.Background()
+	s, sig := newSignalledScheduler(t, cfg)
+	at(1)
+	h, err := s.Enqueue(ctx, Job{Type: "mail", Key: "k", Priority: 1}, mail{N: 1})
+	require.NoError(t, err)
+	<-got // its first attempt runs
+	at(3)
+	s.PauseKey("k")
+	at(10)
+	close(release)
+	require.Equal(t, h.Seq(), <-sig.retried, "its attempt failed at 10 s, 9 s after its submission")
+	at(20)
+	require.Equal(t, 10, effective(s), "backing off, paused: 9 s of waiting")
+	require.NoError(t, s.Shutdown(ctx))
+
+	at(100)
+	s2 := newTestScheduler(t, cfg)
+	assert.Equal(t, 10, effective(s2), "restarted, still paused: 9 s of waiting")
+	s2.ResumeKey("k")
+	assert.Equal(t, mailRun{mail{N: 1}, 2}, <-got)
+}

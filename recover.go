@@ -113,6 +113,9 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 		}
 		tm.After = after
 	}
+	if n := len(j.Attempts); n > 0 {
+		tm.Ran, tm.AttemptEnded = true, s.engineTimeOf(j.Attempts[n-1].End)
+	}
 	if j.NotBefore != 0 {
 		tm.NotBefore = s.engineTimeOf(j.NotBefore)
 		if j.Attempt == 0 { // delayed, never started: its aging clock starts at its NotBefore
@@ -139,6 +142,7 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 			return
 		}
 		tm.NotBefore = now + p.wait(len(a.list)).Microseconds()
+		tm.Ran, tm.AttemptEnded = true, now // it was running until the restart found it lost
 		d.st.Post(store.Op{Kind: store.OpRetry, ID: j.ID, At: s.wallOf(now), NotBefore: s.wallOf(tm.NotBefore), Attempt: lost})
 	}
 	if r := s.eng.Enqueue(&dt.rec, descOf(&desc), &tm, now); r != nil {

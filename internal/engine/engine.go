@@ -76,8 +76,13 @@ type Desc struct {
 type Times struct {
 	NotBefore, StartBy int64
 	Submitted          int64
-	After              []*Job
-	Needs              []Need // the job's own needs, in place of its type's; nil: its type's
+	// Ran is set for a restored job that has run, and AttemptEnded is
+	// then when its last attempt ended: a restored pause stopped its
+	// clock then at the earliest, since it ran until then.
+	Ran          bool
+	AttemptEnded int64
+	After        []*Job
+	Needs        []Need // the job's own needs, in place of its type's; nil: its type's
 }
 
 // Engine is the whole decision state of a scheduler and the order of
@@ -360,20 +365,20 @@ func (e *Engine) setAside(j *Job, tm *Times, deadline, now int64) bool {
 			// Restored backing off: its aging clock runs from Submitted.
 			// (One that never started has its clock start at NotBefore.)
 			e.timed[j].retry = true
-			j.at = j.lane.stoodAt(now) - e.restoredStood(j, now)
+			j.at = j.lane.stoodAt(now) - e.restoredStood(j, tm, now)
 		}
 	case e.waitsForDeps(j):
 		e.aside(j)
 		e.block(j)
 		j.at = j.lane.stoodAt(now) // its aging clock runs, but stands while its lane is paused
 		if tm.Submitted != 0 {
-			j.at -= e.restoredStood(j, now)
+			j.at -= e.restoredStood(j, tm, now)
 		}
 	case j.paused():
 		e.aside(j)
 		at := now
 		if tm.Submitted != 0 {
-			at -= e.restoredStood(j, now) // its clock stopped when the pause began
+			at -= e.restoredStood(j, tm, now) // its clock stopped when the pause began
 		}
 		e.park(j, at)
 	default:

@@ -171,13 +171,18 @@ func (e *Engine) pausedSince(l *lane) int64 {
 }
 
 // restoredStood returns how long the aging clock of j, restored at now
-// (Times.Submitted) and held by a pause, has stood before now: since the
-// pause began, or since j's clock started if that was later.
-func (e *Engine) restoredStood(j *Job, now int64) int64 {
+// with tm (tm.Submitted) and held by a pause, has stood before now: since
+// the pause began, or since its clock started or its last attempt ended
+// if that was later.
+func (e *Engine) restoredStood(j *Job, tm *Times, now int64) int64 {
 	if !j.lane.paused() {
 		return 0
 	}
-	return max(0, now-max(j.sub, e.pausedSince(j.lane)))
+	from := max(j.sub, e.pausedSince(j.lane))
+	if tm.Ran {
+		from = max(from, tm.AttemptEnded)
+	}
+	return max(0, now-from)
 }
 
 // PausedTypes returns the paused job types, sorted. O(types).

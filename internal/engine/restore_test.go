@@ -73,8 +73,9 @@ func TestRestoredJobKeepsItsAgingClock(t *testing.T) {
 
 // A job restored under a pause that began before the restart
 // (PauseKeySince) has its aging clock stand still from when the pause
-// began, or from its submission if that came later: queued, backing off,
-// or waiting for a job it runs after. When a pause moves a job's
+// began, or from its submission, or the end of the attempt it backs off
+// from, if that came later: queued, backing off, or waiting for a job it
+// runs after. When a pause moves a job's
 // submission time on, ClockMoved hears of it.
 func TestRestoredPausedJobKeepsItsStoppedClock(t *testing.T) {
 	const s = int64(1e6)
@@ -89,6 +90,8 @@ func TestRestoredPausedJobKeepsItsStoppedClock(t *testing.T) {
 	e.Enqueue(late, &Desc{Type: "t", Key: "k"}, &Times{Submitted: 70 * s}, now)
 	backoff := new(Job) // submitted at 40 s, backing off until 110 s: waited 20 s
 	e.Enqueue(backoff, &Desc{Type: "t", Key: "k"}, &Times{Submitted: 40 * s, NotBefore: 110 * s}, now)
+	ranLate := new(Job) // submitted at 40 s, its attempt ended at 80 s, backing off: waited 40 s
+	e.Enqueue(ranLate, &Desc{Type: "t", Key: "k"}, &Times{Submitted: 40 * s, Ran: true, AttemptEnded: 80 * s, NotBefore: 110 * s}, now)
 	holder := new(Job)
 	e.Enqueue(holder, &Desc{Type: "t"}, nil, now) // holds the slot
 	blocked := new(Job)                           // submitted at 30 s, runs after holder: waited 30 s
@@ -112,12 +115,13 @@ func TestRestoredPausedJobKeepsItsStoppedClock(t *testing.T) {
 	check(queued, 65, "5 s after the resume")
 	check(late, 55, "5 s after the resume")
 	check(backoff, 75, "5 s after the resume")
+	check(ranLate, 95, "5 s after the resume")
 	e.Finish(holder, Completed, now) // blocked joins the queue
 	check(blocked, 85, "5 s after the resume")
 	if err := e.Verify(now); err != nil {
 		t.Fatal(err)
 	}
-	for _, j := range []*Job{queued, late, backoff, blocked} {
+	for _, j := range []*Job{queued, late, backoff, ranLate, blocked} {
 		if !slices.Contains(moved, j) {
 			t.Errorf("ClockMoved did not hear of job %d", j.Seq())
 		}
