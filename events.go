@@ -60,7 +60,7 @@ type AllocationReason uint8
 const (
 	ReasonConfigChange = AllocationReason(engine.ReasonConfigChange) // weight, reservation or cap changed
 	ReasonRebalance    = AllocationReason(engine.ReasonRebalance)    // another key arrived or left
-	ReasonKeyDrained   = AllocationReason(engine.ReasonKeyDrained)   // the key itself ran out of work
+	ReasonKeyDrained   = AllocationReason(engine.ReasonKeyDrained)   // the key itself ran out of work, or was paused
 )
 
 var reasonNames = [...]string{"", "config_change", "rebalance", "key_drained"}

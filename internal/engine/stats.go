@@ -35,7 +35,7 @@ type AllocationReason uint8
 const (
 	ReasonConfigChange AllocationReason = iota + 1 // weight, reservation or cap changed
 	ReasonRebalance                                // another key arrived or left
-	ReasonKeyDrained                               // the key itself ran out of work
+	ReasonKeyDrained                               // the key itself ran out of work, or was paused
 )
 
 // Counters are the engine's cumulative counts.
