@@ -262,7 +262,9 @@
 // one it is handed, so a burst costs few goroutines). Every accepted job
 // has a sequence number, unique in its Scheduler and in submission order:
 // Handle.Seq, and the Seq of its Events, its Snapshot entry and a
-// PanicError. Panics are recovered into *PanicError with the stack. Shutdown drains gracefully; Close
+// PanicError. SubmitMany submits many jobs in one call, all or none, at
+// the cost of one decision, each placed as its own Submit at that instant
+// would be. Panics are recovered into *PanicError with the stack. Shutdown drains gracefully; Close
 // discards queued work with ErrClosed and cancels running jobs' contexts.
 // Neither leaves a goroutine behind.
 //

@@ -191,8 +191,8 @@ type EnqueueParams struct {
 	Args any
 }
 
-// BatchError is EnqueueMany's error for one bad job of the batch: none
-// was stored.
+// BatchError is the error of EnqueueMany and SubmitMany for one bad job
+// of the batch: none was stored or submitted.
 type BatchError struct {
 	Index int // of the job in the batch
 	Err   error
