@@ -78,6 +78,35 @@ func BenchmarkSubmit(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*burst), "ns/job")
 	})
+	// The same 10,000 jobs submitted as one batch (SubmitMany): one
+	// decision for the burst.
+	b.Run("many-10k", func(b *testing.B) {
+		const burst = 10000
+		s := benchScheduler(b, Config{MaxConcurrency: 16, Clock: clock.Real{}})
+		var left atomic.Int64
+		var done chan struct{} // written before each batch, read by its jobs
+		fn := func(context.Context) error {
+			if left.Add(-1) == 0 {
+				close(done)
+			}
+			return nil
+		}
+		jobs := make([]SubmitParams, burst)
+		for k := range jobs {
+			jobs[k].Fn = fn
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			left.Store(burst)
+			done = make(chan struct{})
+			if _, err := s.SubmitMany(context.Background(), jobs); err != nil {
+				b.Fatal(err)
+			}
+			<-done
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*burst), "ns/job")
+	})
 }
 
 // BenchmarkRetry measures one attempt of jobs that fail twice, then

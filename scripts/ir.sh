@@ -21,6 +21,7 @@ cd "$(dirname "$0")/.."
 benches=(
 	"RunSync/uncontended|^BenchmarkRunSync\$/^uncontended\$|1"
 	"Submit/burst-10k (per job)|^BenchmarkSubmit\$/^burst-10k\$|10000"
+	"Submit/many-10k (per job)|^BenchmarkSubmit\$/^many-10k\$|10000"
 )
 small=${IR_SMALL:-2000}
 large=${IR_LARGE:-22000}
