@@ -62,6 +62,9 @@ func (w *diffWorkload) goString() string {
 		if len(j.After) > 0 {
 			times += fmt.Sprintf(", After: %#v", j.After)
 		}
+		if j.Batch != 0 {
+			times += fmt.Sprintf(", Batch: %d", j.Batch)
+		}
 		needs := ""
 		if j.Job.Needs != nil {
 			needs = fmt.Sprintf(", Needs: %#v", j.Job.Needs)

@@ -49,6 +49,7 @@ type diffJobRun struct {
 	attached  int
 	detached  bool
 	completed bool // ended, its function having returned nil
+	batched   bool // taken in with its batch, before its own arrival event
 }
 
 // errDiffInvalid marks a workload whose configuration New rejects; the
@@ -77,6 +78,12 @@ type diffRunner struct {
 	// the job a duplicate joins (if it has not ended).
 	openJoin map[dupKey]int
 	order    []int // job indices in start order
+	// batch is set while the jobs of a batch, submitted together, are
+	// taken in one by one: what the system said of each.
+	batch *diffBatchRun
+	// held are the starts seen while a batch was taken in, compared with
+	// the reference's at the sync that ends it.
+	held []diffStart
 
 	real, model []diffStart // the start sequences
 	trace       []string    // the events applied, for reports
@@ -462,7 +469,13 @@ func (r *diffRunner) change(c diffKeyChange) error {
 // nothing: the submission is refused, as the reference says.
 func (r *diffRunner) join(i, k int) error {
 	desc := r.w.Jobs[i].Job
-	seq, err := r.sys.join(i, k, desc)
+	var seq uint64
+	var err error
+	if r.batch != nil {
+		seq = r.batch.seqs[r.batch.pos]
+	} else {
+		seq, err = r.sys.join(i, k, desc)
+	}
 	disabled := r.ref != nil && r.ref.Disabled(r.now.Microseconds(), desc.Type, desc.ID)
 	switch {
 	case errors.Is(err, ErrDisabled) && (r.ref == nil || disabled):
@@ -587,7 +600,104 @@ func (r *diffRunner) setLimit(c diffLimit) error {
 	return nil
 }
 
+// diffBatchRun is what the system said of a batch: each job's sequence
+// number, and the running jobs as each had been taken in.
+type diffBatchRun struct {
+	seqs    []uint64
+	running [][]*engine.Job
+	pos     int // the job being taken in
+}
+
 func (r *diffRunner) arrive(i int) error {
+	if r.jobs[i].batched {
+		return nil // taken in with its batch
+	}
+	if b := r.w.Jobs[i].Batch; b != 0 && r.batch == nil {
+		idx := []int{i}
+		for k := i + 1; k < len(r.w.Jobs); k++ {
+			if r.w.Jobs[k].Batch == b && r.w.Jobs[k].At == r.w.Jobs[i].At {
+				idx = append(idx, k)
+			}
+		}
+		return r.arriveBatch(idx)
+	}
+	return r.arriveOne(i)
+}
+
+// arriveBatch takes in jobs idx, submitted together (SubmitMany): both
+// sides admit all or none of them, then take each in as its own
+// submission at this instant, in order; the starts are compared once all
+// are in.
+func (r *diffRunner) arriveBatch(idx []int) error {
+	ds := make([]Job, len(idx))
+	after := make([][]int, len(idx))
+	refs := make([]refmodel.Job, len(idx))
+	for m, i := range idx {
+		r.jobs[i].batched = true
+		ds[m], refs[m] = r.w.Jobs[i].job(r.t0), r.w.Jobs[i].refJob()
+		for _, k := range r.w.Jobs[i].After {
+			if r.jobs[k].accepted {
+				after[m] = append(after[m], k)
+			}
+		}
+	}
+	seqs, running, err := r.sys.submitMany(idx, ds, after)
+	noBatch := errors.Is(err, errDiffNoBatch)
+	r.trace = append(r.trace, fmt.Sprintf("%v submit %v together: %v", r.now, idx, err))
+	admitted := err == nil || noBatch // the engine alone, without the reference: one by one
+	if r.ref != nil {
+		bad, fits := r.ref.Admits(r.now.Microseconds(), refs)
+		admitted = bad < 0 && fits
+		var be *BatchError
+		var qf *QueueFullError
+		switch {
+		case noBatch:
+		case admitted != (err == nil):
+			return fmt.Errorf("batch %v at %v: scheduler error %v, reference admits %v (first refused %d)", idx, r.now, err, admitted, bad)
+		case bad >= 0 && (!errors.As(err, &be) || be.Index != bad):
+			return fmt.Errorf("batch %v at %v: scheduler error %v, the reference refuses job %d of it", idx, r.now, err, bad)
+		case err != nil && bad < 0 && !errors.As(err, &qf):
+			return fmt.Errorf("batch %v at %v: scheduler error %v, the reference finds no room", idx, r.now, err)
+		}
+	}
+	if noBatch {
+		if !admitted {
+			// Refused as a whole: the engine alone does not say so.
+			return nil
+		}
+		for _, i := range idx {
+			if err := r.arriveOne(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		var qf *QueueFullError
+		var be *BatchError
+		switch {
+		case errors.As(err, &qf):
+			r.rejected += len(idx)
+		case errors.As(err, &be) && (errors.Is(err, ErrStartDeadline) || errors.Is(err, ErrDisabled) || errors.Is(err, ErrTooMuch)):
+		default:
+			return fmt.Errorf("batch %v: %v", idx, err)
+		}
+		return r.sync()
+	}
+	r.batch = &diffBatchRun{seqs: seqs, running: running}
+	for m, i := range idx {
+		r.batch.pos = m
+		if err := r.arriveOne(i); err != nil {
+			r.batch = nil
+			return err
+		}
+	}
+	r.batch = nil
+	return r.sync()
+}
+
+// arriveOne takes in job i's submission on both sides.
+func (r *diffRunner) arriveOne(i int) error {
 	desc := r.w.Jobs[i].Job
 	policy := r.w.Cfg.Types[desc.Type].Duplicates
 	key := dupKey{desc.Type, desc.ID}
@@ -610,7 +720,12 @@ func (r *diffRunner) arrive(i int) error {
 			after = append(after, k)
 		}
 	}
-	return r.arriveBy(i, func() (uint64, error) { return r.sys.submit(i, r.w.Jobs[i].job(r.t0), after) })
+	return r.arriveBy(i, func() (uint64, error) {
+		if r.batch != nil {
+			return r.batch.seqs[r.batch.pos], nil
+		}
+		return r.sys.submit(i, r.w.Jobs[i].job(r.t0), after)
+	})
 }
 
 // arriveBy takes in job i's submission, made by submit, on both sides.
@@ -787,32 +902,20 @@ func (r *diffRunner) fail(i int) error {
 // sync records the jobs the scheduler and the reference started since the
 // last event and compares them, after checking the scheduler's invariants.
 func (r *diffRunner) sync() error {
+	if r.batch != nil {
+		// A job of a batch is in: what it started is taken in, so that the
+		// next job of the batch meets it started, and compared at the end.
+		got, err := r.takeStarts(r.batch.running[r.batch.pos])
+		r.held = append(r.held, got...)
+		return err
+	}
 	if err := r.takeUnrun(); err != nil {
 		return err
 	}
 	running, vt, est, err := r.sys.inspect()
-	var got []diffStart
-	// A dispatch appends the jobs it starts to the running list in start
-	// order, and an event ends at most one job before dispatching, so the
-	// new jobs are the list's tail, in order.
-	for _, j := range running {
-		i, ok := r.bySeq[j.Seq()]
-		if !ok {
-			err = errors.Join(err, fmt.Errorf("unknown job seq %d running", j.Seq()))
-			continue
-		}
-		if jr := &r.jobs[i]; !jr.started {
-			jr.started, jr.start = true, r.now
-			if d := r.w.Jobs[i].Job; r.waitingDup[dupKey{d.Type, d.ID}] == i {
-				delete(r.waitingDup, dupKey{d.Type, d.ID})
-			}
-			if d := r.w.Jobs[i].Job; r.w.Cfg.Types[d.Type].Duplicates == JoinQueued && r.openJoin[dupKey{d.Type, d.ID}] == i {
-				delete(r.openJoin, dupKey{d.Type, d.ID})
-			}
-			r.order = append(r.order, i)
-			got = append(got, diffStart{i, r.now, diffKindName(j.Kind())})
-		}
-	}
+	got, serr := r.takeStarts(running)
+	err = errors.Join(err, serr)
+	got, r.held = append(r.held, got...), nil
 	if err != nil {
 		return fmt.Errorf("at %v: invariant broken: %v", r.now, err)
 	}
@@ -843,6 +946,34 @@ func (r *diffRunner) sync() error {
 		return r.checkStats()
 	}
 	return nil
+}
+
+// takeStarts takes in the jobs of running not seen running before, and
+// returns their starts. A dispatch appends the jobs it starts to the
+// running list in start order, and an event ends at most one job before
+// dispatching, so the new jobs are the list's tail, in order.
+func (r *diffRunner) takeStarts(running []*engine.Job) ([]diffStart, error) {
+	var got []diffStart
+	var err error
+	for _, j := range running {
+		i, ok := r.bySeq[j.Seq()]
+		if !ok {
+			err = errors.Join(err, fmt.Errorf("unknown job seq %d running", j.Seq()))
+			continue
+		}
+		if jr := &r.jobs[i]; !jr.started {
+			jr.started, jr.start = true, r.now
+			if d := r.w.Jobs[i].Job; r.waitingDup[dupKey{d.Type, d.ID}] == i {
+				delete(r.waitingDup, dupKey{d.Type, d.ID})
+			}
+			if d := r.w.Jobs[i].Job; r.w.Cfg.Types[d.Type].Duplicates == JoinQueued && r.openJoin[dupKey{d.Type, d.ID}] == i {
+				delete(r.openJoin, dupKey{d.Type, d.ID})
+			}
+			r.order = append(r.order, i)
+			got = append(got, diffStart{i, r.now, diffKindName(j.Kind())})
+		}
+	}
+	return got, err
 }
 
 // takeUnrun takes in the jobs that ended without running because a job

@@ -51,6 +51,9 @@ func diffSimplifications(w *diffWorkload) []*diffWorkload {
 		if len(j.After) > 0 {
 			edit(func(c *diffWorkload) { c.Jobs[i].After = nil })
 		}
+		if j.Batch != 0 {
+			edit(func(c *diffWorkload) { c.Jobs[i].Batch = 0 })
+		}
 	}
 	for i := range w.Changes {
 		edit(func(c *diffWorkload) { c.Changes = slices.Delete(c.Changes, i, i+1) })

@@ -23,6 +23,12 @@ type diffSystem interface {
 	// join submits job i, a duplicate of job k that joins it, and returns
 	// the number of the job it joined.
 	join(i, k int, d Job) (uint64, error)
+	// submitMany submits jobs idx, described by ds, each to run after the
+	// jobs of its after, together (SubmitMany), and returns each one's
+	// sequence number (the joined job's, for one that joined), and the
+	// running jobs as each had been taken in; or the error that refused
+	// the batch. The engine alone has no batch: it returns errDiffNoBatch.
+	submitMany(idx []int, ds []Job, after [][]int) (seqs []uint64, running [][]*engine.Job, err error)
 	// detach detaches submission i from job k; if last, k is then
 	// cancelled, and detach returns k's error once it has ended.
 	detach(i, k int, last bool) error
@@ -102,12 +108,19 @@ type diffScheduler struct {
 
 	endMu   sync.Mutex     // the hook runs on a goroutine of the scheduler's
 	endSeqs map[uint64]int // EventFinished per seq, written by the hook
+
+	batched func() // called, under the lock, after each job of a SubmitMany
 }
 
 func newDiffScheduler(cfg Config, clk *clock.Fake, hook bool) (*diffScheduler, error) {
 	d := &diffScheduler{handles: map[int]Handle{}, release: map[int]chan error{}, live: map[int]bool{}, endSeqs: map[uint64]int{}}
 	cfg.Clock = clk
 	cfg.signals = newTestSignals()
+	cfg.signals.batched = func() {
+		if d.batched != nil {
+			d.batched()
+		}
+	}
 	if hook {
 		cfg.EventBuffer = 1 << 12 // far more than a workload makes; checked
 		cfg.OnEvent = func(ev Event) {
@@ -138,6 +151,48 @@ func (d *diffScheduler) submit(i int, desc Job, after []int) (uint64, error) {
 	}
 	d.handles[i], d.release[i], d.live[i] = h, release, true
 	return h.Seq(), nil
+}
+
+func (d *diffScheduler) submitMany(idx []int, ds []Job, after [][]int) ([]uint64, [][]*engine.Job, error) {
+	// Which job a member joins is known once the batch is in: each
+	// function reads its release channel from a cell, which a member that
+	// joined points at its job's before the job can run.
+	cells := make([]chan error, len(idx))
+	ps := make([]SubmitParams, len(idx))
+	for m := range idx {
+		desc := ds[m]
+		for _, k := range after[m] {
+			desc.After = append(desc.After, d.handles[k])
+		}
+		cells[m] = make(chan error, 1)
+		cell := &cells[m]
+		ps[m] = SubmitParams{Job: desc, Fn: func(ctx context.Context) error { return awaitRelease(*cell)(ctx) }}
+	}
+	var running [][]*engine.Job
+	d.batched = func() { running = append(running, d.s.eng.RunningJobs()) }
+	hs, err := d.s.SubmitMany(context.Background(), ps)
+	d.batched = nil
+	if err != nil {
+		return nil, nil, err
+	}
+	owner := map[uint64]int{} // each job's first submission, by seq
+	for k, h := range d.handles {
+		if o, ok := owner[h.Seq()]; !ok || k < o {
+			owner[h.Seq()] = k
+		}
+	}
+	seqs := make([]uint64, len(idx))
+	for m, i := range idx {
+		seqs[m] = hs[m].Seq()
+		d.handles[i] = hs[m]
+		if k, ok := owner[seqs[m]]; ok { // joined job k
+			cells[m] = d.release[k]
+			continue
+		}
+		owner[seqs[m]] = i
+		d.release[i], d.live[i] = cells[m], true
+	}
+	return seqs, running, nil
 }
 
 func (d *diffScheduler) cancel(i int) error {
@@ -525,6 +580,14 @@ func (d *diffEngine) submit(i int, desc Job, after []int) (uint64, error) {
 		return 0, fmt.Errorf("j%d: WouldStart said %v, but it started %v", i, would, j.Running())
 	}
 	return j.Seq(), nil
+}
+
+// errDiffNoBatch is the engine's answer to a batch: the runner submits
+// its jobs one by one, once the reference has admitted them together.
+var errDiffNoBatch = errors.New("the engine alone has no batch")
+
+func (d *diffEngine) submitMany([]int, []Job, [][]int) ([]uint64, [][]*engine.Job, error) {
+	return nil, nil, errDiffNoBatch
 }
 
 // cancel ends a queued job as cancelled, or a running one as a Scheduler's

@@ -15,8 +15,8 @@ import (
 // pending jobs by their full key and starts the first admissible one. The
 // engine reaches the same decisions through heaps, parking and
 // incremental bookkeeping. Thousands of small random workloads are fed to
-// both, event by event, in virtual time: arrivals, cancellations of queued
-// and running jobs, finishes, and run-time key changes (SetKeyWeight,
+// both, event by event, in virtual time: arrivals (some together, in one
+// SubmitMany), cancellations of queued and running jobs, finishes, and run-time key changes (SetKeyWeight,
 // SetKey, ResetKeys). The engine is driven either inside a Scheduler, its
 // jobs run by goroutines (TestDifferential), or alone, called directly
 // (TestDifferentialEngine). After every event
@@ -91,6 +91,10 @@ type diffJob struct {
 	// After are the jobs it runs after, by index: jobs that arrive before
 	// it (those refused are left out).
 	After []int
+	// Batch, if not 0, submits the job with the other jobs of the same
+	// Batch and At, in one SubmitMany, in workload order, as the first of
+	// them arrives. A job's After names no job of its own batch.
+	Batch int
 }
 
 // diffKeyChange is a run-time change of the keys' configuration:
@@ -420,6 +424,24 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 				if w.Jobs[k].At <= w.Jobs[i].At && !slices.Contains(w.Jobs[i].After, k) {
 					w.Jobs[i].After = append(w.Jobs[i].After, k)
 				}
+			}
+		}
+	}
+	if diffChance(src, 1, 4) {
+		// Batches: runs of jobs submitted together (SubmitMany), at the
+		// earliest time of the run (so that every job after one of them
+		// still arrives after it), and after no job of the run nor any
+		// that arrives later.
+		for b := range 1 + src.intn(3) {
+			first, n := src.intn(len(w.Jobs)), 2+src.intn(4)
+			end := first
+			at := w.Jobs[first].At
+			for ; end < min(first+n, len(w.Jobs)) && w.Jobs[end].Batch == 0; end++ {
+				at = min(at, w.Jobs[end].At)
+			}
+			for k := first; k < end; k++ {
+				w.Jobs[k].Batch, w.Jobs[k].At = b+1, at
+				w.Jobs[k].After = slices.DeleteFunc(slices.Clone(w.Jobs[k].After), func(a int) bool { return a >= first || w.Jobs[a].At > at })
 			}
 		}
 	}

@@ -9,6 +9,9 @@ type testSignals struct {
 	retried   chan uint64   // a job's failed attempt was put back for a retry: its Seq
 	delivered chan struct{} // the hook returned and the event is counted delivered
 	joined    chan uint64   // a duplicate joined a job: the job's Seq
+	// batched is called, with the lock held, after each job of a
+	// SubmitMany is taken in.
+	batched func()
 }
 
 func newTestSignals() *testSignals {

@@ -105,33 +105,42 @@ func (s *Scheduler) SubmitMany(ctx context.Context, jobs []SubmitParams) ([]Hand
 	for i := range jobs {
 		t := &tasks[i]
 		t.fn, t.submitCtx = jobs[i].Fn, ctx
-		desc := &jobs[i].Job
-		if s.dups.policy != nil {
-			if existing := s.joinableLocked(desc); existing != nil {
-				d := *desc // raised for its parent below: the caller's stays as it is
-				if eff, ok := parent.priority(s); ok {
-					if base, known := s.eng.BasePriority(descOf(&d)); known && eff > base {
-						d.Priority = eff
-					}
-				}
-				w := &joiner{fn: t.fn, ctx: ctx}
-				s.joinLocked(existing, &d, w, now)
-				hs[i] = Handle{t: existing, w: w}
-				continue
-			}
+		hs[i] = s.submitOfBatchLocked(t, &jobs[i].Job, &parent, now)
+		if s.cfg.signals != nil && s.cfg.signals.batched != nil {
+			s.cfg.signals.batched()
 		}
-		if err := s.enqueueLocked(t, desc, now); err != nil {
-			panic("fairsched: internal error: a job of an admitted batch was refused: " + err.Error())
-		}
-		hs[i] = s.handleLocked(t)
-		if t.rec.Waiting() {
-			if eff, ok := parent.priority(s); ok {
-				s.eng.Raise(&t.rec, eff, now)
-			}
-		}
-		s.launchLocked(t, now)
 	}
 	return hs, nil
+}
+
+// submitOfBatchLocked submits job t, described by desc, of an admitted
+// batch whose parent is parent, at now, as Submit would, and returns its
+// Handle.
+func (s *Scheduler) submitOfBatchLocked(t *task, desc *Job, parent *batchParent, now int64) Handle {
+	if s.dups.policy != nil {
+		if existing := s.joinableLocked(desc); existing != nil {
+			d := *desc // raised for its parent below: the caller's stays as it is
+			if eff, ok := parent.priority(s); ok {
+				if base, known := s.eng.BasePriority(descOf(&d)); known && eff > base {
+					d.Priority = eff
+				}
+			}
+			w := &joiner{fn: t.fn, ctx: t.submitCtx}
+			s.joinLocked(existing, &d, w, now)
+			return Handle{t: existing, w: w}
+		}
+	}
+	if err := s.enqueueLocked(t, desc, now); err != nil {
+		panic("fairsched: internal error: a job of an admitted batch was refused: " + err.Error())
+	}
+	h := s.handleLocked(t)
+	if t.rec.Waiting() {
+		if eff, ok := parent.priority(s); ok {
+			s.eng.Raise(&t.rec, eff, now)
+		}
+	}
+	s.launchLocked(t, now)
+	return h
 }
 
 // batchParent finds, once for a whole batch, the running job whose

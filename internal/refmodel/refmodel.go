@@ -394,32 +394,44 @@ func (m *Model) Disabled(now int64, typ, id string) bool {
 	return off && (until == 0 || now < until)
 }
 
-// submit is Submit without the dispatch.
-func (m *Model) submit(now int64, d Job) (uint64, bool) {
-	t, ok := m.typeOf(d.Type)
+// acceptable returns, for job d submitted at now, its type, start
+// deadline and needs, and false if it is refused for what it is: its
+// type, its pair disabled, a deadline it cannot meet, needs that do not
+// fit. The queue's limits are not looked at.
+func (m *Model) acceptable(now int64, d Job) (t Type, deadline int64, needs map[string]int, ok bool) {
+	t, ok = m.typeOf(d.Type)
 	if !ok {
-		return 0, false
+		return t, 0, nil, false
 	}
 	if m.Disabled(now, d.Type, d.ID) {
-		return 0, false
+		return t, 0, nil, false
 	}
 	// The start deadline: the earlier of StartBy and the type's
 	// StartTimeout from now. One that cannot be met is refused.
-	deadline := d.StartBy
+	deadline = d.StartBy
 	if to := t.StartTimeout.Microseconds(); to > 0 && (deadline == 0 || now+to < deadline) {
 		deadline = now + to
 	}
 	if deadline > 0 && deadline <= max(now, d.NotBefore) {
-		return 0, false
+		return t, 0, nil, false
 	}
-	needs := t.Needs
+	needs = t.Needs
 	if d.Needs != nil {
 		needs = d.Needs
 	}
 	for r, u := range needs {
 		if c, ok := m.capacity()[r]; !ok || u > c {
-			return 0, false
+			return t, 0, nil, false
 		}
+	}
+	return t, deadline, needs, true
+}
+
+// submit is Submit without the dispatch.
+func (m *Model) submit(now int64, d Job) (uint64, bool) {
+	t, deadline, needs, ok := m.acceptable(now, d)
+	if !ok {
+		return 0, false
 	}
 	if m.cfg.MaxQueue > 0 && m.count(func(j *job) bool { return !j.running }) >= m.cfg.MaxQueue {
 		return 0, false
