@@ -71,7 +71,10 @@ var ErrBatchTooLarge = errors.New("fairsched: batch too large")
 //
 // SubmitMany holds the scheduler's lock while it submits the batch, as
 // long as that many Submits would hold it in all, without the lock's
-// hand-overs between them; MaxBatch bounds it. A nil ctx is a
+// hand-overs between them; MaxBatch bounds it. The batch's records are
+// allocated together, one allocation where Submits make one each: so a
+// Handle kept, or a job of the batch that has not ended, keeps every
+// record of the batch in memory (about 150 bytes a job). A nil ctx is a
 // programming error: SubmitMany panics, naming it. An empty batch
 // returns no Handles and no error.
 func (s *Scheduler) SubmitMany(ctx context.Context, jobs []SubmitParams) ([]Handle, error) {
@@ -90,8 +93,7 @@ func (s *Scheduler) SubmitMany(ctx context.Context, jobs []SubmitParams) ([]Hand
 		}
 	}
 	// The batch's records in one allocation: they stay in memory while
-	// one of them is referred to, a few hundred bytes a job for at most
-	// the batch's life.
+	// one of them is referred to.
 	tasks := make([]task, len(jobs))
 	hs := make([]Handle, len(jobs))
 	s.mu.Lock()
