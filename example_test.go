@@ -49,6 +49,44 @@ func ExampleScheduler_Submit() {
 	// Output: repack failed
 }
 
+// Work that arrives together is submitted together: one decision for the
+// batch, all or none, each job placed as its own Submit would be.
+func ExampleScheduler_SubmitMany() {
+	s, err := fairsched.New(fairsched.Config{MaxConcurrency: 4, MaxQueue: 100})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+
+	var jobs []fairsched.SubmitParams
+	for _, repo := range []string{"repo-1", "repo-2", "repo-3"} {
+		jobs = append(jobs, fairsched.SubmitParams{
+			Job: fairsched.Job{ID: repo},
+			Fn:  func(ctx context.Context) error { return nil },
+		})
+	}
+	hs, err := s.SubmitMany(context.Background(), jobs)
+	if err != nil {
+		panic(err)
+	}
+	for _, h := range hs {
+		fmt.Println(h.Seq(), h.Wait(context.Background()))
+	}
+
+	// A batch that does not fit the queue is refused whole.
+	big := make([]fairsched.SubmitParams, 101)
+	for i := range big {
+		big[i].Fn = func(ctx context.Context) error { return nil }
+	}
+	_, err = s.SubmitMany(context.Background(), big)
+	fmt.Println(errors.Is(err, fairsched.ErrQueueFull), s.Stats().Queued)
+	// Output:
+	// 1 <nil>
+	// 2 <nil>
+	// 3 <nil>
+	// true 0
+}
+
 // Job types give work a tier, caps and a conflict group: a clone and a
 // repack of one repository never overlap, and background work is capped so
 // that foreground work always finds a slot.
