@@ -47,6 +47,7 @@ func (w *diffWorkload) goString() string {
 	field("DefaultCost", c.DefaultCost, c.DefaultCost == 0)
 	field("IdleTTL", c.IdleTTL, c.IdleTTL == 0)
 	field("Resources", c.Resources, len(c.Resources) == 0)
+	field("BackfillLookahead", c.BackfillLookahead, c.BackfillLookahead == 0)
 	b.WriteString("\t},\n\tJobs: []diffJob{\n")
 	for i, j := range w.Jobs {
 		var times string

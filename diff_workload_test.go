@@ -236,6 +236,9 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 	if backfill { // room for more than one job on r0, and slots for them
 		cfg.Resources["r0"] = 3 + src.intn(4)
 		cfg.MaxConcurrency = diffPick(src, 6, 0, 8)
+		// How many jobs that may not use the units held backfill looks
+		// past: small ones, so that it stops too.
+		cfg.BackfillLookahead = diffPick(src, 0, 1, 2, -1, 3)
 	}
 	// needs returns some units of some resources, within their capacities.
 	needs := func() map[string]int {
@@ -293,6 +296,18 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		name := fmt.Sprintf("t%d", i)
 		cfg.Types[name] = tc
 		types = append(types, name)
+	}
+	// A long type in the highest tier: its jobs come first in the order
+	// and, by their estimate, often do not end before the job the units
+	// are held for could start, while shorter ones behind them do, so
+	// that backfill looks past them.
+	long := backfill && diffChance(src, 1, 2)
+	if long {
+		if cfg.Types == nil {
+			cfg.Types = map[string]TypeConfig{}
+		}
+		cfg.Types["tl"] = TypeConfig{Tier: Tier(ntiers - 1), DefaultCost: diffUnits(25 + src.intn(20)), Needs: map[string]int{"r0": 1}}
+		types = append(types, "tl")
 	}
 	if diffChance(src, 1, 5) { // the default type configured too
 		if cfg.Types == nil {
@@ -391,6 +406,9 @@ func diffGenerate(src diffSource, maxJobs int, forget bool) *diffWorkload {
 		}
 		if diffChance(src, 1, 2) {
 			j.Job.Priority = diffPick(src, 10, -1, 50, 80, 100, 120, 20, 90, 1)
+		}
+		if j.Job.Type == "tl" { // long, as its estimate says
+			j.Dur = diffUnits(20 + src.intn(20))
 		}
 		if diffChance(src, 1, 8) {
 			j.CancelAt = j.At + diffUnits(src.intn(10))
@@ -564,6 +582,8 @@ func diffRefConfig(c Config) refmodel.Config {
 		DefaultCost:    c.DefaultCost,
 		IdleTTL:        c.IdleTTL,
 		Resources:      maps.Clone(c.Resources),
+
+		BackfillLookahead: c.BackfillLookahead,
 	}
 	for t, n := range c.TierLimits {
 		r.TierLimits[int(t)] = n

@@ -76,11 +76,12 @@ func TestDifferential(t *testing.T) {
 // each checked against the reference model after every event.
 // The seeds are split over two parallel subtests, one per core here. One
 // in twenty of the workloads at least must let jobs use units held for
-// another (backfill), so that the rule is tried and not only stated.
+// another (backfill), and as many let a job do so past one that may not
+// (lookahead), so that the rules are tried and not only stated.
 func TestDifferentialEngine(t *testing.T) {
 	const parts = 2
 	seeds := 2 * diffSeeds()
-	var backfilled atomic.Int64
+	var backfilled, passed atomic.Int64
 	t.Run("parts", func(t *testing.T) {
 		for part := range uint64(parts) {
 			t.Run(fmt.Sprintf("part=%d", part), func(t *testing.T) {
@@ -91,14 +92,20 @@ func TestDifferentialEngine(t *testing.T) {
 					if r.ref.Backfills() > 0 {
 						backfilled.Add(1)
 					}
+					if r.ref.BackfillsPast() > 0 {
+						passed.Add(1)
+					}
 				}
 			})
 		}
 	})
-	n := int(backfilled.Load())
-	t.Logf("%d of %d workloads backfilled", n, seeds)
+	n, past := int(backfilled.Load()), int(passed.Load())
+	t.Logf("%d of %d workloads backfilled, %d past a job that may not", n, seeds, past)
 	if n < seeds/20 {
 		t.Errorf("%d of %d workloads backfilled, want one in twenty at least", n, seeds)
+	}
+	if past < seeds/20 {
+		t.Errorf("%d of %d workloads backfilled past a job that may not, want one in twenty at least", past, seeds)
 	}
 }
 

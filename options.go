@@ -205,8 +205,18 @@ type Config struct {
 	// smaller job behind it may use them only if, by its estimated cost,
 	// it ends before the held job could start (backfill): a job let past
 	// that runs longer than its estimate delays the held job by at most
-	// that overrun. See SetResource.
+	// that overrun. Backfill looks past up to BackfillLookahead jobs
+	// that may not use the held units. See SetResource.
 	Resources map[string]int
+	// BackfillLookahead is how far backfill looks past the waiting jobs
+	// that cannot use a resource's held units: up to this many of them
+	// per resource are passed over, and the jobs behind them tried,
+	// before the rest wait for units of it to be released. 0 means
+	// DefaultBackfillLookahead; a negative number passes over none, so
+	// the first job that cannot use the units stops the others. A larger
+	// one leaves held units idle less often, for more work at each
+	// release of units: O(BackfillLookahead log n).
+	BackfillLookahead int
 	// Keys configures fairness keys by name. Configured keys may carry
 	// reservations and are never forgotten, until ResetKey or ResetKeys
 	// unconfigures them. Keys[""] configures the empty key, of jobs that
@@ -490,6 +500,12 @@ func (c *Config) engine() engine.Config {
 	if c.IdleTTL == 0 {
 		ec.IdleTTL = defaultIdleTTL.Microseconds()
 	}
+	switch {
+	case c.BackfillLookahead == 0:
+		ec.BackfillLookahead = DefaultBackfillLookahead
+	case c.BackfillLookahead > 0:
+		ec.BackfillLookahead = c.BackfillLookahead
+	} // negative: none
 	return ec
 }
 

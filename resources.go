@@ -25,10 +25,16 @@ import (
 // start plus its estimated cost; a job behind it may take the free units
 // if it fits in them and, by its own estimated cost, ends by then. The estimates are the ones fair share uses: the
 // learned cost of the job's type and ID, or its type's DefaultCost before
-// one is learned. The jobs that need the held units are tried in order,
-// and the first that may not take them stops the others until some of
-// the units are released: it is not passed by the jobs behind it, smaller
-// or not.
+// one is learned. The jobs that need the held units are tried in order.
+// One that may not take them (too long, or needing more units than are
+// free) is passed over until some of the units are released, and the
+// jobs behind it are tried: up to Config.BackfillLookahead of them per
+// resource (DefaultBackfillLookahead unless set), as batch schedulers
+// bound the jobs their backfill looks at. The next one that may not take
+// them stops the others until units are released, so that each release
+// costs O(BackfillLookahead log n) however many jobs wait. Held units
+// thus sit idle only when none of the first BackfillLookahead+1 jobs
+// waiting for them fits.
 //
 // The bound is on what happens: the held job waits at most for the jobs
 // ahead of it in the order, then for the later of the release of the
@@ -36,6 +42,11 @@ import (
 // overrun of a job let past it. A job let past that runs longer than its
 // estimate delays the held job by at most that overrun, and one that ends
 // within it not at all.
+
+// DefaultBackfillLookahead is how many waiting jobs that cannot use a
+// resource's held units backfill passes over, per resource, when
+// Config.BackfillLookahead is 0.
+const DefaultBackfillLookahead = 16
 
 // validateNeeds says what is wrong with needs, of what.
 func validateNeeds(what string, needs map[string]int) error {

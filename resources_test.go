@@ -2,6 +2,7 @@ package fairsched
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -186,8 +187,8 @@ func TestResourceBackfillOverrun(t *testing.T) {
 // The estimate is the one fair share charges: the learned cost of the
 // job's (type, ID), its type's default before one is learned. x has been
 // seen to take 20 s, so it would not end before b could start, and it is
-// not let past; nor is y behind it, which would: the first job that may
-// not use the held units stops the others until units are released.
+// not let past; y behind it would, and is: a job that may not use the
+// held units does not stop the ones behind it.
 func TestResourceBackfillLearnedCost(t *testing.T) {
 	m := newSim(t, backfillConfig())
 	m.add("x0", 0, Job{Type: "small", ID: "x"}, 20*time.Second) // learns x's cost
@@ -199,5 +200,54 @@ func TestResourceBackfillLearnedCost(t *testing.T) {
 
 	assert.Equal(t, 30*time.Second, b.Start)
 	assert.Equal(t, 30*time.Second, x.Start, "x starts beside b")
-	assert.Equal(t, 31*time.Second, y.Start, "y waits for the unit x frees")
+	assert.Equal(t, 20*time.Second, y.Start, "y is let past b, and past x")
+}
+
+// Backfill looks past the jobs that may not use the held units: a(2)
+// runs until 10 s and b(2) claims the units, and l, expected to run 20 s,
+// comes first behind b: it would end after b's start. s, behind it, would
+// end at 4 s, and starts at once. l is tried again as s's unit is
+// released, still too long, and starts beside b at 10 s.
+func TestResourceBackfillLooksPast(t *testing.T) {
+	cfg := backfillConfig()
+	cfg.Types["long"] = TypeConfig{Needs: map[string]int{"db": 1}, DefaultCost: 20 * time.Second}
+	m := newSim(t, cfg)
+	m.add("a", 0, Job{Type: "big"}, 10*time.Second)
+	b := m.add("b", 0, Job{Type: "big"}, 10*time.Second)
+	l := m.add("l", 0, Job{Type: "long"}, 20*time.Second)
+	s := m.add("s", 0, Job{Type: "small"}, 4*time.Second)
+	m.run(time.Minute)
+
+	assert.Equal(t, time.Duration(0), s.Start, "s is let past b, and past l")
+	assert.Equal(t, 10*time.Second, b.Start)
+	assert.Equal(t, 10*time.Second, l.Start, "l starts beside b")
+}
+
+// The lookahead is bounded: it passes over BackfillLookahead jobs that may
+// not use the held units, and the next one stops the others until units
+// are released. Behind b, l1 and l2 are too long for the gap before b's
+// start and s would fit: with a lookahead of 2 (or the default), s starts
+// at once; with 1, l2 stops it, and it starts when b's units are
+// released at 20 s; with none (a negative lookahead), l1 does.
+func TestResourceBackfillLookaheadBound(t *testing.T) {
+	for _, tc := range []struct {
+		lookahead int
+		sStart    time.Duration
+	}{{0, 0}, {2, 0}, {1, 20 * time.Second}, {-1, 20 * time.Second}} {
+		t.Run(fmt.Sprint(tc.lookahead), func(t *testing.T) {
+			cfg := backfillConfig()
+			cfg.BackfillLookahead = tc.lookahead
+			cfg.Types["long"] = TypeConfig{Needs: map[string]int{"db": 1}, DefaultCost: 20 * time.Second}
+			m := newSim(t, cfg)
+			m.add("a", 0, Job{Type: "big"}, 10*time.Second)
+			b := m.add("b", 0, Job{Type: "big"}, 10*time.Second)
+			m.add("l1", 0, Job{Type: "long"}, 20*time.Second)
+			m.add("l2", 0, Job{Type: "long"}, 20*time.Second)
+			s := m.add("s", 0, Job{Type: "small"}, 4*time.Second)
+			m.run(time.Minute)
+
+			assert.Equal(t, 10*time.Second, b.Start)
+			assert.Equal(t, tc.sStart, s.Start)
+		})
+	}
 }

@@ -244,7 +244,7 @@ func (e *Engine) expire(j *Job, now int64) {
 		}
 		e.endAside(j, Expired, now)
 	} else {
-		e.leaveQueue(j)
+		e.leaveQueue(j, now)
 		if e.obs != nil {
 			e.obs.Expired(j, now)
 		}

@@ -20,6 +20,9 @@ type Config struct {
 	DefaultCost    float64        // seconds, > 0
 	IdleTTL        int64          // µs, > 0
 	Resources      map[string]int // named resources' capacities (resources.go)
+	// BackfillLookahead is how many jobs that may not use a resource's
+	// held units backfill skips before it stops (resources.go); 0: none.
+	BackfillLookahead int
 }
 
 // Type configures a job type; it mirrors fairsched.TypeConfig.

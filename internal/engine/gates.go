@@ -62,6 +62,15 @@ type waitLane struct {
 	freshIdx int       // handle in typ.openFresh, -1 when not there
 }
 
+// len returns how many jobs g holds. O(L) for the L lanes they come from.
+func (g *gate) len() int {
+	n := 0
+	for _, w := range g.waits {
+		n += w.n
+	}
+	return n
+}
+
 // gateOf returns the gate that holds a parked job.
 func (e *Engine) gateOf(j *Job) *gate {
 	switch j.held {

@@ -204,7 +204,7 @@ func (e *Engine) removeQueued(j *Job, now int64) {
 		e.recordCancel(j, now)
 		e.endAside(j, NotRun, now)
 	} else {
-		e.leaveQueue(j)
+		e.leaveQueue(j, now)
 		e.recordCancel(j, now)
 		e.end(j, NotRun, now)
 	}
@@ -212,14 +212,14 @@ func (e *Engine) removeQueued(j *Job, now int64) {
 
 // leaveQueue takes a job that has not started out of the queue and its
 // counts.
-func (e *Engine) leaveQueue(j *Job) {
+func (e *Engine) leaveQueue(j *Job, now int64) {
 	if j.state == StateQueued {
 		e.hide(j)
 	} else {
 		e.unhold(j)
 	}
 	if e.resources != nil {
-		e.dropClaims(j)
+		e.dropClaims(j, now)
 	}
 	e.npending--
 	j.lane.key.pending--

@@ -220,7 +220,7 @@ func (e *Engine) waitingOf(lanes []*lane) []*Job {
 // setAsideAll sets aside the waiting jobs js, in their order.
 func (e *Engine) setAsideAll(js []*Job, now int64) {
 	for _, j := range js {
-		e.leaveQueue(j)
+		e.leaveQueue(j, now)
 		if j.timed {
 			e.lateGrace.cancel(&e.timed[j].grace)
 		}

@@ -21,18 +21,26 @@ import (
 // a job behind it that needs one of them may take their free units if it
 // fits in them and, by its cost estimate, ends by the claimant's start,
 // the time the running jobs' estimated ends free the claimant's units
-// (claimStart). The jobs that need a claimed resource are tried as the
-// order reaches them, each that backfills starts, and the first that
-// does not stops the resource's backfill: it shuts the resource's gate
-// and waits there, as does every later one, until units of the resource
-// are released (releaseUnits opens the gate, and its jobs are tried
-// again in order) or its claim ends. The claim ends when the claimant
-// starts or leaves (the gates open, their waiters competing as they
-// are), and a resource short again is claimed by the next job the order
-// finds short. Opening and shutting a gate cost O(L log n) for the L
-// lanes its waiters come from, as a conflict lock's do, so trying the
-// jobs costs O(log n) for each that starts and one more. doc.go derives
-// the claimant's start and the bound on its wait.
+// (claimStart).
+//
+// The jobs that need a claimed resource are tried as the order reaches
+// them, and each that backfills starts. One that does not (too long, or
+// short of units) is skipped: it waits in the resource's skipped gate,
+// always shut, and the jobs behind it are tried, up to lookahead
+// (Config.BackfillLookahead) skipped jobs; the next that does not
+// backfill stops the resource's backfill: it shuts the resource's gate
+// and waits there, as does every later one. Both last until units of the
+// resource are released or its claim ends (resumeBackfill): the skipped
+// jobs go back to their lanes and the gate opens, and they are all tried
+// again in order. The claim ends when the claimant starts or leaves, and
+// a resource short again is claimed by the next job the order finds
+// short. Opening and shutting a gate cost O(L log n) for the L lanes its
+// waiters come from, as a conflict lock's do, and a skipped job costs
+// O(log n) to hold and to put back, so trying the jobs costs O(log n)
+// for each that starts, each skipped and one more, and a release
+// O(lookahead log n), whatever the number of waiting jobs. doc.go
+// derives the claimant's start, the bound on its wait, and why the
+// skipped jobs need not be tried again before a release.
 //
 // A change of a resource's capacity ends every claim of its claimant,
 // which is looked at again, as are all the jobs the resource holds. A job
@@ -54,6 +62,7 @@ type resource struct {
 	claimant       *Job             // the job its units are held for; nil: none
 	holders        map[*Job]holding // the running jobs that hold units of it
 	gate           gate             // shut while its backfill is stopped, only while it has a claimant
+	skipped        gate             // always shut: the jobs its backfill skipped, at most lookahead, only while it has a claimant
 	short          gate             // always shut: its claimant, while it is short of the units it needs
 	tooBig         gate             // always shut: jobs that need more than the capacity
 }
@@ -66,7 +75,7 @@ type holding struct {
 }
 
 // gates returns the resource's gates.
-func (r *resource) gates() []*gate { return []*gate{&r.gate, &r.short, &r.tooBig} }
+func (r *resource) gates() []*gate { return []*gate{&r.gate, &r.skipped, &r.short, &r.tooBig} }
 
 // need is a resolved Need.
 type need struct {
@@ -78,8 +87,8 @@ type need struct {
 func (e *Engine) setResources(caps map[string]int) {
 	for name, c := range caps {
 		r := &resource{name: name, capacity: c, holders: map[*Job]holding{}}
-		r.gate.res, r.short.res, r.tooBig.res = r, r, r
-		r.short.shut, r.tooBig.shut = true, true
+		r.gate.res, r.skipped.res, r.short.res, r.tooBig.res = r, r, r, r
+		r.skipped.shut, r.short.shut, r.tooBig.shut = true, true, true
 		if e.resources == nil {
 			e.resources = make(map[string]*resource)
 		}
@@ -142,10 +151,12 @@ func (e *Engine) blockingResource(j *Job) *resource {
 // now, or nil. A job that needs more than a capacity waits in that
 // resource's tooBig gate. One that needs resources claimed by others
 // waits in the gate of the first whose backfill is stopped; if none is,
-// it backfills (nil), or else it stops the first one's backfill and
+// it backfills (nil), or else, on the first of them, it is skipped while
+// fewer than lookahead jobs are, and otherwise stops its backfill and
 // waits in its gate. Otherwise, if one is short of its units, it claims
 // every resource it needs and waits in the short gate of the first short
-// one. In order of resource name each time.
+// one. In order of resource name each time. O(lookahead) to count the
+// skipped jobs, besides the claimants' starts (claimStart).
 func (e *Engine) resourceBlock(j *Job, now int64) *gate {
 	needs := e.needsOf(j)
 	if n, ok := tooMuch(needs); ok {
@@ -165,6 +176,9 @@ func (e *Engine) resourceBlock(j *Job, now int64) *gate {
 	if claimed != nil {
 		if e.backfills(j, needs, now) {
 			return nil
+		}
+		if claimed.skipped.len() < e.cfg.BackfillLookahead {
+			return &claimed.skipped // the jobs behind it are tried
 		}
 		e.shut(&claimed.gate) // until units of it are released
 		return &claimed.gate
@@ -276,36 +290,34 @@ func (e *Engine) takeUnits(j *Job, now int64) {
 		r.used += n.units
 		r.holders[j] = holding{n.units, end}
 		if r.claimant == j {
-			e.unclaim(r)
+			e.unclaim(r, now)
 		} else if r.claimant != nil {
 			delete(e.claimStarts, r.claimant)
 		}
 	}
 }
 
-// unclaim ends r's claim: its gate opens, its waiters compete.
-func (e *Engine) unclaim(r *resource) {
+// unclaim ends r's claim: its backfill's waiters compete.
+func (e *Engine) unclaim(r *resource, now int64) {
 	delete(e.claimStarts, r.claimant)
 	r.claimant = nil
-	if r.gate.shut {
-		e.open(&r.gate)
-	}
+	e.resumeBackfill(r, now)
 }
 
-// dropClaims ends the claims of j, which leaves the queue: other jobs
-// may start (Engine.unblocked).
-func (e *Engine) dropClaims(j *Job) {
+// dropClaims ends the claims of j, which leaves the queue at now: other
+// jobs may start (Engine.unblocked).
+func (e *Engine) dropClaims(j *Job, now int64) {
 	for _, n := range e.needsOf(j) {
 		if n.r.claimant == j {
-			e.unclaim(n.r)
+			e.unclaim(n.r, now)
 			e.unblocked = true
 		}
 	}
 }
 
 // releaseUnits gives back the units j held as its attempt ends. A claimed
-// resource's backfill resumes (its gate opens), and its claimant, if the
-// resource held it short and now has its units, goes back to its lane.
+// resource's backfill resumes, and its claimant, if the resource held it
+// short and now has its units, goes back to its lane.
 func (e *Engine) releaseUnits(j *Job, now int64) {
 	for _, n := range e.needsOf(j) {
 		r := n.r
@@ -316,13 +328,29 @@ func (e *Engine) releaseUnits(j *Job, now int64) {
 			continue
 		}
 		delete(e.claimStarts, c)
-		if r.gate.shut {
-			e.open(&r.gate)
-		}
+		e.resumeBackfill(r, now)
 		if c.state == StateParked && e.resHeld[c] == &r.short && e.hasUnits(c, r) {
 			e.unhold(c)
 			e.show(c, now)
 		}
+	}
+}
+
+// resumeBackfill has every job r's backfill set aside compete again, as
+// units of r are released or its claim ends: its skipped jobs go back to
+// their lanes, by sequence number, and its gate opens if it is shut.
+// O(lookahead log n + L log n) for the L lanes the gate's jobs come from.
+func (e *Engine) resumeBackfill(r *resource, now int64) {
+	if len(r.skipped.waits) > 0 {
+		skipped := appendHeld(nil, &r.skipped)
+		slices.SortFunc(skipped, bySeq)
+		for _, j := range skipped {
+			e.unhold(j)
+			e.show(j, now)
+		}
+	}
+	if r.gate.shut {
+		e.open(&r.gate)
 	}
 }
 
@@ -349,7 +377,7 @@ func (e *Engine) SetResource(name string, capacity int, now int64) bool {
 	if c := r.claimant; c != nil {
 		// Every claim of its claimant ends: it is looked at again, as a
 		// job that has claimed nothing, where it stands in the order.
-		e.dropClaims(c)
+		e.dropClaims(c, now)
 		if c.state == StateParked {
 			e.unhold(c)
 			e.show(c, now)

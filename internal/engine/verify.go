@@ -929,7 +929,9 @@ func (e *Engine) verifyDeps(asideKey map[*keyState]int, asideType map[*typeState
 // running jobs' needs, and its holders are those jobs with their
 // expected ends; a resource's gate is shut only while a job claims it, a
 // waiting job that needs it and claims every resource it needs; its
-// short gate holds only its claimant and its tooBig gate is always shut;
+// skipped gate, always shut, holds only while it is claimed, and at most
+// lookahead jobs, none its claimant; its short gate holds only its
+// claimant and its tooBig gate is always shut;
 // a claimant's start, where it is kept, is the one its resources give;
 // every job a resource's gate holds is parked by it and needs it; and the
 // jobs with needs of their own are counted.
@@ -960,8 +962,22 @@ func (e *Engine) verifyResources() error {
 				return errorf("resource %q: job %d holds %d units until %d, needs %d from %d", name, j.seq, h.units, h.end, held[r][j], j.at)
 			}
 		}
-		if r.gate.shut && r.claimant == nil || !r.short.shut || !r.tooBig.shut || r.gate.res != r || r.short.res != r || r.tooBig.res != r {
-			return errorf("resource %q: gate shut %v with claimant %v, short shut %v, tooBig shut %v", name, r.gate.shut, r.claimant != nil, r.short.shut, r.tooBig.shut)
+		if r.gate.shut && r.claimant == nil || !r.skipped.shut || !r.short.shut || !r.tooBig.shut {
+			return errorf("resource %q: gate shut %v with claimant %v, skipped shut %v, short shut %v, tooBig shut %v",
+				name, r.gate.shut, r.claimant != nil, r.skipped.shut, r.short.shut, r.tooBig.shut)
+		}
+		for _, g := range r.gates() {
+			if g.res != r {
+				return errorf("resource %q: a gate of another resource", name)
+			}
+		}
+		skipped := appendHeld(nil, &r.skipped)
+		if len(skipped) > 0 && r.claimant == nil || len(skipped) > e.cfg.BackfillLookahead || r.skipped.len() != len(skipped) {
+			return errorf("resource %q: %d jobs skipped (counted %d) with claimant %v, lookahead %d",
+				name, len(skipped), r.skipped.len(), r.claimant != nil, e.cfg.BackfillLookahead)
+		}
+		if r.claimant != nil && slices.Contains(skipped, r.claimant) {
+			return errorf("resource %q: its claimant, job %d, skipped", name, r.claimant.seq)
 		}
 		if c := r.claimant; c != nil && (c.state != StateQueued && c.state != StateParked || !needs(c, r)) {
 			return errorf("resource %q: claimed by job %d in state %d", name, c.seq, c.state)

@@ -55,7 +55,7 @@ func (m *Model) pauseWaiting(now int64) {
 		if j.running || j.aside() || !m.pausedFor(j) {
 			continue
 		}
-		j.paused = true
+		j.paused, j.skipped = true, "" // it leaves whatever held it
 		m.unclaim(j)
 		m.ended(j, now)
 	}

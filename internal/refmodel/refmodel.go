@@ -63,9 +63,10 @@
 //     other limit, claims it until it starts or leaves the queue. A job
 //     behind it may still take a claimed resource's free units (backfill)
 //     if, by its cost estimate, it ends by the time the running jobs'
-//     estimated ends free the claimant's units; the first one the order
-//     reaches that may not stops this until units of the resource are
-//     released.
+//     estimated ends free the claimant's units. The jobs the order
+//     reaches that may not are skipped, up to BackfillLookahead per
+//     resource, and the next one stops this; both until units of the
+//     resource are released or its claim ends.
 //   - Cost estimates are an exponential moving average per (type, ID) of
 //     observed durations, from the type's default cost. Unconfigured keys
 //     other than "" idle for IdleTTL are forgotten at the next accepted
@@ -113,6 +114,10 @@ type Config struct {
 	DefaultCost time.Duration  // 0: one second
 	IdleTTL     time.Duration  // 0: ten minutes
 	Resources   map[string]int // named resources' capacities (resources.go)
+	// BackfillLookahead is how many jobs that may not take a claimed
+	// resource's units are skipped, per resource, before the next stops
+	// its backfill (resources.go); 0: 16, negative: none.
+	BackfillLookahead int
 }
 
 // Type mirrors fairsched.TypeConfig.
@@ -224,11 +229,12 @@ type Model struct {
 	unrun     []uint64
 	// The resources' capacities in force, the job each is claimed for,
 	// and those whose backfill is stopped, by name; how many jobs
-	// backfilled (resources.go).
+	// backfilled, and how many of them past a skipped job (resources.go).
 	capacities map[string]int
 	claimant   map[string]uint64
 	stopped    map[string]bool
 	backfilled int
+	passed     int // of them, while a job that needs the resource was skipped
 
 	starts []Start // not yet taken by TakeStarts
 }
@@ -258,6 +264,7 @@ type job struct {
 	after    []uint64
 	blocked  bool
 	needs    map[string]int // units of resources it needs (resources.go)
+	skipped  string         // the claimed resource whose backfill skipped it; "": none (resources.go)
 	end      int64          // running: its start plus its cost estimate then, µs (resources.go)
 	retry    bool           // delayed by a retry's backoff: it keeps its aging clock
 	deadline int64          // start deadline; 0: none

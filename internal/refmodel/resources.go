@@ -22,12 +22,16 @@ import (
 // running job ends at its start plus its cost estimate at its start. A
 // job that needs a resource another job claims may take its units only
 // if every resource it needs has its units free now and, by its cost
-// estimate now, it ends by the start of each claimant of one of them. The
-// first job the order reaches that needs a claimed resource and may not
-// take its units stops the resource's backfill (the first of its claimed
-// resources, by name, unless one is stopped already): no job but the
-// claimant takes its units until units of it are next released (a job
-// that holds some ends) or its claim ends.
+// estimate now, it ends by the start of each claimant of one of them.
+//
+// Lookahead, with K = BackfillLookahead: the jobs that need claimed
+// resources are tried in the order, and each that may take their units
+// starts. Of those that may not, the first K on a resource (the first of
+// a job's claimed resources, by name) are skipped, and the jobs behind
+// them are tried; the (K+1)-th stops the resource's backfill: no job but
+// the claimant takes its units. Skipped jobs are not tried again, nor is
+// a job that needs a stopped resource, until units of the resource are
+// next released (a job that holds some ends) or its claim ends.
 
 // SetResource changes a resource's capacity from now, ends every claim of
 // the job that claims it, and reports whether it is configured. Then it
@@ -78,10 +82,14 @@ func (m *Model) free(r string) int {
 
 // takeResources reports whether j, which passes every other limit, may
 // take the units it needs now. If not: if it needs resources another job
-// claims, it stops the backfill of the first of them unless one is
-// stopped; otherwise, if it needs no more than any capacity, it claims
-// every resource it needs.
+// claims, and none is stopped, it is skipped on the first of them, or
+// stops its backfill if BackfillLookahead jobs are skipped on it already;
+// otherwise, if it needs no more than any capacity, it claims every
+// resource it needs.
 func (m *Model) takeResources(j *job, now int64) bool {
+	if j.skipped != "" {
+		return false
+	}
 	names := needNames(j)
 	var claimed []string // by another job
 	for _, r := range names {
@@ -89,6 +97,9 @@ func (m *Model) takeResources(j *job, now int64) bool {
 			return false
 		}
 		if c := m.claimant[r]; c != 0 && c != j.seq {
+			if m.stopped[r] {
+				return false
+			}
 			claimed = append(claimed, r)
 		}
 	}
@@ -99,17 +110,22 @@ func (m *Model) takeResources(j *job, now int64) bool {
 	if len(claimed) > 0 {
 		ends := now + micros(m.estimate(j))
 		for _, r := range claimed {
-			fits = fits && !m.stopped[r] && ends <= m.claimStart(m.find(m.claimant[r]))
+			fits = fits && ends <= m.claimStart(m.find(m.claimant[r]))
 		}
 		if fits {
 			m.backfilled++
+			if slices.ContainsFunc(names, func(r string) bool { return m.skippedOn(r) > 0 }) {
+				m.passed++
+			}
 			return true
 		}
-		if !slices.ContainsFunc(claimed, func(r string) bool { return m.stopped[r] }) {
+		if r := claimed[0]; m.skippedOn(r) < m.lookahead() {
+			j.skipped = r
+		} else {
 			if m.stopped == nil {
 				m.stopped = map[string]bool{}
 			}
-			m.stopped[claimed[0]] = true
+			m.stopped[r] = true
 		}
 		return false
 	}
@@ -123,6 +139,23 @@ func (m *Model) takeResources(j *job, now int64) bool {
 		m.claimant[r] = j.seq
 	}
 	return false
+}
+
+// lookahead returns how many jobs may be skipped per resource.
+func (m *Model) lookahead() int {
+	switch n := m.cfg.BackfillLookahead; {
+	case n == 0:
+		return 16
+	case n < 0:
+		return 0
+	default:
+		return n
+	}
+}
+
+// skippedOn returns how many jobs are skipped on resource r.
+func (m *Model) skippedOn(r string) int {
+	return m.count(func(j *job) bool { return j.skipped == r })
 }
 
 // claimStart returns when claimant c could start by the estimates: the
@@ -160,7 +193,17 @@ func micros(secs float64) int64 { return int64(math.Round(secs * 1e6)) }
 // ended.
 func (m *Model) released(j *job) {
 	for r := range j.needs {
-		delete(m.stopped, r)
+		m.resume(r)
+	}
+}
+
+// resume ends r's stopped backfill and its jobs' skips.
+func (m *Model) resume(r string) {
+	delete(m.stopped, r)
+	for _, j := range m.jobs {
+		if j.skipped == r {
+			j.skipped = ""
+		}
 	}
 }
 
@@ -168,18 +211,22 @@ func (m *Model) released(j *job) {
 func (m *Model) unclaim(j *job) { m.unclaimSeq(j.seq) }
 
 // unclaimSeq ends the claims of the job seq, and their resources'
-// stopped backfill.
+// stopped backfill and skips.
 func (m *Model) unclaimSeq(seq uint64) {
 	for r, c := range m.claimant {
 		if c == seq {
 			delete(m.claimant, r)
-			delete(m.stopped, r)
+			m.resume(r)
 		}
 	}
 }
 
 // Backfills returns how many times a job took units held for another.
 func (m *Model) Backfills() int { return m.backfilled }
+
+// BackfillsPast returns how many of those times the job passed a job
+// skipped on one of the resources it needs.
+func (m *Model) BackfillsPast() int { return m.passed }
 
 // resourceWhy returns the first resource, by name, that keeps j from
 // starting now, or "".
