@@ -189,7 +189,8 @@
 // the held job could start (backfill), so a large job waits at most for
 // the jobs ahead of it, for the units in use when it claimed to be
 // released or its estimated start, and for the overrun of a job let past
-// it. SetResource changes a capacity.
+// it. Backfill looks past up to Config.BackfillLookahead waiting jobs
+// that may not use the units. SetResource changes a capacity.
 //
 // A type whose Duplicates policy is JoinQueued (or JoinRunning) runs one
 // job per ID at a time: a submission of an ID whose job waits (or runs)

@@ -131,9 +131,9 @@
 //     starts) they are detached;
 //   - a named resource short of units, or held for the job that claimed
 //     it (resources.go): like a conflict lock, its gate holds the jobs it
-//     blocks, in wait lanes; it shuts when the first of them may not
-//     backfill and opens when units of it are released or its claimant
-//     starts (below);
+//     blocks, in wait lanes; it shuts when, past the jobs it skips,
+//     the next of them may not backfill and opens when units of it are
+//     released or its claimant starts (below);
 //   - a job's own gates that take it out of fair share as well (a
 //     not-before time, dependencies, a pause): the job is set aside,
 //     StateDelayed, StateBlocked or StatePaused, counted apart (naside: admission limits still count
@@ -206,19 +206,44 @@
 //
 // Finding the jobs to backfill without a scan. The jobs that need a
 // claimed resource are looked at as the order reaches them, as every job
-// is: each that backfills starts, and the first that may not (too long,
-// or short of units) stops the resource's backfill: it shuts the
-// resource's gate, which then holds it and every later job that needs the
-// resource, without looking at them, until units of the resource are
-// released (a holder ends: the gate opens and its jobs compete again, in
-// order) or the claim ends. The jobs let past thus go in the order
-// itself: one that may not use the units is not passed by the jobs
-// behind it, smaller or not. Each open or shut costs O(L log n) as for
-// any gate, and a release looks at the jobs that start and one more. The claimant waits
-// in a gate of its own (short), and goes back to its lane when the
-// resource it waits on has its units. start(C) costs O(h log h) for the h
-// running holders of C's resources (at most their units, configured) and
-// is kept until those holders change (Engine.claimStarts).
+// is, and each that backfills starts. One that may not (too long for the
+// gap before start(C), or short of units) is skipped: the resource's
+// skipped gate, always shut, holds it, and the jobs behind it are looked
+// at in turn, as batch schedulers bound the jobs their backfill tests.
+// Once K = Config.BackfillLookahead jobs are skipped, the next one that
+// may not stops the resource's backfill: it shuts the resource's gate,
+// which then holds it and every later job that needs the resource,
+// without looking at them. Held units therefore sit idle only when none
+// of the first K+1 jobs in the order that need them fits.
+//
+// Skipped jobs, and the gate, wait until units of the resource are
+// released (a holder ends) or the claim ends, and no longer: then the
+// skipped jobs go back to their lanes and the gate opens, and all of them
+// compete again in order. Until then no skipped job could backfill, so
+// none is looked at again. A job J skipped at t0 as too long had
+// t0 + est(J) > start(C); until a release, now only grows, and start(C)
+// does not move: it changes only as C's resources' holders change, and
+// between releases the only change is a job that backfills, which leaves
+// it where it was (above: each f_r falls, before an end <= start(C) only).
+// A job skipped as short of units of r lacks them until r releases some:
+// between releases, only starts take r's units. (A job skipped on r that
+// would fit once another resource it needs releases units or ends its
+// claim, or once its estimate falls as a job of its (type, ID) that held
+// no unit of r ends, is looked at again only at r's next release or the
+// end of r's claim: a chance to backfill put off, never a delay to C.)
+// The claimant's start moving is thus no event of its own: it moves at a
+// release, which brings the skipped jobs back anyway.
+//
+// Costs: holding a skipped job or putting it back is O(log n), and
+// counting the skipped ones O(K); each open or shut of the gate costs
+// O(L log n), as for any gate. Looking for the jobs to backfill thus costs
+// O(log n + K) for each that starts and each skipped, plus one more, and
+// a release O(K log n) for the skipped jobs it brings back: never in
+// proportion to the jobs that wait. The claimant waits in a gate of its
+// own (short), and goes back to its lane when the resource it waits on
+// has its units. start(C) costs O(h log h) for the h running holders of
+// C's resources (at most their units, configured) and is kept until
+// those holders change (Engine.claimStarts).
 //
 // # Time
 //
