@@ -21,6 +21,7 @@ type diffOptions struct {
 	ref    bool // replay on the reference model and compare starts
 	stats  bool // check Stats against the driver's own counts after every event
 	hook   bool // count each job's ends: each must end exactly once
+	order  bool // compare the queue's order (Queue) with the reference's (Order)
 }
 
 // diffStart is one start as seen by the driver.
@@ -941,6 +942,11 @@ func (r *diffRunner) sync() error {
 		if err := r.compareWhy(); err != nil {
 			return fmt.Errorf("at %v, after %q: %v", r.now, r.trace[len(r.trace)-1], err)
 		}
+		if r.opts.order {
+			if err := r.compareOrder(); err != nil {
+				return fmt.Errorf("at %v, after %q: %v", r.now, r.trace[len(r.trace)-1], err)
+			}
+		}
 	}
 	if r.opts.stats {
 		return r.checkStats()
@@ -1138,6 +1144,26 @@ func (r *diffRunner) compareWhy() error {
 		if g.why != w.Why.String() || gotOn != wantOn || g.resource != w.Resource {
 			return fmt.Errorf("j%d waits for %s (j%d %q), the reference says %s (j%d %q)", i, g.why, gotOn, g.resource, w.Why, wantOn, w.Resource)
 		}
+	}
+	return nil
+}
+
+// compareOrder checks that the system lists the waiting jobs in the order
+// the reference ranks them.
+func (r *diffRunner) compareOrder() error {
+	var got, want []int
+	for _, seq := range r.sys.order() {
+		i, ok := r.bySeq[seq]
+		if !ok {
+			i = -1
+		}
+		got = append(got, i)
+	}
+	for _, seq := range r.ref.Order(r.now.Microseconds()) {
+		want = append(want, r.refJob(seq))
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("the system lists the queue as %v, the reference orders it %v", got, want)
 	}
 	return nil
 }

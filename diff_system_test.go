@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -56,6 +57,9 @@ type diffSystem interface {
 	pause(key string, typ *string, resume bool) error
 	// waiting returns what holds each waiting job, by sequence number.
 	waiting() map[uint64]diffWhy
+	// order returns the waiting jobs' sequence numbers in the order the
+	// dispatcher ranks them (Scheduler.Queue, Engine.QueueOrder).
+	order() []uint64
 	// fail lets running job i's attempt fail with errDiffAttempt. If retry,
 	// the job is put back until at (a Scheduler computes at itself, from
 	// its type's policy); otherwise it ends, and fail returns its error.
@@ -362,6 +366,15 @@ func (d *diffScheduler) waiting() map[uint64]diffWhy {
 		if !ji.Running {
 			out[ji.Seq] = diffWhy{ji.Waiting.String(), ji.WaitingOn, ji.WaitingFor}
 		}
+	}
+	return out
+}
+
+func (d *diffScheduler) order() []uint64 {
+	p := d.s.Queue(0, math.MaxInt)
+	var out []uint64
+	for _, ji := range p.Jobs[p.Running : p.Running+p.Waiting] { // the paused follow
+		out = append(out, ji.Seq)
 	}
 	return out
 }
@@ -721,6 +734,14 @@ func (d *diffEngine) waiting() map[uint64]diffWhy {
 	for _, j := range d.e.PendingJobs() {
 		w := d.e.WhyWaiting(j)
 		out[j.Seq()] = diffWhy{WaitReason(w.Why).String(), w.On, w.Resource}
+	}
+	return out
+}
+
+func (d *diffEngine) order() []uint64 {
+	var out []uint64
+	for _, j := range d.e.QueueOrder(d.now(), 0, math.MaxInt) {
+		out = append(out, j.Seq())
 	}
 	return out
 }

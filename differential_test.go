@@ -136,6 +136,29 @@ func TestDifferentialGeneratesUrgentAtOnce(t *testing.T) {
 	assert.Greater(t, n, int(seeds/20))
 }
 
+// TestDifferentialOrder is TestDifferentialEngine, on its first half of
+// workloads, comparing after every event the queue as the engine lists it
+// (QueueOrder) with the order the reference model ranks it in: its
+// urgent, reserved and fair steps, every limit ignored.
+func TestDifferentialOrder(t *testing.T) {
+	for seed := range uint64(diffSeeds()) {
+		w := diffGenerate(diffRandSource{rand.New(rand.NewPCG(seed, 0xe9))}, 60, seed%4 == 3)
+		diffCheck(t, fmt.Sprintf("seed %d", seed), w, diffOptions{engine: true, ref: true, order: true})
+	}
+}
+
+// TestDifferentialQueue is TestDifferentialOrder through Scheduler.Queue,
+// on TestDifferential's first eighth of workloads.
+func TestDifferentialQueue(t *testing.T) {
+	for seed := range uint64(diffSeeds() / 8) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			w := diffGenerate(diffRandSource{rand.New(rand.NewPCG(seed, 0x5eed))}, 60, false)
+			diffCheck(t, fmt.Sprintf("seed %d", seed), w, diffOptions{ref: true, order: true})
+		})
+	}
+}
+
 // TestDifferentialIdleTTL is TestDifferential with an IdleTTL of a few
 // units, so that idle keys and unused cost estimates are forgotten and
 // come back brand-new during the run.

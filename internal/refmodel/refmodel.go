@@ -952,6 +952,20 @@ type candidate struct {
 // the reserved. All keys are computed at now, sorted, and the first
 // admissible candidate wins.
 func (m *Model) pick(now int64) (*job, Kind, bool) {
+	order := m.candidates(now)
+	u := m.usage()
+	for _, c := range order {
+		if m.hasTokens(c.j, now) && u.admits(m, c.j) && m.takeResources(c.j, now) {
+			return c.j, c.key.step, true
+		}
+	}
+	return nil, Fair, false
+}
+
+// candidates places every pending job in the order, sorted: by fair
+// share, and an urgent one also among the urgent jobs, one of a key below
+// its reservation also among the reserved.
+func (m *Model) candidates(now int64) []candidate {
 	// How far each key is below its reservation: MinSlots minus its
 	// running jobs that were started under it.
 	deficit := map[*key]int{}
@@ -988,13 +1002,7 @@ func (m *Model) pick(now int64) (*job, Kind, bool) {
 			eff: -eff, seq: j.seq}})
 	}
 	slices.SortFunc(order, func(x, y candidate) int { return x.key.compare(y.key) })
-	u := m.usage()
-	for _, c := range order {
-		if m.hasTokens(c.j, now) && u.admits(m, c.j) && m.takeResources(c.j, now) {
-			return c.j, c.key.step, true
-		}
-	}
-	return nil, Fair, false
+	return order
 }
 
 // usage counts the running jobs by what the hard limits cap.
