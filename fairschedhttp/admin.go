@@ -57,6 +57,7 @@ type AdminHandler struct {
 	size      int
 	mux       *http.ServeMux
 	history   *history
+	states    *stateCache
 }
 
 // Admin returns a handler for an admin page of s, to mount under a path
@@ -67,11 +68,11 @@ type AdminHandler struct {
 //     with no build step and nothing fetched from elsewhere, which
 //     refreshes itself every two seconds;
 //   - GET /state.json?page=N serves what it shows (State): the
-//     scheduler's Stats, each key's longest wait, one page of the queue
-//     with base and effective priority and what each waiting job waits
-//     for, the dead jobs, the disabled pairs, and the history its charts
-//     draw (running and queued by key and by tier, waits to start,
-//     starts and refusals per second);
+//     scheduler's Stats, one page of the queue (Scheduler.Queue) with
+//     base and effective priority and what each waiting job waits for,
+//     the longest wait of each key on it, the dead jobs, the disabled
+//     pairs, and the history its charts draw (running and queued by key
+//     and by tier, waits to start, starts and refusals per second);
 //   - POST /pause-key, /resume-key, /pause-type, /resume-type (form field
 //     name), /weight (key, weight), /retry-dead (seq), /cancel (seq), and
 //     /disable (type, id, and for: a duration, empty for until enabled)
@@ -88,13 +89,19 @@ type AdminHandler struct {
 // The handler samples s's Stats every o.HistoryEvery for its charts, on
 // a timer of its own (no goroutine waits between samples); Close stops
 // it.
+//
+// Viewers share one state per page for the page's refresh interval, two
+// seconds (a change made through the page starts a new one): however
+// many poll, the scheduler's lock is taken a few times per interval, for
+// the page of the queue shown (O(page), not O(jobs): Scheduler.Queue),
+// its Stats and its dead jobs.
 func Admin(s *fairsched.Scheduler, o AdminOptions) *AdminHandler {
 	size := o.PageSize
 	if size <= 0 {
 		size = 100
 	}
 	a := &AdminHandler{s: s, authorize: o.Authorize, size: min(size, 1000),
-		origins: http.NewCrossOriginProtection(), mux: http.NewServeMux()}
+		origins: http.NewCrossOriginProtection(), mux: http.NewServeMux(), states: newStateCache(refreshEvery, adminNow)}
 	for _, origin := range o.TrustedOrigins {
 		if err := a.origins.AddTrustedOrigin(origin); err != nil {
 			panic("fairschedhttp: AdminOptions.TrustedOrigins: " + err.Error())
@@ -220,15 +227,18 @@ type State struct {
 	Stats    fairsched.Stats
 	// TierNames names the tiers of Stats.Tiers and Stats.Types.
 	TierNames map[fairsched.Tier]string
-	// Queue is one page of the jobs running and waiting, running first,
-	// then in submission order; Page is its number (from 0), Pages how
-	// many there are, Jobs how many jobs in all.
-	Queue             []fairsched.JobInfo
-	Page, Pages, Jobs int
-	Dead              []DeadJob
-	Disabled          []fairsched.DisabledPair
-	// OldestWait is, for each key with jobs waiting, how long the one
-	// that has waited longest has waited, over the whole queue.
+	// Queue is one page of the jobs running and waiting (Scheduler.Queue):
+	// running first, then in the order they would be considered to start,
+	// then the paused ones; Page is its number (from 0), Pages how many
+	// there are, Jobs how many jobs they list in all. Aside counts the jobs
+	// not started that are in no order, so not listed: delayed, or waiting
+	// for jobs they run after (Stats.Waiting tells them apart).
+	Queue                    []fairsched.JobInfo
+	Page, Pages, Jobs, Aside int
+	Dead                     []DeadJob
+	Disabled                 []fairsched.DisabledPair
+	// OldestWait is, for each key with jobs waiting on this page, how
+	// long the one of them that has waited longest has waited.
 	OldestWait map[string]time.Duration
 	// History is the recent past, for the charts.
 	History History
@@ -245,10 +255,22 @@ type DeadJob struct {
 
 func (a *AdminHandler) state(w http.ResponseWriter, r *http.Request) {
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	snap := a.s.Snapshot()
+	st := a.states.get(page, a.build)
+	st.Controls = a.authorize(r, AdminChange)
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(st); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// build returns the state with page page of the queue (the last if there
+// are fewer), Controls aside. Each part takes the scheduler's lock once,
+// the queue's for the page's jobs, not all of them (Scheduler.Queue).
+func (a *AdminHandler) build(page int) State {
+	page = max(page, 0)
+	q := a.s.Queue(page*a.size, a.size)
 	st := State{
-		Time: time.Now(), Controls: a.authorize(r, AdminChange),
-		Stats: a.s.Stats(), Jobs: len(snap), Disabled: a.s.Disabled(),
+		Time: adminNow(), Stats: a.s.Stats(), Disabled: a.s.Disabled(),
 		TierNames: map[fairsched.Tier]string{}, History: a.history.snapshot(),
 	}
 	for _, t := range st.Stats.Tiers {
@@ -257,24 +279,23 @@ func (a *AdminHandler) state(w http.ResponseWriter, r *http.Request) {
 	for _, t := range st.Stats.Types {
 		st.TierNames[t.Tier] = t.Tier.String()
 	}
+	st.Jobs, st.Aside = q.Running+q.Waiting+q.Paused, q.Aside
+	st.Pages = max(1, (st.Jobs+a.size-1)/a.size)
+	if st.Page = min(page, st.Pages-1); st.Page != page { // past the end: the last page
+		q = a.s.Queue(st.Page*a.size, a.size)
+	}
+	st.Queue = q.Jobs
 	st.OldestWait = map[string]time.Duration{}
-	for _, j := range snap {
+	for _, j := range st.Queue {
 		if !j.Running && j.Wait > st.OldestWait[j.Key] {
 			st.OldestWait[j.Key] = j.Wait
 		}
 	}
-	st.Pages = max(1, (len(snap)+a.size-1)/a.size)
-	st.Page = min(max(page, 0), st.Pages-1)
-	from := st.Page * a.size
-	st.Queue = snap[from:min(from+a.size, len(snap))]
 	for _, d := range a.s.DeadJobs() {
 		st.Dead = append(st.Dead, DeadJob{Seq: d.Seq, Type: d.Job.Type, ID: d.Job.ID, Key: d.Job.Key,
 			Err: d.Err.Error(), Attempts: len(d.Attempts), Died: d.Died})
 	}
-	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(st); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-	}
+	return st
 }
 
 // change returns the handler of one change, authorised already: it reads
@@ -293,6 +314,7 @@ func (a *AdminHandler) change(do func(url.Values) error) http.HandlerFunc {
 		var bad badRequest
 		switch err := do(r.PostForm); {
 		case err == nil:
+			a.states.reset() // the page's next refresh shows the change
 			w.WriteHeader(http.StatusNoContent)
 		case errors.As(err, &bad), errors.Is(err, fairsched.ErrUnknownType), errors.Is(err, fairsched.ErrNotDead):
 			http.Error(w, err.Error(), http.StatusBadRequest)
