@@ -209,7 +209,10 @@
 // (JobInfo.Waiting), the first of: its NotBefore or backoff, a dependency,
 // a pause, a rate limit, its tier's, type's or key's cap, a running job
 // holding its conflict (JobInfo.WaitingOn), a resource, or just its turn.
-// Stats.Waiting counts them.
+// Stats.Waiting counts them. Snapshot lists every job, sorting them under
+// the scheduler's lock; Queue lists a page of them, in the order they
+// would be considered to start, at a cost that does not grow with the
+// queue: the call to poll, as an admin page does.
 //
 // # Durable jobs
 //

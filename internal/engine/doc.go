@@ -281,6 +281,16 @@
 // O(c log c) for the c configured keys with work (and the empty key, whose
 // default is the zero Key), whatever the number of other keys.
 //
+// # Listing the queue
+//
+// An admin page polls the queue, so a page of it must not cost a copy
+// and sort of every job. QueueOrder lists the pending jobs in pick's
+// order ranked once at now (the urgent jobs, the reserving keys', then
+// by tier, flow and priority), every limit ignored, by a lazy k-way merge
+// over the heaps and runs that already keep it (queueorder.go): a page of
+// m jobs costs O(m log m) plus the shut gates, whatever n is. It keeps no
+// index of its own, so costs no memory per queued job.
+//
 // # Checking it
 //
 // Verify checks every invariant of these structures (each heap's order
