@@ -684,6 +684,11 @@ func TestCollectRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-retried // the first attempt failed and was put back
+	// The hook runs on a goroutine of its own, and may see the event
+	// before the scheduler has set the backoff's timer: a call that takes
+	// the scheduler's lock waits for that, so that moving the clock then
+	// fires it.
+	s.Stats()
 	clk.Advance(time.Second)
 	if err := h.Wait(context.Background()); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,12 @@
 // that end first (Handle.Wait). For example, a periodic job's next
 // occurrence is skipped if the previous one has not ended when it falls
 // due: a test that saw an occurrence run waits for it (Periodic.Last,
-// then Wait) before it moves the clock to the next.
+// then Wait) before it moves the clock to the next. Likewise, an event
+// hook (Config.OnEvent) runs on a goroutine of its own and may see an
+// event before the scheduler has finished the change it reports (set a
+// retry's backoff timer, say): a test that moves the clock on an event
+// first calls a Scheduler method that waits for the change to end, such
+// as Stats.
 package fairschedtest
 
 import (
