@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 )
 
 // Who may see the admin page and who may use its controls. The page is
@@ -38,23 +39,42 @@ func (a AdminAccess) what() string {
 }
 
 // LoopbackOnly is an AdminOptions.Authorize that lets in, to read and to
-// change, the requests that come from this machine: those whose
-// RemoteAddr is a loopback address (127.0.0.0/8, ::1, or IPv4 loopback
-// mapped into IPv6). It suits a service reached by an operator through an
-// SSH tunnel or kubectl port-forward.
+// change, the requests that come from this machine to this machine: those
+// whose RemoteAddr is a loopback address (127.0.0.0/8, ::1, or IPv4
+// loopback mapped into IPv6) and whose Host, without its port, is
+// "localhost" or a loopback address too. It suits a service reached by an
+// operator through an SSH tunnel or kubectl port-forward, opened in the
+// browser as localhost or 127.0.0.1.
+//
+// The Host check stops DNS rebinding: a page at evil.example:8080 whose
+// name is then pointed at 127.0.0.1 reaches an operator's tunnel from
+// loopback, and the browser takes its requests for same-origin ones, but
+// they still name evil.example as their Host.
 //
 // It is unsafe behind a reverse proxy, a load balancer or a sidecar on
 // the same host (a service mesh's proxy, nginx on localhost): they
 // connect from loopback, so every request they forward, from anyone,
 // would be let in. There, use a check of the proxy's own authentication
-// instead (see the examples).
+// instead (see the examples). It is unsafe too behind middleware that
+// rewrites RemoteAddr from request headers (chi's RealIP, gorilla's
+// ProxyHeaders): any client could then claim to be 127.0.0.1. It reads
+// RemoteAddr and Host only, never X-Forwarded-For or the like.
 func LoopbackOnly(r *http.Request, _ AdminAccess) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	return isLoopback(r.RemoteAddr, false) && isLoopback(r.Host, true)
+}
+
+// isLoopback reports whether hostport, with or without a port, is a
+// loopback address, or "localhost" if byName.
+func isLoopback(hostport string, byName bool) bool {
+	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
-		host = r.RemoteAddr
+		host = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
+	}
+	if byName && strings.EqualFold(host, "localhost") {
+		return true
 	}
 	addr, err := netip.ParseAddr(host)
-	return err == nil && addr.Unmap().IsLoopback()
+	return err == nil && addr.Zone() == "" && addr.Unmap().IsLoopback()
 }
 
 // closedPage is what every request gets while AdminOptions.Authorize is

@@ -406,10 +406,56 @@ func TestLoopbackOnly(t *testing.T) {
 	} {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = addr
+		r.Host = "localhost:8080"
 		for _, access := range []AdminAccess{AdminRead, AdminChange} {
 			if got := LoopbackOnly(r, access); got != want {
 				t.Errorf("%q %v: %v, want %v", addr, access, got, want)
 			}
+		}
+	}
+}
+
+// The attack by DNS rebinding: a page at evil.example re-points its name
+// to 127.0.0.1 and reaches an operator's tunnel from loopback; its
+// requests still carry its own Host, and are refused. A client that
+// claims loopback in a forwarding header is not believed.
+func TestLoopbackOnlyRebindingAndForwarded(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "localhost:8080": true, "LOCALHOST:1": true, "127.0.0.1:8080": true, "127.0.0.2": true,
+		"[::1]:8080": true, "[::1]": true, "::1": true,
+		"evil.example:8080": false, "evil.example": false, "localhost.evil.example:8080": false,
+		"10.0.0.1:8080": false, "": false, "127.0.0.1.nip.io": false, "[fe80::1%lo]:80": false,
+	} {
+		r := httptest.NewRequest("GET", "/state.json", nil)
+		r.RemoteAddr, r.Host = "127.0.0.1:50000", host
+		if got := LoopbackOnly(r, AdminRead); got != want {
+			t.Errorf("Host %q from loopback: %v, want %v", host, got, want)
+		}
+	}
+
+	s, _ := adminHarness(t)
+	handler := newAdmin(t, s, AdminOptions{Authorize: LoopbackOnly})
+	rebound := httptest.NewRequest("GET", "/state.json", nil)
+	rebound.RemoteAddr, rebound.Host = "127.0.0.1:50000", "evil.example:8080"
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, rebound)
+	if rec.Code != http.StatusForbidden {
+		t.Errorf("a rebound page's read: %d, want 403", rec.Code)
+	}
+	noData(t, "a rebound page's read", rec.Body.String())
+
+	for _, header := range []string{"X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
+		r := httptest.NewRequest("GET", "/state.json", nil)
+		r.RemoteAddr, r.Host = "203.0.113.7:50000", "localhost:8080"
+		v := "127.0.0.1"
+		if header == "Forwarded" {
+			v = "for=127.0.0.1"
+		}
+		r.Header.Set(header, v)
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, r)
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("a remote client with %s: 127.0.0.1: %d, want 403", header, rec.Code)
 		}
 	}
 }
