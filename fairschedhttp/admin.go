@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -76,15 +77,19 @@ type AdminHandler struct {
 //   - POST /pause-key, /resume-key, /pause-type, /resume-type (form field
 //     name), /weight (key, weight), /retry-dead (seq), /cancel (seq), and
 //     /disable (type, id, and for: a duration, empty for until enabled)
-//     and /enable (type, id) change the scheduler.
+//     and /enable (type, id) change the scheduler. The body is a form
+//     (application/x-www-form-urlencoded; else 415) with every field
+//     named (else 400): the empty name, a key, type or ID of its own, is
+//     meant only when sent empty. An empty id disables the type's jobs
+//     that have no ID.
 //
 // The page is closed by default: o.Authorize says who may read it and
 // who may change the scheduler with it. Every change is a POST, refused
 // with 403 if a browser sent it from another origin (net/http's
 // CrossOriginProtection, with o.TrustedOrigins), and its body is bounded
 // to 64 KiB. Errors are plain text with a status that says what went
-// wrong: 400 for a malformed field, 409 for a change the scheduler
-// refused.
+// wrong: 415 for a body that is not a form, 400 for a field missing or
+// malformed, 409 for a change the scheduler refused.
 //
 // The handler samples s's Stats every o.HistoryEvery for its charts, on
 // a timer of its own (no goroutine waits between samples); Close stops
@@ -111,33 +116,36 @@ func Admin(s *fairsched.Scheduler, o AdminOptions) *AdminHandler {
 	a.mux.HandleFunc("GET /admin.js", a.file("admin.js", "text/javascript; charset=utf-8"))
 	a.mux.HandleFunc("GET /admin.css", a.file("admin.css", "text/css; charset=utf-8"))
 	a.mux.HandleFunc("GET /state.json", a.state)
-	for path, do := range map[string]func(url.Values) error{
-		"/pause-key":   func(f url.Values) error { s.PauseKey(f.Get("name")); return nil },
-		"/resume-key":  func(f url.Values) error { s.ResumeKey(f.Get("name")); return nil },
-		"/pause-type":  func(f url.Values) error { return s.PauseType(f.Get("name")) },
-		"/resume-type": func(f url.Values) error { return s.ResumeType(f.Get("name")) },
-		"/weight": func(f url.Values) error {
+	for path, c := range map[string]struct {
+		fields []string // each must be sent, "" only if sent so
+		do     func(url.Values) error
+	}{
+		"/pause-key":   {[]string{"name"}, func(f url.Values) error { s.PauseKey(f.Get("name")); return nil }},
+		"/resume-key":  {[]string{"name"}, func(f url.Values) error { s.ResumeKey(f.Get("name")); return nil }},
+		"/pause-type":  {[]string{"name"}, func(f url.Values) error { return s.PauseType(f.Get("name")) }},
+		"/resume-type": {[]string{"name"}, func(f url.Values) error { return s.ResumeType(f.Get("name")) }},
+		"/weight": {[]string{"key", "weight"}, func(f url.Values) error {
 			w, err := strconv.ParseFloat(f.Get("weight"), 64)
 			if err != nil {
 				return badRequest{fmt.Errorf("weight %.40q is not a number", f.Get("weight"))}
 			}
 			return s.SetKeyWeight(f.Get("key"), w)
-		},
-		"/retry-dead": func(f url.Values) error {
+		}},
+		"/retry-dead": {[]string{"seq"}, func(f url.Values) error {
 			seq, err := seqOf(f)
 			if err == nil {
 				_, err = s.RetryDead(seq)
 			}
 			return err
-		},
-		"/cancel": func(f url.Values) error {
+		}},
+		"/cancel": {[]string{"seq"}, func(f url.Values) error {
 			seq, err := seqOf(f)
 			if err == nil && !s.Cancel(seq) {
 				err = fmt.Errorf("job %d is neither queued nor running", seq)
 			}
 			return err
-		},
-		"/disable": func(f url.Values) error {
+		}},
+		"/disable": {[]string{"type", "id", "for"}, func(f url.Values) error {
 			var d time.Duration
 			if v := f.Get("for"); v != "" {
 				var err error
@@ -146,10 +154,10 @@ func Admin(s *fairsched.Scheduler, o AdminOptions) *AdminHandler {
 				}
 			}
 			return s.Disable(f.Get("type"), f.Get("id"), d)
-		},
-		"/enable": func(f url.Values) error { s.Enable(f.Get("type"), f.Get("id")); return nil },
+		}},
+		"/enable": {[]string{"type", "id"}, func(f url.Values) error { s.Enable(f.Get("type"), f.Get("id")); return nil }},
 	} {
-		a.mux.HandleFunc("POST "+path, a.change(do))
+		a.mux.HandleFunc("POST "+path, a.change(c.fields, c.do))
 	}
 	a.history = newHistory(s, o.HistoryEvery)
 	return a
@@ -299,9 +307,18 @@ func (a *AdminHandler) build(page int) State {
 }
 
 // change returns the handler of one change, authorised already: it reads
-// the form, bounded, and does it.
-func (a *AdminHandler) change(do func(url.Values) error) http.HandlerFunc {
+// the form, bounded, checks that it has every one of fields, and does it.
+//
+// Only a form (application/x-www-form-urlencoded, what the page sends) is
+// read: any other body, JSON or text, would parse to no fields at all,
+// and a field missing must not be taken for the empty name, which is a
+// key, a type and an ID of its own (the keyless work, the default type).
+func (a *AdminHandler) change(fields []string, do func(url.Values) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" {
+			http.Error(w, "fairschedhttp: a change is a form, application/x-www-form-urlencoded", http.StatusUnsupportedMediaType)
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if err := r.ParseForm(); err != nil {
 			status := http.StatusBadRequest
@@ -310,6 +327,12 @@ func (a *AdminHandler) change(do func(url.Values) error) http.HandlerFunc {
 			}
 			http.Error(w, "fairschedhttp: the form cannot be read: "+err.Error(), status)
 			return
+		}
+		for _, f := range fields {
+			if !r.PostForm.Has(f) {
+				http.Error(w, fmt.Sprintf("fairschedhttp: the form has no field %s (send it empty for the empty name)", f), http.StatusBadRequest)
+				return
+			}
 		}
 		var bad badRequest
 		switch err := do(r.PostForm); {

@@ -180,7 +180,7 @@ function render(st) {
     cell(row, d.Attempts); cell(row, d.Err, "text");
     const td = controlCell(row);
     button(td, "retry", "retry-dead", () => ({seq: d.Seq}));
-    button(td, "disable", "disable", () => ({type: d.Type, id: d.ID}));
+    button(td, "disable", "disable", () => ({type: d.Type, id: d.ID, for: ""}));
   });
   document.getElementById("disable").classList.toggle("hidden", !controls);
   fill("disabled", st.Disabled, (row, d) => {

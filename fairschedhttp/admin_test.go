@@ -115,7 +115,7 @@ func controlForms(dead uint64) map[string]url.Values {
 		"/pause-type": {"name": {""}}, "/resume-type": {"name": {""}},
 		"/weight":     {"key": {secretKey}, "weight": {"3"}},
 		"/retry-dead": {"seq": {itoa(dead)}}, "/cancel": {"seq": {"3"}},
-		"/disable": {"type": {"sync"}, "id": {"other"}}, "/enable": {"type": {"sync"}, "id": {secretID}},
+		"/disable": {"type": {"sync"}, "id": {"other"}, "for": {""}}, "/enable": {"type": {"sync"}, "id": {secretID}},
 	}
 }
 
@@ -294,8 +294,8 @@ func TestAdminControls(t *testing.T) {
 		{"/cancel", url.Values{"seq": {itoa(queued)}}, 204},
 		{"/cancel", url.Values{"seq": {itoa(queued)}}, 409},
 		{"/disable", url.Values{"type": {"sync"}, "id": {"repo"}, "for": {"30m"}}, 204},
-		{"/disable", url.Values{"type": {"nope"}, "id": {"repo"}}, 400},
-		{"/disable", url.Values{"type": {""}, "id": {"x"}}, 204},
+		{"/disable", url.Values{"type": {"nope"}, "id": {"repo"}, "for": {""}}, 400},
+		{"/disable", url.Values{"type": {""}, "id": {"x"}, "for": {""}}, 204},
 	} {
 		if rec := post(handler, c.path, c.form, admin); rec.Code != c.want {
 			t.Errorf("%s %v: %d %q, want %d", c.path, c.form, rec.Code, rec.Body.String(), c.want)
@@ -396,6 +396,54 @@ func TestAdminHostileInput(t *testing.T) {
 		}
 	}
 	unchanged(t, s)
+}
+
+// The attack with a body that is not a form: JSON or text parses to no
+// fields, which must not be read as the empty name (the keyless work, the
+// default type); and a form that leaves a field out is refused. Every one
+// is refused and changes nothing; the empty name sent explicitly is
+// accepted.
+func TestAdminFormFieldsRequired(t *testing.T) {
+	s, dead := adminHarness(t)
+	handler := newAdmin(t, s, AdminOptions{Authorize: allowAll})
+	for path, form := range controlForms(dead) {
+		for _, ct := range []string{"application/json", "text/plain", "multipart/form-data; boundary=x", ""} {
+			body := `{"name":"x"}`
+			req := httptest.NewRequest("POST", path, strings.NewReader(body))
+			if ct != "" {
+				req.Header.Set("Content-Type", ct)
+			}
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			rec := httptest.NewRecorder()
+			handler.ServeHTTP(rec, req)
+			if rec.Code != http.StatusUnsupportedMediaType {
+				t.Errorf("%s as %q: %d %q, want 415", path, ct, rec.Code, rec.Body.String())
+			}
+		}
+		for field := range form {
+			partial := url.Values{}
+			for k, v := range form {
+				if k != field {
+					partial[k] = v
+				}
+			}
+			if rec := post(handler, path, partial, nil); rec.Code != http.StatusBadRequest {
+				t.Errorf("%s without %s: %d %q, want 400", path, field, rec.Code, rec.Body.String())
+			}
+		}
+	}
+	// A field only in the URL's query is not the form's.
+	if rec := post(handler, "/pause-type?name=", url.Values{}, nil); rec.Code != http.StatusBadRequest {
+		t.Errorf("/pause-type with its field in the query: %d, want 400", rec.Code)
+	}
+	unchanged(t, s)
+
+	if rec := post(handler, "/pause-key", url.Values{"name": {""}}, nil); rec.Code != 204 {
+		t.Errorf("the empty key, sent: %d %q, want 204", rec.Code, rec.Body.String())
+	}
+	if !slices.Contains(s.Stats().PausedKeys, "") {
+		t.Errorf("the empty key was not paused: %v", s.Stats().PausedKeys)
+	}
 }
 
 // LoopbackOnly lets in this machine's requests only.
