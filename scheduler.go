@@ -105,6 +105,7 @@ type Scheduler struct {
 	spare  []*task       // ended RunSync records, for reuse
 	closed bool          // Close began: queued work discarded
 	idle   chan struct{} // closed when nothing is pending or running, while closing
+	done   chan struct{} // closed when Shutdown or Close begins (Done)
 	// The clock timer (timer.go): set to fire at timerAt when timerStop
 	// is not nil.
 	timerAt   int64
@@ -138,7 +139,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, clock: cfg.Clock}
+	s := &Scheduler{cfg: cfg, clock: cfg.Clock, done: make(chan struct{})}
 	if s.clock == nil {
 		s.clock = clock.Real{}
 	}
@@ -590,7 +591,7 @@ func (s *Scheduler) WaitIdle(ctx context.Context) error {
 // what happened, or with the store's error.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	s.eng.StopAccepting()
+	s.stopAcceptingLocked()
 	s.stopSchedulesLocked()
 	if s.durable != nil {
 		s.leaveLocked(s.nowLocked())
@@ -628,7 +629,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 func (s *Scheduler) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	s.eng.StopAccepting()
+	s.stopAcceptingLocked()
 	s.stopTimerLocked()
 	s.stopSchedulesLocked()
 	now := s.nowLocked()
@@ -653,6 +654,23 @@ func (s *Scheduler) Close() error {
 	}
 	return err
 }
+
+// stopAcceptingLocked makes every later submission fail with ErrClosed,
+// and closes Done's channel the first time.
+func (s *Scheduler) stopAcceptingLocked() {
+	if s.eng.Accepting() {
+		close(s.done)
+	}
+	s.eng.StopAccepting()
+}
+
+// Done returns a channel closed when Shutdown or Close is first called:
+// from then on the scheduler accepts no new work, though what it has may
+// still be running (Shutdown's drain) and its read-only calls still
+// answer. It is for what watches a scheduler without owning it, such as a
+// sampler on a timer, to learn that it may stop; the owner learns that
+// the work has ended from Shutdown's or Close's return. O(1).
+func (s *Scheduler) Done() <-chan struct{} { return s.done }
 
 // flushStore waits until the store has committed what it was told, if
 // the scheduler has one, and stops watching it.

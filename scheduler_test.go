@@ -393,6 +393,39 @@ func TestShutdownDrainsAndRejects(t *testing.T) {
 	require.GreaterOrEqual(t, st.Rejected, uint64(2))
 }
 
+// Done's channel is closed by the first Shutdown or Close, the moment new
+// work is refused, even while a Shutdown still drains; later calls leave
+// it closed.
+func TestDoneClosedByShutdownOrClose(t *testing.T) {
+	isDone := func(s *Scheduler) bool {
+		select {
+		case <-s.Done():
+			return true
+		default:
+			return false
+		}
+	}
+	s := newTestScheduler(t, Config{MaxConcurrency: 1})
+	require.False(t, isDone(s), "a new scheduler")
+	g := newGate()
+	h, err := s.Submit(context.Background(), Job{}, g.fn)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, s.Shutdown(ctx), context.Canceled, "the job still runs")
+	require.True(t, isDone(s), "Shutdown began, draining")
+	close(g.open)
+	require.NoError(t, h.Wait(context.Background()))
+	require.NoError(t, s.Shutdown(context.Background()))
+	require.NoError(t, s.Close())
+	require.True(t, isDone(s))
+
+	c, err := New(Config{})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.True(t, isDone(c), "Close")
+}
+
 func TestCloseCancelsRunningAndDiscardsQueued(t *testing.T) {
 	sig := newTestSignals()
 	s, err := New(Config{MaxConcurrency: 1, signals: sig})
