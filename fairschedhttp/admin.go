@@ -47,6 +47,8 @@ type AdminOptions struct {
 	PageSize int
 	// HistoryEvery is the interval between the samples of the charts'
 	// history, which keeps the last 150 of them. 0: 2 s (five minutes).
+	// At least 1 s (each sample takes the scheduler's lock for a Stats):
+	// a shorter one, or a negative one, is taken as 1 s.
 	HistoryEvery time.Duration
 }
 
@@ -93,7 +95,8 @@ type AdminHandler struct {
 //
 // The handler samples s's Stats every o.HistoryEvery for its charts, on
 // a timer of its own (no goroutine waits between samples); Close stops
-// it.
+// it, and so does s's Shutdown or Close, at the next sample (the timer
+// holds s only weakly: a handler never closed does not keep s alive).
 //
 // Viewers share one state per page for the page's refresh interval, two
 // seconds (a change made through the page starts a new one): however

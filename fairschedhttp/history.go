@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/fairsched/fairsched"
 )
@@ -23,6 +24,9 @@ const (
 	historyLen = 150
 	// defaultHistoryEvery is the interval between samples by default.
 	defaultHistoryEvery = 2 * time.Second
+	// minHistoryEvery bounds the interval from below: each sample takes
+	// the scheduler's lock for a Stats.
+	minHistoryEvery = time.Second
 	// maxKeyLines bounds the keys with lines of their own.
 	maxKeyLines = 8
 	// maxTierLines bounds the tiers with lines of their own.
@@ -58,8 +62,14 @@ type ring [historyLen]float64
 
 // history is the sampler and what it has kept. Its methods are safe for
 // concurrent use.
+//
+// The timer's function holds the history, which holds the scheduler only
+// weakly: a handler dropped without Close neither keeps its scheduler
+// alive nor samples it for ever. The sampling stops at the first tick
+// after the scheduler is closed (Scheduler.Done) or collected.
 type history struct {
-	s     *fairsched.Scheduler
+	s     weak.Pointer[fairsched.Scheduler]
+	done  <-chan struct{} // s's Done
 	every time.Duration
 
 	mu     sync.Mutex
@@ -80,12 +90,14 @@ type history struct {
 	}
 }
 
-// newHistory starts sampling s every interval (0: the default).
+// newHistory starts sampling s every interval (0: the default; at least
+// minHistoryEvery).
 func newHistory(s *fairsched.Scheduler, every time.Duration) *history {
-	if every <= 0 {
+	if every == 0 {
 		every = defaultHistoryEvery
 	}
-	h := &history{s: s, every: every, keys: map[string]*[2]ring{}, tiers: map[fairsched.Tier]*[2]ring{}, tierN: map[fairsched.Tier]string{}}
+	every = max(every, minHistoryEvery)
+	h := &history{s: weak.Make(s), done: s.Done(), every: every, keys: map[string]*[2]ring{}, tiers: map[fairsched.Tier]*[2]ring{}, tierN: map[fairsched.Tier]string{}}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.sampleLocked(s.Stats(), time.Now())
@@ -93,10 +105,21 @@ func newHistory(s *fairsched.Scheduler, every time.Duration) *history {
 	return h
 }
 
-// tick takes a sample and sets the timer for the next. Between ticks no
-// goroutine is left waiting: the timer is the runtime's.
+// tick takes a sample and sets the timer for the next, unless the
+// scheduler is closed or gone: then it stops. Between ticks no goroutine
+// is left waiting: the timer is the runtime's.
 func (h *history) tick() {
-	st := h.s.Stats() // outside h.mu: a reader never waits for the scheduler's lock
+	s := h.s.Value()
+	select {
+	case <-h.done:
+		s = nil
+	default:
+	}
+	if s == nil {
+		h.close()
+		return
+	}
+	st := s.Stats() // outside h.mu: a reader never waits for the scheduler's lock
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.timer == nil {

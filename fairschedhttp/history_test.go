@@ -3,8 +3,10 @@ package fairschedhttp
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/fairsched/fairsched"
 )
@@ -139,5 +141,74 @@ func TestHistoryTickAndClose(t *testing.T) {
 	h.tick()
 	if n := len(h.snapshot().Times); n != 2 {
 		t.Errorf("a tick after close sampled: %d samples", n)
+	}
+}
+
+// stopped reports whether h's timer is stopped for good.
+func stopped(h *history) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.timer == nil
+}
+
+// The first tick after the scheduler is closed stops the sampling, with
+// no sample of a closed scheduler.
+func TestHistoryStopsWhenSchedulerCloses(t *testing.T) {
+	s, err := fairsched.New(fairsched.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHistory(s, time.Hour)
+	h.tick()
+	if stopped(h) {
+		t.Fatal("stopped while the scheduler runs")
+	}
+	s.Close()
+	h.tick()
+	if !stopped(h) {
+		t.Error("a tick after the scheduler closed set the timer again")
+	}
+	if n := len(h.snapshot().Times); n != 2 {
+		t.Errorf("%d samples, want 2: none of the closed scheduler", n)
+	}
+}
+
+// An admin handler dropped without Close does not keep its scheduler
+// alive: once closed, the scheduler is collected, though the sampler's
+// timer is still set, and the sampler's next tick stops it.
+func TestAdminDroppedWithoutCloseFreesScheduler(t *testing.T) {
+	s, err := fairsched.New(fairsched.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := weak.Make(s)
+	h := Admin(s, AdminOptions{Authorize: allowAll, HistoryEvery: time.Hour}).history
+	s.Close()
+	s = nil
+	runtime.GC()
+	if gone.Value() != nil {
+		t.Fatal("the closed scheduler is still reachable, from the sampler's timer")
+	}
+	h.tick()
+	if !stopped(h) {
+		t.Error("the sampler of a collected scheduler set its timer again")
+	}
+}
+
+// HistoryEvery is at least a second.
+func TestHistoryEveryBounded(t *testing.T) {
+	s, err := fairsched.New(fairsched.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for every, want := range map[time.Duration]time.Duration{
+		0: defaultHistoryEvery, time.Nanosecond: time.Second, -time.Hour: time.Second, 999 * time.Millisecond: time.Second, 3 * time.Second: 3 * time.Second,
+	} {
+		h := newHistory(s, every)
+		h.close()
+		if h.every != want {
+			t.Errorf("HistoryEvery %v: every %v, want %v", every, h.every, want)
+		}
 	}
 }

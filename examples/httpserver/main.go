@@ -175,8 +175,14 @@ func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 		sched.Close()
 		return summary{}, err
 	}
+	// The admin page, open to this machine only: the example listens on
+	// localhost and has no proxy in front (behind one, every request
+	// would come from loopback; check the proxy's identity header then).
+	// Close stops the sampling of its charts.
+	admin := fairschedhttp.Admin(sched, fairschedhttp.AdminOptions{Authorize: fairschedhttp.LoopbackOnly})
+	defer admin.Close()
 	srv := &http.Server{
-		Handler:           newHandler(sched, reg, cfg.Work),
+		Handler:           newHandler(sched, reg, cfg.Work, admin),
 		ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog:          log.New(w, "httpserver: ", 0),
 	}
@@ -234,10 +240,11 @@ func checkLoopback(addr string) error {
 	return fmt.Errorf("address %q is not a loopback address; use 127.0.0.1, [::1] or localhost", addr)
 }
 
-// newHandler routes /work through the scheduler and serves /metrics from
-// reg. Only the work is scheduled: a scrape must not wait behind the very
-// load it is meant to show.
-func newHandler(s *fairsched.Scheduler, reg *prometheus.Registry, work time.Duration) http.Handler {
+// newHandler routes /work through the scheduler, serves /metrics from
+// reg and the admin page under /admin/. Only the work is scheduled: a
+// scrape must not wait behind the very load it is meant to show, nor the
+// admin page behind the load it is opened to look at.
+func newHandler(s *fairsched.Scheduler, reg *prometheus.Registry, work time.Duration, admin http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	// fairschedhttp runs each request inside s.RunSync, keyed by the
 	// client: a full queue (or the client's MaxPending) answers 429 with
@@ -256,12 +263,7 @@ func newHandler(s *fairsched.Scheduler, reg *prometheus.Registry, work time.Dura
 		Job: func(*http.Request) fairsched.Job { return fairsched.Job{Type: "request"} },
 	}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	// The admin page, open to this machine only: the example listens on
-	// localhost and has no proxy in front (behind one, every request
-	// would come from loopback; check the proxy's identity header then).
-	mux.Handle("/admin/", http.StripPrefix("/admin", fairschedhttp.Admin(s, fairschedhttp.AdminOptions{
-		Authorize: fairschedhttp.LoopbackOnly,
-	})))
+	mux.Handle("/admin/", http.StripPrefix("/admin", admin))
 	return mux
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched"
+	"github.com/fairsched/fairsched/fairschedhttp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 )
@@ -71,7 +72,9 @@ func TestQueueFullIs429(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	h := newHandler(s, prometheus.NewRegistry(), time.Millisecond)
+	admin := fairschedhttp.Admin(s, fairschedhttp.AdminOptions{Authorize: fairschedhttp.LoopbackOnly})
+	t.Cleanup(func() { admin.Close() })
+	h := newHandler(s, prometheus.NewRegistry(), time.Millisecond, admin)
 
 	// One job of client "c" holds the only slot, another waits.
 	release := make(chan struct{})
