@@ -166,15 +166,22 @@ func (s *Scheduler) Enable(typ, id string) {
 
 // Disable disables the (type, ID) pair by hand, as its type's
 // DisablePolicy would: new submissions of the pair fail at once with an
-// error matching ErrDisabled, for d from now, or until Enable if d is 0
-// or negative. Jobs of the pair already queued, backing off or running are
+// error matching ErrDisabled, for d from now, or until Enable if d is 0;
+// a negative d is an error, as a negative DisablePolicy.For is. As the
+// policy does, it forgets the pair's recent failures, counts in
+// Stats.DisabledTotal and sends an EventDisabled (with no job: Seq 0, Key
+// empty). Jobs of the pair already queued, backing off or running are
 // not touched. Disabling a disabled pair again replaces its time. The type
 // need not have a DisablePolicy; it must be registered (else the error
 // wraps ErrUnknownType). O(1).
 func (s *Scheduler) Disable(typ, id string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("fairsched: Disable of job type %q, ID %q for %v: it must be 0 (until Enable) or positive", typ, id, d)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.eng.TypeTier(typ); !ok {
+	tier, ok := s.eng.TypeTier(typ)
+	if !ok {
 		return errUnknownType(typ)
 	}
 	now := s.nowLocked()
@@ -186,8 +193,12 @@ func (s *Scheduler) Disable(typ, id string, d time.Duration) error {
 	if s.disabling.disabled == nil {
 		s.disabling.disabled = make(map[pairKey]disabledSpan)
 	}
+	delete(s.disabling.failures, k)
 	s.disabling.disabled[k] = span
 	s.disabling.total++
+	if s.events != nil {
+		s.events.send(Event{Kind: EventDisabled, Time: s.timeOf(now), Type: typ, ID: id, Tier: Tier(tier)})
+	}
 	return nil
 }
 

@@ -139,3 +139,35 @@ func TestDisabledPairJoinsNothing(t *testing.T) {
 	assert.Equal(t, 1, tt.s.Stats().Queued, "the waiting job is untouched")
 	waiting.Cancel()
 }
+
+// Disable by hand does what the policy does when it disables a pair: it
+// forgets the pair's recent failures (so one failure after the pair's
+// time is up does not disable it again at once), counts in DisabledTotal
+// and sends an EventDisabled, with no job. A negative time is refused, as
+// a negative DisablePolicy.For is.
+func TestDisableByHandAsThePolicy(t *testing.T) {
+	events := make(chan Event, 8)
+	tt := newTimeTest(t, Config{MaxConcurrency: 1, Types: map[string]TypeConfig{
+		"index": {Tier: Foreground, Disable: DisablePolicy{Failures: 2, Window: time.Hour, For: time.Hour}},
+	}, OnEvent: func(ev Event) {
+		if ev.Kind == EventDisabled {
+			events <- ev
+		}
+	}})
+	fail := func(context.Context) error { return errFlaky }
+	repo := Job{Type: "index", ID: "repo-1"}
+
+	require.Error(t, tt.s.Disable("index", "repo-1", -time.Minute), "a negative time")
+	assert.Empty(t, tt.s.Disabled())
+
+	require.ErrorIs(t, tt.s.RunSync(context.Background(), repo, fail), errFlaky, "one failure of two")
+	require.NoError(t, tt.s.Disable("index", "repo-1", time.Minute))
+	tt.set(time.Minute)
+	require.ErrorIs(t, tt.s.RunSync(context.Background(), repo, fail), errFlaky, "after its minute: one failure since")
+	assert.Empty(t, tt.s.Disabled(), "the failure before the disable was forgotten")
+	assert.EqualValues(t, 1, tt.s.Stats().DisabledTotal)
+
+	require.NoError(t, tt.s.Close()) // the hook has been given every event
+	require.Len(t, events, 1, "one pair disabled, once")
+	assert.Equal(t, Event{Kind: EventDisabled, Time: tt.at(0), Type: "index", ID: "repo-1", Tier: Foreground}, <-events)
+}

@@ -22,7 +22,7 @@ const (
 	EventAllocationChanged                      // a configured key's fair allocation changed
 	EventRetrying                               // a job's attempt failed; it waits for its next
 	EventDead                                   // a Submit job failed for good and joined the dead jobs
-	EventDisabled                               // a (type, ID) pair was disabled by its type's DisablePolicy
+	EventDisabled                               // a (type, ID) pair was disabled by its type's DisablePolicy (Seq: the job whose failure did it) or by Scheduler.Disable (Seq 0)
 )
 
 var kindNames = [...]string{"", "submitted", "started", "finished", "rejected", "aged", "allocation_changed", "retrying", "dead", "disabled"}
