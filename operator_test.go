@@ -61,10 +61,91 @@ func TestSchedulerCancelBySeq(t *testing.T) {
 	assert.ErrorIs(t, later.Err(), context.Canceled)
 
 	require.True(t, s.Cancel(running.Seq()))
-	assert.ErrorIs(t, running.Wait(context.Background()), context.Canceled, "its function returned its context's error")
+	// Bounded, so that a Cancel that leaves a running job alone fails
+	// here instead of hanging the test.
+	bounded, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	assert.ErrorIs(t, running.Wait(bounded), context.Canceled, "its function returned its context's error")
 	for _, h := range []fairsched.Handle{queued[0], queued[2]} {
-		require.NoError(t, h.Wait(context.Background()), "the others run")
+		require.NoError(t, h.Wait(bounded), "the others run")
 	}
+}
+
+// Cancel by number of a RunSync job, queued or running: its caller gets
+// context.Canceled.
+func TestSchedulerCancelBySeqRunSync(t *testing.T) {
+	submitted, started := make(chan uint64, 4), make(chan uint64, 4)
+	s, err := fairsched.New(fairsched.Config{MaxConcurrency: 1, OnEvent: func(ev fairsched.Event) {
+		switch {
+		case ev.Key != "sync":
+		case ev.Kind == fairsched.EventSubmitted:
+			submitted <- ev.Seq
+		case ev.Kind == fairsched.EventStarted:
+			started <- ev.Seq
+		}
+	}})
+	require.NoError(t, err)
+	defer s.Close()
+	bounded, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hold := make(chan struct{})
+	holder, err := s.Submit(context.Background(), fairsched.Job{Key: "holder"}, func(context.Context) error { <-hold; return nil })
+	require.NoError(t, err)
+
+	queued := make(chan error, 1)
+	go func() {
+		queued <- s.RunSync(bounded, fairsched.Job{Key: "sync"}, func(context.Context) error { return nil })
+	}()
+	require.True(t, s.Cancel(<-submitted), "queued behind the holder")
+	assert.ErrorIs(t, <-queued, context.Canceled)
+
+	close(hold)
+	require.NoError(t, holder.Wait(bounded))
+	running := make(chan error, 1)
+	go func() {
+		running <- s.RunSync(bounded, fairsched.Job{Key: "sync"}, func(ctx context.Context) error {
+			<-ctx.Done()
+			return ctx.Err()
+		})
+	}()
+	<-submitted
+	require.True(t, s.Cancel(<-started), "running")
+	assert.ErrorIs(t, <-running, context.Canceled)
+	assert.EqualValues(t, 1, s.Stats().Cancelled, "the queued one")
+}
+
+// Cancel by number of a job that duplicates joined cancels it for every
+// submission attached to it.
+func TestSchedulerCancelBySeqJoined(t *testing.T) {
+	s, err := fairsched.New(fairsched.Config{MaxConcurrency: 1, Types: map[string]fairsched.TypeConfig{
+		"fetch": {Duplicates: fairsched.JoinQueued}}})
+	require.NoError(t, err)
+	defer s.Close()
+	bounded, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hold := make(chan struct{})
+	holder, err := s.Submit(context.Background(), fairsched.Job{}, func(context.Context) error { <-hold; return nil })
+	require.NoError(t, err)
+	ran := make(chan struct{}, 2)
+	var joined []fairsched.Handle
+	for range 2 {
+		h, err := s.Submit(context.Background(), fairsched.Job{Type: "fetch", ID: "x"}, func(context.Context) error { ran <- struct{}{}; return nil })
+		require.NoError(t, err)
+		joined = append(joined, h)
+	}
+	require.Equal(t, joined[0].Seq(), joined[1].Seq(), "one job")
+	require.EqualValues(t, 1, s.Stats().Joins)
+
+	require.True(t, s.Cancel(joined[1].Seq()))
+	for i, h := range joined {
+		assert.ErrorIs(t, h.Wait(bounded), context.Canceled, "submission %d", i)
+	}
+	st := s.Stats()
+	assert.EqualValues(t, 1, st.Cancelled, "one job cancelled")
+	assert.Equal(t, 1, st.Running+st.Queued, "the holder alone")
+	close(hold)
+	require.NoError(t, holder.Wait(bounded))
+	assert.Empty(t, ran, "the joined job never ran")
 }
 
 // A durable job cancelled by its number is recorded in the Store as one

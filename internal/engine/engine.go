@@ -625,13 +625,13 @@ func (e *Engine) RunningJobs() []*Job {
 // in no particular order. O(n).
 func (e *Engine) PendingJobs() []*Job {
 	var out []*Job
-	e.eachPending(func(j *Job) { out = append(out, j) })
+	e.eachPending(func(j *Job) bool { out = append(out, j); return true })
 	return out
 }
 
 // Find returns the job numbered seq if it is pending or running, else nil.
-// O(n) in the jobs pending, without allocating: for an operator's call,
-// not for a path every job takes.
+// O(n) in the jobs pending, without allocating, and it stops at the job:
+// for an operator's call, not for a path every job takes.
 func (e *Engine) Find(seq uint64) *Job {
 	for _, r := range e.running {
 		if r.j.seq == seq {
@@ -639,78 +639,106 @@ func (e *Engine) Find(seq uint64) *Job {
 		}
 	}
 	var found *Job
-	e.eachPending(func(j *Job) {
+	e.eachPending(func(j *Job) bool {
 		if j.seq == seq {
 			found = j
 		}
+		return found == nil
 	})
 	return found
 }
 
 // eachPending calls f with every job not yet started, delayed ones
-// included, in no particular order. O(n).
-func (e *Engine) eachPending(f func(*Job)) {
+// included, in no particular order, until f returns false; it reports
+// whether f never did. O(n).
+func (e *Engine) eachPending(f func(*Job) bool) bool {
 	for _, k := range e.keys {
 		for _, l := range k.lanes {
-			eachInLane(l, f)
+			if !eachInLane(l, f) {
+				return false
+			}
 		}
-		eachHeld(&k.cap, f)
-		for _, j := range k.pausedJobs {
-			f(j)
+		if !eachHeld(&k.cap, f) || !eachOf(k.pausedJobs, f) {
+			return false
 		}
 	}
 	for _, t := range e.types {
-		for _, j := range t.pausedJobs {
-			f(j)
+		if !eachOf(t.pausedJobs, f) {
+			return false
 		}
 	}
 	for _, lk := range e.conflicts {
-		eachHeld(&lk.gate, f)
+		if !eachHeld(&lk.gate, f) {
+			return false
+		}
 	}
 	for _, r := range e.resources {
 		for _, g := range r.gates() {
-			eachHeld(g, f)
+			if !eachHeld(g, f) {
+				return false
+			}
 		}
 	}
 	for j := range e.timed {
-		if j.state == StateDelayed {
-			f(j)
+		if j.state == StateDelayed && !f(j) {
+			return false
 		}
 	}
 	for j := range e.deps {
-		if j.state == StateBlocked {
-			f(j)
+		if j.state == StateBlocked && !f(j) {
+			return false
 		}
 	}
+	return true
 }
 
-// eachHeld calls f with the jobs gate g holds.
-func eachHeld(g *gate, f func(*Job)) {
-	for _, w := range g.waits {
-		eachInLane(&w.lane, f)
+// eachOf calls f with the jobs of js until f returns false; it reports
+// whether f never did.
+func eachOf(js []*Job, f func(*Job) bool) bool {
+	for _, j := range js {
+		if !f(j) {
+			return false
+		}
 	}
+	return true
 }
 
-// eachInLane calls f with the jobs queued in l's run and heaps.
-func eachInLane(l *lane, f func(*Job)) {
-	l.run.each(func(j *Job, _ uint64) { f(j) })
+// eachHeld calls f with the jobs gate g holds until f returns false; it
+// reports whether f never did.
+func eachHeld(g *gate, f func(*Job) bool) bool {
+	for _, w := range g.waits {
+		if !eachInLane(&w.lane, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// eachInLane calls f with the jobs queued in l's run and heaps until f
+// returns false; it reports whether f never did.
+func eachInLane(l *lane, f func(*Job) bool) bool {
+	if !l.run.eachUntil(f) {
+		return false
+	}
 	for _, h := range []*iheap.Keyed[*Job]{&l.fixed, &l.rising, &l.capped} {
 		for i := 0; i < h.Len(); i++ {
-			j, _ := h.At(i)
-			f(j)
+			if j, _ := h.At(i); !f(j) {
+				return false
+			}
 		}
 	}
+	return true
 }
 
 // appendHeld appends the jobs gate g holds.
 func appendHeld(out []*Job, g *gate) []*Job {
-	eachHeld(g, func(j *Job) { out = append(out, j) })
+	eachHeld(g, func(j *Job) bool { out = append(out, j); return true })
 	return out
 }
 
 // appendLane appends the jobs queued in l's run and heaps.
 func appendLane(out []*Job, l *lane) []*Job {
-	eachInLane(l, func(j *Job) { out = append(out, j) })
+	eachInLane(l, func(j *Job) bool { out = append(out, j); return true })
 	return out
 }
 

@@ -123,3 +123,40 @@ func TestAllocationsGroupTheOtherKeys(t *testing.T) {
 		}
 	}
 }
+
+// Find stops at the job it finds: the walk of the pending jobs ends at
+// the first for which its function says stop, wherever the job is held.
+func TestFindStopsAtTheJob(t *testing.T) {
+	e := newTestEngine(t, Config{MaxConcurrency: 1})
+	var now int64
+	running := new(Job)
+	e.Enqueue(running, &Desc{Type: "t", Key: "a"}, nil, now)
+	for i := range 30 {
+		e.Enqueue(new(Job), &Desc{Type: "t", Key: strconv.Itoa(i % 4)}, nil, now)
+	}
+	var all []*Job
+	e.eachPending(func(j *Job) bool { all = append(all, j); return true })
+	if len(all) != 30 {
+		t.Fatalf("the walk gives %d pending jobs, want 30", len(all))
+	}
+	for _, want := range all {
+		after := 0 // jobs visited after the walk was told to stop
+		stopped := false
+		e.eachPending(func(j *Job) bool {
+			if stopped {
+				after++
+			}
+			stopped = stopped || j == want
+			return !stopped
+		})
+		if after > 0 {
+			t.Errorf("a walk told to stop at job %d visits %d jobs more", want.Seq(), after)
+		}
+		if e.Find(want.Seq()) != want {
+			t.Errorf("Find(%d) does not find it", want.Seq())
+		}
+	}
+	if e.Find(running.Seq()) != running || e.Find(1<<40) != nil {
+		t.Error("Find of the running job, or of a number never given")
+	}
+}

@@ -97,6 +97,17 @@ func (r *sortedRun) compact() {
 	r.first = r.buf[0] // a run is compacted only while it holds jobs
 }
 
+// eachUntil calls f for the jobs in the run, in order, until f returns
+// false; it reports whether f never did.
+func (r *sortedRun) eachUntil(f func(j *Job) bool) bool {
+	for _, e := range r.buf[r.head:] {
+		if e.j != nil && !f(e.j) {
+			return false
+		}
+	}
+	return true
+}
+
 // each calls f for every job in the run, in order.
 func (r *sortedRun) each(f func(j *Job, key uint64)) {
 	for _, e := range r.buf[r.head:] {
