@@ -61,6 +61,7 @@ type disabling struct {
 	failures map[pairKey][]int64      // recent failed attempts, µs, oldest first
 	disabled map[pairKey]disabledSpan // the pairs disabled now
 	swept    int                      // len(failures) after the last sweep
+	kept     int                      // len(disabled) after its last sweep
 	total    uint64                   // pairs disabled, ever
 	refused  uint64                   // submissions refused with ErrDisabled
 }
@@ -92,11 +93,7 @@ func (s *Scheduler) noteFailureLocked(t *task, now int64) {
 	if p.For > 0 {
 		span.until = now + p.For.Microseconds()
 	}
-	if d.disabled == nil {
-		d.disabled = make(map[pairKey]disabledSpan)
-	}
-	d.disabled[k] = span
-	d.total++
+	d.disableLocked(k, span, now)
 	if s.events != nil {
 		s.events.send(Event{Kind: EventDisabled, Time: s.timeOf(now), Seq: t.rec.Seq(), Type: k.typ, ID: k.id,
 			Key: t.rec.Key(), Tier: Tier(t.rec.Tier())})
@@ -117,6 +114,29 @@ func (d *disabling) sweepLocked(now int64) {
 		}
 	}
 	d.swept = len(d.failures)
+}
+
+// disableLocked disables the pair k for span, at now. A pair whose time
+// is up is forgotten when it is next submitted, or by a sweep here once
+// the table has doubled since the last: amortised O(1) per pair disabled,
+// and the table stays within twice the pairs disabled now (at least 64),
+// however many distinct pairs are disabled for a time and never seen
+// again.
+func (d *disabling) disableLocked(k pairKey, span disabledSpan, now int64) {
+	if d.disabled == nil {
+		d.disabled = make(map[pairKey]disabledSpan)
+	}
+	d.disabled[k] = span
+	d.total++
+	if len(d.disabled) < 2*max(d.kept, 64) {
+		return
+	}
+	for k, span := range d.disabled {
+		if span.until != 0 && span.until <= now {
+			delete(d.disabled, k)
+		}
+	}
+	d.kept = len(d.disabled)
 }
 
 // disabledLocked returns the error of a submission of job at now if its
@@ -190,12 +210,8 @@ func (s *Scheduler) Disable(typ, id string, d time.Duration) error {
 		span.until = now + max(d.Microseconds(), 1)
 	}
 	k := pairKey{typ, id}
-	if s.disabling.disabled == nil {
-		s.disabling.disabled = make(map[pairKey]disabledSpan)
-	}
 	delete(s.disabling.failures, k)
-	s.disabling.disabled[k] = span
-	s.disabling.total++
+	s.disabling.disableLocked(k, span, now)
 	if s.events != nil {
 		s.events.send(Event{Kind: EventDisabled, Time: s.timeOf(now), Type: typ, ID: id, Tier: Tier(tier)})
 	}

@@ -2,6 +2,7 @@ package fairsched
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -170,4 +171,33 @@ func TestDisableByHandAsThePolicy(t *testing.T) {
 	require.NoError(t, tt.s.Close()) // the hook has been given every event
 	require.Len(t, events, 1, "one pair disabled, once")
 	assert.Equal(t, Event{Kind: EventDisabled, Time: tt.at(0), Type: "index", ID: "repo-1", Tier: Foreground}, <-events)
+}
+
+// Pairs disabled for a time and never submitted again are swept: under a
+// stream of distinct IDs, each disabled for a minute (by the policy or by
+// hand) and never seen again, the table stays bounded by the pairs
+// disabled now, not by every pair ever disabled.
+func TestDisabledPairsSwept(t *testing.T) {
+	tt := newTimeTest(t, Config{MaxConcurrency: 1, Types: map[string]TypeConfig{
+		"index": {Disable: DisablePolicy{Failures: 1, Window: time.Hour, For: time.Minute}},
+	}})
+	fail := func(context.Context) error { return errFlaky }
+	most := 0
+	for i := range 2000 {
+		tt.set(time.Duration(i) * 30 * time.Second) // each pair's minute is up two pairs later
+		id := "repo-" + strconv.Itoa(i)
+		if i%2 == 0 {
+			require.ErrorIs(t, tt.s.RunSync(context.Background(), Job{Type: "index", ID: id}, fail), errFlaky)
+		} else {
+			require.NoError(t, tt.s.Disable("index", id, time.Minute))
+		}
+		tt.s.mu.Lock()
+		most = max(most, len(tt.s.disabling.disabled))
+		tt.s.mu.Unlock()
+	}
+	assert.LessOrEqual(t, most, 128, "pairs kept at most, for at most 2 disabled at a time")
+	st := tt.s.Stats()
+	assert.Equal(t, 2, st.Disabled)
+	assert.EqualValues(t, 2000, st.DisabledTotal)
+	assert.Len(t, tt.s.Disabled(), 2)
 }
