@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -158,5 +159,60 @@ func TestFindStopsAtTheJob(t *testing.T) {
 	}
 	if e.Find(running.Seq()) != running || e.Find(1<<40) != nil {
 		t.Error("Find of the running job, or of a number never given")
+	}
+}
+
+// Keys lists the configured and paused keys and the max busiest others
+// (most work, then by name), selected without sorting them all, and sums
+// up the rest: the same as sorting every key with work.
+func TestKeysListsTheBusiest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 50 {
+		e := newTestEngine(t, Config{MaxConcurrency: 1 + rng.IntN(5)})
+		var now int64
+		for range rng.IntN(400) {
+			e.Enqueue(new(Job), &Desc{Type: "t", Key: "k" + strconv.Itoa(rng.IntN(60))}, nil, now)
+		}
+		for range rng.IntN(3) {
+			e.SetKey("k"+strconv.Itoa(rng.IntN(80)), Key{Weight: 2}, now)
+			e.PauseKey("k"+strconv.Itoa(rng.IntN(80)), now)
+		}
+		var want []string
+		var others []*keyState
+		for _, k := range e.keys {
+			if k.configured || k.paused {
+				want = append(want, k.name)
+			} else if k.work() > 0 {
+				others = append(others, k)
+			}
+		}
+		slices.SortFunc(others, func(a, b *keyState) int {
+			if busier(a, b) {
+				return -1
+			}
+			return 1
+		})
+		for _, max := range []int{0, 1, 5, 32, 100} {
+			names := slices.Clone(want)
+			var rest KeySummary
+			for i, k := range others {
+				if i < max {
+					names = append(names, k.name)
+					continue
+				}
+				rest.Keys++
+				rest.Running += k.running
+				rest.Queued += k.pending + k.aside
+			}
+			slices.Sort(names)
+			listed, gotRest := e.Keys(max)
+			var got []string
+			for _, k := range listed {
+				got = append(got, k.Key)
+			}
+			if !slices.Equal(got, names) || gotRest != rest {
+				t.Fatalf("round %d, max %d: Keys lists %v and sums %+v, want %v and %+v", round, max, got, gotRest, names, rest)
+			}
+		}
 	}
 }

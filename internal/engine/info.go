@@ -1,6 +1,9 @@
 package engine
 
-import "sort"
+import (
+	"container/heap"
+	"sort"
+)
 
 // What the engine tells about itself, for fairsched's Stats and Snapshot.
 // Each is a copy: the caller may keep it.
@@ -84,37 +87,67 @@ type KeySummary struct {
 
 // Keys describes the configured and the paused keys and the max busiest
 // others, by name, and sums up the other keys with work (running, queued
-// or set aside). O(k + b log b) for k keys remembered and b with work.
+// or set aside). O(k log max + c log c) for k keys remembered and c
+// listed: the busiest are selected with a heap of max, never by sorting
+// every key with work.
 func (e *Engine) Keys(max int) ([]KeyInfo, KeySummary) {
-	a := e.allocations()
-	var listed []KeyInfo
-	var others []*keyState
-	for _, k := range e.keys {
-		if k.configured || k.paused {
-			listed = append(listed, k.info(e.allocationOf(k, a)))
-		} else if k.work() > 0 {
-			others = append(others, k)
-		}
-	}
-	sort.Slice(others, func(i, j int) bool {
-		a, b := others[i], others[j]
-		if a.work() != b.work() {
-			return a.work() > b.work()
-		}
-		return a.name < b.name
-	})
+	var listed []*keyState
+	var top busiest // the busiest others so far, the least busy at the root
 	var rest KeySummary
-	for i, k := range others {
-		if i < max {
-			listed = append(listed, k.info(e.allocationOf(k, a)))
+	for _, k := range e.keys {
+		switch {
+		case k.configured || k.paused:
+			listed = append(listed, k)
+			continue
+		case k.work() == 0:
 			continue
 		}
 		rest.Keys++
 		rest.Running += k.running
 		rest.Queued += k.pending + k.aside
+		switch {
+		case len(top) < max:
+			heap.Push(&top, k)
+		case len(top) > 0 && busier(k, top[0]):
+			top[0] = k
+			heap.Fix(&top, 0)
+		}
 	}
-	sort.Slice(listed, func(i, j int) bool { return listed[i].Key < listed[j].Key })
-	return listed, rest
+	for _, k := range top {
+		listed = append(listed, k)
+		rest.Keys--
+		rest.Running -= k.running
+		rest.Queued -= k.pending + k.aside
+	}
+	sort.Slice(listed, func(i, j int) bool { return listed[i].name < listed[j].name })
+	a := e.allocations()
+	out := make([]KeyInfo, len(listed))
+	for i, k := range listed {
+		out[i] = k.info(e.allocationOf(k, a))
+	}
+	return out, rest
+}
+
+// busier reports whether a is listed before b: more work, then by name.
+func busier(a, b *keyState) bool {
+	if a.work() != b.work() {
+		return a.work() > b.work()
+	}
+	return a.name < b.name
+}
+
+// busiest is a heap of keys with the least busy at the root.
+type busiest []*keyState
+
+func (h busiest) Len() int           { return len(h) }
+func (h busiest) Less(i, j int) bool { return busier(h[j], h[i]) }
+func (h busiest) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *busiest) Push(x any)        { *h = append(*h, x.(*keyState)) }
+func (h *busiest) Pop() any {
+	old := *h
+	k := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return k
 }
 
 // work counts the key's jobs: running, queued or set aside.
