@@ -2,6 +2,7 @@ package fairsched
 
 import (
 	"cmp"
+	"container/heap"
 	"errors"
 	"fmt"
 	"slices"
@@ -219,21 +220,105 @@ func (s *Scheduler) Disable(typ, id string, d time.Duration) error {
 }
 
 // Disabled lists the (type, ID) pairs disabled now, by type then ID.
+// O(p log p) for p pairs, sorted after the lock is released: the lock is
+// held O(p). Where there may be many, DisabledSoonest lists a bounded
+// number.
 func (s *Scheduler) Disabled() []DisabledPair {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.nowLocked()
-	var out []DisabledPair
+	var spans []pairSpan
+	for k, span := range s.disabling.disabled {
+		if span.until == 0 || span.until > now {
+			spans = append(spans, pairSpan{k, span})
+		}
+	}
+	s.mu.Unlock()
+	out := s.pairsOf(spans)
+	slices.SortFunc(out, func(a, b DisabledPair) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.ID, b.ID)) })
+	return out
+}
+
+// DisabledSoonest lists at most n of the pairs disabled now, those whose
+// time is up soonest first, then those disabled until Enable (by type,
+// then ID, among equals), and returns how many pairs are disabled in all.
+// It is for a page that shows a few of what may be many: O(p log n) for p
+// pairs, with the lock held for the selection of n, never a sort of all
+// p.
+func (s *Scheduler) DisabledSoonest(n int) (pairs []DisabledPair, total int) {
+	if n <= 0 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return nil, s.disabling.countLocked(s.nowLocked())
+	}
+	s.mu.Lock()
+	now := s.nowLocked()
+	var top pairHeap // the n soonest so far, the latest at the root
 	for k, span := range s.disabling.disabled {
 		if span.until != 0 && span.until <= now {
 			continue
 		}
-		dp := DisabledPair{Type: k.typ, ID: k.id, Since: s.timeOf(span.since)}
-		if span.until != 0 {
-			dp.Until = s.timeOf(span.until)
+		total++
+		ps := pairSpan{k, span}
+		switch {
+		case len(top) < n:
+			heap.Push(&top, ps)
+		case ps.before(top[0]):
+			top[0] = ps
+			heap.Fix(&top, 0)
 		}
-		out = append(out, dp)
 	}
-	slices.SortFunc(out, func(a, b DisabledPair) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.ID, b.ID)) })
+	s.mu.Unlock()
+	slices.SortFunc(top, func(a, b pairSpan) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	return s.pairsOf(top), total
+}
+
+// pairSpan is a disabled pair and its time.
+type pairSpan struct {
+	k    pairKey
+	span disabledSpan
+}
+
+// before reports whether p's time is up before q's: the earlier until,
+// an until before none (until Enable), then by type and ID.
+func (p pairSpan) before(q pairSpan) bool {
+	if p.span.until != q.span.until {
+		return q.span.until == 0 || (p.span.until != 0 && p.span.until < q.span.until)
+	}
+	return cmp.Or(cmp.Compare(p.k.typ, q.k.typ), cmp.Compare(p.k.id, q.k.id)) < 0
+}
+
+// pairHeap is a heap of disabled pairs with the one whose time is up
+// last at the root.
+type pairHeap []pairSpan
+
+func (h pairHeap) Len() int           { return len(h) }
+func (h pairHeap) Less(i, j int) bool { return h[j].before(h[i]) }
+func (h pairHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *pairHeap) Push(x any)        { *h = append(*h, x.(pairSpan)) }
+func (h *pairHeap) Pop() any {
+	old := *h
+	p := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return p
+}
+
+// pairsOf describes spans as DisabledPairs. timeOf reads fields set by
+// New only: it needs no lock.
+func (s *Scheduler) pairsOf(spans []pairSpan) []DisabledPair {
+	if len(spans) == 0 {
+		return nil
+	}
+	out := make([]DisabledPair, len(spans))
+	for i, p := range spans {
+		out[i] = DisabledPair{Type: p.k.typ, ID: p.k.id, Since: s.timeOf(p.span.since)}
+		if p.span.until != 0 {
+			out[i].Until = s.timeOf(p.span.until)
+		}
+	}
 	return out
 }

@@ -1,7 +1,9 @@
 package fairsched
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -200,4 +202,43 @@ func TestDisabledPairsSwept(t *testing.T) {
 	assert.Equal(t, 2, st.Disabled)
 	assert.EqualValues(t, 2000, st.DisabledTotal)
 	assert.Len(t, tt.s.Disabled(), 2)
+}
+
+// DisabledSoonest lists the n pairs whose time is up soonest, those until
+// Enable last, and counts them all: the first n of every pair disabled
+// now in that order, the expired left out.
+func TestDisabledSoonest(t *testing.T) {
+	tt := newTimeTest(t, Config{Types: map[string]TypeConfig{"a": {}, "b": {}}})
+	for i := range 60 {
+		typ := []string{"a", "b"}[i%2]
+		d := time.Duration(1+(i*7)%13) * time.Minute // ties among them
+		if i%5 == 0 {
+			d = 0 // until Enable
+		}
+		require.NoError(t, tt.s.Disable(typ, "id-"+strconv.Itoa(i), d))
+	}
+	tt.set(2 * time.Minute) // those of a minute or two are up
+	all := tt.s.Disabled()
+	slices.SortFunc(all, func(a, b DisabledPair) int {
+		if !a.Until.Equal(b.Until) {
+			switch {
+			case a.Until.IsZero():
+				return 1
+			case b.Until.IsZero():
+				return -1
+			}
+			return a.Until.Compare(b.Until)
+		}
+		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.ID, b.ID))
+	})
+	require.Less(t, len(all), 60, "some are up")
+	for _, n := range []int{-1, 0, 1, 7, len(all), 100} {
+		got, total := tt.s.DisabledSoonest(n)
+		assert.Equal(t, len(all), total, "n %d", n)
+		want := all[:min(max(n, 0), len(all))]
+		if len(want) == 0 {
+			want = nil
+		}
+		assert.Equal(t, want, got, "n %d", n)
+	}
 }
