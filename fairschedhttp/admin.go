@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fairsched/fairsched"
 )
@@ -247,7 +248,11 @@ type State struct {
 	Queue                    []fairsched.JobInfo
 	Page, Pages, Jobs, Aside int
 	Dead                     []DeadJob
-	Disabled                 []fairsched.DisabledPair
+	// Disabled is at most 100 of the pairs disabled now, those whose
+	// time is up soonest first (Scheduler.DisabledSoonest); DisabledTotal
+	// counts them all.
+	Disabled      []fairsched.DisabledPair
+	DisabledTotal int
 	// OldestWait is, for each key with jobs waiting on this page, how
 	// long the one of them that has waited longest has waited.
 	OldestWait map[string]time.Duration
@@ -255,7 +260,14 @@ type State struct {
 	History History
 }
 
-// DeadJob is a dead job as the page shows it: its error as text.
+// maxDisabledListed bounds the disabled pairs a state lists.
+const maxDisabledListed = 100
+
+// maxErrBytes bounds a dead job's error as a state shows it.
+const maxErrBytes = 1 << 10
+
+// DeadJob is a dead job as the page shows it: its error as text, cut to
+// its first KiB.
 type DeadJob struct {
 	Seq           uint64
 	Type, ID, Key string
@@ -281,9 +293,10 @@ func (a *AdminHandler) build(page int) State {
 	page = max(page, 0)
 	q := a.s.Queue(page*a.size, a.size)
 	st := State{
-		Time: adminNow(), Stats: a.s.Stats(), Disabled: a.s.Disabled(),
+		Time: adminNow(), Stats: a.s.Stats(),
 		TierNames: map[fairsched.Tier]string{}, History: a.history.snapshot(),
 	}
+	st.Disabled, st.DisabledTotal = a.s.DisabledSoonest(maxDisabledListed)
 	for _, t := range st.Stats.Tiers {
 		st.TierNames[t.Tier] = t.Tier.String()
 	}
@@ -304,9 +317,23 @@ func (a *AdminHandler) build(page int) State {
 	}
 	for _, d := range a.s.DeadJobs() {
 		st.Dead = append(st.Dead, DeadJob{Seq: d.Seq, Type: d.Job.Type, ID: d.Job.ID, Key: d.Job.Key,
-			Err: d.Err.Error(), Attempts: len(d.Attempts), Died: d.Died})
+			Err: truncate(d.Err.Error(), maxErrBytes), Attempts: len(d.Attempts), Died: d.Died})
 	}
 	return st
+}
+
+// truncate returns s cut to at most n bytes, on a rune's boundary, with
+// an ellipsis if it was cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const more = "…"
+	cut := n - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
 }
 
 // change returns the handler of one change, authorised already: it reads

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fairsched/fairsched"
 )
@@ -396,6 +397,46 @@ func TestAdminHostileInput(t *testing.T) {
 		}
 	}
 	unchanged(t, s)
+}
+
+// What a state lists does not grow with what the scheduler keeps: at
+// most 100 disabled pairs, those whose time is up soonest, with a count of
+// all; a dead job's error cut to a KiB, on a rune's boundary.
+func TestAdminStateBounded(t *testing.T) {
+	s, err := fairsched.New(fairsched.Config{Types: map[string]fairsched.TypeConfig{
+		"sync": {Disable: fairsched.DisablePolicy{Failures: 1, Window: time.Hour}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	long := strings.Repeat("é", 10<<10) // two bytes each
+	failed, err := s.Submit(context.Background(), fairsched.Job{Type: "sync", ID: "x"}, func(context.Context) error {
+		return errors.New(long)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-failed.Done()
+	for i := range 250 {
+		if err := s.Disable("sync", "id-"+strconv.Itoa(i), time.Duration(250-i)*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := getState(t, newAdmin(t, s, AdminOptions{Authorize: allowAll}), "", nil)
+	if len(st.Disabled) != 100 || st.DisabledTotal != 251 {
+		t.Errorf("%d disabled pairs listed of %d, want 100 of 251", len(st.Disabled), st.DisabledTotal)
+	}
+	if len(st.Disabled) > 0 && (st.Disabled[0].ID != "id-249" || st.Disabled[len(st.Disabled)-1].ID != "id-150") {
+		t.Errorf("listed from %s to %s, want the soonest up, id-249 to id-150", st.Disabled[0].ID, st.Disabled[len(st.Disabled)-1].ID)
+	}
+	if len(st.Dead) != 1 {
+		t.Fatalf("%d dead jobs", len(st.Dead))
+	}
+	e := st.Dead[0].Err
+	if len(e) > 1024 || !utf8.ValidString(e) || !strings.HasSuffix(e, "…") || !strings.HasPrefix(long, strings.TrimSuffix(e, "…")) {
+		t.Errorf("the error shown is %d bytes, valid UTF-8 %v: %.40q…", len(e), utf8.ValidString(e), e)
+	}
 }
 
 // The attack with a body that is not a form: JSON or text parses to no
