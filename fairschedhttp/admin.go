@@ -30,6 +30,10 @@ type AdminOptions struct {
 	// JSON) or AdminChange (a control), and reports whether to allow it.
 	// A request it refuses gets 403 and no data. nil: the page is closed,
 	// and every request gets 403 with a page that says how to open it.
+	// A GET of state.json calls it twice: with AdminRead, then, once let
+	// in, with AdminChange, to tell the page whether to show its controls
+	// (a refusal then is no error); a check that logs or rate-limits sees
+	// both.
 	//
 	// LoopbackOnly is a ready-made one, for a service reached through a
 	// tunnel; behind a proxy, check what the proxy authenticated (see the

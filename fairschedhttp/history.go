@@ -72,21 +72,24 @@ type history struct {
 	done  <-chan struct{} // s's Done
 	every time.Duration
 
-	mu     sync.Mutex
-	timer  *time.Timer // nil once closed
-	n      int         // samples taken
-	times  [historyLen]time.Time
-	keys   map[string]*[2]ring // by key: running, queued
-	other  [2]ring             // the keys without lines: running, queued
-	tiers  map[fairsched.Tier]*[2]ring
-	tierN  map[fairsched.Tier]string
-	wait   [2]ring // p50, p99 of the waits to start in the interval, s
-	starts ring    // per second
-	refuse ring    // per second
-	prev   struct {
-		at                time.Time
-		started, rejected uint64
-		wait              fairsched.Histogram
+	mu    sync.Mutex
+	timer *time.Timer // nil once closed
+	n     int         // samples taken
+	times [historyLen]time.Time
+	keys  map[string]*[2]ring // by key: running, queued
+	other [2]ring             // the keys without lines: running, queued
+	tiers map[fairsched.Tier]*[2]ring
+	tierN map[fairsched.Tier]string
+	// otherTiers sums the tiers without lines, once there are some.
+	otherTiers    [2]ring
+	hasOtherTiers bool
+	wait          [2]ring // p50, p99 of the waits to start in the interval, s
+	starts        ring    // per second
+	refuse        [2]ring // per second: Rejected, DisabledRefusals
+	prev          struct {
+		at                          time.Time
+		started, rejected, disabled uint64
+		wait                        fairsched.Histogram
 	}
 }
 
@@ -174,10 +177,11 @@ func (h *history) sampleLocked(st fairsched.Stats, now time.Time) {
 		r[0][i], r[1][i] = float64(k.Running), float64(k.Queued)
 	}
 
-	// Tiers: few, and named.
+	// Tiers: few, and named; past maxTierLines, summed into "other".
 	for _, r := range h.tiers {
 		r[0][i], r[1][i] = 0, 0
 	}
+	h.otherTiers[0][i], h.otherTiers[1][i] = 0, 0
 	for _, t := range st.Tiers {
 		r := h.tiers[t.Tier]
 		if r == nil && len(h.tiers) < maxTierLines {
@@ -185,9 +189,14 @@ func (h *history) sampleLocked(st fairsched.Stats, now time.Time) {
 			h.tiers[t.Tier] = r
 			h.tierN[t.Tier] = t.Tier.String()
 		}
-		if r != nil {
-			r[0][i], r[1][i] = float64(t.Running), float64(t.Queued)
+		if r == nil {
+			h.hasOtherTiers = true
+			r = &h.otherTiers
+			r[0][i] += float64(t.Running)
+			r[1][i] += float64(t.Queued)
+			continue
 		}
+		r[0][i], r[1][i] = float64(t.Running), float64(t.Queued)
 	}
 
 	// Rates and the waits of the jobs that started since the last sample.
@@ -195,14 +204,15 @@ func (h *history) sampleLocked(st fairsched.Stats, now time.Time) {
 	for _, t := range st.Types {
 		started += t.Started
 	}
-	h.starts[i], h.refuse[i], h.wait[0][i], h.wait[1][i] = 0, 0, 0, 0
+	h.starts[i], h.refuse[0][i], h.refuse[1][i], h.wait[0][i], h.wait[1][i] = 0, 0, 0, 0, 0
 	if dt := now.Sub(h.prev.at).Seconds(); !h.prev.at.IsZero() && dt > 0 {
 		h.starts[i] = float64(started-min(started, h.prev.started)) / dt
-		h.refuse[i] = float64(st.Rejected-min(st.Rejected, h.prev.rejected)) / dt
+		h.refuse[0][i] = float64(st.Rejected-min(st.Rejected, h.prev.rejected)) / dt
+		h.refuse[1][i] = float64(st.DisabledRefusals-min(st.DisabledRefusals, h.prev.disabled)) / dt
 		h.wait[0][i] = quantileSince(h.prev.wait, st.QueueWait, 0.5)
 		h.wait[1][i] = quantileSince(h.prev.wait, st.QueueWait, 0.99)
 	}
-	h.prev.at, h.prev.started, h.prev.rejected, h.prev.wait = now, started, st.Rejected, st.QueueWait
+	h.prev.at, h.prev.started, h.prev.rejected, h.prev.disabled, h.prev.wait = now, started, st.Rejected, st.DisabledRefusals, st.QueueWait
 }
 
 func allZero(r ring) bool { return r == ring{} }
@@ -271,11 +281,14 @@ func (h *history) snapshot() History {
 	for _, t := range slices.SortedFunc(maps.Keys(h.tiers), func(a, b fairsched.Tier) int { return cmp.Compare(b, a) }) {
 		tiers.Lines = append(tiers.Lines, line(h.tierN[t]+" running", &h.tiers[t][0]), line(h.tierN[t]+" queued", &h.tiers[t][1]))
 	}
+	if h.hasOtherTiers {
+		tiers.Lines = append(tiers.Lines, line(otherLine+" running", &h.otherTiers[0]), line(otherLine+" queued", &h.otherTiers[1]))
+	}
 	out.Charts = []Chart{
 		running, queued, tiers,
 		{Title: "Wait to start", Unit: "s", Lines: []Line{line("p50", &h.wait[0]), line("p99", &h.wait[1])}},
 		{Title: "Starts", Unit: "/s", Lines: []Line{line("starts", &h.starts)}},
-		{Title: "Refusals", Unit: "/s", Lines: []Line{line("refused", &h.refuse)}},
+		{Title: "Refusals", Unit: "/s", Lines: []Line{line("refused", &h.refuse[0]), line("disabled", &h.refuse[1])}},
 	}
 	return out
 }

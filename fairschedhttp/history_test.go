@@ -93,14 +93,15 @@ func TestHistoryRatesAndWaits(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	buckets := []float64{0.1, 1, 10}
 	st := fairsched.Stats{
-		Tiers:     []fairsched.TierStats{{Tier: fairsched.Foreground, Running: 3, Queued: 4}, {Tier: fairsched.Background, Running: 1}},
-		Types:     []fairsched.TypeStats{{Name: "a", Started: 100}, {Name: "b", Started: 50}},
-		Rejected:  7,
+		Tiers:    []fairsched.TierStats{{Tier: fairsched.Foreground, Running: 3, Queued: 4}, {Tier: fairsched.Background, Running: 1}},
+		Types:    []fairsched.TypeStats{{Name: "a", Started: 100}, {Name: "b", Started: 50}},
+		Rejected: 7, DisabledRefusals: 1,
 		QueueWait: fairsched.Histogram{Count: 10, Buckets: buckets, Counts: []uint64{10, 10, 10}},
 	}
 	h.sampleLocked(st, t0)
 	st.Types[0].Started += 20
 	st.Rejected += 4
+	st.DisabledRefusals += 6
 	// 100 more starts: 50 within 0.1 s, 48 within 1 s, 2 within 10 s.
 	st.QueueWait = fairsched.Histogram{Count: 110, Buckets: buckets, Counts: []uint64{60, 108, 110}}
 	h.sampleLocked(st, t0.Add(2*time.Second))
@@ -108,8 +109,8 @@ func TestHistoryRatesAndWaits(t *testing.T) {
 	if got := lastOf(chartOf(t, snap, "Starts")); got["starts"] != 10 {
 		t.Errorf("starts %v, want 10/s", got)
 	}
-	if got := lastOf(chartOf(t, snap, "Refusals")); got["refused"] != 2 {
-		t.Errorf("refusals %v, want 2/s", got)
+	if got := lastOf(chartOf(t, snap, "Refusals")); got["refused"] != 2 || got["disabled"] != 3 {
+		t.Errorf("refusals %v, want 2/s refused and 3/s of disabled pairs", got)
 	}
 	waits := lastOf(chartOf(t, snap, "Wait to start"))
 	if math.Abs(waits["p50"]-0.1) > 1e-9 || !(waits["p99"] > 1 && waits["p99"] <= 10) {
@@ -121,6 +122,32 @@ func TestHistoryRatesAndWaits(t *testing.T) {
 	}
 	if first := chartOf(t, snap, "Starts").Lines[0].Values[0]; first != 0 {
 		t.Errorf("the first sample has no interval, yet a rate: %v", first)
+	}
+}
+
+// Tiers past maxTierLines are summed into "other", not dropped: the
+// lines add up to every tier's jobs.
+func TestHistoryBoundsTiers(t *testing.T) {
+	h := bareHistory()
+	st := fairsched.Stats{}
+	for i := range maxTierLines + 3 {
+		st.Tiers = append(st.Tiers, fairsched.TierStats{Tier: fairsched.Tier(100 - i), Running: 1, Queued: 10})
+	}
+	h.sampleLocked(st, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	tiers := chartOf(t, h.snapshot(), "Running and queued by tier")
+	if len(tiers.Lines) != 2*(maxTierLines+1) {
+		t.Errorf("%d lines, want %d: two per tier with a line, two for the others", len(tiers.Lines), 2*(maxTierLines+1))
+	}
+	got := lastOf(tiers)
+	if got[otherLine+" running"] != 3 || got[otherLine+" queued"] != 30 {
+		t.Errorf("the other tiers: %v, want 3 running and 30 queued", got)
+	}
+	sum := 0.0
+	for _, v := range got {
+		sum += v
+	}
+	if sum != float64(11*(maxTierLines+3)) {
+		t.Errorf("the lines sum to %v, want %d", sum, 11*(maxTierLines+3))
 	}
 }
 
