@@ -4,6 +4,14 @@
 // a POST of a form to the handler.
 
 let page = 0, controls = false;
+// issued numbers the requests of state.json; shown is the number of the
+// one drawn last: a response older than it (a poll that was overtaken by
+// the refresh after a change) is dropped, not drawn over a newer one.
+let issued = 0, shown = 0;
+// refreshEvery is the pause between one poll's answer and the next poll:
+// the next is set only once the last has answered, so a slow server is
+// never sent a pile of requests.
+const refreshEvery = 2000;
 const svgNS = "http://www.w3.org/2000/svg";
 
 function cell(row, text, cls) {
@@ -126,7 +134,11 @@ function render(st) {
     new Date(st.Time).toLocaleTimeString() + (controls ? " · controls on" : " · read-only");
   const h = st.History || {Times: [], Charts: []};
   document.getElementById("charts").replaceChildren(...(h.Charts || []).map(c => chart(c, h.Times || [])));
-  fill("keys", s.Keys, (row, k) => {
+  // While an operator types a weight, the keys table is left as it is:
+  // redrawn, it would lose what is typed, and the focus.
+  const typing = document.activeElement && document.activeElement.dataset.weight !== undefined &&
+    document.getElementById("keys").contains(document.activeElement);
+  if (!typing) fill("keys", s.Keys, (row, k) => {
     row.dataset.key = k.Key;
     if (k.Paused) row.classList.add("is-paused");
     cell(row, k.Key === "" ? "(empty)" : k.Key);
@@ -134,7 +146,7 @@ function render(st) {
     if (controls) {
       w.textContent = "";
       const input = document.createElement("input");
-      input.size = 4; input.value = k.Weight;
+      input.size = 4; input.value = k.Weight; input.dataset.weight = k.Key;
       input.onchange = () => change("weight", {key: k.Key, weight: input.value});
       w.appendChild(input);
     }
@@ -182,6 +194,9 @@ function render(st) {
     button(td, "retry", "retry-dead", () => ({seq: d.Seq}));
     button(td, "disable", "disable", () => ({type: d.Type, id: d.ID, for: ""}));
   });
+  const listed = (st.Disabled || []).length;
+  document.getElementById("disabledinfo").textContent =
+    st.DisabledTotal > listed ? `the ${listed} whose time is up soonest, of ${st.DisabledTotal}` : "";
   document.getElementById("disable").classList.toggle("hidden", !controls);
   fill("disabled", st.Disabled, (row, d) => {
     row.dataset.type = d.Type; row.dataset.id = d.ID;
@@ -192,13 +207,22 @@ function render(st) {
 }
 
 async function refresh() {
+  const n = ++issued;
   try {
     const resp = await fetch("state.json?page=" + page, {cache: "no-store"});
     if (!resp.ok) throw new Error(await resp.text());
-    render(await resp.json());
+    const st = await resp.json();
+    if (n < shown) return; // a newer state is drawn already
+    shown = n;
+    render(st);
   } catch (e) {
-    document.getElementById("error").textContent = String(e);
+    if (n >= shown) document.getElementById("error").textContent = String(e);
   }
+}
+
+async function poll() {
+  await refresh();
+  setTimeout(poll, refreshEvery);
 }
 
 document.getElementById("prev").onclick = () => { page = Math.max(0, page - 1); refresh(); };
@@ -207,5 +231,4 @@ document.getElementById("disable").onsubmit = ev => {
   ev.preventDefault();
   change("disable", new FormData(ev.target)).then(ok => { if (ok) ev.target.reset(); });
 };
-refresh();
-setInterval(refresh, 2000);
+poll();
