@@ -88,7 +88,10 @@ func ExampleAdmin_bearerToken() {
 }
 
 // For a service an operator reaches through an SSH tunnel or a
-// port-forward, and never through a proxy or a sidecar on its host.
+// port-forward, opened as localhost, and never through a proxy or a
+// sidecar on its host. A page of another site whose name was re-pointed
+// at 127.0.0.1 (DNS rebinding) comes from loopback too, but under its
+// own name.
 func ExampleLoopbackOnly() {
 	s, err := fairsched.New(fairsched.Config{})
 	if err != nil {
@@ -98,14 +101,19 @@ func ExampleLoopbackOnly() {
 	admin := fairschedhttp.Admin(s, fairschedhttp.AdminOptions{Authorize: fairschedhttp.LoopbackOnly})
 	defer admin.Close()
 
-	for _, from := range []string{"127.0.0.1:50000", "203.0.113.7:50000"} {
+	for _, r := range []struct{ from, host string }{
+		{"127.0.0.1:50000", "localhost:8080"},    // the operator, through the tunnel
+		{"203.0.113.7:50000", "localhost:8080"},  // another machine
+		{"127.0.0.1:50000", "evil.example:8080"}, // a rebound page, through the tunnel
+	} {
 		req := httptest.NewRequest("GET", "/state.json", nil)
-		req.RemoteAddr = from
+		req.RemoteAddr, req.Host = r.from, r.host
 		rec := httptest.NewRecorder()
 		admin.ServeHTTP(rec, req)
-		fmt.Println(from, rec.Code)
+		fmt.Println(r.from, r.host, rec.Code)
 	}
 	// Output:
-	// 127.0.0.1:50000 200
-	// 203.0.113.7:50000 403
+	// 127.0.0.1:50000 localhost:8080 200
+	// 203.0.113.7:50000 localhost:8080 403
+	// 127.0.0.1:50000 evil.example:8080 403
 }
