@@ -130,20 +130,18 @@ func TestAdminPagePolls(t *testing.T) {
 		t.Errorf("the timers fired twice while a poll was unanswered: %d polls sent, then %d", sent, again)
 	}
 
-	// A newer state is drawn; the held, older one then arrives and is
-	// dropped.
-	if _, err := s.Submit(context.Background(), fairsched.Job{Key: "late"}, func(context.Context) error { <-hold; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	// A change through the page, and a newer state drawn; the held, older
+	// one then arrives and is dropped.
+	eval("pausing a key", `change("pause-key", {name: "tenant-a"}).then(ok => ok ? 1 : 0)`, chromedp.EvalAwaitPromise)
 	eval("a refresh", `refresh().then(() => 0)`, chromedp.EvalAwaitPromise)
-	late := `document.querySelectorAll('#keys tr[data-key="late"]').length`
-	if n := eval("after the refresh", late); n != 1 {
-		t.Fatalf("the refresh after the change shows %d rows of the new key", n)
+	paused := `document.querySelectorAll('#keys tr[data-key="tenant-a"].is-paused').length`
+	if n := eval("after the refresh", paused); n != 1 {
+		t.Fatalf("the refresh after the change shows %d rows of the key paused", n)
 	}
 	unhold()
 	eval("the held poll's answer", `Promise.all(window.pending).then(() => 0)`, chromedp.EvalAwaitPromise)
-	if n := eval("after the held answer", late); n != 1 {
-		t.Error("an older state was drawn over a newer one: the new key is gone")
+	if n := eval("after the held answer", paused); n != 1 {
+		t.Error("an older state was drawn over a newer one: the key shows resumed")
 	}
 
 	// An operator types a weight; a refresh keeps it, and the focus.

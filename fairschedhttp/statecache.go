@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// refreshEvery is how often the page refreshes itself (admin.html's
-// setInterval), and so how long viewers share one state.
+// refreshEvery is how often the page refreshes itself (admin.js polls
+// again this long after each answer), and so how long viewers share one
+// state.
 const refreshEvery = 2 * time.Second
 
 // adminNow is the admin handlers' clock; tests set it.
