@@ -257,8 +257,9 @@ type State struct {
 	// counts them all.
 	Disabled      []fairsched.DisabledPair
 	DisabledTotal int
-	// OldestWait is, for each key with jobs waiting on this page, how
-	// long the one of them that has waited longest has waited.
+	// OldestWait is, for each key Stats.Keys lists with jobs waiting on
+	// this page, how long the one of them that has waited longest has
+	// waited.
 	OldestWait map[string]time.Duration
 	// History is the recent past, for the charts.
 	History History
@@ -314,8 +315,12 @@ func (a *AdminHandler) build(page int) State {
 	}
 	st.Queue = q.Jobs
 	st.OldestWait = map[string]time.Duration{}
+	listed := make(map[string]bool, len(st.Stats.Keys))
+	for _, k := range st.Stats.Keys {
+		listed[k.Key] = true
+	}
 	for _, j := range st.Queue {
-		if !j.Running && j.Wait > st.OldestWait[j.Key] {
+		if !j.Running && listed[j.Key] && j.Wait > st.OldestWait[j.Key] {
 			st.OldestWait[j.Key] = j.Wait
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fairsched/fairsched"
+	"github.com/fairsched/fairsched/fairschedtest"
 )
 
 // What the harness's scheduler holds that no unauthorised reader may see.
@@ -436,6 +437,41 @@ func TestAdminStateBounded(t *testing.T) {
 	e := st.Dead[0].Err
 	if len(e) > 1024 || !utf8.ValidString(e) || !strings.HasSuffix(e, "…") || !strings.HasPrefix(long, strings.TrimSuffix(e, "…")) {
 		t.Errorf("the error shown is %d bytes, valid UTF-8 %v: %.40q…", len(e), utf8.ValidString(e), e)
+	}
+}
+
+// The longest waits are sent for the keys the page lists, not for every
+// key with a job waiting on the page.
+func TestAdminOldestWaitOfListedKeys(t *testing.T) {
+	clk := fairschedtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, err := fairsched.New(fairsched.Config{MaxConcurrency: 1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hold := make(chan struct{})
+	defer close(hold) // before Close, which waits for the jobs
+	for i := range 200 {
+		if _, err := s.Submit(context.Background(), fairsched.Job{Key: "k" + strconv.Itoa(i)}, func(context.Context) error { <-hold; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(time.Second)
+	st, _ := getState(t, newAdmin(t, s, AdminOptions{Authorize: allowAll, PageSize: 1000}), "", nil)
+	if len(st.Queue) != 200 {
+		t.Fatalf("the page lists %d jobs, want 200", len(st.Queue))
+	}
+	listed := map[string]bool{}
+	for _, k := range st.Stats.Keys {
+		listed[k.Key] = true
+	}
+	for k, w := range st.OldestWait {
+		if !listed[k] || w != time.Second {
+			t.Errorf("key %q waited %v: listed %v", k, w, listed[k])
+		}
+	}
+	if len(st.OldestWait) != fairsched.MaxListedKeys-1 { // the busiest listed, less the one running
+		t.Errorf("%d longest waits sent, want %d", len(st.OldestWait), fairsched.MaxListedKeys-1)
 	}
 }
 
