@@ -64,7 +64,8 @@ func LoopbackOnly(r *http.Request, _ AdminAccess) bool {
 }
 
 // isLoopback reports whether hostport, with or without a port, is a
-// loopback address, or "localhost" if byName.
+// loopback address, or if byName (a Host header) "localhost" or a
+// loopback address with no zone.
 func isLoopback(hostport string, byName bool) bool {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
@@ -74,7 +75,7 @@ func isLoopback(hostport string, byName bool) bool {
 		return true
 	}
 	addr, err := netip.ParseAddr(host)
-	return err == nil && addr.Zone() == "" && addr.Unmap().IsLoopback()
+	return err == nil && addr.Unmap().IsLoopback() && (!byName || addr.Zone() == "")
 }
 
 // closedPage is what every request gets while AdminOptions.Authorize is
