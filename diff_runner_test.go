@@ -606,7 +606,8 @@ func (r *diffRunner) setLimit(c diffLimit) error {
 type diffBatchRun struct {
 	seqs    []uint64
 	running [][]*engine.Job
-	pos     int // the job being taken in
+	unrun   [][]int // the jobs each ended unrun
+	pos     int     // the job being taken in
 }
 
 func (r *diffRunner) arrive(i int) error {
@@ -642,7 +643,7 @@ func (r *diffRunner) arriveBatch(idx []int) error {
 			}
 		}
 	}
-	seqs, running, err := r.sys.submitMany(idx, ds, after)
+	seqs, running, unrun, err := r.sys.submitMany(idx, ds, after)
 	noBatch := errors.Is(err, errDiffNoBatch)
 	r.trace = append(r.trace, fmt.Sprintf("%v submit %v together: %v", r.now, idx, err))
 	admitted := err == nil || noBatch // the engine alone, without the reference: one by one
@@ -685,7 +686,7 @@ func (r *diffRunner) arriveBatch(idx []int) error {
 		}
 		return r.sync()
 	}
-	r.batch = &diffBatchRun{seqs: seqs, running: running}
+	r.batch = &diffBatchRun{seqs: seqs, running: running, unrun: unrun}
 	for m, i := range idx {
 		r.batch.pos = m
 		if err := r.arriveOne(i); err != nil {
@@ -904,8 +905,13 @@ func (r *diffRunner) fail(i int) error {
 // last event and compares them, after checking the scheduler's invariants.
 func (r *diffRunner) sync() error {
 	if r.batch != nil {
-		// A job of a batch is in: what it started is taken in, so that the
-		// next job of the batch meets it started, and compared at the end.
+		// A job of a batch is in: what it ended unrun is compared and
+		// taken in, and what it started taken in, so that the next job of
+		// the batch meets them ended and started; the starts are compared
+		// at the end.
+		if err := r.compareUnrun(r.batch.unrun[r.batch.pos]); err != nil {
+			return err
+		}
 		got, err := r.takeStarts(r.batch.running[r.batch.pos])
 		r.held = append(r.held, got...)
 		return err
@@ -989,6 +995,12 @@ func (r *diffRunner) takeUnrun() error {
 	if err != nil {
 		return fmt.Errorf("at %v: %v", r.now, err)
 	}
+	return r.compareUnrun(got)
+}
+
+// compareUnrun compares got, the jobs the scheduler ended unrun, with
+// those the reference did, and takes them in.
+func (r *diffRunner) compareUnrun(got []int) error {
 	if r.ref != nil {
 		var want []int
 		for _, seq := range r.ref.TakeUnrun() {

@@ -27,9 +27,11 @@ type diffSystem interface {
 	// submitMany submits jobs idx, described by ds, each to run after the
 	// jobs of its after, together (SubmitMany), and returns each one's
 	// sequence number (the joined job's, for one that joined), and the
-	// running jobs as each had been taken in; or the error that refused
-	// the batch. The engine alone has no batch: it returns errDiffNoBatch.
-	submitMany(idx []int, ds []Job, after [][]int) (seqs []uint64, running [][]*engine.Job, err error)
+	// running jobs as each had been taken in, and the jobs (by index)
+	// that each ended unrun, as unrun would have returned them had it
+	// been called after each; or the error that refused the batch. The
+	// engine alone has no batch: it returns errDiffNoBatch.
+	submitMany(idx []int, ds []Job, after [][]int) (seqs []uint64, running [][]*engine.Job, unrun [][]int, err error)
 	// detach detaches submission i from job k; if last, k is then
 	// cancelled, and detach returns k's error once it has ended.
 	detach(i, k int, last bool) error
@@ -113,16 +115,16 @@ type diffScheduler struct {
 	endMu   sync.Mutex     // the hook runs on a goroutine of the scheduler's
 	endSeqs map[uint64]int // EventFinished per seq, written by the hook
 
-	batched func() // called, under the lock, after each job of a SubmitMany
+	batched func(h Handle) // called, under the lock, after each job of a SubmitMany, with its Handle
 }
 
 func newDiffScheduler(cfg Config, clk *clock.Fake, hook bool) (*diffScheduler, error) {
 	d := &diffScheduler{handles: map[int]Handle{}, release: map[int]chan error{}, live: map[int]bool{}, endSeqs: map[uint64]int{}}
 	cfg.Clock = clk
 	cfg.signals = newTestSignals()
-	cfg.signals.batched = func() {
+	cfg.signals.batched = func(h Handle) {
 		if d.batched != nil {
-			d.batched()
+			d.batched(h)
 		}
 	}
 	if hook {
@@ -157,7 +159,7 @@ func (d *diffScheduler) submit(i int, desc Job, after []int) (uint64, error) {
 	return h.Seq(), nil
 }
 
-func (d *diffScheduler) submitMany(idx []int, ds []Job, after [][]int) ([]uint64, [][]*engine.Job, error) {
+func (d *diffScheduler) submitMany(idx []int, ds []Job, after [][]int) ([]uint64, [][]*engine.Job, [][]int, error) {
 	// Which job a member joins is known once the batch is in: each
 	// function reads its release channel from a cell, which a member that
 	// joined points at its job's before the job can run.
@@ -172,12 +174,33 @@ func (d *diffScheduler) submitMany(idx []int, ds []Job, after [][]int) ([]uint64
 		cell := &cells[m]
 		ps[m] = SubmitParams{Job: desc, Fn: func(ctx context.Context) error { return awaitRelease(*cell)(ctx) }}
 	}
+	// As each job is taken in, under the lock: what runs, and which jobs
+	// have ended, of those live before the batch and the batch's so far
+	// (which of them ended unrun is known from their errors after).
 	var running [][]*engine.Job
-	d.batched = func() { running = append(running, d.s.eng.RunningJobs()) }
+	var ended [][]int
+	done := func(h Handle) bool { return h.t.rec.State() == engine.StateDone }
+	var batchHandles []Handle
+	d.batched = func(h Handle) {
+		running = append(running, d.s.eng.RunningJobs())
+		batchHandles = append(batchHandles, h)
+		var e []int
+		for k := range d.live {
+			if done(d.handles[k]) {
+				e = append(e, k)
+			}
+		}
+		for n, bh := range batchHandles {
+			if bh.w == nil && done(bh) {
+				e = append(e, idx[n])
+			}
+		}
+		ended = append(ended, e)
+	}
 	hs, err := d.s.SubmitMany(context.Background(), ps)
 	d.batched = nil
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	owner := map[uint64]int{} // each job's first submission, by seq
 	for k, h := range d.handles {
@@ -196,7 +219,25 @@ func (d *diffScheduler) submitMany(idx []int, ds []Job, after [][]int) ([]uint64
 		owner[seqs[m]] = i
 		d.release[i], d.live[i] = cells[m], true
 	}
-	return seqs, running, nil
+	// The jobs each member ended unrun: those that ended as it was taken
+	// in, and not before, with a *DependencyError of their own.
+	unrun := make([][]int, len(idx))
+	seen := map[int]bool{}
+	for m := range idx {
+		for _, k := range ended[m] {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			var de *DependencyError
+			if err := d.handles[k].Err(); errors.As(err, &de) && de.Seq == d.handles[k].Seq() {
+				unrun[m] = append(unrun[m], k)
+				delete(d.live, k)
+			}
+		}
+		slices.Sort(unrun[m])
+	}
+	return seqs, running, unrun, nil
 }
 
 func (d *diffScheduler) cancel(i int) error {
@@ -599,8 +640,8 @@ func (d *diffEngine) submit(i int, desc Job, after []int) (uint64, error) {
 // its jobs one by one, once the reference has admitted them together.
 var errDiffNoBatch = errors.New("the engine alone has no batch")
 
-func (d *diffEngine) submitMany([]int, []Job, [][]int) ([]uint64, [][]*engine.Job, error) {
-	return nil, nil, errDiffNoBatch
+func (d *diffEngine) submitMany([]int, []Job, [][]int) ([]uint64, [][]*engine.Job, [][]int, error) {
+	return nil, nil, nil, errDiffNoBatch
 }
 
 // cancel ends a queued job as cancelled, or a running one as a Scheduler's

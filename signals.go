@@ -11,7 +11,7 @@ type testSignals struct {
 	joined    chan uint64   // a duplicate joined a job: the job's Seq
 	// batched is called, with the lock held, after each job of a
 	// SubmitMany is taken in.
-	batched func()
+	batched func(h Handle)
 }
 
 func newTestSignals() *testSignals {

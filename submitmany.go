@@ -109,7 +109,7 @@ func (s *Scheduler) SubmitMany(ctx context.Context, jobs []SubmitParams) ([]Hand
 		t.fn, t.submitCtx = jobs[i].Fn, ctx
 		hs[i] = s.submitOfBatchLocked(t, &jobs[i].Job, &parent, now)
 		if s.cfg.signals != nil && s.cfg.signals.batched != nil {
-			s.cfg.signals.batched()
+			s.cfg.signals.batched(hs[i])
 		}
 	}
 	return hs, nil
