@@ -18,10 +18,25 @@ func (e *Engine) endGrace(now int64) {
 func (e *Engine) endGraceOf(j *Job, now int64) {
 	switch j.state {
 	case StateQueued:
-		e.hide(j)
-		e.show(j, now)
+		e.refile(j, now)
 	case StateParked:
 		e.regrace(j, now)
+	}
+}
+
+// refile moves a queued job within its lane and its type's urgent order
+// to where its phase at now puts it. The lane keeps its jobs, so it stays
+// where it is among its type's ready lanes and the queue's counts stand:
+// of hide and show, only the moves are made. O(log n).
+func (e *Engine) refile(j *Job, now int64) {
+	l := j.lane
+	l.remove(j)
+	l.insert(&e.aging, j, now)
+	if j.uidx != -1 {
+		l.typ.urgent.unfile(j)
+	}
+	if e.aging.mayBeUrgent(j, now) {
+		l.typ.urgent.file(&e.aging, j, now)
 	}
 }
 
