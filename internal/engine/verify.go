@@ -149,7 +149,7 @@ func (e *Engine) Verify(now int64) error {
 		if k.cap.shut != k.blocked() {
 			return errorf("key %q: capped flag %v, at cap %v, bucket empty %v", k.name, k.cap.shut, k.atCap(), k.bucket.empty)
 		}
-		n, err := e.verifyGate(&k.cap, heldByKey, "key "+strconv.Quote(k.name)+"'s cap", pending)
+		n, err := e.verifyGate(&k.cap, heldByKey, "key "+strconv.Quote(k.name)+"'s cap", pending, now)
 		if err != nil {
 			return err
 		}
@@ -169,7 +169,7 @@ func (e *Engine) Verify(now int64) error {
 			if k.laneTypes[i] != l.typ {
 				return errorf("key %q: lane %d of type %q listed as %q", k.name, i, l.typ.name, k.laneTypes[i].name)
 			}
-			n, err := e.verifyLaneHeaps(l, StateQueued)
+			n, err := e.verifyLaneHeaps(l, StateQueued, now)
 			if err != nil {
 				return err
 			}
@@ -204,7 +204,7 @@ func (e *Engine) Verify(now int64) error {
 		if lk.shut != (lk.holder != nil) {
 			return errorf("conflict lock %v: shut %v, held %v", ck, lk.shut, lk.holder != nil)
 		}
-		n, err := e.verifyGate(&lk.gate, heldByLock, "conflict lock", pending)
+		n, err := e.verifyGate(&lk.gate, heldByLock, "conflict lock", pending, now)
 		if err != nil {
 			return err
 		}
@@ -217,7 +217,7 @@ func (e *Engine) Verify(now int64) error {
 	}
 	for name, r := range e.resources {
 		for _, g := range r.gates() {
-			n, err := e.verifyGate(g, heldByResource, "resource "+name, pending)
+			n, err := e.verifyGate(g, heldByResource, "resource "+name, pending, now)
 			if err != nil {
 				return err
 			}
@@ -735,8 +735,9 @@ func appendArg(b []byte, verb byte, arg any) []byte {
 
 // verifyLaneHeaps checks the run and heaps of a lane (or a wait lane):
 // each job filed where it says, under its own key, in order, in the state
-// given. It returns the number of jobs, which must be the lane's n.
-func (e *Engine) verifyLaneHeaps(l *lane, state State) (int, error) {
+// given, in the run or heap its phase at now calls for. It returns the
+// number of jobs, which must be the lane's n.
+func (e *Engine) verifyLaneHeaps(l *lane, state State, now int64) (int, error) {
 	byIdx := func(j *Job) int { return int(j.idx) }
 	var jobs []*Job
 	var runErr error
@@ -796,9 +797,22 @@ func (e *Engine) verifyLaneHeaps(l *lane, state State) (int, error) {
 	if !l.fixed.Verify(byIdx) || !l.rising.Verify(byIdx) || !l.capped.Verify(byIdx) {
 		return 0, errorf("key %q type %q: a lane heap is broken", l.key.name, l.typ.name)
 	}
+	p := &e.aging
 	for _, j := range jobs {
 		if j.state != state || j.lane.typ != l.typ || j.lane.key != l.key {
 			return 0, errorf("job %d in a lane heap has state %d", j.seq, j.state)
+		}
+		// Each job's place is its phase's: fixed (its run or heap) in its
+		// grace period, and for ever when it is based at or above the
+		// ceiling; rising or capped after, once its grace end is applied.
+		// Until then, a job past its grace period may be in either: where
+		// its grace period put it, or where a gate that let it go filed it.
+		fixed := j.heap == inRun || j.heap == inFixed
+		graceDue := j.inGrace || j.timed && e.timed[j].grace.idx >= 0
+		aged := p.pastGrace(j.sub, now) && int64(j.base) < p.maxEff
+		if fixed == aged && !(fixed && graceDue) {
+			return 0, errorf("job %d of base %d filed fixed %v, in its grace period %v, its end due %v",
+				j.seq, j.base, fixed, !p.pastGrace(j.sub, now), graceDue)
 		}
 	}
 	if len(jobs) != l.n {
@@ -812,7 +826,7 @@ func (e *Engine) verifyLaneHeaps(l *lane, state State) (int, error) {
 // while g is open and then at its place among its lane's, its heaps in
 // order, its jobs held by g (its urgent order: verifyUrgent). It counts
 // the jobs into pending and returns how many it holds out of sight.
-func (e *Engine) verifyGate(g *gate, by uint8, what string, pending func(*lane, int)) (int, error) {
+func (e *Engine) verifyGate(g *gate, by uint8, what string, pending func(*lane, int), now int64) (int, error) {
 	held := 0
 	for l, w := range g.waits {
 		if w.of != l || w.gate != g || w.n == 0 {
@@ -824,7 +838,7 @@ func (e *Engine) verifyGate(g *gate, by uint8, what string, pending func(*lane, 
 		if w.attIdx >= 0 && (w.attIdx >= len(l.attached) || l.attached[w.attIdx] != w) {
 			return 0, errorf("%s: wait lane not at its place among its lane's", what)
 		}
-		n, err := e.verifyLaneHeaps(&w.lane, StateParked)
+		n, err := e.verifyLaneHeaps(&w.lane, StateParked, now)
 		if err != nil {
 			return 0, err
 		}
