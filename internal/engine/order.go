@@ -16,6 +16,9 @@ package engine
 // blocked by a gate the step cannot see from above (its key's cap, for an
 // urgent job; a conflict) is held by that gate, and the search goes on.
 func (e *Engine) pick(now int64) (*Job, Kind) {
+	if !e.anyOpen() {
+		return nil, Fair
+	}
 	for !e.full() && e.nqueued > 0 {
 		// 1. Urgent: aged to the threshold, or based at or above it; the
 		// highest score, then the oldest. Past tiers, weights and
@@ -42,6 +45,27 @@ func (e *Engine) pick(now int64) (*Job, Kind) {
 		return j, step
 	}
 	return nil, Fair
+}
+
+// anyOpen reports whether a type with pending jobs is open: neither it
+// nor its tier at its cap, and its rate limit not out of tokens. Every
+// step of the order passes over the other types' jobs, so while none is
+// open pick finds nothing, and this says so at the cost of one look per
+// type, not the steps' looks at the tops of the orders. A dispatch after
+// a job ends often asks when the only free slot is one the caps leave
+// unused. O(types).
+func (e *Engine) anyOpen() bool {
+	for _, t := range e.tiers {
+		if t.atCap() {
+			continue
+		}
+		for _, ty := range t.types {
+			if ty.pending > 0 && !ty.closed() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // stepOf returns the step of the order that takes j when nothing else is
