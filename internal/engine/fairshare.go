@@ -180,17 +180,43 @@ func (e *Engine) laneOf(t *typeState, k *keyState, now int64) *lane {
 			break
 		}
 	}
+	var l *lane
+	if len(k.lanes) == 0 && len(k.flows) == 0 {
+		// A key's first lane: it and its flow come in one record with the
+		// lists that hold them, since keys come and go (IdleTTL) and most
+		// have one.
+		b := new(firstLane)
+		f, l = &b.flow, &b.lane
+		k.flows, k.lanes, k.laneTypes, f.lanes = b.flows[:0], b.lanes[:0], b.types[:0], b.flowLanes[:0]
+	}
 	if f == nil {
-		f = &flow{key: k, tier: t.tier, actIdx: -1, v: t.tier.floor}
+		f = new(flow)
+	}
+	if f.key == nil {
+		*f = flow{key: k, tier: t.tier, actIdx: -1, v: t.tier.floor, lanes: f.lanes}
 		k.flows = append(k.flows, f)
 	}
-	l := newLane(e, t, k, f, now)
+	if l == nil {
+		l = new(lane)
+	}
+	l.init(e, t, k, f, now)
 	l.allIdx = len(t.all)
 	t.all = append(t.all, l)
 	k.lanes = append(k.lanes, l)
 	k.laneTypes = append(k.laneTypes, t)
 	f.lanes = append(f.lanes, l)
 	return l
+}
+
+// firstLane is a key's first lane and flow, and the one-element lists
+// of the key and the flow that hold them, allocated as one.
+type firstLane struct {
+	lane      lane
+	flow      flow
+	lanes     [1]*lane
+	types     [1]*typeState
+	flows     [1]*flow
+	flowLanes [1]*lane
 }
 
 // activate brings an idle flow into its tier: it starts at the

@@ -131,7 +131,14 @@ func (l *lane) firstOfAll(p *agingParams, now int64) (*Job, rank) {
 }
 
 func newLane(e *Engine, t *typeState, k *keyState, f *flow, now int64) *lane {
-	return &lane{
+	l := new(lane)
+	l.init(e, t, k, f, now)
+	return l
+}
+
+// init makes l an empty lane of t for k in f.
+func (l *lane) init(e *Engine, t *typeState, k *keyState, f *flow, now int64) {
+	*l = lane{
 		e: e, typ: t, key: k, flow: f, tyIdx: -1, stoodFrom: now,
 		fixed:  iheap.NewKeyed(jobSetIdx),
 		rising: iheap.NewKeyed(jobSetIdx),
