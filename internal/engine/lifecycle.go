@@ -27,15 +27,12 @@ func (e *Engine) endGraceOf(j *Job, now int64) {
 // refile moves a queued job whose grace period ended within its lane and
 // its type's urgent order, to where its phase at now puts it. The lane
 // keeps its jobs, so it stays where it is among its type's ready lanes and
-// the queue's counts stand: of hide and show, only the moves are made. A
-// job based at or above the ceiling stays where it is in its lane, whose
-// fixed order holds it in its grace period and after. O(log n).
+// the queue's counts stand: of hide and show, only the moves are made.
+// O(log n).
 func (e *Engine) refile(j *Job, now int64) {
 	l := j.lane
-	if int64(j.base) < e.aging.maxEff {
-		l.remove(j)
-		l.insert(&e.aging, j, now)
-	}
+	l.remove(j)
+	l.insert(&e.aging, j, now)
 	if j.uidx != -1 {
 		l.typ.urgent.unfile(j)
 	}
