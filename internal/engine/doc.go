@@ -27,7 +27,10 @@
 // below their reservation, then by tier, virtual time and priority. A job
 // that arrives while nothing else is pending and is admissible starts at
 // once, by stepOf: the same predicates as pick's steps applied to a queue
-// of one, without filing the job first.
+// of one, without filing the job first. And when every type with pending
+// jobs is closed (it or its tier at its cap, or out of tokens), every step
+// would pass over them all: pick says so after one look per type
+// (anyOpen), as a dispatch after a job ends often asks just then.
 //
 // # Fair share
 //

@@ -132,6 +132,7 @@ type Engine struct {
 	timeline  timeline             // what falls due at a time
 	rateline  iheap.Keyed[*bucket] // empty token buckets by their next token (ratelimit.go)
 	rated     bool                 // some key or type has had a rate limit
+	capped    bool                 // some tier or type has had a cap: pick looks for an open type first (anyOpen)
 	lateGrace timeline             // grace ends of retried jobs (delay.go)
 	running   []runningJob         // Job.idx is the position
 	seq       uint64               // the last sequence number handed out

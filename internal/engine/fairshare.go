@@ -406,7 +406,10 @@ func (e *Engine) ReservedTotal() int {
 func (e *Engine) MaxConcurrency() int { return e.cfg.MaxConcurrency }
 
 // SetTierLimit changes the cap on a tier's running jobs (0: none).
-func (e *Engine) SetTierLimit(level, n int) { e.tierOf(level).limit = n }
+func (e *Engine) SetTierLimit(level, n int) {
+	e.tierOf(level).limit = n
+	e.capped = e.capped || n > 0
+}
 
 // SetTypeLimit changes the cap on a job type's running jobs (0: none) and
 // reports whether the type is known.
@@ -416,6 +419,7 @@ func (e *Engine) SetTypeLimit(name string, n int) bool {
 		return false
 	}
 	t.limit = n
+	e.capped = e.capped || n > 0
 	return true
 }
 

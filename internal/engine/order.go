@@ -16,7 +16,7 @@ package engine
 // blocked by a gate the step cannot see from above (its key's cap, for an
 // urgent job; a conflict) is held by that gate, and the search goes on.
 func (e *Engine) pick(now int64) (*Job, Kind) {
-	if !e.anyOpen() {
+	if (e.capped || e.rated) && !e.anyOpen() {
 		return nil, Fair
 	}
 	for !e.full() && e.nqueued > 0 {
@@ -53,7 +53,8 @@ func (e *Engine) pick(now int64) (*Job, Kind) {
 // open pick finds nothing, and this says so at the cost of one look per
 // type, not the steps' looks at the tops of the orders. A dispatch after
 // a job ends often asks when the only free slot is one the caps leave
-// unused. O(types).
+// unused. O(types). Without caps on tiers or types, or rate limits, every
+// type is open, and pick spares the look (capped, rated).
 func (e *Engine) anyOpen() bool {
 	for _, t := range e.tiers {
 		if t.atCap() {

@@ -96,6 +96,7 @@ func (e *Engine) registerType(name string, c Type) error {
 		lanes:    iheap.NewKeyed(func(l *lane, i int) { l.tyIdx = i }),
 		urgent:   newUrgentSet(),
 	}
+	e.capped = e.capped || t.limit > 0
 	t.openWaits = iheap.NewKeyed(func(w *waitLane, i int) { w.openIdx = i })
 	t.openFresh = iheap.NewKeyed(func(w *waitLane, i int) { w.freshIdx = i })
 	t.needs = needs
@@ -128,6 +129,7 @@ func (e *Engine) tierOf(level int) *tierState {
 		limit:  e.cfg.TierLimits[level],
 		active: iheap.NewKeyed(func(f *flow, i int) { f.actIdx = i }),
 	}
+	e.capped = e.capped || t.limit > 0
 	e.tiers = append(e.tiers, t)
 	sort.Slice(e.tiers, func(i, j int) bool { return e.tiers[i].level > e.tiers[j].level })
 	return t
