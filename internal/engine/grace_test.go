@@ -3,7 +3,10 @@ package engine
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/fairsched/fairsched/internal/iheap"
 )
 
 // TestGraceQueueModel drives the grace queue with random pushes, ends and
@@ -90,5 +93,43 @@ func TestGraceQueueModel(t *testing.T) {
 		if len(q.buf)-q.head > 2*peak+64 || q.head > 1025 && 2*(q.head-1) > len(q.buf) {
 			t.Fatalf("step %d: buffer of %d (front %d) for at most %d jobs", step, len(q.buf), q.head, peak)
 		}
+	}
+}
+
+// TestVerifyChecksPhase: a queued job's place in its lane is its phase's.
+// Past its grace period, until its grace end is applied, it may still be
+// in the fixed order; once it is applied, it must be in rising, and
+// Verify reports one put back in the fixed order.
+func TestVerifyChecksPhase(t *testing.T) {
+	const s = int64(1e6)
+	e := newTestEngine(t, Config{MaxConcurrency: 1, Aging: Aging{GracePeriod: 10 * s, Interval: s, Step: 1, MaxEffective: 90}})
+	var now int64
+	enqueue := func() *Job {
+		j := new(Job)
+		if r := e.Enqueue(j, &Desc{Type: "t", Priority: 50}, nil, now); r != nil {
+			t.Fatalf("refused: %+v", r)
+		}
+		return j
+	}
+	enqueue() // runs, so that the next one waits
+	j := enqueue()
+	now = 20 * s
+	if err := e.Verify(now); err != nil {
+		t.Fatalf("before its grace end is applied: %v", err)
+	}
+	e.endGrace(now)
+	if err := e.Verify(now); err != nil {
+		t.Fatalf("after its grace end: %v", err)
+	}
+	if j.heap != inRising {
+		t.Fatalf("after its grace end the job is in heap %d, not rising", j.heap)
+	}
+	l := j.lane
+	l.remove(j)
+	j.heap = inFixed
+	l.fixed.Push(iheap.Key{Hi: j.fixedOrder()}, j)
+	l.n++
+	if err := e.Verify(now); err == nil || !strings.Contains(err.Error(), "filed fixed true") {
+		t.Fatalf("an aged job in the fixed order: Verify says %v", err)
 	}
 }
