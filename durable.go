@@ -405,7 +405,7 @@ func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admi
 		}
 		var startBy int64
 		if rec.StartBy != 0 {
-			startBy = max(1, s.engineTimeOf(rec.StartBy)) // as timesOf: 0 would mean none
+			startBy = s.engineTimeOf(rec.StartBy)
 		}
 		if dl := s.eng.DeadlineOf(job.Type, startBy, now); dl != 0 {
 			if dl <= max(now, s.engineTimeOf(rec.NotBefore)) {
@@ -449,15 +449,8 @@ func (s *Scheduler) enqueueDurableLocked(t *durableTask, job *Job, rec *store.Jo
 		job.StartBy = time.UnixMicro(rec.StartBy) // its StartTimeout counted from its admission
 	}
 	// Never 0, which would mean "admitted now" and be checked again.
-	return s.enqueueAtLocked(&t.task, job, max(s.engineTimeOf(rec.Submitted), 1), now)
+	return s.enqueueAtLocked(&t.task, job, s.engineTimeOf(rec.Submitted), now)
 }
-
-// wallOf returns the wall-clock time, in µs since the Unix epoch, of the
-// scheduler's time now: the store's time.
-func (s *Scheduler) wallOf(now int64) int64 { return s.epoch.UnixMicro() + now - origin }
-
-// engineTimeOf returns the scheduler's time of the store's time us.
-func (s *Scheduler) engineTimeOf(us int64) int64 { return us - s.epoch.UnixMicro() + origin }
 
 // ID returns the identity of a durable job in its Scheduler's Store, for
 // as long as the store keeps it; 0 for a job that is not durable.

@@ -191,11 +191,6 @@ func (e *eventSink) droppedCount() uint64 {
 	return e.dropped.Load()
 }
 
-// timeOf returns the time of the engine's time us.
-func (s *Scheduler) timeOf(us int64) time.Time {
-	return s.epoch.Add(time.Duration(us-origin) * time.Microsecond)
-}
-
 // observer turns what the engine reports into Events for the hook. Its
 // methods run under Scheduler.mu and never block.
 type observer Scheduler
@@ -285,8 +280,6 @@ func outcomeOf(o engine.Outcome) Outcome {
 	}
 	return OutcomeCancelled
 }
-
-func usDuration(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
 
 // rejectedLocked reports a refused submission to the hook. typed is false
 // when the type is unknown.

@@ -97,7 +97,7 @@ type Scheduler struct {
 	cfg       Config
 	clock     Clock
 	realClock bool      // clock is the system clock: read it with time.Since
-	epoch     time.Time // New's instant: the engine's time origin
+	epoch     time.Time // New's instant, taken down to a whole µs: engine time origin (enginetime.go)
 
 	mu sync.Mutex
 	// Guarded by mu.
@@ -144,7 +144,7 @@ func New(cfg Config) (*Scheduler, error) {
 		s.clock = clock.Real{}
 	}
 	_, s.realClock = s.clock.(clock.Real)
-	s.epoch = s.clock.Now()
+	s.epoch = wholeMicro(s.clock.Now())
 	var obs engine.Observer
 	if cfg.OnEvent != nil {
 		s.events = newEventSink(cfg.OnEvent, cfg.EventBuffer, cfg.Logger, cfg.signals)
@@ -166,31 +166,6 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 	}
 	return s, nil
-}
-
-// origin is the engine's time at the epoch, New's instant. The engine
-// counts time in µs and takes 0 in its Times for "none"; starting its
-// clock that far past 0 keeps every time since origin before the epoch a
-// positive count, so that a time in the past keeps its meaning, however
-// soon after New it is given: a NotBefore already past is no delay, a
-// StartBy already past is refused, a restored job's aging clock runs from
-// its admission. A time earlier still is taken as 1 µs, as past as it.
-const origin = 1 << 50 // µs, about 35 years
-
-// nowLocked returns the scheduler's time: the engine's, in µs (origin at
-// the epoch). With the system clock it reads only the monotonic clock
-// (time.Since on a reading that carries one), which costs half of
-// time.Now.
-func (s *Scheduler) nowLocked() int64 {
-	if s.realClock {
-		return origin + time.Since(s.epoch).Microseconds()
-	}
-	return origin + s.clock.Now().Sub(s.epoch).Microseconds()
-}
-
-// engineTime returns the engine's time of t, never 0 (none).
-func (s *Scheduler) engineTime(t time.Time) int64 {
-	return max(1, origin+t.Sub(s.epoch).Microseconds())
 }
 
 // RunSync waits until the job may start, runs fn on the calling goroutine

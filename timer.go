@@ -26,7 +26,10 @@ func (s *Scheduler) armLocked(now int64) {
 		s.timerStop()
 	}
 	s.timerAt = due
-	s.timerStop = s.clock.AfterFunc(time.Duration(due-now)*time.Microsecond, s.onTimer)
+	// A due time past the longest timer (a rate limit's next token,
+	// centuries off) is armed for the longest: it fires early and is set
+	// again for what is left.
+	s.timerStop = s.clock.AfterFunc(usDuration(due-now), s.onTimer)
 }
 
 // onTimer runs when the clock timer fires.

@@ -1,0 +1,91 @@
+package fairsched
+
+import (
+	"math"
+	"time"
+)
+
+// The scheduler's time. The engine counts time in whole µs (engine time);
+// the Scheduler turns the times it is given (time.Time) and those its
+// store keeps (µs since the Unix epoch) into engine time and back, here
+// and nowhere else.
+//
+// The epoch, New's instant taken down to a whole µs, is engine time
+// origin, and engine time e is the instant epoch + (e - origin) µs.
+// Every conversion into engine time takes a time down to the whole µs at
+// or before it and keeps the result within [1, maxEngine]; every
+// conversion out of it takes a time within those limits first. With the
+// epoch on a whole µs, a time of a whole µs (every time the store holds)
+// and its engine time convert into each other exactly, whichever way it
+// goes, however often: a durable job's times are the same in the process
+// that stored them and in one that restores them with the same epoch.
+
+// origin is the engine's time at the epoch. The engine takes 0 in its
+// Times for "none"; starting its clock that far past 0 keeps every time
+// since origin before the epoch a positive count, so that a time in the
+// past keeps its meaning, however soon after New it is given: a NotBefore
+// already past is no delay, a StartBy already past is refused, a restored
+// job's aging clock runs from its admission. A time earlier still is
+// taken as 1 µs, as past as it.
+const origin = 1 << 50 // µs, about 35 years
+
+// maxEngine is the latest engine time: the epoch and the longest
+// time.Duration, about 292 years. A later time (a NotBefore in the year
+// 9999) is taken as this one, as far off as it, so that a span between
+// engine times is a time.Duration: a timer's, an Event's.
+const maxEngine = origin + math.MaxInt64/int64(time.Microsecond)
+
+// clampEngine returns the engine time us kept within [1, maxEngine].
+func clampEngine(us int64) int64 { return min(max(us, 1), maxEngine) }
+
+// wholeMicro returns t taken down to a whole µs, keeping its monotonic
+// clock reading: the epoch.
+func wholeMicro(t time.Time) time.Time {
+	return t.Add(-time.Duration(t.Nanosecond() % int(time.Microsecond)))
+}
+
+// usDuration returns the span of us µs as a time.Duration, at most the
+// longest one.
+func usDuration(us int64) time.Duration {
+	return time.Duration(min(us, math.MaxInt64/int64(time.Microsecond))) * time.Microsecond
+}
+
+// nowLocked returns the scheduler's time: the engine's, in µs. With the
+// system clock it reads only the monotonic clock (time.Since on a reading
+// that carries one), which costs half of time.Now; that clock never reads
+// before the epoch, so truncating the span is taking it down.
+func (s *Scheduler) nowLocked() int64 {
+	if s.realClock {
+		return origin + time.Since(s.epoch).Microseconds()
+	}
+	return s.engineTime(s.clock.Now())
+}
+
+// engineTime returns the engine's time of t: never 0 (none).
+func (s *Scheduler) engineTime(t time.Time) int64 {
+	d := t.Sub(s.epoch) // within the longest time.Duration
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond < 0 {
+		us-- // down, as for a time after the epoch
+	}
+	return clampEngine(origin + us)
+}
+
+// timeOf returns the time of the engine's time us.
+func (s *Scheduler) timeOf(us int64) time.Time {
+	return s.epoch.Add(time.Duration(clampEngine(us)-origin) * time.Microsecond)
+}
+
+// wallOf returns the store's time of the engine's time us: µs since the
+// Unix epoch.
+func (s *Scheduler) wallOf(us int64) int64 {
+	return s.epoch.UnixMicro() + clampEngine(us) - origin
+}
+
+// engineTimeOf returns the engine's time of the store's time wall, µs
+// since the Unix epoch: never 0 (none).
+func (s *Scheduler) engineTimeOf(wall int64) int64 {
+	e := s.epoch.UnixMicro()
+	// Kept within the limits before subtracting, which cannot overflow.
+	return min(max(wall, e-origin+1), e+maxEngine-origin) - e + origin
+}

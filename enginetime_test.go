@@ -1,0 +1,166 @@
+package fairsched
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// armedClock is a fake clock that keeps the span of every timer armed on
+// it.
+type armedClock struct {
+	*clock.Fake
+	mu    sync.Mutex
+	spans []time.Duration
+}
+
+func (c *armedClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	c.mu.Lock()
+	c.spans = append(c.spans, d)
+	c.mu.Unlock()
+	return c.Fake.AfterFunc(d, f)
+}
+
+// armed returns the spans of the timers armed so far.
+func (c *armedClock) armed() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.spans...)
+}
+
+// nextDue returns the time the scheduler's clock timer is for, and its
+// engine time.
+func nextDue(t *testing.T, s *Scheduler) (time.Time, int64) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	due, ok := s.eng.NextDue()
+	require.True(t, ok, "a job waits for a time")
+	return s.timeOf(due), due
+}
+
+// A NotBefore or StartBy far in the future (the year 9999) is taken as the
+// latest time the scheduler keeps, about 292 years on: in memory, and
+// read back from the store after a restart alike. The clock timer is
+// armed for it, not for a span that overflowed into the past and fires at
+// once, again and again (Advance would never return), and the job waits
+// for the same time before and after the restart.
+func TestFarFutureTimesAcrossRestart(t *testing.T) {
+	far := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		job  Job
+	}{
+		{"NotBefore", Job{Type: "mail", NotBefore: far}},
+		{"StartBy", Job{Type: "mail", Key: "held", StartBy: far}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			clk := &armedClock{Fake: clock.NewFake(t0)}
+			st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+			got := make(chan mailRun, 1)
+			cfg := Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil)}
+			ctx := context.Background()
+			inMemory := newTestScheduler(t, Config{Clock: clk, Types: map[string]TypeConfig{"mail": {}}})
+			inMemory.PauseKey("held")
+			_, err := inMemory.Submit(ctx, tc.job, func(context.Context) error { return nil })
+			require.NoError(t, err)
+			want, wantEngine := nextDue(t, inMemory)
+			assert.Greater(t, want.Year(), 2300, "about 292 years on")
+			check := func(s *Scheduler, what string) {
+				t.Helper()
+				at, engine := nextDue(t, s)
+				assert.Equal(t, want, at, what)
+				assert.Equal(t, wantEngine, engine, what)
+			}
+
+			s := newTestScheduler(t, cfg)
+			s.PauseKey("held") // recorded: the restart finds the key paused
+			_, err = s.Enqueue(ctx, tc.job, mail{N: 1})
+			require.NoError(t, err)
+			check(s, "durable, as in memory")
+			require.NoError(t, s.Shutdown(ctx))
+
+			s = newTestScheduler(t, cfg)
+			check(s, "after the restart")
+			for _, d := range clk.armed() {
+				require.Positive(t, d, "every timer armed for the future: none overflowed")
+			}
+			clk.Advance(time.Hour)
+			check(s, "an hour on")
+			assert.Equal(t, 1, s.Stats().Queued)
+			assert.Empty(t, got)
+			require.NoError(t, s.Shutdown(ctx))
+		})
+	}
+}
+
+// The epoch is New's instant taken down to a whole µs, so that a durable
+// job's StartBy, a whole µs in the store, is the same engine time in
+// memory as read back: with a clock whose reading has a part of a µs, the
+// job still waits 1 µs before its deadline (it used to expire then), ends
+// at it, and a restart keeps it.
+func TestDurableStartBySubMicroEpoch(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 500, time.UTC) // 0.5 µs past a whole µs
+	deadline := t0.Add(10 * time.Millisecond)
+	for _, restart := range []bool{false, true} {
+		clk := clock.NewFake(t0)
+		st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+		got := make(chan mailRun, 1)
+		cfg := Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil)}
+		s := newTestScheduler(t, cfg)
+		ctx := context.Background()
+		s.PauseKey("held")
+		h, err := s.Enqueue(ctx, Job{Type: "mail", Key: "held", StartBy: deadline}, mail{N: 1})
+		require.NoError(t, err)
+		var stored int64
+		require.NoError(t, st.DB().QueryRow("SELECT start_by FROM fairsched_jobs WHERE id = ?", h.ID()).Scan(&stored))
+		assert.Equal(t, deadline.UnixMicro(), stored)
+		if restart {
+			require.NoError(t, s.Shutdown(ctx))
+			s = newTestScheduler(t, cfg)
+		}
+		due, _ := nextDue(t, s)
+		s.mu.Lock()
+		assert.Equal(t, stored, s.wallOf(s.engineTime(due)), "restart %v: the deadline in memory is the one stored", restart)
+		s.mu.Unlock()
+		clk.Set(deadline.Add(-time.Microsecond))
+		assert.Equal(t, 1, s.Stats().Queued, "restart %v: 1 µs before its deadline", restart)
+		clk.Set(deadline)
+		assert.Zero(t, s.Stats().Queued, "restart %v: at its deadline", restart)
+		if !restart {
+			assert.ErrorIs(t, h.Wait(ctx), ErrStartDeadline)
+		}
+		require.NoError(t, s.Shutdown(ctx))
+	}
+}
+
+// A time due further off than the longest timer (a rate limit's next
+// token, one every 317 years) arms the clock timer for the longest
+// one, not for a span that overflowed into the past and fires at once,
+// again and again.
+func TestTimerBeyondLongestDuration(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := &armedClock{Fake: clock.NewFake(t0)}
+	s := newTestScheduler(t, Config{Clock: clk,
+		Types: map[string]TypeConfig{"rare": {Rate: RateLimit{PerSecond: 1e-10}}}})
+	ctx := context.Background()
+	first, err := s.Submit(ctx, Job{Type: "rare"}, func(context.Context) error { return nil })
+	require.NoError(t, err)
+	require.NoError(t, first.Wait(ctx))
+	second, err := s.Submit(ctx, Job{Type: "rare"}, func(context.Context) error { return nil })
+	require.NoError(t, err)
+	require.NotEmpty(t, clk.armed())
+	for _, d := range clk.armed() {
+		require.Positive(t, d, "every timer armed for the future: none overflowed")
+	}
+	clk.Advance(time.Hour)
+	assert.False(t, ended(second), "it waits for the next token")
+	assert.Equal(t, 1, clk.Pending())
+}
