@@ -408,7 +408,11 @@ func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admi
 			startBy = s.engineTimeOf(rec.StartBy)
 		}
 		if dl := s.eng.DeadlineOf(job.Type, startBy, now); dl != 0 {
-			if dl <= max(now, s.engineTimeOf(rec.NotBefore)) {
+			notBefore := now
+			if rec.NotBefore != 0 { // 0: none, not the Unix epoch
+				notBefore = max(now, s.engineTimeOf(rec.NotBefore))
+			}
+			if dl <= notBefore {
 				return nil, &BatchError{Index: i, Err: fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
 					ErrStartDeadline, s.timeOf(dl).Format(time.RFC3339Nano))}
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsched/fairsched/fairschedtest"
 	"github.com/fairsched/fairsched/internal/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -139,6 +140,33 @@ func TestDurableStartBySubMicroEpoch(t *testing.T) {
 		}
 		require.NoError(t, s.Shutdown(ctx))
 	}
+}
+
+// A durable job with a start deadline is taken on a clock that reads
+// before 1970: a NotBefore of 0 in the record is none, not the Unix epoch,
+// far ahead of that clock.
+func TestDurableStartByBefore1970(t *testing.T) {
+	t0 := time.Time{} // the year 1
+	clk := fairschedtest.NewClock(t0)
+	st := openTestStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	got := make(chan mailRun, 2)
+	s := newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: mailHandlers(got, nil),
+		Types: map[string]TypeConfig{"mail": {StartTimeout: 2 * time.Minute}}})
+	ctx := context.Background()
+	s.PauseKey("held")
+	startBy, err := s.Enqueue(ctx, Job{Type: "mail", Key: "held", StartBy: t0.Add(time.Minute)}, mail{N: 1})
+	require.NoError(t, err, "a StartBy")
+	timeout, err := s.Enqueue(ctx, Job{Type: "mail", Key: "held"}, mail{N: 2})
+	require.NoError(t, err, "a StartTimeout")
+	clk.Advance(time.Minute - time.Microsecond)
+	assert.False(t, ended(startBy))
+	clk.Advance(time.Microsecond)
+	assert.ErrorIs(t, startBy.Wait(ctx), ErrStartDeadline)
+	clk.Advance(time.Minute - time.Microsecond)
+	assert.False(t, ended(timeout))
+	clk.Advance(time.Microsecond)
+	assert.ErrorIs(t, timeout.Wait(ctx), ErrStartDeadline)
+	require.NoError(t, s.Shutdown(ctx))
 }
 
 // A time due further off than the longest timer (a rate limit's next
