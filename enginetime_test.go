@@ -169,6 +169,48 @@ func TestDurableStartByBefore1970(t *testing.T) {
 	require.NoError(t, s.Shutdown(ctx))
 }
 
+// A restored job that was admitted, by the wall clock, after now (the
+// clock was stepped back between the processes) counts as admitted now:
+// with no grace period it ages from now on and becomes urgent, as the
+// engine's invariants require, rather than waiting for the end of a grace
+// period that never comes.
+func TestRestoredSubmittedInFuture(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	st := openTestStore(t, path)
+	ctx := context.Background()
+	ahead := clock.NewFake(t0.Add(time.Hour))
+	s := newTestScheduler(t, Config{Clock: ahead, Store: st, MaxConcurrency: 1, Handlers: mailHandlers(make(chan mailRun), nil)})
+	holding := make(chan struct{})
+	go s.RunSync(ctx, Job{}, func(ctx context.Context) error { close(holding); <-ctx.Done(); return ctx.Err() })
+	<-holding // the slot, so that they wait
+	for n := 1; n <= 2; n++ {
+		_, err := s.Enqueue(ctx, Job{Type: "mail"}, mail{N: n})
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+
+	clk := clock.NewFake(t0) // an hour behind the first
+	got := make(chan mailRun, 2)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	s = newTestScheduler(t, Config{Clock: clk, Store: st, MaxConcurrency: 1,
+		Aging:    AgingConfig{Interval: time.Second, Step: 10, UrgentThreshold: 60},
+		Handlers: mailHandlers(got, func(context.Context, mail) error { <-release; return nil })})
+	assert.Equal(t, 1, (<-got).m.N, "the first runs, the second waits")
+	rvVerify(t, s, "restored")
+	clk.Advance(2 * time.Second)
+	rvVerify(t, s, "2 s on")
+	info := s.Snapshot()
+	require.Len(t, info, 2)
+	assert.Equal(t, t0, info[1].Submitted, "admitted now")
+	assert.True(t, info[1].Urgent, "aged past the threshold")
+	once.Do(func() { close(release) })
+	assert.Equal(t, 2, (<-got).m.N)
+	require.NoError(t, s.Shutdown(ctx))
+}
+
 // A time due further off than the longest timer (a rate limit's next
 // token, one every 317 years) arms the clock timer for the longest
 // one, not for a span that overflowed into the past and fires at once,

@@ -101,7 +101,10 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 		d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Err: err.Error()})
 		return
 	}
-	tm := engine.Times{Submitted: s.engineTimeOf(j.Submitted), Needs: ownNeeds(j.Needs)}
+	// Admitted no later than now, though the wall clock read later then
+	// (it was stepped back since): a job admitted in the future would
+	// never reach the end of its grace period.
+	tm := engine.Times{Submitted: min(s.engineTimeOf(j.Submitted), now), Needs: ownNeeds(j.Needs)}
 	if j.StartBy != 0 {
 		tm.StartBy = s.engineTimeOf(j.StartBy)
 	}
