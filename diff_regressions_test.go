@@ -86,4 +86,24 @@ var diffRegressions = map[string]diffRegression{
 			{At: 14 * diffUnit, Key: "a", Set: &KeyConfig{Weight: 0.5, MinSlots: 2}},
 		},
 	}, diffOptions{engine: true, ref: true, stats: true}},
+	// A duplicate joins a job held by a conflict and its resources and
+	// raises it, within its grace period, to the urgent threshold: the
+	// engine's Raise of a parked job must refile it in its wait lane and
+	// into the lane's fresh urgent order, or the invariants break at once
+	// (a job of base 80 misfiled, or in no urgent order). A long run
+	// found it; it guards the raise of a held job.
+	"RaisedHeldJobTurnsUrgent": {&diffWorkload{
+		Cfg: Config{
+			Resources: map[string]int{"r0": 1, "r1": 1},
+			Aging: AgingConfig{GracePeriod: 300 * time.Millisecond, Interval: 500 * time.Millisecond,
+				Step: 40, UrgentThreshold: 70},
+			Types: map[string]TypeConfig{"t1": {ConflictGroup: "g1", Duplicates: JoinQueued,
+				Needs: map[string]int{"r0": 1, "r1": 1}, DefaultPriority: 80}},
+		},
+		Jobs: []diffJob{
+			{Job: Job{Type: "t1", ID: "x", Priority: 50}, At: 1 * diffUnit, Dur: 1 * diffUnit, CancelAt: -1}, // j0
+			{Job: Job{Type: "t1", ID: "x"}, At: 2 * diffUnit, Dur: 1 * diffUnit, CancelAt: -1},               // j1: joins j0
+			{Job: Job{Type: "t1", ID: "x"}, At: 0 * diffUnit, Dur: 5 * diffUnit, CancelAt: -1},               // j2
+		},
+	}, diffOptions{ref: true, stats: true, hook: true}},
 }
