@@ -358,8 +358,14 @@ func (st *Store) PutState(name string, value []byte) {
 	st.w.post(&request{kind: reqState, name: name, value: value})
 }
 
-// State is for the scheduler: it returns the value last put under name.
+// State is for the scheduler: it returns the value last put under name,
+// PutState's of before the call included: it waits for what was posted
+// first, so that a scheduler started on a Store another one used reads
+// what that one left, its last pauses among them.
 func (st *Store) State(ctx context.Context, name string) ([]byte, error) {
+	if err := st.w.flush(); err != nil {
+		return nil, fmt.Errorf("fairschedsqlite: a write before reading the state %q failed: %w", name, err)
+	}
 	var v []byte
 	err := st.db.QueryRowContext(ctx, `SELECT value FROM fairsched_state WHERE name = ?`, name).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
