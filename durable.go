@@ -91,6 +91,9 @@ type durable struct {
 	// restoring indexes the jobs New has queued again so far, by ID, while
 	// it recovers them: a job's dependencies come before it.
 	restoring map[int64]*durableTask
+	// stood is, while New recovers the jobs, the paused time of each
+	// job lane that the store keeps with the pauses (pauses.Stood).
+	stood map[laneName]int64
 	// orphans counts, by type, the unfinished jobs found at start whose
 	// type has no handler here: they wait, their type held (WaitNoHandler).
 	orphans map[string]int
@@ -106,6 +109,9 @@ type durable struct {
 	// queued jobs left.
 	atLeave *engine.FairState
 }
+
+// laneName names a job lane: a key's jobs of one type.
+type laneName struct{ key, typ string }
 
 // durableTask is the shell's record of a durable job: a task, and its
 // identity in the store. Every job of a type with a handler is one, which
@@ -453,7 +459,11 @@ func (s *Scheduler) enqueueDurableLocked(t *durableTask, job *Job, rec *store.Jo
 		job.StartBy = time.UnixMicro(rec.StartBy) // its StartTimeout counted from its admission
 	}
 	// Never 0, which would mean "admitted now" and be checked again.
-	return s.enqueueAtLocked(&t.task, job, s.engineTimeOf(rec.Submitted), now)
+	if err := s.enqueueAtLocked(&t.task, job, s.engineTimeOf(rec.Submitted), now); err != nil {
+		return err
+	}
+	s.asideClockLocked(t) // waiting for the jobs it runs after
+	return nil
 }
 
 // ID returns the identity of a durable job in its Scheduler's Store, for

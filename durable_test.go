@@ -1256,3 +1256,84 @@ func TestDurableRetriedUnderPauseClockSurvivesRestart(t *testing.T) {
 	s2.ResumeKey("k")
 	assert.Equal(t, mailRun{mail{N: 1}, 2}, <-got)
 }
+
+// A durable job set aside with its aging clock running, backing off or
+// waiting for the jobs it runs after, keeps across a restart the time its
+// key stood paused meanwhile, though it never returned to the queue
+// before the restart.
+func TestDurableSetAsideClockKeepsPauseAcrossRestart(t *testing.T) {
+	for _, blocked := range []bool{false, true} {
+		t.Run(map[bool]string{false: "backing off", true: "waiting for a dependency"}[blocked], func(t *testing.T) {
+			clk, t0, st := fakeClockAndStore(t)
+			at := func(s int) { clk.Set(t0.Add(time.Duration(s) * time.Second)) }
+			fails := func(ctx context.Context, m mail) error {
+				if Attempt(ctx) == 1 {
+					return errFlaky
+				}
+				return nil
+			}
+			got := make(chan mailRun, 4)
+			cfg := Config{MaxConcurrency: 1, Clock: clk, Store: st, Handlers: mailHandlers(got, fails),
+				Aging: AgingConfig{Interval: time.Second, Step: 1},
+				Types: map[string]TypeConfig{"mail": {Retry: RetryPolicy{Attempts: 2, Backoff: time.Hour}}}}
+			effective := func(s *Scheduler) int { // the job of key k's, whatever its Seq in s
+				t.Helper()
+				for _, ji := range s.Snapshot() {
+					if ji.Type == "mail" && ji.Key == "k" {
+						return ji.EffectivePriority
+					}
+				}
+				t.Fatal("the job of key k is not in the snapshot")
+				return 0
+			}
+			ctx := context.Background()
+			s, sig := newSignalledScheduler(t, cfg)
+			at(1)
+			if blocked { // it waits for a job of another key, backing off
+				a, err := s.Enqueue(ctx, Job{Type: "mail", Key: "a", Priority: 1}, mail{N: 1})
+				require.NoError(t, err)
+				require.Equal(t, mailRun{mail{N: 1}, 1}, <-got)
+				require.Equal(t, a.Seq(), <-sig.retried)
+				_, err = s.Enqueue(ctx, Job{Type: "mail", Key: "k", Priority: 1, After: []Handle{a}}, mail{N: 2})
+				require.NoError(t, err)
+			} else {
+				h, err := s.Enqueue(ctx, Job{Type: "mail", Key: "k", Priority: 1}, mail{N: 2})
+				require.NoError(t, err)
+				require.Equal(t, mailRun{mail{N: 2}, 1}, <-got)
+				require.Equal(t, h.Seq(), <-sig.retried, "its first attempt failed at 1 s")
+			}
+			at(10)
+			s.PauseKey("k")
+			at(30)
+			s.ResumeKey("k")
+			at(40)
+			require.Equal(t, 20, effective(s), "39 s since its submission, 20 of them paused")
+			require.NoError(t, s.Shutdown(ctx))
+
+			at(50)
+			s2 := newTestScheduler(t, cfg)
+			require.Equal(t, 30, effective(s2), "restarted: 49 s since its submission, 20 of them paused")
+			at(60)
+			s2.PauseKey("k")
+			at(70)
+			s2.ResumeKey("k")
+			require.NoError(t, s2.Shutdown(ctx))
+
+			at(90)
+			s3 := newTestScheduler(t, cfg)
+			require.Equal(t, 60, effective(s3), "restarted again: 89 s, 30 of them paused")
+			at(100)
+			s3.PauseKey("k")
+			at(110)
+			require.NoError(t, s3.Shutdown(ctx))
+
+			at(130)
+			s4 := newTestScheduler(t, cfg)
+			require.Equal(t, 70, effective(s4), "restarted paused: 129 s, 60 of them paused")
+			at(140)
+			s4.ResumeKey("k")
+			at(150)
+			assert.Equal(t, 80, effective(s4), "149 s, 70 of them paused")
+		})
+	}
+}

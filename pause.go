@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // PauseKey pauses the fairness key name. Its queued jobs, and those
@@ -99,6 +101,18 @@ type pauses struct {
 	Types     []string         `json:"types,omitempty"`
 	KeySince  map[string]int64 `json:"key_since,omitempty"` // µs since the Unix epoch
 	TypeSince map[string]int64 `json:"type_since,omitempty"`
+	// Stood is the paused time of each job lane (a key's jobs of one
+	// type) whose key or type was paused, up to the start of a pause in
+	// progress (engine.Stoods), in the store's µs: a job still set aside
+	// with its aging clock running at a restart moves its submission time
+	// on by its lane's, less its own (store.Job.Stood).
+	Stood []laneStood `json:"stood,omitempty"`
+}
+
+type laneStood struct {
+	Key   string `json:"key"`
+	Type  string `json:"type"`
+	Stood int64  `json:"stood"`
 }
 
 const pausesStateName = "pauses"
@@ -115,7 +129,10 @@ func (s *Scheduler) savePausesLocked() {
 			p.TypeSince[name] = s.wallOf(s.eng.TypePausedSince(name))
 		}
 	}
-	b, _ := json.Marshal(p) // strings only: cannot fail
+	s.eng.Stoods(func(l engine.LaneStood) {
+		p.Stood = append(p.Stood, laneStood{l.Key, l.Type, s.wallOf(l.Stood)})
+	})
+	b, _ := json.Marshal(p) // strings and numbers only: cannot fail
 	s.durable.st.PutState(pausesStateName, b)
 }
 
@@ -129,6 +146,13 @@ func (s *Scheduler) loadPausesLocked(now int64) error {
 	var p pauses
 	if err := json.Unmarshal(b, &p); err != nil {
 		return fmt.Errorf("fairsched: the store's pauses: %w", err)
+	}
+	for _, l := range p.Stood { // before the pauses, which the lanes' restored values count from
+		s.eng.RestoreStood(engine.LaneStood{Key: l.Key, Type: l.Type, Stood: s.engineTimeOf(l.Stood)})
+		if s.durable.stood == nil {
+			s.durable.stood = make(map[laneName]int64)
+		}
+		s.durable.stood[laneName{l.Key, l.Type}] = l.Stood
 	}
 	since := func(at map[string]int64, name string) int64 {
 		if t, ok := at[name]; ok {

@@ -65,9 +65,11 @@ func (s *Scheduler) durableRetriedLocked(t *task, err error, started, notBefore,
 	if dt == nil {
 		return
 	}
+	stood, _ := s.eng.AsideStood(&t.rec) // backing off: set aside with its aging clock running
 	s.durable.st.Post(store.Op{
 		Kind: store.OpRetry, ID: dt.id, At: s.wallOf(now), NotBefore: s.wallOf(notBefore),
 		Attempt: store.Attempt{Start: s.wallOf(started), End: s.wallOf(now), Err: errText(err)},
+		Stood:   s.wallOf(stood),
 	})
 	if s.durable.leaving {
 		s.endQueuedLocked(t, ErrKept, now)
@@ -137,11 +139,22 @@ func (s *Scheduler) requeueDurableLocked(id int64, made, allowed int) *task {
 }
 
 // clockMovedLocked records the submission time of durable job j, which a
-// pause moved on: its aging clock stood still, and the next start must
-// find it so.
+// pause moved on, or which came back from being set aside with its clock
+// running: its aging clock stood still, and the next start must find it
+// so; and it keeps no lane's paused time (store.Job.Stood) any longer.
 func (s *Scheduler) clockMovedLocked(j *engine.Job) {
 	if dt := s.durableOf(taskOf(j)); dt != nil {
 		s.durable.st.Post(store.Op{Kind: store.OpClock, ID: dt.id, At: s.wallOf(j.Submitted())})
+	}
+}
+
+// asideClockLocked records, of durable job t set aside with its aging
+// clock running, its submission time and its lane's paused time then
+// (engine.AsideStood), if it is so set aside: a restart before it comes
+// back moves its submission time on by what its lane stood since.
+func (s *Scheduler) asideClockLocked(t *durableTask) {
+	if stood, ok := s.eng.AsideStood(&t.rec); ok {
+		s.durable.st.Post(store.Op{Kind: store.OpClock, ID: t.id, At: s.wallOf(t.rec.Submitted()), Stood: s.wallOf(stood)})
 	}
 }
 

@@ -62,7 +62,7 @@ func (s *Scheduler) openStore() error {
 		s.restoreLocked(j, now)
 		return nil
 	})
-	d.restoring = nil
+	d.restoring, d.stood = nil, nil
 	if err != nil {
 		return err
 	}
@@ -105,6 +105,12 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 	// (it was stepped back since): a job admitted in the future would
 	// never reach the end of its grace period.
 	tm := engine.Times{Submitted: min(s.engineTimeOf(j.Submitted), now), Needs: ownNeeds(j.Needs)}
+	if stood, ok := d.stood[laneName{j.Key, j.Type}]; ok && j.Stood != 0 && j.State != store.Running {
+		// Set aside with its aging clock running when the last process
+		// stopped: its lane stood paused since, up to its pause in
+		// progress if one holds it (Times.Submitted counts that).
+		tm.Submitted = min(tm.Submitted+max(0, stood-j.Stood), now)
+	}
 	if j.StartBy != 0 {
 		tm.StartBy = s.engineTimeOf(j.StartBy)
 	}
@@ -155,6 +161,13 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 		err := fmt.Errorf("fairsched: durable job %d could not be queued again at start: %w", j.ID, needsError(r))
 		d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Err: err.Error()})
 		return
+	}
+	// Its submission time and lane's paused time as this process counts
+	// them; or, no longer set aside, none.
+	if _, aside := s.eng.AsideStood(&dt.rec); aside {
+		s.asideClockLocked(dt)
+	} else if j.Stood != 0 {
+		d.st.Post(store.Op{Kind: store.OpClock, ID: j.ID, At: s.wallOf(dt.rec.Submitted())})
 	}
 	if d.restoring != nil {
 		d.restoring[j.ID] = dt

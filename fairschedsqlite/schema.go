@@ -12,7 +12,7 @@ import (
 // by a newer version of this package is refused, never written.
 
 // schemaVersion is the version this package writes.
-const schemaVersion = 4
+const schemaVersion = 5
 
 // migrations[v] takes the schema from version v to v+1.
 var migrations = []string{
@@ -49,6 +49,9 @@ ALTER TABLE fairsched_jobs ADD COLUMN after TEXT; -- JSON array of the IDs of th
 `,
 	3: `
 ALTER TABLE fairsched_jobs ADD COLUMN needs TEXT; -- JSON object: units of resources it needs in place of its type's; NULL: its type's
+`,
+	4: `
+ALTER TABLE fairsched_jobs ADD COLUMN stood INTEGER NOT NULL DEFAULT 0; -- its lane's paused µs when it was set aside with its aging clock running (store.Job.Stood); 0: none kept
 `,
 }
 

@@ -268,7 +268,7 @@ func (st *Store) scan(ctx context.Context, where string, fn func(*store.Job) err
 func scanJobs(ctx context.Context, db *sql.DB, where string, fn func(*store.Job) error, args ...any) error {
 	rows, err := db.QueryContext(ctx, `
 SELECT id, state, type, key, ref, priority, submitted, not_before, start_by, attempt, allowed, started, finished,
-	coalesce(error, ''), attempts, after, needs
+	coalesce(error, ''), attempts, after, needs, stood
 FROM fairsched_jobs `+where, args...)
 	if err != nil {
 		return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
@@ -280,7 +280,7 @@ FROM fairsched_jobs `+where, args...)
 		var typ, key string
 		var attempts, after, needs sql.RawBytes
 		if err := rows.Scan(&j.ID, &j.State, &typ, &key, &j.Ref, &j.Priority, &j.Submitted, &j.NotBefore, &j.StartBy,
-			&j.Attempt, &j.Allowed, &j.Started, &j.Finished, &j.Err, &attempts, &after, &needs); err != nil {
+			&j.Attempt, &j.Allowed, &j.Started, &j.Finished, &j.Err, &attempts, &after, &needs, &j.Stood); err != nil {
 			return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
 		}
 		j.Type, j.Key, j.Ref = intern.of(typ), intern.of(key), intern.of(j.Ref)

@@ -108,7 +108,7 @@ const (
 VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	// An attempt that ended is appended to attempts when the op carries
 	// one; ?1 is its JSON or NULL.
-	qRetry = `UPDATE fairsched_jobs SET state = 1, not_before = ?2, started = 0,
+	qRetry = `UPDATE fairsched_jobs SET state = 1, not_before = ?2, started = 0, stood = ?4,
 	attempts = CASE WHEN ?1 IS NULL THEN attempts ELSE json_insert(coalesce(attempts, '[]'), '$[#]', json(?1)) END
 WHERE id = ?3`
 	qEnd = `UPDATE fairsched_jobs SET state = ?2, finished = ?3, error = ?4, started = 0,
@@ -126,7 +126,7 @@ WHERE id = ?5`
 	SELECT id FROM fairsched_jobs WHERE state >= 3 AND state = 5 AND finished < ?2
 	LIMIT ?3)`
 	qPriority = `UPDATE fairsched_jobs SET priority = ? WHERE id = ?`
-	qClock    = `UPDATE fairsched_jobs SET submitted = ? WHERE id = ?`
+	qClock    = `UPDATE fairsched_jobs SET submitted = ?, stood = ? WHERE id = ?`
 	qPutState = `INSERT INTO fairsched_state (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`
 	qBegin    = `BEGIN IMMEDIATE`
 	qCommit   = `COMMIT`
@@ -285,7 +285,7 @@ func (w *writer) applyOp(ctx context.Context, op *store.Op) error {
 	var err error
 	switch op.Kind {
 	case store.OpRetry:
-		_, err = w.stmts[qRetry].ExecContext(ctx, attempt, op.NotBefore, op.ID)
+		_, err = w.stmts[qRetry].ExecContext(ctx, attempt, op.NotBefore, op.ID, op.Stood)
 	case store.OpComplete:
 		_, err = w.stmts[qEnd].ExecContext(ctx, attempt, store.Completed, op.At, why, op.ID)
 	case store.OpEnd:
@@ -299,7 +299,7 @@ func (w *writer) applyOp(ctx context.Context, op *store.Op) error {
 	case store.OpPriority:
 		_, err = w.stmts[qPriority].ExecContext(ctx, op.Allowed, op.ID)
 	case store.OpClock:
-		_, err = w.stmts[qClock].ExecContext(ctx, op.At, op.ID)
+		_, err = w.stmts[qClock].ExecContext(ctx, op.At, op.Stood, op.ID)
 	default:
 		err = fmt.Errorf("unknown op %d", op.Kind)
 	}

@@ -154,7 +154,10 @@
 //     brought up to date at each pause and resume of its key or type,
 //     O(lanes)), and the job, the lane's paused time as it left, so that
 //     as it comes back its submission time moves on by what the lane
-//     stood meanwhile.
+//     stood meanwhile. A restart keeps both for a durable job (stood.go):
+//     a lane's paused time counts from when the lane was made, so that a
+//     value kept of a forgotten lane is never more than a later one of
+//     the same key and type.
 //
 // So Enqueue and Next cost O(log n) in pending jobs, plus the job types of
 // a tier and the keys with reservations (both configured, so few),

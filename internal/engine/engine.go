@@ -101,9 +101,10 @@ type Engine struct {
 	Owner any
 	// ClockMoved, if set, is called within the engine's calls when job
 	// j's aging clock stood still for a pause and its submission time
-	// moved on by as much, to j.Submitted(): fairsched records it for a
-	// durable job, so that a restart keeps the time it stood. It must
-	// not call back into the engine.
+	// moved on by as much, to j.Submitted(), and when j comes back from
+	// being set aside with its clock running (AsideStood), moved or not:
+	// fairsched records it for a durable job, so that a restart keeps
+	// the time it stood. It must not call back into the engine.
 	ClockMoved func(j *Job)
 
 	cfg   Config
@@ -156,9 +157,11 @@ type Engine struct {
 	// count against MaxQueue and their keys' MaxPending until Unreserve.
 	reserved     int
 	reservedKeys map[string]int
-	unrun        []Unrun          // TakeUnrun's answer
-	pausedKeys   map[string]int64 // paused keys by name, known to the engine or not, to when each pause began (pause.go)
-	npausing     int              // paused keys and types: while 0, no job is paused
+	unrun        []Unrun            // TakeUnrun's answer
+	pausedKeys   map[string]int64   // paused keys by name, known to the engine or not, to when each pause began (pause.go)
+	stoodLanes   []*lane            // the lanes that were ever paused (stood.go)
+	stoodOf      map[laneName]int64 // restored paused times of lanes not yet made (stood.go)
+	npausing     int                // paused keys and types: while 0, no job is paused
 	timed        map[*Job]*jobTimers
 	expired      []*Job // Due's answer
 	nqueued      int    // visible in lanes

@@ -200,6 +200,7 @@ func (e *Engine) laneOf(t *typeState, k *keyState, now int64) *lane {
 		l = new(lane)
 	}
 	l.init(e, t, k, f, now)
+	e.restoreStood(l, now)
 	l.allIdx = len(t.all)
 	t.all = append(t.all, l)
 	k.lanes = append(k.lanes, l)
@@ -583,6 +584,7 @@ func (e *Engine) forgetKey(k *keyState) {
 	}
 	for _, l := range k.lanes {
 		l.typ.all = swapRemove(l.typ.all, l.allIdx, func(x *lane, i int) { x.allIdx = i })
+		e.dropStood(l)
 	}
 	e.keysForgotten++
 }

@@ -61,14 +61,17 @@ type lane struct {
 	// jobs held by gates through them.
 	held []*waitLane
 
-	// The lane's paused time, the µs its key or its type was paused:
-	// stood up to stoodFrom, and since stoodFrom while it is paused
-	// (stoodAt). A waiting job's aging clock stands still for it (docs/design.md,
-	// Aging): a job set aside with its clock running (backing off,
-	// waiting for dependencies) keeps stoodAt of when it left, in Job.at,
-	// and moves its submission time on by what the lane stood meanwhile
-	// when it comes back.
+	// The lane's paused time, the µs its key or its type was paused,
+	// counted from when the lane was made (or from the value a restart
+	// restored, stood.go): stood up to stoodFrom, and since stoodFrom
+	// while it is paused (stoodAt). A waiting job's aging clock stands
+	// still for it (docs/design.md, Aging): a job set aside with its
+	// clock running (backing off, waiting for dependencies) keeps
+	// stoodAt of when it left, in Job.at, and moves its submission time
+	// on by what the lane stood meanwhile when it comes back. Only
+	// differences of it mean anything.
 	stood, stoodFrom int64
+	stoodIdx         int // position in Engine.stoodLanes, -1: not there
 }
 
 // paused reports whether the lane's key or type is paused.
@@ -87,6 +90,7 @@ func (l *lane) stoodAt(now int64) int64 {
 func checkpoint(lanes []*lane, now int64) {
 	for _, l := range lanes {
 		l.stood, l.stoodFrom = l.stoodAt(now), now
+		l.e.keepStood(l)
 	}
 }
 
@@ -96,15 +100,14 @@ func checkpoint(lanes []*lane, now int64) {
 func (j *Job) setAsideSub(now int64) int64 { return j.sub + j.lane.stoodAt(now) - j.at }
 
 // catchUpClock moves j's submission time on as it leaves its aside state
-// at now (setAsideSub).
+// at now (setAsideSub), and tells ClockMoved, moved or not: its clock no
+// longer runs aside.
 func (e *Engine) catchUpClock(j *Job, now int64) {
-	if sub := j.setAsideSub(now); sub != j.sub {
-		j.sub = sub
-		e.clockMoved(j)
-	}
+	j.sub = j.setAsideSub(now)
+	e.clockMoved(j)
 }
 
-// clockMoved tells ClockMoved that a pause moved j's submission time on.
+// clockMoved tells ClockMoved of j.
 func (e *Engine) clockMoved(j *Job) {
 	if e.ClockMoved != nil {
 		e.ClockMoved(j)
@@ -139,7 +142,7 @@ func newLane(e *Engine, t *typeState, k *keyState, f *flow, now int64) *lane {
 // init makes l an empty lane of t for k in f.
 func (l *lane) init(e *Engine, t *typeState, k *keyState, f *flow, now int64) {
 	*l = lane{
-		e: e, typ: t, key: k, flow: f, tyIdx: -1, stoodFrom: now,
+		e: e, typ: t, key: k, flow: f, tyIdx: -1, stood: now, stoodFrom: now, stoodIdx: -1,
 		fixed:  iheap.NewKeyed(jobSetIdx),
 		rising: iheap.NewKeyed(jobSetIdx),
 		capped: iheap.NewKeyed(jobSetIdx),

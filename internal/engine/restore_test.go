@@ -127,3 +127,81 @@ func TestRestoredPausedJobKeepsItsStoppedClock(t *testing.T) {
 		}
 	}
 }
+
+// A job set aside with its aging clock running keeps its lane's paused
+// time as it left (AsideStood), and its lane reports what it has stood
+// since (Stoods): their difference is the time a restart must move its
+// submission on by. A lane given its value back (RestoreStood) goes on
+// from it; a lane made afresh counts from when it is made, never below a
+// value kept of one forgotten.
+func TestAsideStoodAcrossRestart(t *testing.T) {
+	const s = int64(1e6)
+	cfg := Config{MaxConcurrency: 1, Aging: Aging{Interval: s, Step: 1, MaxEffective: 100}}
+	start := func(e *Engine, j *Job, now int64) { // Enqueue may have started it
+		t.Helper()
+		if j.State() != StateRunning && e.Next(now) != j {
+			t.Fatalf("job %d did not start", j.Seq())
+		}
+	}
+	e := newTestEngine(t, cfg)
+	j := new(Job)
+	if r := e.Enqueue(j, &Desc{Type: "t", Key: "k"}, nil, s); r != nil {
+		t.Fatalf("refused: %+v", r)
+	}
+	start(e, j, s)
+	e.Retry(j, 1000*s, 2*s)
+	at, ok := e.AsideStood(j)
+	if !ok {
+		t.Fatal("a backing-off job is not set aside with its clock running")
+	}
+	e.PauseKey("k", 10*s)
+	e.ResumeKey("k", 30*s)
+	var lanes []LaneStood
+	e.Stoods(func(l LaneStood) { lanes = append(lanes, l) })
+	if len(lanes) != 1 || lanes[0].Key != "k" || lanes[0].Type != "t" || lanes[0].Stood-at != 20*s {
+		t.Fatalf("Stoods = %+v, want lane k/t 20 s past the job's %d", lanes, at)
+	}
+
+	// The restart, at 50 s: the job moved on by the 20 s, its lane's
+	// value given back.
+	r := newTestEngine(t, cfg)
+	r.RestoreStood(lanes[0])
+	j2 := new(Job)
+	r.Enqueue(j2, &Desc{Type: "t", Key: "k"}, &Times{Submitted: 21 * s, NotBefore: 1000 * s, Ran: true, AttemptEnded: 2 * s}, 50*s)
+	if at2, ok := r.AsideStood(j2); !ok || at2 != lanes[0].Stood {
+		t.Fatalf("restored: AsideStood = %d, %v; want its lane's restored %d", at2, ok, lanes[0].Stood)
+	}
+	r.PauseKey("k", 60*s)
+	r.ResumeKey("k", 70*s)
+	r.Stoods(func(l LaneStood) {
+		if l.Stood-lanes[0].Stood != 10*s {
+			t.Fatalf("restored lane stood %d past its restored value, want 10 s", l.Stood-lanes[0].Stood)
+		}
+	})
+
+	// A fresh lane, made after its key was forgotten, counts from then.
+	f := newTestEngine(t, cfg)
+	g := new(Job)
+	f.Enqueue(g, &Desc{Type: "t", Key: "k"}, nil, s)
+	start(f, g, s)
+	f.PauseKey("k", 2*s)
+	f.ResumeKey("k", 6*s)
+	var old int64
+	f.Stoods(func(l LaneStood) { old = l.Stood })
+	f.Finish(g, Completed, 7*s)
+	now := 7*s + 2*cfg.IdleTTL + 2*600e6
+	o := new(Job)
+	f.Enqueue(o, &Desc{Type: "t", Key: "other"}, nil, now) // forgets the idle key k
+	if f.Summary().KeysForgotten == 0 {
+		t.Fatal("key k was not forgotten")
+	}
+	start(f, o, now)
+	f.Finish(o, Completed, now)
+	h := new(Job)
+	f.Enqueue(h, &Desc{Type: "t", Key: "k"}, nil, now)
+	start(f, h, now)
+	f.Retry(h, now+1000*s, now)
+	if at, _ := f.AsideStood(h); at < old {
+		t.Fatalf("a new lane's value %d is below the forgotten one's %d", at, old)
+	}
+}

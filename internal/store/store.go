@@ -56,7 +56,14 @@ type Job struct {
 	After    []int64 // the jobs it runs after
 	// Needs are the units of resources it needs in place of its type's,
 	// by resource name; nil: its type's, empty: none.
-	Needs    map[string]int
+	Needs map[string]int
+	// Stood is the paused time of its lane (its key and type: µs either
+	// was paused, from an origin of the lane's) when it was last set aside
+	// with its aging clock running (a retry's backoff, waiting for the
+	// jobs it runs after) or its clock moved (OpRetry, OpClock); 0: none
+	// kept. A restart moves a job still set aside on by what its lane
+	// stood since.
+	Stood    int64
 	Finished int64  // when it ended, if it did
 	Err      string // why it ended, if it did not complete
 	Args     []byte // the handler's arguments, JSON: given to Insert, returned by Start
@@ -87,7 +94,7 @@ const (
 	OpInterrupt                   // the attempt was cut short by Close: queued again, the attempt not counted
 	OpRequeue                     // a dead job queued again by hand, Op.Allowed attempts allowed in all
 	OpPriority                    // its priority rose to Op.Allowed (a duplicate joined it)
-	OpClock                       // a pause moved its aging clock's start (Job.Submitted) on to Op.At
+	OpClock                       // a pause moved its aging clock's start (Job.Submitted) on to Op.At; or, set aside at Enqueue, Job.Stood is Op.Stood
 )
 
 // Op records one thing that happened to job ID, posted after the fact.
@@ -96,6 +103,7 @@ type Op struct {
 	ID        int64
 	At        int64   // when it happened; OpClock: its new submission time
 	NotBefore int64   // OpRetry: when the next attempt may start
+	Stood     int64   // OpRetry, OpClock: Job.Stood
 	Attempt   Attempt // the attempt that ended, if one did (Start 0: none)
 	Err       string  // OpEnd, OpDead: why
 	Allowed   int     // OpRequeue; OpPriority: the priority
