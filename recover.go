@@ -15,8 +15,9 @@ import (
 
 // Restart. New reads every unfinished job of Config.Store and queues it
 // again as it was: its submission time (so its aging goes on), moved on
-// by what its clock stood paused (clockMovedLocked, and the pauses kept
-// with when each began), its attempts, its not-before time. A job whose attempt was running when the
+// by what its clock stood paused (clockMovedLocked, the pauses kept with
+// when each began, and, for a job set aside with its clock running, what
+// its lane stood since: pauses.Stood), its attempts, its not-before time. A job whose attempt was running when the
 // last process died has lost that attempt: it counts as failed, with
 // ErrLost, and the job is retried by its type's policy (its backoff
 // included) or, out of attempts, is dead.
@@ -105,11 +106,13 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 	// (it was stepped back since): a job admitted in the future would
 	// never reach the end of its grace period.
 	tm := engine.Times{Submitted: min(s.engineTimeOf(j.Submitted), now), Needs: ownNeeds(j.Needs)}
+	var moved int64
 	if stood, ok := d.stood[laneName{j.Key, j.Type}]; ok && j.Stood != 0 && j.State != store.Running {
 		// Set aside with its aging clock running when the last process
 		// stopped: its lane stood paused since, up to its pause in
 		// progress if one holds it (Times.Submitted counts that).
-		tm.Submitted = min(tm.Submitted+max(0, stood-j.Stood), now)
+		moved = min(tm.Submitted+max(0, stood-j.Stood), now) - tm.Submitted
+		tm.Submitted += moved
 	}
 	if j.StartBy != 0 {
 		tm.StartBy = s.engineTimeOf(j.StartBy)
@@ -163,9 +166,11 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 		return
 	}
 	// Its submission time and lane's paused time as this process counts
-	// them; or, no longer set aside, none.
-	if _, aside := s.eng.AsideStood(&dt.rec); aside {
-		s.asideClockLocked(dt)
+	// them, if they changed; or, no longer set aside, none.
+	if stood, aside := s.eng.AsideStood(&dt.rec); aside {
+		if moved != 0 || s.wallOf(stood) != j.Stood {
+			s.asideClockLocked(dt)
+		}
 	} else if j.Stood != 0 {
 		d.st.Post(store.Op{Kind: store.OpClock, ID: j.ID, At: s.wallOf(dt.rec.Submitted())})
 	}
