@@ -1167,32 +1167,22 @@ func TestDurablePausedClockSurvivesRestart(t *testing.T) {
 			at(1)
 			_, err = s.Enqueue(ctx, Job{Type: "mail", Key: "k", Priority: 1}, mail{N: 1})
 			require.NoError(t, err)
-			effective := func(s *Scheduler) int { // the one mail job's, whatever its Seq in s
-				t.Helper()
-				for _, ji := range s.Snapshot() {
-					if ji.Type == "mail" {
-						return ji.EffectivePriority
-					}
-				}
-				t.Fatal("the mail job is not in the snapshot")
-				return 0
-			}
 			at(3)
 			pause(s) // after 2 s of waiting
 			at(9)
 			resume(s)
 			at(12)
-			require.Equal(t, 6, effective(s), "5 s of waiting")
+			require.Equal(t, 6, mailEffective(t, s), "5 s of waiting")
 			at(14)
 			pause(s) // after 7 s of waiting
 			at(20)
-			require.Equal(t, 8, effective(s), "paused for 6 s")
+			require.Equal(t, 8, mailEffective(t, s), "paused for 6 s")
 			close(g.open)
 			require.NoError(t, s.Shutdown(ctx))
 
 			at(100)
 			s2 := newTestScheduler(t, cfg)
-			assert.Equal(t, 8, effective(s2), "restarted 80 s later, still paused: 7 s of waiting in all")
+			assert.Equal(t, 8, mailEffective(t, s2), "restarted 80 s later, still paused: 7 s of waiting in all")
 			at(110)
 			g2 := newGate()
 			_, err = s2.Submit(ctx, Job{}, g2.fn) // holds the slot
@@ -1200,7 +1190,7 @@ func TestDurablePausedClockSurvivesRestart(t *testing.T) {
 			<-g2.entered
 			resume(s2)
 			at(113)
-			assert.Equal(t, 11, effective(s2), "3 s after the resume: 10 s of waiting in all")
+			assert.Equal(t, 11, mailEffective(t, s2), "3 s after the resume: 10 s of waiting in all")
 			close(g2.open)
 			assert.Equal(t, mailRun{mail{N: 1}, 1}, <-got)
 		})
@@ -1225,16 +1215,6 @@ func TestDurableRetriedUnderPauseClockSurvivesRestart(t *testing.T) {
 	cfg := Config{MaxConcurrency: 1, Clock: clk, Store: st, Handlers: mailHandlers(got, fails),
 		Aging: AgingConfig{Interval: time.Second, Step: 1},
 		Types: map[string]TypeConfig{"mail": {Retry: RetryPolicy{Attempts: 2, Backoff: 30 * time.Second}}}}
-	effective := func(s *Scheduler) int { // the one mail job's, whatever its Seq in s
-		t.Helper()
-		for _, ji := range s.Snapshot() {
-			if ji.Type == "mail" {
-				return ji.EffectivePriority
-			}
-		}
-		t.Fatal("the mail job is not in the snapshot")
-		return 0
-	}
 	ctx := context.Background()
 	s, sig := newSignalledScheduler(t, cfg)
 	at(1)
@@ -1247,12 +1227,12 @@ func TestDurableRetriedUnderPauseClockSurvivesRestart(t *testing.T) {
 	close(release)
 	require.Equal(t, h.Seq(), <-sig.retried, "its attempt failed at 10 s, 9 s after its submission")
 	at(20)
-	require.Equal(t, 10, effective(s), "backing off, paused: 9 s of waiting")
+	require.Equal(t, 10, mailEffective(t, s), "backing off, paused: 9 s of waiting")
 	require.NoError(t, s.Shutdown(ctx))
 
 	at(100)
 	s2 := newTestScheduler(t, cfg)
-	assert.Equal(t, 10, effective(s2), "restarted, still paused: 9 s of waiting")
+	assert.Equal(t, 10, mailEffective(t, s2), "restarted, still paused: 9 s of waiting")
 	s2.ResumeKey("k")
 	assert.Equal(t, mailRun{mail{N: 1}, 2}, <-got)
 }
@@ -1276,16 +1256,6 @@ func TestDurableSetAsideClockKeepsPauseAcrossRestart(t *testing.T) {
 			cfg := Config{MaxConcurrency: 1, Clock: clk, Store: st, Handlers: mailHandlers(got, fails),
 				Aging: AgingConfig{Interval: time.Second, Step: 1},
 				Types: map[string]TypeConfig{"mail": {Retry: RetryPolicy{Attempts: 2, Backoff: time.Hour}}}}
-			effective := func(s *Scheduler) int { // the job of key k's, whatever its Seq in s
-				t.Helper()
-				for _, ji := range s.Snapshot() {
-					if ji.Type == "mail" && ji.Key == "k" {
-						return ji.EffectivePriority
-					}
-				}
-				t.Fatal("the job of key k is not in the snapshot")
-				return 0
-			}
 			ctx := context.Background()
 			s, sig := newSignalledScheduler(t, cfg)
 			at(1)
@@ -1307,12 +1277,12 @@ func TestDurableSetAsideClockKeepsPauseAcrossRestart(t *testing.T) {
 			at(30)
 			s.ResumeKey("k")
 			at(40)
-			require.Equal(t, 20, effective(s), "39 s since its submission, 20 of them paused")
+			require.Equal(t, 20, mailEffective(t, s), "39 s since its submission, 20 of them paused")
 			require.NoError(t, s.Shutdown(ctx))
 
 			at(50)
 			s2 := newTestScheduler(t, cfg)
-			require.Equal(t, 30, effective(s2), "restarted: 49 s since its submission, 20 of them paused")
+			require.Equal(t, 30, mailEffective(t, s2), "restarted: 49 s since its submission, 20 of them paused")
 			at(60)
 			s2.PauseKey("k")
 			at(70)
@@ -1321,7 +1291,7 @@ func TestDurableSetAsideClockKeepsPauseAcrossRestart(t *testing.T) {
 
 			at(90)
 			s3 := newTestScheduler(t, cfg)
-			require.Equal(t, 60, effective(s3), "restarted again: 89 s, 30 of them paused")
+			require.Equal(t, 60, mailEffective(t, s3), "restarted again: 89 s, 30 of them paused")
 			at(100)
 			s3.PauseKey("k")
 			at(110)
@@ -1329,11 +1299,24 @@ func TestDurableSetAsideClockKeepsPauseAcrossRestart(t *testing.T) {
 
 			at(130)
 			s4 := newTestScheduler(t, cfg)
-			require.Equal(t, 70, effective(s4), "restarted paused: 129 s, 60 of them paused")
+			require.Equal(t, 70, mailEffective(t, s4), "restarted paused: 129 s, 60 of them paused")
 			at(140)
 			s4.ResumeKey("k")
 			at(150)
-			assert.Equal(t, 80, effective(s4), "149 s, 70 of them paused")
+			assert.Equal(t, 80, mailEffective(t, s4), "149 s, 70 of them paused")
 		})
 	}
+}
+
+// mailEffective returns the effective priority of the mail job of key k
+// in s, whatever its Seq there (it changes across a restart).
+func mailEffective(t *testing.T, s *Scheduler) int {
+	t.Helper()
+	for _, ji := range s.Snapshot() {
+		if ji.Type == "mail" && ji.Key == "k" {
+			return ji.EffectivePriority
+		}
+	}
+	t.Fatal("the mail job of key k is not in the snapshot")
+	return 0
 }
