@@ -303,7 +303,8 @@ func (e *Engine) WouldStart(d *Desc, needs []Need, now int64) bool {
 	}
 	if claimed { // it would start only by backfill (resources.go)
 		secs := t.cost
-		if est := e.costs.lookup(t, d.ID); est != nil {
+		// An estimate unused for IdleTTL is one Enqueue forgets first.
+		if est := e.costs.lookup(t, d.ID); est != nil && now-est.lastUsed < e.cfg.IdleTTL {
 			secs = est.seconds
 		}
 		end := now + micros(secs)
