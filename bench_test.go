@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/rt"
 )
 
 // Benchmarks. Names are stable so that results compare across commits:
@@ -200,7 +202,7 @@ func benchGateHOL(b *testing.B, gate string, n int) {
 	case "paused":
 		s.PauseKey("flood")
 	case "dependency":
-		flood.After = []Handle{{t: d.started[0]}}
+		flood.After = []Handle{{rt.OwnHandle(d.started[0])}}
 	}
 	for range n {
 		d.submit(flood)
@@ -513,41 +515,39 @@ func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string, wai
 type benchDriver struct {
 	s       *Scheduler
 	clk     *clock.Fake
-	started []*task // in start order, ended ones removed lazily
+	started []*rt.Task // in start order, ended ones removed lazily
 }
 
 // newBenchDriver returns a driver for s. Its running jobs have no
 // goroutine to end them, so it ends them itself before Close waits for
 // them.
 func newBenchDriver(b *testing.B, s *Scheduler) *benchDriver {
-	d := &benchDriver{s: s, clk: s.clock.(benchClock).Fake}
+	d := &benchDriver{s: s, clk: s.rt.Clock().(benchClock).Fake}
 	b.Cleanup(d.finishAll) // runs before the Close registered earlier
 	return d
 }
 
 func (d *benchDriver) finishAll() {
-	s := d.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range d.started { // no dispatch: the queue stays for Close
-		if t.rec.Running() {
-			s.finishLocked(t, nil, true, s.nowLocked())
+	d.s.rt.Locked(func(_ *engine.Engine, now int64) {
+		for _, t := range d.started { // no dispatch: the queue stays for Close
+			if t.Rec().Running() {
+				d.s.rt.FinishLocked(t, nil, now)
+			}
 		}
-	}
+	})
 }
 
 func (d *benchDriver) submit(desc Job) {
-	s := d.s
-	s.mu.Lock()
-	t := newSubmitTask(context.Background(), noop) // a queued RunSync job holds 64 bytes more: its caller's context
-	if err := s.enqueueLocked(t, &desc, s.nowLocked()); err != nil {
-		panic(err)
-	}
-	if t.rec.Running() { // started at once: nothing else waited
-		s.startedLocked(t)
-		d.started = append(d.started, t)
-	}
-	s.mu.Unlock()
+	d.s.rt.Locked(func(_ *engine.Engine, now int64) {
+		t := rt.NewSubmitTask(context.Background(), noop) // a queued RunSync job holds 64 bytes more: its caller's context
+		if err := d.s.rt.EnqueueLocked(t, jobOf(&desc), now); err != nil {
+			panic(err)
+		}
+		if t.Rec().Running() { // started at once: nothing else waited
+			d.s.rt.StartedLocked(t)
+			d.started = append(d.started, t)
+		}
+	})
 }
 
 // due applies what has fallen due in the engine (delayed jobs joining the
@@ -555,50 +555,46 @@ func (d *benchDriver) submit(desc Job) {
 // the driver starts jobs itself. A submission made with due work pending
 // would catch up on it and dispatch, starting jobs on goroutines.
 func (d *benchDriver) due() {
-	s := d.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.eng.Due(s.nowLocked())) > 0 {
-		panic("benchDriver: a job expired")
-	}
+	d.s.rt.Locked(func(e *engine.Engine, now int64) {
+		if len(e.Due(now)) > 0 {
+			panic("benchDriver: a job expired")
+		}
+	})
 }
 
 // dispatch starts every admissible job and returns how many it started.
-func (d *benchDriver) dispatch() int {
-	s := d.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	if len(s.eng.Due(now)) > 0 {
-		panic("benchDriver: a job expired")
-	}
-	n := 0
-	for {
-		j := s.eng.Next(now)
-		if j == nil {
-			return n
+func (d *benchDriver) dispatch() (n int) {
+	d.s.rt.Locked(func(e *engine.Engine, now int64) {
+		if len(e.Due(now)) > 0 {
+			panic("benchDriver: a job expired")
 		}
-		t := taskOf(j)
-		s.startedLocked(t)
-		d.started = append(d.started, t)
-		n++
-	}
+		for {
+			j := e.Next(now)
+			if j == nil {
+				return
+			}
+			t := rt.TaskOf(j)
+			d.s.rt.StartedLocked(t)
+			d.started = append(d.started, t)
+			n++
+		}
+	})
+	return n
 }
 
 // finishOldest ends the longest-running job other than the first skip
 // ones started (skip 1 keeps a long-running holder in place).
 func (d *benchDriver) finishOldest(skip int) {
-	s := d.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(d.started) > skip {
-		t := d.started[skip]
-		d.started = append(d.started[:skip], d.started[skip+1:]...)
-		if t.rec.Running() {
-			s.finishLocked(t, nil, true, s.nowLocked())
-			return
+	d.s.rt.Locked(func(_ *engine.Engine, now int64) {
+		for len(d.started) > skip {
+			t := d.started[skip]
+			d.started = append(d.started[:skip], d.started[skip+1:]...)
+			if t.Rec().Running() {
+				d.s.rt.FinishLocked(t, nil, now)
+				return
+			}
 		}
-	}
+	})
 }
 
 func benchScheduler(b *testing.B, cfg Config) *Scheduler {

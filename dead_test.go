@@ -29,7 +29,7 @@ func TestDeadJobs(t *testing.T) {
 	require.ErrorIs(t, once.Wait(context.Background()), errFlaky)
 	twice, err := tt.s.Submit(context.Background(), Job{Type: "sync", ID: "b"}, fail)
 	require.NoError(t, err)
-	<-tt.sig.retried
+	<-tt.sig.Retried
 	tt.set(time.Second)
 	require.ErrorIs(t, twice.Wait(context.Background()), errFlaky)
 	require.ErrorIs(t, tt.s.RunSync(context.Background(), Job{}, fail), errFlaky)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/fairsched/fairsched/internal/rt"
 )
 
 // timeTest is a scheduler on a fake clock at t0, with the test signals.
@@ -18,7 +19,7 @@ type timeTest struct {
 	clk *clock.Fake
 	t0  time.Time
 	s   *Scheduler
-	sig *testSignals
+	sig *rt.Signals
 }
 
 func newTimeTest(t *testing.T, cfg Config) *timeTest {
@@ -85,8 +86,8 @@ func TestStartTimeoutOfType(t *testing.T) {
 	tt.set(time.Second)
 	late, err := tt.s.Submit(context.Background(), Job{Type: "dispatch", StartBy: tt.at(time.Hour)}, g.fn)
 	require.NoError(t, err)
-	<-tt.sig.accepted
-	<-tt.sig.accepted
+	<-tt.sig.Accepted
+	<-tt.sig.Accepted
 	ran := false
 	done := make(chan error)
 	go func() {
@@ -95,7 +96,7 @@ func TestStartTimeoutOfType(t *testing.T) {
 			return nil
 		})
 	}()
-	<-tt.sig.accepted // the RunSync job is queued
+	<-tt.sig.Accepted // the RunSync job is queued
 
 	tt.set(3 * time.Second)
 	err = <-done
@@ -254,7 +255,7 @@ func TestNotBeforeRunSyncCancelled(t *testing.T) {
 			return errors.New("must not run")
 		})
 	}()
-	<-tt.sig.accepted
+	<-tt.sig.Accepted
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 	st := tt.s.Stats()
@@ -292,8 +293,6 @@ func TestNotBeforeWithALateTimer(t *testing.T) {
 	assert.Equal(t, t0.Add(10*time.Second), snap[1].Submitted, "its aging clock started at its NotBefore")
 	assert.Equal(t, 90, snap[1].EffectivePriority, "aged 4 s past its grace")
 	assert.Zero(t, s.Stats().Delayed)
-	s.mu.Lock()
-	require.NoError(t, s.verifyLocked())
-	s.mu.Unlock()
+	require.NoError(t, verify(s))
 	close(g.open)
 }

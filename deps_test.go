@@ -161,7 +161,7 @@ func TestDependencyRetried(t *testing.T) {
 	require.NoError(t, err)
 	after, err := tt.s.Submit(context.Background(), Job{After: []Handle{dep}}, rec.job("after", nil))
 	require.NoError(t, err)
-	<-tt.sig.retried
+	<-tt.sig.Retried
 	assert.False(t, ended(after), "its dependency will be retried: it has not failed")
 	tt.set(1e9)
 	require.NoError(t, dep.Wait(context.Background()))

@@ -12,6 +12,7 @@ import (
 	"github.com/fairsched/fairsched/internal/clock"
 	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/fairsched/fairsched/internal/refmodel"
+	"github.com/fairsched/fairsched/internal/rt"
 )
 
 // diffOptions says what a run checks besides the hard limits and the
@@ -886,7 +887,7 @@ func (r *diffRunner) fail(i int) error {
 		r.failed++
 		return r.ended(i, true)
 	}
-	at := r.now + p.wait(j.failed)
+	at := r.now + rt.RetryPolicy(p).Wait(j.failed)
 	r.trace = append(r.trace, fmt.Sprintf("%v j%d fails, retries at %v", r.now, i, at))
 	if err := r.sys.fail(i, true, at); err != nil {
 		return fmt.Errorf("j%d retried at %v: %v", i, r.now, err)
@@ -1261,3 +1262,7 @@ func (r *diffRunner) final() error {
 	}
 	return nil
 }
+
+// dupKey is a job's identity for its type's DuplicatePolicy: its type
+// and ID.
+type dupKey struct{ typ, id string }

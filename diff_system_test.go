@@ -11,6 +11,7 @@ import (
 
 	"github.com/fairsched/fairsched/internal/clock"
 	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/rt"
 )
 
 // diffSystem is what a diffRunner replays a workload on: the Scheduler,
@@ -115,16 +116,16 @@ type diffScheduler struct {
 	endMu   sync.Mutex     // the hook runs on a goroutine of the scheduler's
 	endSeqs map[uint64]int // EventFinished per seq, written by the hook
 
-	batched func(h Handle) // called, under the lock, after each job of a SubmitMany, with its Handle
+	batched func(h Handle, e *engine.Engine) // called, under the lock, after each job of a SubmitMany, with its Handle
 }
 
 func newDiffScheduler(cfg Config, clk *clock.Fake, hook bool) (*diffScheduler, error) {
 	d := &diffScheduler{handles: map[int]Handle{}, release: map[int]chan error{}, live: map[int]bool{}, endSeqs: map[uint64]int{}}
 	cfg.Clock = clk
-	cfg.signals = newTestSignals()
-	cfg.signals.batched = func(h Handle) {
+	cfg.signals = rt.NewSignals()
+	cfg.signals.Batched = func(h rt.Handle, e *engine.Engine) {
 		if d.batched != nil {
-			d.batched(h)
+			d.batched(Handle{h}, e)
 		}
 	}
 	if hook {
@@ -179,10 +180,10 @@ func (d *diffScheduler) submitMany(idx []int, ds []Job, after [][]int) ([]uint64
 	// (which of them ended unrun is known from their errors after).
 	var running [][]*engine.Job
 	var ended [][]int
-	done := func(h Handle) bool { return h.t.rec.State() == engine.StateDone }
+	done := func(h Handle) bool { t, _ := h.h.Task(); return t.Rec().State() == engine.StateDone }
 	var batchHandles []Handle
-	d.batched = func(h Handle) {
-		running = append(running, d.s.eng.RunningJobs())
+	d.batched = func(h Handle, eng *engine.Engine) {
+		running = append(running, eng.RunningJobs())
 		batchHandles = append(batchHandles, h)
 		var e []int
 		for k := range d.live {
@@ -191,7 +192,7 @@ func (d *diffScheduler) submitMany(idx []int, ds []Job, after [][]int) ([]uint64
 			}
 		}
 		for n, bh := range batchHandles {
-			if bh.w == nil && done(bh) {
+			if _, joined := bh.h.Task(); !joined && done(bh) {
 				e = append(e, idx[n])
 			}
 		}
@@ -265,7 +266,7 @@ func (d *diffScheduler) fail(i int, retry bool, _ time.Duration) error {
 	defer d.timer.Stop()
 	for seq := d.handles[i].Seq(); ; {
 		select {
-		case got := <-d.s.cfg.signals.retried:
+		case got := <-d.s.rt.Signals().Retried:
 			if got != seq {
 				return fmt.Errorf("j%d failed, but job %d was retried", i, got)
 			}
@@ -313,10 +314,10 @@ func (d *diffScheduler) unexpectedOccurrence() (uint64, bool) {
 }
 
 func (d *diffScheduler) nextDue() (time.Duration, bool) {
-	d.s.mu.Lock()
-	defer d.s.mu.Unlock()
-	due, ok := d.s.eng.NextDue()
-	return d.s.timeOf(due).Sub(d.s.epoch), ok
+	var due int64
+	var ok bool
+	d.s.rt.Locked(func(e *engine.Engine, _ int64) { due, ok = e.NextDue() })
+	return d.s.rt.TimeOf(due).Sub(d.s.rt.Epoch()), ok
 }
 
 // due reports the jobs that ended by themselves: past their start
@@ -437,13 +438,13 @@ func (d *diffScheduler) detach(i, k int, last bool) error {
 		return fmt.Errorf("a detached submission's Wait returned %v", err)
 	}
 	if i == k {
-		d.handles[k] = Handle{t: h.t} // the job's own end, not its first submission's
+		d.handles[k] = ownHandle(h) // the job's own end, not its first submission's
 	}
 	if !last {
 		return nil
 	}
 	delete(d.live, k)
-	d.handles[k] = Handle{t: h.t}
+	d.handles[k] = ownHandle(h)
 	return d.await(k)
 }
 
@@ -471,10 +472,11 @@ func (d *diffScheduler) pause(key string, typ *string, resume bool) error {
 	return nil
 }
 
-func (d *diffScheduler) inspect() ([]*engine.Job, map[engine.FlowID]float64, map[engine.EstimateID]float64, error) {
-	d.s.mu.Lock()
-	defer d.s.mu.Unlock()
-	return d.s.eng.RunningJobs(), d.s.eng.VirtualTimes(), d.s.eng.Estimates(), d.s.verifyLocked()
+func (d *diffScheduler) inspect() (running []*engine.Job, vt map[engine.FlowID]float64, est map[engine.EstimateID]float64, err error) {
+	d.s.rt.Locked(func(e *engine.Engine, now int64) {
+		running, vt, est, err = e.RunningJobs(), e.VirtualTimes(), e.Estimates(), e.Verify(now)
+	})
+	return running, vt, est, err
 }
 
 func (d *diffScheduler) counts() []int {
@@ -594,7 +596,7 @@ func (d *diffEngine) submit(i int, desc Job, after []int) (uint64, error) {
 		tm.After = append(tm.After, d.jobs[k])
 	}
 	if desc.Needs != nil {
-		tm.Needs = engineNeeds(desc.Needs)
+		tm.Needs = rt.EngineNeeds(desc.Needs)
 		if tm.Needs == nil {
 			tm.Needs = []engine.Need{}
 		}
@@ -897,4 +899,11 @@ func awaitRelease(release <-chan error) func(context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// ownHandle returns a Handle on the job h refers to, as its first
+// submission's: the job's own end, not a joiner's.
+func ownHandle(h Handle) Handle {
+	t, _ := h.h.Task()
+	return Handle{rt.OwnHandle(t)}
 }

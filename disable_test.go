@@ -193,9 +193,7 @@ func TestDisabledPairsSwept(t *testing.T) {
 		} else {
 			require.NoError(t, tt.s.Disable("index", id, time.Minute))
 		}
-		tt.s.mu.Lock()
-		most = max(most, len(tt.s.disabling.disabled))
-		tt.s.mu.Unlock()
+		most = max(most, tt.s.rt.DisabledPairsKept())
 	}
 	assert.LessOrEqual(t, most, 128, "pairs kept at most, for at most 2 disabled at a time")
 	st := tt.s.Stats()

@@ -3,14 +3,11 @@ package fairsched
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
 	"reflect"
-	"time"
 	"unsafe"
 
-	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/rt"
 	"github.com/fairsched/fairsched/internal/store"
 )
 
@@ -20,7 +17,7 @@ import (
 // returns. The Scheduler stays the one dispatcher, in the same order and
 // limits as every other job; the store records what happens to each job,
 // and gives back every unfinished one when the next Scheduler starts on
-// it (recover.go).
+// it.
 
 // Store is where a Scheduler keeps its durable jobs: open one with
 // fairschedsqlite.Open. Only this module's stores implement it.
@@ -30,14 +27,7 @@ type Store = store.Store
 // The zero value is empty and ready to use; add handlers with AddHandler
 // before New. A Handlers is not safe for concurrent use.
 type Handlers struct {
-	m map[string]*handler
-}
-
-// handler runs the jobs of one durable type.
-type handler struct {
-	name    string
-	argType reflect.Type
-	run     func(ctx context.Context, args []byte) error // decodes, then calls the user's function
+	m map[string]*rt.Handler
 }
 
 // AddHandler registers fn as the handler of durable job type name: each
@@ -54,12 +44,12 @@ func AddHandler[T any](h *Handlers, name string, fn func(ctx context.Context, ar
 		panic(fmt.Sprintf("fairsched: AddHandler: job type %q has a handler already", name))
 	}
 	if h.m == nil {
-		h.m = make(map[string]*handler)
+		h.m = make(map[string]*rt.Handler)
 	}
-	h.m[name] = &handler{
-		name:    name,
-		argType: reflect.TypeFor[T](),
-		run: func(ctx context.Context, raw []byte) error {
+	h.m[name] = &rt.Handler{
+		Name:    name,
+		ArgType: reflect.TypeFor[T](),
+		Run: func(ctx context.Context, raw []byte) error {
 			var args T
 			if err := json.Unmarshal(raw, &args); err != nil {
 				return fmt.Errorf("%w: job type %q: %w", ErrArgs, name, err)
@@ -67,89 +57,6 @@ func AddHandler[T any](h *Handlers, name string, fn func(ctx context.Context, ar
 			return fn(ctx, args)
 		},
 	}
-}
-
-// ErrArgs is matched (errors.Is) by the error of arguments that cannot be
-// encoded (Enqueue's) or that no longer decode (an attempt's, which fails
-// with it).
-var ErrArgs = errors.New("fairsched: job arguments")
-
-// ErrNoHandler is matched (errors.Is) by Enqueue's error for a job type
-// that has no handler.
-var ErrNoHandler = errors.New("fairsched: no handler for the job type")
-
-// errDurableType is the error of Submit, RunSync and TryRunSync for a type
-// with a handler.
-func errDurableType(name string) error {
-	return fmt.Errorf("fairsched: job type %q has a handler: its jobs are enqueued with Enqueue", name)
-}
-
-// durable is what a Scheduler with a Store keeps.
-type durable struct {
-	st       store.Store
-	handlers map[string]*handler
-	// restoring indexes the jobs New has queued again so far, by ID, while
-	// it recovers them: a job's dependencies come before it.
-	restoring map[int64]*durableTask
-	// stood is, while New recovers the jobs, the paused time of each
-	// job lane that the store keeps with the pauses (pauses.Stood).
-	stood map[laneName]int64
-	// orphans counts, by type, the unfinished jobs found at start whose
-	// type has no handler here: they wait, their type held (WaitNoHandler).
-	orphans map[string]int
-	// Guarded by Scheduler.mu.
-	// leaving: Shutdown or Close began. A durable job that ends now
-	// without completing stays in the store.
-	leaving bool
-	// saveStop stops the timer of the next save of the fair state;
-	// savedVersion is the engine's FairVersion at the last save.
-	saveStop     func() bool
-	savedVersion uint64
-	// atLeave is the fair state as Shutdown or Close found it, before the
-	// queued jobs left.
-	atLeave *engine.FairState
-}
-
-// laneName names a job lane: a key's jobs of one type.
-type laneName struct{ key, typ string }
-
-// durableTask is the shell's record of a durable job: a task, and its
-// identity in the store. Every job of a type with a handler is one, which
-// is how durableOf knows one: a task carries no flag.
-type durableTask struct {
-	task
-	id      int64 // in the store
-	attempt int32 // attempts started
-	dead    bool  // its last attempt failed for good: recorded as dead
-}
-
-// durableOf returns t's durable record, or nil if t is not durable.
-func (s *Scheduler) durableOf(t *task) *durableTask {
-	if s.durable == nil || !s.durable.isDurableType(t.rec.Type()) {
-		return nil
-	}
-	return (*durableTask)(unsafe.Pointer(t))
-}
-
-// isDurableType reports whether type name's jobs are durable: it has a
-// handler, or jobs of it were found in the store without one.
-func (d *durable) isDurableType(name string) bool {
-	return d.handlers[name] != nil || d.orphans[name] > 0
-}
-
-// durableParent is the context a durable job's contexts derive from: the
-// values of Enqueue's context are not kept, since the job may run in
-// another process. Enqueue's task carries it as its submission context,
-// which is how enqueueLocked tells it from a Submit of the same type.
-var durableParent context.Context = durableRoot{context.Background()}
-
-type durableRoot struct{ context.Context }
-
-// durableFn is the function of every durable task: never called, since
-// runAttempt runs a durable job's handler instead. Non-nil, as a Submit
-// job's function is.
-func durableFn(context.Context) error {
-	panic("fairsched: internal error: a durable job's function was called")
 }
 
 // Enqueue stores a durable job of type job.Type with args, which must be
@@ -174,20 +81,8 @@ func durableFn(context.Context) error {
 // counts against them from then on, while it is written, so Enqueues
 // running at once never pass MaxQueue or a key's MaxPending together.
 func (s *Scheduler) Enqueue(ctx context.Context, job Job, args any) (Handle, error) {
-	if ctx == nil {
-		panic("fairsched: Enqueue with a nil context")
-	}
-	return s.enqueueOne(ctx, EnqueueParams{Job: job, Args: args}, nil, nil)
-}
-
-// enqueueOne enqueues one job, putting state in its transaction if it is
-// not nil, with the job's own error rather than a *BatchError.
-func (s *Scheduler) enqueueOne(ctx context.Context, p EnqueueParams, state *store.StateWrite, queued func([]Handle)) (Handle, error) {
-	hs, err := s.enqueueMany(ctx, []EnqueueParams{p}, state, queued)
-	if err != nil {
-		return Handle{}, unbatched(err)
-	}
-	return hs[0], nil
+	h, err := s.rt.Enqueue(ctx, jobOf(&job), args)
+	return Handle{h}, err
 }
 
 // EnqueueParams is one job for EnqueueMany: its description and its
@@ -197,28 +92,6 @@ type EnqueueParams struct {
 	Args any
 }
 
-// BatchError is the error of EnqueueMany and SubmitMany for one bad job
-// of the batch: none was stored or submitted.
-type BatchError struct {
-	Index int // of the job in the batch
-	Err   error
-}
-
-func (e *BatchError) Error() string {
-	return fmt.Sprintf("fairsched: job %d of the batch: %v", e.Index, e.Err)
-}
-func (e *BatchError) Unwrap() error { return e.Err }
-
-// unbatched returns the error of a batch of one job as that job's own: a
-// *BatchError's inner error.
-func unbatched(err error) error {
-	var be *BatchError
-	if errors.As(err, &be) {
-		return be.Err
-	}
-	return err
-}
-
 // EnqueueMany stores jobs in one transaction, all or none, and returns
 // their Handles, in order, once they are committed: Enqueue for many jobs
 // at the cost of one commit. A job that Enqueue would refuse for what it
@@ -226,254 +99,42 @@ func unbatched(err error) error {
 // *BatchError naming it; a batch that does not fit the queue's limits
 // fails with a *QueueFullError. Nothing is stored then.
 func (s *Scheduler) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Handle, error) {
-	if ctx == nil {
-		panic("fairsched: EnqueueMany with a nil context")
-	}
-	return s.enqueueMany(ctx, jobs, nil, nil)
-}
-
-// enqueueMany is EnqueueMany, putting state in the store in the jobs'
-// transaction if it is not nil, and calling queued, if it is not nil,
-// with the jobs' Handles under the lock that queues them: before any of
-// them can end.
-func (s *Scheduler) enqueueMany(ctx context.Context, jobs []EnqueueParams, state *store.StateWrite, queued func([]Handle)) ([]Handle, error) {
-	d := s.durable
-	if d == nil {
-		return nil, errors.New("fairsched: Enqueue needs a Store in Config")
-	}
-	recs := make([]*store.Job, len(jobs))
-	for i := range jobs {
-		rec, err := d.record(&jobs[i])
-		if err == nil && jobs[i].Job.After != nil {
-			rec.After, err = s.durableAfter(jobs[i].Job.After)
-		}
-		if err != nil {
-			return nil, &BatchError{Index: i, Err: err}
-		}
-		recs[i] = rec
-	}
-	a, err := s.admitDurable(jobs, recs)
-	if err != nil {
-		return nil, err
-	}
-	defer s.wg.Done() // admitDurable's: Shutdown and Close wait for the batch
-	if err := d.st.Insert(ctx, state, recs...); err != nil {
-		s.mu.Lock()
-		s.releaseLocked(a)
-		s.mu.Unlock()
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.releaseLocked(a) // from here on they are queued, or refused
-	now := s.nowLocked()
-	if err := s.refusedAfterWriteLocked(jobs); err != nil {
-		// Admitted before the write, refused after it: the scheduler is
-		// closing, or a resource shrank. What was written must not run.
-		for _, rec := range recs {
-			d.st.Post(store.Op{Kind: store.OpEnd, ID: rec.ID, At: s.wallOf(now), Err: err.Error()})
-		}
-		return nil, err
-	}
-	hs := make([]Handle, len(jobs))
-	for i := range jobs {
-		if s.dups.policy != nil {
-			if existing := s.joinableLocked(&jobs[i].Job); existing != nil {
-				// A duplicate its type joins: the job it joins runs
-				// once; the row written for this one ends unrun.
-				d.st.Post(store.Op{Kind: store.OpEnd, ID: recs[i].ID, At: s.wallOf(now),
-					Err: fmt.Sprintf("fairsched: joined job %d", s.durableOf(existing).id)})
-				w := &joiner{fn: durableFn, ctx: durableParent}
-				s.inheritLocked(ctx, &jobs[i].Job) // a child's priority, for the job it joins
-				before := existing.rec.Base()
-				s.joinLocked(existing, &jobs[i].Job, w, now)
-				s.storeRaiseLocked(s.durableOf(existing), before, now)
-				hs[i] = Handle{t: existing, w: w}
-				continue
-			}
-		}
-		t := &durableTask{task: task{fn: durableFn, submitCtx: durableParent}, id: recs[i].ID}
-		if err := s.enqueueDurableLocked(t, &jobs[i].Job, recs[i], now); err != nil {
-			panic("fairsched: internal error: an admitted durable job was refused: " + err.Error())
-		}
-		hs[i] = s.handleLocked(&t.task)
-		if t.rec.Waiting() {
-			before := t.rec.Base()
-			s.raiseChildLocked(ctx, &t.task, now) // a child: its parent's priority
-			s.storeRaiseLocked(t, before, now)
-		}
-		s.launchLocked(&t.task, now)
-	}
-	if queued != nil {
-		queued(hs)
-	}
-	return hs, nil
-}
-
-// storeRaiseLocked records durable job t's priority if it was raised from
-// before (a join, a parent's), so that a restart keeps it.
-func (s *Scheduler) storeRaiseLocked(t *durableTask, before int, now int64) {
-	if p := t.rec.Base(); p != before {
-		s.durable.st.Post(store.Op{Kind: store.OpPriority, ID: t.id, At: s.wallOf(now), Allowed: priorityOf(p)})
-	}
-}
-
-// refusedAfterWriteLocked returns what would refuse one of jobs, admitted
-// and written, now: the scheduler closing, or its needs no longer
-// fitting the resources; nil if none. Nothing else can refuse them (they
-// carry their admission time, past the queue's limits, and a start
-// deadline that passed expires them instead), so a batch is queued all
-// or none.
-func (s *Scheduler) refusedAfterWriteLocked(jobs []EnqueueParams) error {
-	if !s.eng.Accepting() {
-		return ErrClosed
-	}
-	for i := range jobs {
-		if r := s.eng.NeedsRefusal(jobs[i].Job.Type, ownNeeds(jobs[i].Job.Needs)); r != nil {
-			return &BatchError{Index: i, Err: needsError(r)}
-		}
-	}
-	return nil
-}
-
-// durableAfter returns the store IDs of the jobs a durable job runs
-// after, which must be durable jobs of s.
-func (s *Scheduler) durableAfter(after []Handle) ([]int64, error) {
-	ids := make([]int64, len(after))
-	for i, h := range after {
-		switch {
-		case h.t == nil:
-			return nil, fmt.Errorf("fairsched: Job.After[%d] is the zero Handle, which refers to no job", i)
-		case h.scheduler() != s:
-			return nil, fmt.Errorf("fairsched: Job.After[%d] is job %d of another Scheduler", i, h.Seq())
-		case h.ID() == 0:
-			return nil, fmt.Errorf("fairsched: Job.After[%d] is job %d, which is not durable: a durable job runs after durable jobs only", i, h.Seq())
-		}
-		ids[i] = h.ID()
-	}
-	return ids, nil
-}
-
-// record checks a job for Enqueue and returns its store record, its
-// times left for admitDurable.
-func (d *durable) record(p *EnqueueParams) (*store.Job, error) {
-	job := &p.Job
-	h := d.handlers[job.Type]
-	if h == nil {
-		return nil, fmt.Errorf("%w %q", ErrNoHandler, job.Type)
-	}
-	if job.Needs != nil {
-		if err := validateNeeds("the job", job.Needs); err != nil {
-			return nil, err
-		}
-	}
-	if got := reflect.TypeOf(p.Args); got != h.argType {
-		return nil, fmt.Errorf("%w: job type %q takes a %v, not a %v", ErrArgs, job.Type, h.argType, got)
-	}
-	raw, err := json.Marshal(p.Args)
-	if err != nil {
-		return nil, fmt.Errorf("%w: job type %q: %w", ErrArgs, job.Type, err)
-	}
-	rec := &store.Job{Type: job.Type, Key: job.Key, Ref: job.ID, Priority: job.Priority, State: store.Queued, Args: raw,
-		Needs: maps.Clone(job.Needs)}
-	if !job.NotBefore.IsZero() {
-		rec.NotBefore = job.NotBefore.UnixMicro()
-	}
-	if !job.StartBy.IsZero() {
-		rec.StartBy = job.StartBy.UnixMicro()
-	}
-	return rec, nil
-}
-
-// admitDurable checks, before anything is written, what would refuse
-// jobs at once, and stamps their records with their submission time. The
-// jobs it admits count against the queue's limits from then on: the
-// caller releases them (releaseLocked) once they are queued, refused
-// after the write, or not written.
-func (s *Scheduler) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admission, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	s.catchUpLocked(now)
-	perKey := make(map[string]int, 1)
-	for i := range jobs {
-		job := &jobs[i].Job
-		if len(s.disabling.disabled) > 0 {
-			if err := s.disabledLocked(job, now); err != nil {
-				return nil, &BatchError{Index: i, Err: err}
-			}
-		}
-		perKey[job.Key]++
-		rec := recs[i]
-		rec.Submitted = s.wallOf(now)
-		if _, known := s.eng.TypeTier(job.Type); !known {
-			return nil, &BatchError{Index: i, Err: errUnknownType(job.Type)}
-		}
-		var startBy int64
-		if rec.StartBy != 0 {
-			startBy = s.engineTimeOf(rec.StartBy)
-		}
-		if dl := s.eng.DeadlineOf(job.Type, startBy, now); dl != 0 {
-			notBefore := now
-			if rec.NotBefore != 0 { // 0: none, not the Unix epoch
-				notBefore = max(now, s.engineTimeOf(rec.NotBefore))
-			}
-			if dl <= notBefore {
-				return nil, &BatchError{Index: i, Err: fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
-					ErrStartDeadline, s.timeOf(dl).Format(time.RFC3339Nano))}
-			}
-			rec.StartBy = s.wallOf(dl)
-		}
-	}
-	if err := s.refusedAfterWriteLocked(jobs); err != nil {
-		return nil, err
-	}
-	if r := s.eng.Room(len(jobs), perKey); r != nil { // the jobs being written count as queued
-		if r.Reason == engine.RefusedClosed {
-			return nil, ErrClosed
-		}
-		return nil, &QueueFullError{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: r.Key, Limit: r.Limit, Size: r.Size}
-	}
-	// They count against the limits from now on, for Submit and RunSync
-	// too, until releaseLocked.
-	s.eng.Reserve(len(jobs), perKey)
-	s.wg.Add(1) // done by the caller once the jobs are queued or refused
-	return &admission{n: len(jobs), perKey: perKey}, nil
-}
-
-// admission is what admitDurable let in: n jobs, perKey of them by key.
-// They count against the queue's limits until releaseLocked.
-type admission struct {
-	n      int
-	perKey map[string]int
-}
-
-// releaseLocked stops counting a's jobs as being admitted: they are queued
-// now, or were refused, or their write failed.
-func (s *Scheduler) releaseLocked(a *admission) { s.eng.Unreserve(a.n, a.perKey) }
-
-// enqueueDurableLocked queues durable job t, whose record rec was
-// committed, with the submission time it was admitted at.
-func (s *Scheduler) enqueueDurableLocked(t *durableTask, job *Job, rec *store.Job, now int64) error {
-	if rec.StartBy != 0 {
-		job.StartBy = time.UnixMicro(rec.StartBy) // its StartTimeout counted from its admission
-	}
-	// Never 0, which would mean "admitted now" and be checked again.
-	if err := s.enqueueAtLocked(&t.task, job, s.engineTimeOf(rec.Submitted), now); err != nil {
-		return err
-	}
-	s.asideClockLocked(t) // waiting for the jobs it runs after
-	return nil
+	hs, err := s.rt.EnqueueMany(ctx, enqueueParamsOf(jobs))
+	return handlesOf(hs), err
 }
 
 // ID returns the identity of a durable job in its Scheduler's Store, for
 // as long as the store keeps it; 0 for a job that is not durable.
 func (h Handle) ID() int64 {
-	if h.t == nil {
-		return 0
-	}
-	if dt := h.scheduler().durableOf(h.t); dt != nil {
-		return dt.id
-	}
-	return 0
+	return h.h.ID()
+}
+
+// enqueueParamsOf reads a batch as the run-time layer's, without a copy:
+// EnqueueParams is laid out as rt.EnqueueParams (TestRuntimeMirrors).
+func enqueueParamsOf(jobs []EnqueueParams) []rt.EnqueueParams {
+	return unsafe.Slice((*rt.EnqueueParams)(unsafe.Pointer(unsafe.SliceData(jobs))), len(jobs))
+}
+
+// JobID returns the ID, in its Store, of the durable job whose handler
+// received ctx (or a context derived from it), and 0 for any other
+// context. A handler can use it to make its effects idempotent: it is the
+// same in every attempt, in every process.
+func JobID(ctx context.Context) int64 {
+	return rt.JobID(ctx)
+}
+
+// EnqueueTx enqueues a durable job inside the caller's own transaction tx
+// on the Store's database (a *sql.Tx for fairschedsqlite, on Store.DB):
+// the job exists if and only if tx commits, so a job and the change that
+// calls for it are written together or not at all. It returns the job's
+// ID in the store. The Scheduler takes the job once the commit is done,
+// within milliseconds, and runs it as any durable job; a rolled-back job
+// never runs.
+//
+// It checks the job as Enqueue does, and fails with an error matching
+// ErrTxNotSupported if the Store takes no transaction of type Tx. The
+// queue's limits are checked when EnqueueTx is called, not when tx
+// commits.
+func EnqueueTx[Tx any](ctx context.Context, s *Scheduler, tx Tx, job Job, args any) (int64, error) {
+	return rt.EnqueueTx(ctx, s.rt, tx, jobOf(&job), args)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fairsched/fairsched/fairschedsqlite"
 	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/fairsched/fairsched/internal/rt"
 	"github.com/fairsched/fairsched/internal/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -701,7 +702,7 @@ func TestDurableScheduleSurvivesRestart(t *testing.T) {
 	_, err = s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{To: "all"})
 	require.NoError(t, err)
 	clk.Advance(10 * time.Second) // 65 s
-	<-sig.accepted                // enqueued on a goroutine of the scheduler's
+	<-sig.Accepted                // enqueued on a goroutine of the scheduler's
 	require.NoError(t, s.Shutdown(ctx))
 	s = newTestScheduler(t, Config{Clock: clk, Store: st, Handlers: &handlers})
 	p, err = s.ScheduleDurable(ctx, "digest", Every(10*time.Second), Job{Type: "mail"}, mail{To: "all"})
@@ -994,7 +995,7 @@ func TestDurableRetryStoresTheAttemptsTimes(t *testing.T) {
 	require.NoError(t, err)
 	clk.Set(t0.Add(10 * time.Second))
 	<-got
-	require.Equal(t, h.Seq(), <-sig.retried)
+	require.Equal(t, h.Seq(), <-sig.Retried)
 	clk.Set(t0.Add(70 * time.Second)) // its backoff ends
 	<-got
 	require.NoError(t, h.Wait(ctx))
@@ -1126,8 +1127,8 @@ func TestDurableScheduleArmsBeforeTheWrite(t *testing.T) {
 func nextStored(t *testing.T, db *sql.DB, name string) time.Time {
 	t.Helper()
 	var b []byte
-	require.NoError(t, db.QueryRow("SELECT value FROM fairsched_state WHERE name = ?", scheduleStateName(name)).Scan(&b))
-	var st scheduleState
+	require.NoError(t, db.QueryRow("SELECT value FROM fairsched_state WHERE name = ?", rt.ScheduleStateName(name)).Scan(&b))
+	var st rt.ScheduleState
 	require.NoError(t, json.Unmarshal(b, &st))
 	return time.UnixMicro(st.Next).UTC()
 }
@@ -1225,7 +1226,7 @@ func TestDurableRetriedUnderPauseClockSurvivesRestart(t *testing.T) {
 	s.PauseKey("k")
 	at(10)
 	close(release)
-	require.Equal(t, h.Seq(), <-sig.retried, "its attempt failed at 10 s, 9 s after its submission")
+	require.Equal(t, h.Seq(), <-sig.Retried, "its attempt failed at 10 s, 9 s after its submission")
 	at(20)
 	require.Equal(t, 10, mailEffective(t, s), "backing off, paused: 9 s of waiting")
 	require.NoError(t, s.Shutdown(ctx))
@@ -1263,14 +1264,14 @@ func TestDurableSetAsideClockKeepsPauseAcrossRestart(t *testing.T) {
 				a, err := s.Enqueue(ctx, Job{Type: "mail", Key: "a", Priority: 1}, mail{N: 1})
 				require.NoError(t, err)
 				require.Equal(t, mailRun{mail{N: 1}, 1}, <-got)
-				require.Equal(t, a.Seq(), <-sig.retried)
+				require.Equal(t, a.Seq(), <-sig.Retried)
 				_, err = s.Enqueue(ctx, Job{Type: "mail", Key: "k", Priority: 1, After: []Handle{a}}, mail{N: 2})
 				require.NoError(t, err)
 			} else {
 				h, err := s.Enqueue(ctx, Job{Type: "mail", Key: "k", Priority: 1}, mail{N: 2})
 				require.NoError(t, err)
 				require.Equal(t, mailRun{mail{N: 2}, 1}, <-got)
-				require.Equal(t, h.Seq(), <-sig.retried, "its first attempt failed at 1 s")
+				require.Equal(t, h.Seq(), <-sig.Retried, "its first attempt failed at 1 s")
 			}
 			at(10)
 			s.PauseKey("k")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairsched/fairsched/fairschedtest"
 	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,11 +40,11 @@ func (c *armedClock) armed() []time.Duration {
 // engine time.
 func nextDue(t *testing.T, s *Scheduler) (time.Time, int64) {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	due, ok := s.eng.NextDue()
+	var due int64
+	var ok bool
+	s.rt.Locked(func(e *engine.Engine, _ int64) { due, ok = e.NextDue() })
 	require.True(t, ok, "a job waits for a time")
-	return s.timeOf(due), due
+	return s.rt.TimeOf(due), due
 }
 
 // A NotBefore or StartBy far in the future (the year 9999) is taken as the
@@ -128,9 +129,7 @@ func TestDurableStartBySubMicroEpoch(t *testing.T) {
 			s = newTestScheduler(t, cfg)
 		}
 		due, _ := nextDue(t, s)
-		s.mu.Lock()
-		assert.Equal(t, stored, s.wallOf(s.engineTime(due)), "restart %v: the deadline in memory is the one stored", restart)
-		s.mu.Unlock()
+		assert.Equal(t, stored, s.rt.WallOf(s.rt.EngineTime(due)), "restart %v: the deadline in memory is the one stored", restart)
 		clk.Set(deadline.Add(-time.Microsecond))
 		assert.Equal(t, 1, s.Stats().Queued, "restart %v: 1 µs before its deadline", restart)
 		clk.Set(deadline)

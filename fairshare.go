@@ -17,16 +17,7 @@ func (s *Scheduler) SetKey(name string, c KeyConfig) error {
 	if err := c.validate(fmt.Sprintf("key %q", name)); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	if !s.eng.SetKey(name, c.engine(), now) {
-		total := s.eng.ReservedWith(name, c.MinSlots)
-		return fmt.Errorf("fairsched: key %q: MinSlots %d would make the reservations add up to %d, more than MaxConcurrency %d",
-			name, c.MinSlots, total, s.eng.MaxConcurrency())
-	}
-	s.kickLocked()
-	return nil
+	return s.rt.SetKey(name, c.engine())
 }
 
 // SetKeyWeight changes the weight of fairness key name, keeping the rest
@@ -35,11 +26,7 @@ func (s *Scheduler) SetKeyWeight(name string, weight float64) error {
 	if problem := weightProblem(weight); problem != "" {
 		return fmt.Errorf("fairsched: key %q: weight %v %s", name, weight, problem)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.eng.SetKeyWeight(name, weight, s.nowLocked())
-	s.kickLocked()
-	return nil
+	return s.rt.SetKeyWeight(name, weight)
 }
 
 // ResetKey returns fairness key name to Config.DefaultKey (the empty key
@@ -47,10 +34,7 @@ func (s *Scheduler) SetKeyWeight(name string, weight float64) error {
 // more, so it is forgotten once it has been idle for IdleTTL. Its virtual
 // time is kept. A key the scheduler does not know is left unknown.
 func (s *Scheduler) ResetKey(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.eng.ResetKey(name, s.nowLocked())
-	s.kickLocked()
+	s.rt.ResetKey(name)
 }
 
 // ResetKeys returns every fairness key to Config.DefaultKey (the empty key
@@ -59,8 +43,5 @@ func (s *Scheduler) ResetKey(name string) {
 // Config.Keys are reset too: none is configured afterwards, so, like any
 // other key, each is forgotten once it has been idle for IdleTTL.
 func (s *Scheduler) ResetKeys() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.eng.ResetKeys(s.nowLocked())
-	s.kickLocked()
+	s.rt.ResetKeys()
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/fairsched/fairsched/internal/iheap"
+	"github.com/fairsched/fairsched/internal/rt"
 )
 
 // BenchmarkFloor measures, on the machine at hand, the unavoidable parts of
@@ -39,14 +41,17 @@ func BenchmarkFloor(b *testing.B) {
 	})
 	b.Run("context-alloc", func(b *testing.B) {
 		b.ReportAllocs()
-		var c *jobContext
+		var c *rt.JobContext
 		for i := 0; i < b.N; i++ {
-			c = &jobContext{parent: context.Background()}
+			c = rt.NewJobContext(context.Background())
 		}
 		runtime.KeepAlive(c)
 	})
 	b.Run("lock-unlock", func(b *testing.B) {
-		var s Scheduler
+		var s struct { // the lock and a word it guards, as the scheduler's
+			mu     sync.Mutex
+			closed bool
+		}
 		for i := 0; i < b.N; i++ {
 			s.mu.Lock()
 			s.closed = !s.closed
@@ -55,14 +60,14 @@ func BenchmarkFloor(b *testing.B) {
 	})
 	const live = 1000000
 	b.Run("record-alloc-1M-live", func(b *testing.B) {
-		ring := make([]*task, live)
+		ring := make([]*rt.Task, live)
 		for i := range ring {
-			ring[i] = newSubmitTask(context.Background(), noop)
+			ring[i] = rt.NewSubmitTask(context.Background(), noop)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			ring[i%live] = newSubmitTask(context.Background(), noop)
+			ring[i%live] = rt.NewSubmitTask(context.Background(), noop)
 		}
 	})
 	b.Run("cold-read-1M", func(b *testing.B) {
@@ -70,7 +75,7 @@ func BenchmarkFloor(b *testing.B) {
 		// random order: each step's address depends on the last read.
 		type record struct {
 			next *record
-			_    [unsafe.Sizeof(task{}) - 8]byte
+			_    [unsafe.Sizeof(rt.Task{}) - 8]byte
 		}
 		recs := make([]*record, live)
 		for i := range recs {
@@ -128,7 +133,7 @@ type floorQueue struct {
 // and the cost the floor charges, read from it as the scheduler reads its
 // estimate.
 type floorJob struct {
-	task
+	rt.Task
 	cost float64
 }
 

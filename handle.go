@@ -2,9 +2,8 @@ package fairsched
 
 import (
 	"context"
-	"errors"
 
-	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/rt"
 )
 
 // Handle refers to a job given to Submit: to wait for it, read its result
@@ -15,47 +14,19 @@ import (
 // The zero Handle refers to no job: Seq returns 0, Done a closed channel,
 // Err and Wait an error saying so, and Cancel does nothing.
 type Handle struct {
-	t *task   // a Submit job's record, never reused while a Handle may hold it
-	w *joiner // for a job of a type that joins duplicates: the submission it stands for
+	h rt.Handle // laid out as rt.Handle alone, so that a Job's After reads as the run-time layer's (jobOf)
 }
-
-// errNoJob is the error of the zero Handle.
-var errNoJob = errors.New("fairsched: the zero Handle refers to no job")
 
 // Seq returns the job's sequence number: unique in its Scheduler, in
 // submission order, and the Seq of its Events and Snapshot entries.
 func (h Handle) Seq() uint64 {
-	if h.t == nil {
-		return 0
-	}
-	return h.t.rec.Seq()
+	return h.h.Seq()
 }
-
-// scheduler returns the scheduler that runs the job.
-func (h Handle) scheduler() *Scheduler { return h.t.rec.Engine().Owner.(*Scheduler) }
 
 // Done returns a channel that is closed when the job has ended: it ran, or
 // it was cancelled or discarded before it started.
 func (h Handle) Done() <-chan struct{} {
-	if h.t == nil {
-		return closedChan
-	}
-	s := h.scheduler()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if h.w != nil { // a joiner: the job's end, or its own detaching
-		if h.w.gone {
-			return closedChan
-		}
-		return h.w.js.done
-	}
-	if h.t.rec.State() == engine.StateDone {
-		return closedChan
-	}
-	if h.t.wake == nil {
-		h.t.wake = make(chan struct{})
-	}
-	return h.t.wake
+	return h.h.Done()
 }
 
 // Wait waits for the job to end and returns its error: fn's error, a
@@ -67,32 +38,12 @@ func (h Handle) Done() <-chan struct{} {
 // taken by jobs that wait, the job they wait for never starts. A nil ctx
 // is a programming error: Wait panics, naming it.
 func (h Handle) Wait(ctx context.Context) error {
-	if ctx == nil {
-		panic("fairsched: Handle.Wait with a nil context")
-	}
-	select {
-	case <-h.Done():
-		return h.Err()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return h.h.Wait(ctx)
 }
 
 // Err returns the job's error once it has ended, and nil before.
 func (h Handle) Err() error {
-	if h.t == nil {
-		return errNoJob
-	}
-	s := h.scheduler()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if h.w != nil && h.w.gone {
-		return context.Canceled // this submission detached
-	}
-	if h.t.rec.State() != engine.StateDone {
-		return nil
-	}
-	return resultOf(h.t)
+	return h.h.Err()
 }
 
 // Cancel cancels the job. A queued job leaves the queue at once and ends
@@ -105,22 +56,7 @@ func (h Handle) Err() error {
 // context.Canceled at once, and the job is cancelled only when no
 // submission is left attached to it.
 func (h Handle) Cancel() {
-	if h.t == nil {
-		return
-	}
-	s := h.scheduler()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if h.w != nil {
-		s.detachLocked(h.t, h.w, s.nowLocked())
-		return
-	}
-	switch {
-	case h.t.rec.Waiting():
-		s.cancelQueuedLocked(h.t, context.Canceled, s.nowLocked())
-	case h.t.rec.Running():
-		h.t.ctx.cancel(context.Canceled)
-	}
+	h.h.Cancel()
 }
 
 // Cancel cancels the job numbered seq (Handle.Seq, JobInfo.Seq), as its
@@ -133,18 +69,5 @@ func (h Handle) Cancel() {
 // queued or running. O(n) in the jobs queued: it is for an operator, not
 // for a path every job takes; a program that cancels keeps the Handle.
 func (s *Scheduler) Cancel(seq uint64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	j := s.eng.Find(seq)
-	if j == nil {
-		return false
-	}
-	t := taskOf(j)
-	switch {
-	case t.rec.Waiting():
-		s.cancelQueuedLocked(t, context.Canceled, s.nowLocked())
-	case t.rec.Running():
-		t.ctx.cancel(context.Canceled)
-	}
-	return true
+	return s.rt.Cancel(seq)
 }

@@ -1,74 +1,71 @@
 package fairsched
 
 import (
-	"context"
 	"reflect"
 	"testing"
-	"unsafe"
 
 	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/rt"
 )
 
 // Test access to the scheduler's insides.
 
-// verify locks the scheduler and checks its engine's invariants.
-func (s *Scheduler) verify() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.verifyLocked()
-}
-
-// verifyLocked checks the engine's invariants at the scheduler's now.
-func (s *Scheduler) verifyLocked() error { return s.eng.Verify(s.nowLocked()) }
+// verify checks the engine's invariants at the scheduler's now.
+func verify(s *Scheduler) error { return s.rt.Verify() }
 
 // seqOf returns the sequence number of a Submit job.
 func seqOf(h Handle) uint64 { return h.Seq() }
 
 // stateOf returns where a Submit job is in its life.
-func stateOf(h Handle) engine.State {
-	s := h.scheduler()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return h.t.rec.State()
+func stateOf(h Handle) (state engine.State) {
+	t, _ := h.h.Task()
+	h.h.Runtime().Locked(func(*engine.Engine, int64) { state = t.Rec().State() })
+	return state
 }
 
-// TestTaskRecordFirst checks the layout taskOf relies on: a task's engine
-// record is its first field, so the record's address is the task's.
-func TestTaskRecordFirst(t *testing.T) {
-	if off := unsafe.Offsetof(task{}.rec); off != 0 {
-		t.Fatalf("task.rec is at offset %d, want 0", off)
-	}
-	tk := newSubmitTask(context.Background(), noop)
-	if taskOf(&tk.rec) != tk {
-		t.Fatal("taskOf does not return the task of its record")
-	}
-}
-
-// TestRecordSizeClasses keeps the records made per job within the size
-// classes of the allocator they were measured in: a record that grows
-// past one costs every job more than its bytes (docs/performance.md, the
-// engine round), and a queued job's record is most of its memory.
-func TestRecordSizeClasses(t *testing.T) {
-	if n := unsafe.Sizeof(task{}); n > 144 {
-		t.Errorf("a task is %d bytes, past the 144-byte size class", n)
-	}
-	if n := unsafe.Sizeof(jobContext{}); n > 64 {
-		t.Errorf("a job context is %d bytes, past the 64-byte size class", n)
-	}
-}
-
-// descOf reads a Job as the engine's Desc: its first fields must be the
-// Desc's, in order, with the same types and offsets.
-func TestDescMirrorsJob(t *testing.T) {
-	jt, dt := reflect.TypeOf(Job{}), reflect.TypeOf(engine.Desc{})
-	for i := range dt.NumField() {
-		jf, df := jt.Field(i), dt.Field(i)
-		if jf.Name != df.Name || jf.Type.Kind() != df.Type.Kind() || jf.Offset != df.Offset {
-			t.Fatalf("Job field %d is %s %v at %d, Desc's is %s %v at %d", i, jf.Name, jf.Type, jf.Offset, df.Name, df.Type, df.Offset)
+// TestRuntimeMirrors checks the layouts that let the API's values cross
+// to the run-time layer without a copy (jobOf, handlesOf,
+// enqueueParamsOf, submitParamsOf): each pair has the same fields, of the
+// same kinds, at the same offsets, all the way down.
+func TestRuntimeMirrors(t *testing.T) {
+	for _, pair := range [][2]any{
+		{Job{}, rt.Job{}}, {Handle{}, rt.Handle{}}, {EnqueueParams{}, rt.EnqueueParams{}}, {SubmitParams{}, rt.SubmitParams{}},
+	} {
+		api, inner := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
+		if err := sameLayout(api, inner); err != "" {
+			t.Errorf("%v and %v differ: %s", api, inner, err)
 		}
 	}
-	job := Job{Type: "t", ID: "i", Key: "k", Priority: 7}
-	if d := descOf(&job); *d != (engine.Desc{Type: "t", ID: "i", Key: "k", Priority: 7}) {
-		t.Fatalf("descOf gives %+v", *d)
+}
+
+// sameLayout says how a and b are laid out differently, or "".
+func sameLayout(a, b reflect.Type) string {
+	if a.Size() != b.Size() || a.Kind() != b.Kind() {
+		return a.String() + " is not laid out as " + b.String()
 	}
+	switch a.Kind() {
+	case reflect.Struct:
+		if a.NumField() == 1 && a.Field(0).Type == b { // a wraps b alone
+			return ""
+		}
+		if a.NumField() != b.NumField() {
+			return a.String() + " and " + b.String() + " have different fields"
+		}
+		for i := range a.NumField() {
+			fa, fb := a.Field(i), b.Field(i)
+			if fa.Name != fb.Name || fa.Offset != fb.Offset {
+				return "field " + fa.Name + " against " + fb.Name
+			}
+			if err := sameLayout(fa.Type, fb.Type); err != "" {
+				return fa.Name + ": " + err
+			}
+		}
+	case reflect.Slice, reflect.Pointer:
+		return sameLayout(a.Elem(), b.Elem())
+	case reflect.Map:
+		if a != b {
+			return a.String() + " is not " + b.String()
+		}
+	}
+	return ""
 }

@@ -36,7 +36,7 @@ func TestJoinThousandRunSync(t *testing.T) {
 	}
 	awaitAccepted(t, sig, 2) // the blocker and the one job: the others join it
 	for s.Stats().Joins < 999 {
-		<-sig.joined
+		<-sig.Joined
 	}
 	st := s.Stats()
 	assert.EqualValues(t, 999, st.Joins)
@@ -122,7 +122,7 @@ func TestJoinRunSyncRunnerAndRunning(t *testing.T) {
 	go func() {
 		done <- s.RunSync(context.Background(), Job{Type: "fetch"}, func(context.Context) error { ranOn.Store(true); return nil })
 	}()
-	<-sig.joined
+	<-sig.Joined
 	first.Cancel() // the RunSync joiner is now the runner
 	close(g.open)
 	require.NoError(t, hold.Wait(context.Background()))

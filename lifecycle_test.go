@@ -13,6 +13,7 @@ import (
 
 	"github.com/fairsched/fairsched/internal/clock"
 	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/rt"
 )
 
 var rvT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -33,7 +34,7 @@ func rvNew(t *testing.T, cfg Config) (*Scheduler, *clock.Fake) {
 
 func rvVerify(t *testing.T, s *Scheduler, what string) {
 	t.Helper()
-	if err := s.verify(); err != nil {
+	if err := verify(s); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
@@ -107,7 +108,7 @@ func TestCloseRacingEveryCall(t *testing.T) {
 					case 5:
 						s.ResetKeys()
 					}
-					if err := s.verify(); err != nil {
+					if err := verify(s); err != nil {
 						t.Error(err)
 						return
 					}
@@ -190,7 +191,7 @@ func TestShutdownAfterEventsDeliveredIgnoresExpiredContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for i := 0; i < 64; i++ {
-		sig := newTestSignals()
+		sig := rt.NewSignals()
 		s, err := New(Config{OnEvent: func(Event) {}, signals: sig})
 		if err != nil {
 			t.Fatal(err)
@@ -199,7 +200,7 @@ func TestShutdownAfterEventsDeliveredIgnoresExpiredContext(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 3 { // submitted, started, finished: all delivered
-			<-sig.delivered
+			<-sig.Delivered
 		}
 		if err := s.Shutdown(ctx); err != nil {
 			t.Fatalf("round %d: Shutdown = %v after every event was delivered", i, err)
@@ -225,7 +226,7 @@ func TestGoexitInJobReleasesSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-exited
-	s.wg.Wait() // the job goroutine is gone
+	s.rt.WaitGoroutines() // the job goroutine is gone
 	running, state := s.Stats().Running, stateOf(h)
 	if running != 0 || state != engine.StateDone {
 		t.Fatalf("job goroutine exited via Goexit but the job is in state %d and holds a slot (running %d); Close would block for ever", state, running)
@@ -348,12 +349,11 @@ func TestRecycledRecordsHoldNothing(t *testing.T) {
 			t.Fatal("want the job's error")
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.spare) == 0 {
+	spare := s.rt.Spare()
+	if len(spare) == 0 {
 		t.Fatal("no record was kept for reuse")
 	}
-	for _, kept := range s.spare {
+	for _, kept := range spare {
 		v := reflect.ValueOf(kept).Elem()
 		for i := 0; i < v.NumField(); i++ {
 			if !v.Field(i).IsZero() {

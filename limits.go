@@ -14,13 +14,7 @@ func (s *Scheduler) SetMaxConcurrency(n int) error {
 	if n < 0 {
 		return fmt.Errorf("fairsched: MaxConcurrency %d; it must be 0 (no limit) or positive", n)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.eng.SetMaxConcurrency(n, s.nowLocked()) {
-		return fmt.Errorf("fairsched: MaxConcurrency %d is less than the keys' reservations, %d", n, s.eng.ReservedTotal())
-	}
-	s.kickLocked()
-	return nil
+	return s.rt.SetMaxConcurrency(n)
 }
 
 // SetTierLimit changes the cap on a tier's running jobs; 0 means none. It
@@ -29,11 +23,7 @@ func (s *Scheduler) SetTierLimit(t Tier, n int) error {
 	if n < 0 {
 		return fmt.Errorf("fairsched: tier %v: limit %d; it must be 0 (no cap) or positive", t, n)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.eng.SetTierLimit(int(t), n)
-	s.kickLocked()
-	return nil
+	return s.rt.SetTierLimit(int(t), n)
 }
 
 // SetTypeLimit changes the cap on a job type's running jobs (its
@@ -45,11 +35,5 @@ func (s *Scheduler) SetTypeLimit(name string, n int) error {
 	if n < 0 {
 		return fmt.Errorf("fairsched: job type %q: limit %d; it must be 0 (no cap) or positive", name, n)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.eng.SetTypeLimit(name, n) {
-		return fmt.Errorf("%w %q", ErrUnknownType, name)
-	}
-	s.kickLocked()
-	return nil
+	return s.rt.SetTypeLimit(name, n)
 }

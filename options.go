@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/rt"
 )
 
 // Tier is a coarse class of service. Work of a higher tier is always
@@ -267,10 +268,8 @@ type Config struct {
 	// registered with the zero TypeConfig.
 	Handlers *Handlers
 
-	signals *testSignals // the package's tests only
+	signals *rt.Signals // the package's tests only
 }
-
-const defaultEventBuffer = 4096
 
 // validate reports the first problem with c in plain English, or nil.
 func (c *Config) validate() error {
@@ -519,7 +518,7 @@ func (tc TypeConfig) engine() engine.Type {
 		DefaultPriority: tc.DefaultPriority,
 		StartTimeout:    tc.StartTimeout.Microseconds(),
 		Rate:            tc.Rate.engine(),
-		Needs:           engineNeeds(tc.Needs),
+		Needs:           rt.EngineNeeds(tc.Needs),
 	}
 }
 
@@ -531,5 +530,41 @@ func (a AgingConfig) engine() engine.Aging {
 		Step:            a.Step,
 		MaxEffective:    a.MaxEffective,
 		UrgentThreshold: a.UrgentThreshold,
+	}
+}
+
+// runtime returns the configuration of the run-time layer: c, valid,
+// with its defaults resolved.
+func (c *Config) runtime() rt.Config {
+	rc := rt.Config{
+		Engine:      c.engine(),
+		Types:       make(map[string]rt.Type, len(c.Types)),
+		Clock:       c.Clock,
+		EventBuffer: c.EventBuffer,
+		Logger:      c.Logger,
+		DeadJobs:    c.DeadJobs,
+		Store:       c.Store,
+		Errors:      runtimeErrors,
+		Signals:     c.signals,
+	}
+	for name, tc := range c.Types {
+		rc.Types[name] = tc.runtime()
+	}
+	if c.Handlers != nil {
+		rc.Handlers = c.Handlers.m
+	}
+	if hook := c.OnEvent; hook != nil {
+		rc.OnEvent = func(e rt.Event) { hook(eventOf(&e)) }
+	}
+	return rc
+}
+
+// runtime returns the type's configuration for the run-time layer.
+func (tc TypeConfig) runtime() rt.Type {
+	return rt.Type{
+		Engine:     tc.engine(),
+		Retry:      rt.RetryPolicy(tc.Retry),
+		Disable:    rt.DisablePolicy(tc.Disable),
+		Duplicates: rt.DuplicatePolicy(tc.Duplicates),
 	}
 }

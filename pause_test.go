@@ -105,7 +105,7 @@ func TestPauseStopsTheClockOfJobsSetAside(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
-	require.Equal(t, backingOff.Seq(), <-tt.sig.retried, "its first attempt failed at 0 s")
+	require.Equal(t, backingOff.Seq(), <-tt.sig.Retried, "its first attempt failed at 0 s")
 	blocked, err := tt.s.Submit(ctx, Job{Key: "b", Priority: 20, After: []Handle{blocker}}, noop)
 	require.NoError(t, err)
 	effective := func(h Handle) int { return infoOf(t, tt.s, h).EffectivePriority }
@@ -136,7 +136,7 @@ func TestPauseKeyNotYetSeen(t *testing.T) {
 	g := newGate()
 	h, err := s.Submit(context.Background(), Job{Key: "new"}, g.fn)
 	require.NoError(t, err)
-	<-sig.accepted
+	<-sig.Accepted
 	other, err := s.Submit(context.Background(), Job{Key: "old"}, g.fn)
 	require.NoError(t, err)
 	<-g.entered // the other key's job starts

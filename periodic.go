@@ -2,10 +2,9 @@ package fairsched
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/rt"
 )
 
 // Schedule gives the times of a periodic job's occurrences: Next returns
@@ -31,27 +30,10 @@ type every time.Duration
 
 func (e every) Next(t time.Time) time.Time { return t.Add(time.Duration(e)) }
 
-// errNilSchedule is the error of Schedule given no schedule.
-var errNilSchedule = errors.New("fairsched: the schedule is nil")
-
 // Periodic is a periodic job started by Scheduler.Schedule. Its methods
 // are safe for concurrent use.
 type Periodic struct {
-	s    *Scheduler
-	spec Schedule
-	job  Job
-	fn   func(context.Context) error
-	ctx  context.Context // its occurrences' contexts carry its values
-
-	// durable is set for a schedule of durable jobs (ScheduleDurable).
-	durable *durableSchedule
-
-	// Guarded by s.mu.
-	stop    func() bool // the clock timer of the next occurrence; nil once stopped
-	next    time.Time   // the time of that occurrence
-	last    Handle      // the latest occurrence submitted
-	writing bool        // a durable occurrence is being stored: it is the latest
-	skipped uint64
+	p *rt.Periodic
 }
 
 // Schedule submits job, with fn, at each time spec gives, from now on:
@@ -63,118 +45,52 @@ type Periodic struct {
 // Shutdown or Close, if spec or fn is nil, or as Submit does for job's
 // type; a nil ctx panics.
 func (s *Scheduler) Schedule(ctx context.Context, spec Schedule, job Job, fn func(context.Context) error) (*Periodic, error) {
-	if ctx == nil {
-		panic("fairsched: Schedule with a nil context")
+	p, err := s.rt.Schedule(ctx, spec, *jobOf(&job), fn)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case spec == nil:
-		return nil, errNilSchedule
-	case fn == nil:
-		return nil, errNilFunc
-	}
-	first := spec.Next(s.clock.Now()) // the user's code: outside the lock
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.eng.Accepting() {
-		return nil, ErrClosed
-	}
-	if _, ok := s.eng.TypeTier(job.Type); !ok {
-		return nil, errUnknownType(job.Type)
-	}
-	p := &Periodic{s: s, spec: spec, job: job, fn: fn, ctx: ctx}
-	if s.periodic == nil {
-		s.periodic = make(map[*Periodic]struct{})
-	}
-	s.periodic[p] = struct{}{}
-	p.armNextLocked(first)
-	return p, nil
-}
-
-// armNextLocked sets the clock timer for the occurrence at next, or ends
-// the schedule if next is zero (there is none). next comes from
-// spec.Next, which is called without the lock: it is the user's code.
-func (p *Periodic) armNextLocked(next time.Time) {
-	if next.IsZero() {
-		p.stopLocked()
-		return
-	}
-	p.armAtLocked(next)
-}
-
-// armAtLocked sets the clock timer for the occurrence at next.
-func (p *Periodic) armAtLocked(next time.Time) {
-	p.next = next
-	p.stop = p.s.clock.AfterFunc(next.Sub(p.s.clock.Now()), func() { p.occur(next) })
-}
-
-// occur submits the occurrence due at at, unless its predecessor has not
-// ended, and sets the timer for the next.
-func (p *Periodic) occur(at time.Time) {
-	s := p.s
-	next := p.spec.Next(at) // the user's code: outside the lock
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p.stop == nil {
-		return // stopped meanwhile
-	}
-	if p.writing || p.last.t != nil && p.last.t.rec.State() != engine.StateDone {
-		p.skipped++
-		s.skippedOccurrences++
-		if p.durable != nil && !p.writing {
-			p.saveLocked(next) // else once the write ends, after it
-		}
-	} else if p.durable != nil {
-		p.occurDurableLocked(next)
-	} else {
-		t := newSubmitTask(p.ctx, p.fn)
-		job := p.job
-		now := s.nowLocked()
-		if err := s.enqueueLocked(t, &job, now); err == nil {
-			p.last = s.handleLocked(t)
-			s.launchLocked(t, now)
-		} else {
-			p.skipped++ // refused: a full queue, say
-			s.skippedOccurrences++
-		}
-	}
-	p.armNextLocked(next)
+	return &Periodic{p}, nil
 }
 
 // Stop ends the schedule: no occurrence starts after it returns. An
 // occurrence already submitted goes on. Stop is safe to call more than
 // once.
 func (p *Periodic) Stop() {
-	p.s.mu.Lock()
-	defer p.s.mu.Unlock()
-	p.stopLocked()
-}
-
-func (p *Periodic) stopLocked() {
-	if p.stop != nil {
-		p.stop()
-		p.stop = nil
-	}
-	delete(p.s.periodic, p)
+	p.p.Stop()
 }
 
 // Last returns the latest occurrence submitted, or the zero Handle.
 func (p *Periodic) Last() Handle {
-	p.s.mu.Lock()
-	defer p.s.mu.Unlock()
-	return p.last
+	return Handle{p.p.Last()}
 }
 
 // Skipped returns how many occurrences were skipped because their
 // predecessor had not ended, or the queue refused them.
 func (p *Periodic) Skipped() uint64 {
-	p.s.mu.Lock()
-	defer p.s.mu.Unlock()
-	return p.skipped
+	return p.p.Skipped()
 }
 
-// stopSchedulesLocked ends every schedule: Shutdown and Close.
-func (s *Scheduler) stopSchedulesLocked() {
-	for p := range s.periodic {
-		p.stopLocked()
+// Durable schedules. A schedule of durable jobs has a name, under which
+// the Store keeps its next time and its latest occurrence, so that the
+// code that starts the schedule again after a restart (ScheduleDurable
+// with the same name) neither repeats an occurrence that was enqueued nor
+// loses the one that fell due while no process ran: that one is enqueued
+// at once, once.
+
+// ScheduleDurable is Schedule for durable jobs: at each time spec gives,
+// it enqueues job with args (Enqueue), unless the previous occurrence has
+// not ended, which is skipped and counted. name identifies the schedule
+// in the Store, which keeps its next time and its latest occurrence:
+// started again with the same name after a restart, the schedule goes on
+// where it was, and an occurrence that fell due while no Scheduler ran is
+// enqueued at once (one, however many fell due). Occurrences are enqueued
+// as Enqueue does, on a goroutine of the Scheduler's; one that fails to
+// be stored is skipped and counted. It fails as Schedule does, and as
+// Enqueue does for job and args.
+func (s *Scheduler) ScheduleDurable(ctx context.Context, name string, spec Schedule, job Job, args any) (*Periodic, error) {
+	p, err := s.rt.ScheduleDurable(ctx, name, spec, *jobOf(&job), args)
+	if err != nil {
+		return nil, err
 	}
+	return &Periodic{p}, nil
 }

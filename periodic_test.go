@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsched/fairsched/internal/rt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -70,7 +71,7 @@ func TestPeriodicEndsAndBadInput(t *testing.T) {
 	_, err = tt.s.Schedule(context.Background(), nil, Job{}, noop)
 	require.Error(t, err)
 	_, err = tt.s.Schedule(context.Background(), Every(time.Second), Job{}, nil)
-	require.ErrorIs(t, err, errNilFunc)
+	require.ErrorIs(t, err, rt.ErrNilFunc)
 	_, err = tt.s.Schedule(context.Background(), Every(time.Second), Job{Type: "nope"}, noop)
 	require.ErrorIs(t, err, ErrUnknownType)
 	assert.Panics(t, func() { Every(0) })
@@ -96,11 +97,10 @@ func TestScheduleNextOutsideTheLock(t *testing.T) {
 		calls++
 		// Nothing else takes the lock meanwhile: the one job runs, held
 		// at its gate, and the test's clock calls Next.
-		if !tt.s.mu.TryLock() {
+		if !tt.s.rt.TryLock() {
 			t.Error("Schedule.Next called with the Scheduler's lock held")
 			return after.Add(time.Minute)
 		}
-		tt.s.mu.Unlock()
 		_ = tt.s.Stats()
 		return after.Add(time.Minute)
 	})

@@ -1,11 +1,10 @@
 package fairsched
 
 import (
-	"sort"
 	"time"
 	"unsafe"
 
-	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/rt"
 )
 
 // The queue, as a user sees it: a job's description, its priority, and
@@ -64,24 +63,6 @@ type Job struct {
 	Needs map[string]int
 }
 
-// descOf returns the engine's description of job: the same fields, laid
-// out alike (TestDescMirrorsJob), so no copy is made.
-func descOf(job *Job) *engine.Desc { return (*engine.Desc)(unsafe.Pointer(job)) }
-
-// timesOf returns job's times in µs of the scheduler's clock (0 for the
-// zero time).
-func (s *Scheduler) timesOf(job *Job) engine.Times {
-	// job.After is converted, and checked, by afterOf.
-	var tm engine.Times
-	if !job.NotBefore.IsZero() {
-		tm.NotBefore = s.engineTime(job.NotBefore)
-	}
-	if !job.StartBy.IsZero() {
-		tm.StartBy = s.engineTime(job.StartBy)
-	}
-	return tm
-}
-
 // Priorities run from 0 to 100, higher first. Values outside the range are
 // clamped. In Job.Priority and TypeConfig.DefaultPriority the value 0 means
 // "not set" (use the default), so the lowest priority is asked for with
@@ -119,46 +100,7 @@ type JobInfo struct {
 // submission order. It takes the lock for O(n log n) time: for debugging
 // and admin pages, not for hot paths.
 func (s *Scheduler) Snapshot() []JobInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	var out []JobInfo
-	for _, j := range s.eng.RunningJobs() {
-		out = append(out, s.infoLocked(j, now))
-	}
-	for _, j := range s.eng.PendingJobs() {
-		out = append(out, s.infoLocked(j, now))
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Running != out[j].Running {
-			return out[i].Running
-		}
-		return out[i].Seq < out[j].Seq
-	})
-	return out
-}
-
-func (s *Scheduler) infoLocked(j *engine.Job, now int64) JobInfo {
-	ji := JobInfo{
-		Seq: j.Seq(), Type: j.Type(), ID: j.ID(), Key: j.Key(), Tier: Tier(j.Tier()),
-		BasePriority: j.Base(), Running: j.Running(), Parked: s.eng.Held(j),
-		Submitted: s.timeOf(j.Submitted()),
-	}
-	at := now
-	if ji.Running {
-		at = j.Started()
-		ji.Urgent = j.Kind() == engine.Urgent
-	} else {
-		ji.Urgent = s.eng.Urgent(j, now)
-	}
-	w := s.eng.WhyWaiting(j)
-	ji.Waiting, ji.WaitingOn, ji.WaitingFor = WaitReason(w.Why), w.On, w.Resource
-	if w.Why == engine.WhyPaused && s.durable != nil && s.durable.orphans[j.Type()] > 0 && !s.eng.KeyPaused(j.Key()) {
-		ji.Waiting = WaitNoHandler
-	}
-	ji.EffectivePriority = s.eng.Effective(j, at)
-	ji.Wait = usDuration(at - j.Submitted())
-	return ji
+	return jobInfos(s.rt.Snapshot())
 }
 
 // EstimateWait estimates how long a job described by job would wait for a
@@ -179,21 +121,42 @@ func (s *Scheduler) infoLocked(j *engine.Job, now int64) JobInfo {
 // O(types + tiers); it errors, wrapping ErrUnknownType, for a type not
 // registered.
 func (s *Scheduler) EstimateWait(job Job) (time.Duration, error) {
-	s.mu.Lock()
-	wait, known := s.estimateLocked(&job, s.nowLocked())
-	s.mu.Unlock()
-	if !known {
-		return 0, errUnknownType(job.Type)
-	}
-	return wait, nil
+	return s.rt.EstimateWait(jobOf(&job))
 }
 
-// estimateLocked is EstimateWait's answer for job at now, and whether its
-// type is known.
-func (s *Scheduler) estimateLocked(job *Job, now int64) (time.Duration, bool) {
-	wait, known := s.eng.EstimateWait(descOf(job), now)
-	if nb := s.timesOf(job).NotBefore; nb > 0 && nb-now > wait {
-		wait = nb - now
+// jobOf reads a Job as the run-time layer's rt.Job: the same fields, laid
+// out alike (TestRuntimeMirrors), so that a job crosses without a copy,
+// its After included (a Handle is an rt.Handle and nothing more).
+func jobOf(job *Job) *rt.Job { return (*rt.Job)(unsafe.Pointer(job)) }
+
+// jobFrom reads an rt.Job as a Job: jobOf's inverse.
+func jobFrom(job *rt.Job) *Job { return (*Job)(unsafe.Pointer(job)) }
+
+// jobInfoOf returns the run-time layer's description of a job as the
+// API's.
+func jobInfoOf(i *rt.JobInfo) JobInfo {
+	return JobInfo{
+		Seq: i.Seq, Type: i.Type, ID: i.ID, Key: i.Key, Tier: Tier(i.Tier),
+		BasePriority: i.BasePriority, EffectivePriority: i.EffectivePriority,
+		Urgent: i.Urgent, Running: i.Running, Parked: i.Parked,
+		Waiting: WaitReason(i.Waiting), WaitingOn: i.WaitingOn, WaitingFor: i.WaitingFor,
+		Wait: i.Wait, Submitted: i.Submitted,
 	}
-	return usDuration(wait), known
+}
+
+// jobInfos is jobInfoOf for a list.
+func jobInfos(list []rt.JobInfo) []JobInfo {
+	return convertAll(list, func(i rt.JobInfo) JobInfo { return jobInfoOf(&i) })
+}
+
+// convertAll returns list with each element converted by f; nil for nil.
+func convertAll[A, B any](list []A, f func(A) B) []B {
+	if list == nil {
+		return nil
+	}
+	out := make([]B, len(list))
+	for i, a := range list {
+		out[i] = f(a)
+	}
+	return out
 }

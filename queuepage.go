@@ -1,12 +1,5 @@
 package fairsched
 
-import (
-	"cmp"
-	"slices"
-
-	"github.com/fairsched/fairsched/internal/engine"
-)
-
 // QueuePage is one page of the jobs running and waiting (Queue), and the
 // counts it pages through, taken together at one instant.
 type QueuePage struct {
@@ -55,27 +48,6 @@ type QueuePage struct {
 // jobs cost only the paused keys and the types to pass over). Snapshot,
 // which lists every job, sorts the whole queue under the lock.
 func (s *Scheduler) Queue(offset, limit int) QueuePage {
-	offset, limit = max(offset, 0), max(limit, 0)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	e := s.eng.Summary()
-	p := QueuePage{Running: e.Running, Waiting: e.Pending, Paused: e.Paused, Aside: e.Delayed + e.Blocked}
-	p.Jobs = make([]JobInfo, 0, min(limit, max(p.Running+p.Waiting+p.Paused-offset, 0)))
-	if offset < p.Running && limit > 0 {
-		running := s.eng.RunningJobs()
-		slices.SortFunc(running, func(a, b *engine.Job) int { return cmp.Compare(a.Seq(), b.Seq()) })
-		for _, j := range running[offset : offset+min(limit, len(running)-offset)] {
-			p.Jobs = append(p.Jobs, s.infoLocked(j, now))
-		}
-	}
-	from := max(offset-p.Running, 0)
-	for _, j := range s.eng.QueueOrder(now, from, limit-len(p.Jobs)) {
-		p.Jobs = append(p.Jobs, s.infoLocked(j, now))
-	}
-	from = max(offset-p.Running-p.Waiting, 0)
-	for _, j := range s.eng.PausedJobs(from, limit-len(p.Jobs)) {
-		p.Jobs = append(p.Jobs, s.infoLocked(j, now))
-	}
-	return p
+	p := s.rt.Queue(offset, limit)
+	return QueuePage{Running: p.Running, Waiting: p.Waiting, Paused: p.Paused, Aside: p.Aside, Jobs: jobInfos(p.Jobs)}
 }

@@ -2,9 +2,6 @@ package fairsched
 
 import (
 	"fmt"
-	"sort"
-
-	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // Named resources (Config.Resources) are a hard limit like the caps
@@ -58,45 +55,6 @@ func validateNeeds(what string, needs map[string]int) error {
 	return nil
 }
 
-// ownNeeds returns a job's own needs (Job.Needs) for the engine: nil for
-// nil (its type's), none for an empty map (none, in place of its type's).
-func ownNeeds(needs map[string]int) []engine.Need {
-	if needs == nil {
-		return nil
-	}
-	if own := engineNeeds(needs); own != nil {
-		return own
-	}
-	return []engine.Need{}
-}
-
-// needsOf returns the needs j has in place of its type's, as Job.Needs
-// gives them: nil for its type's.
-func (s *Scheduler) needsOf(j *engine.Job) map[string]int {
-	own, ok := s.eng.OwnNeeds(j)
-	if !ok {
-		return nil
-	}
-	m := make(map[string]int, len(own))
-	for _, n := range own {
-		m[n.Resource] = n.Units
-	}
-	return m
-}
-
-// engineNeeds returns needs for the engine, by resource name.
-func engineNeeds(needs map[string]int) []engine.Need {
-	if len(needs) == 0 {
-		return nil
-	}
-	out := make([]engine.Need, 0, len(needs))
-	for name, u := range needs {
-		out = append(out, engine.Need{Resource: name, Units: u})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
-	return out
-}
-
 // validateResources checks the resources and the types' needs of them.
 func (c *Config) validateResources() []error {
 	var errs []error
@@ -120,14 +78,6 @@ func (c *Config) validateResources() []error {
 	return errs
 }
 
-// ErrUnknownResource is matched (errors.Is) by the refusal of a job that
-// needs a resource Config.Resources does not have.
-var ErrUnknownResource = fmt.Errorf("fairsched: unknown resource")
-
-// ErrTooMuch is matched (errors.Is) by the refusal of a job that needs
-// more units of a resource than its capacity.
-var ErrTooMuch = fmt.Errorf("fairsched: a job needs more units than a resource has")
-
 // SetResource changes the capacity of a named resource of
 // Config.Resources. Jobs running keep their units (a lowered capacity may
 // be exceeded until they end; nothing new starts meanwhile); jobs waiting
@@ -138,10 +88,7 @@ func (s *Scheduler) SetResource(name string, capacity int) error {
 	if capacity < 0 {
 		return fmt.Errorf("fairsched: resource %q: capacity %d; it must not be negative", name, capacity)
 	}
-	if !s.changeNow(func(now int64) bool { return s.eng.SetResource(name, capacity, now) }) {
-		return fmt.Errorf("%w %q", ErrUnknownResource, name)
-	}
-	return nil
+	return s.rt.SetResource(name, capacity)
 }
 
 // ResourceStats describes one named resource.
@@ -149,14 +96,4 @@ type ResourceStats struct {
 	Name     string
 	Capacity int
 	InUse    int // units held by running jobs
-}
-
-// resourceStatsLocked lists the resources by name.
-func (s *Scheduler) resourceStatsLocked() []ResourceStats {
-	rs := s.eng.Resources()
-	out := make([]ResourceStats, 0, len(rs))
-	for _, name := range sortedKeys(rs) {
-		out = append(out, ResourceStats{Name: name, Capacity: rs[name][0], InUse: rs[name][1]})
-	}
-	return out
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsched/fairsched/internal/rt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -32,7 +33,7 @@ func TestRetryFlakyJobSucceedsOnAttempt3(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, 1, <-attempts)
-	<-tt.sig.retried
+	<-tt.sig.Retried
 	assert.Equal(t, 0, tt.s.Stats().Running, "a failed attempt frees its slot")
 	assert.Equal(t, 1, tt.s.Stats().Delayed, "and waits its backoff out of the queue")
 
@@ -40,7 +41,7 @@ func TestRetryFlakyJobSucceedsOnAttempt3(t *testing.T) {
 	assert.Equal(t, 0, tt.s.Stats().Running)
 	tt.set(time.Second)
 	require.Equal(t, 2, <-attempts, "retried at exactly 1 s")
-	<-tt.sig.retried
+	<-tt.sig.Retried
 	tt.set(3*time.Second - time.Microsecond)
 	assert.False(t, ended(h))
 	tt.set(3 * time.Second)
@@ -72,7 +73,7 @@ func TestRetryGivesUp(t *testing.T) {
 	})
 	require.NoError(t, err)
 	for _, at := range []time.Duration{time.Second, 3 * time.Second, 6 * time.Second} { // waits 1, 2, 3 (capped)
-		<-tt.sig.retried
+		<-tt.sig.Retried
 		tt.set(at)
 	}
 	err = always.Wait(context.Background())
@@ -108,7 +109,7 @@ func TestRetryRunSync(t *testing.T) {
 			return errFlaky
 		})
 	}()
-	<-tt.sig.retried
+	<-tt.sig.Retried
 	tt.set(time.Second)
 	require.ErrorIs(t, <-done, errFlaky)
 	assert.Equal(t, []int{1, 2}, seen)
@@ -134,7 +135,7 @@ func TestRetryNotAfterCancel(t *testing.T) {
 
 	backingOff, err := tt.s.Submit(context.Background(), Job{Type: "sync"}, func(context.Context) error { return errFlaky })
 	require.NoError(t, err)
-	<-tt.sig.retried
+	<-tt.sig.Retried
 	backingOff.Cancel()
 	require.ErrorIs(t, backingOff.Wait(context.Background()), context.Canceled)
 	require.Len(t, backingOff.Attempts(), 1)
@@ -148,9 +149,9 @@ func TestRetryBoundedByStartDeadline(t *testing.T) {
 	}})
 	h, err := tt.s.Submit(context.Background(), Job{Type: "dispatch"}, func(context.Context) error { return errFlaky })
 	require.NoError(t, err)
-	<-tt.sig.retried
+	<-tt.sig.Retried
 	tt.set(2 * time.Second) // attempt 2 fails; attempt 3 would be at 6 s
-	<-tt.sig.retried
+	<-tt.sig.Retried
 	tt.set(5 * time.Second)
 	err = h.Err()
 	require.ErrorIs(t, err, ErrStartDeadline)
@@ -175,7 +176,7 @@ func TestRetryKeepsAgingClock(t *testing.T) {
 		return g.fn(ctx)
 	})
 	require.NoError(t, err)
-	<-tt.sig.retried
+	<-tt.sig.Retried
 	tt.set(time.Second)
 	<-g.entered // attempt 2 holds the slot
 	_, err = tt.s.Submit(context.Background(), Job{}, noop)
@@ -217,9 +218,9 @@ func TestRetryPolicyValidation(t *testing.T) {
 func TestRetryJitter(t *testing.T) {
 	p := RetryPolicy{Attempts: 10, Backoff: time.Second, Jitter: 0.5}
 	for range 1000 {
-		if w := p.wait(3); w < 2*time.Second || w > 4*time.Second {
+		if w := rt.RetryPolicy(p).Wait(3); w < 2*time.Second || w > 4*time.Second {
 			t.Fatalf("wait after attempt 3 is %v, want within [2s, 4s]", w)
 		}
 	}
-	assert.Equal(t, 4*time.Second, RetryPolicy{Backoff: time.Second}.wait(3))
+	assert.Equal(t, 4*time.Second, rt.RetryPolicy{Backoff: time.Second}.Wait(3))
 }

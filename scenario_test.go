@@ -448,10 +448,9 @@ func TestSeed002Scenario3CostlyVersusCheap(t *testing.T) {
 
 	// Estimates move from the default (10s) toward the observed time by
 	// alpha = 0.3: linux 0.3*15 + 0.7*10 = 11.5s, small 0.3*2 + 0.7*10 = 7.6s.
-	m.s.mu.Lock()
-	est := m.s.eng.Estimates()
+	var est map[engine.EstimateID]float64
+	m.s.rt.Locked(func(e *engine.Engine, _ int64) { est = e.Estimates() })
 	gotLinux, gotSmall := est[engine.EstimateID{Type: scenClone, ID: "linux"}], est[engine.EstimateID{Type: scenClone, ID: "small1"}]
-	m.s.mu.Unlock()
 	if math.Abs(gotLinux-11.5) > 1e-6 || math.Abs(gotSmall-7.6) > 1e-6 {
 		t.Errorf("learned costs: linux %.3fs, small %.3fs; want 11.5s and 7.6s", gotLinux, gotSmall)
 	}

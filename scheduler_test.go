@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsched/fairsched/internal/rt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,20 +24,20 @@ func newTestScheduler(t *testing.T, cfg Config) *Scheduler {
 }
 
 // newSignalledScheduler is newTestScheduler with the test signals on.
-func newSignalledScheduler(t *testing.T, cfg Config) (*Scheduler, *testSignals) {
+func newSignalledScheduler(t *testing.T, cfg Config) (*Scheduler, *rt.Signals) {
 	t.Helper()
-	cfg.signals = newTestSignals()
+	cfg.signals = rt.NewSignals()
 	return newTestScheduler(t, cfg), cfg.signals
 }
 
 // awaitAccepted waits until n more jobs have been queued or started.
-func awaitAccepted(t *testing.T, sig *testSignals, n int) {
+func awaitAccepted(t *testing.T, sig *rt.Signals, n int) {
 	t.Helper()
 	timeout := time.NewTimer(10 * time.Second) // turns a hang into a failure
 	defer timeout.Stop()
 	for i := 0; i < n; i++ {
 		select {
-		case <-sig.accepted:
+		case <-sig.Accepted:
 		case <-timeout.C:
 			t.Fatalf("only %d of %d jobs were accepted", i, n)
 		}
@@ -93,7 +94,7 @@ func TestConcurrencyBoundHolds(t *testing.T) {
 	require.EqualValues(t, callers, st.Completed)
 	require.Zero(t, st.Running)
 	require.Zero(t, st.Queued)
-	require.NoError(t, s.verify())
+	require.NoError(t, verify(s))
 }
 
 // runSerially submits jobs behind a blocker holding the only slot, then
@@ -120,7 +121,7 @@ func runSerially(t *testing.T, cfg Config, jobs []Job) []string {
 		require.NoError(t, err)
 		handles = append(handles, h)
 	}
-	require.NoError(t, s.verify())
+	require.NoError(t, verify(s))
 	close(blocker.open)
 	for _, h := range handles {
 		require.NoError(t, h.Wait(context.Background()))
@@ -276,7 +277,7 @@ func TestNoSlotLeakAfterFailuresPanicsAndCancelledWaiters(t *testing.T) {
 	st := s.Stats()
 	require.Zero(t, st.Queued)
 	require.Equal(t, limit, st.Running)
-	require.NoError(t, s.verify())
+	require.NoError(t, verify(s))
 
 	close(g.open)
 	// 1,000 new jobs all run. (They may all go through one slot while the
@@ -298,7 +299,7 @@ func TestNoSlotLeakAfterFailuresPanicsAndCancelledWaiters(t *testing.T) {
 	require.EqualValues(t, waiters, st.Cancelled)
 	require.EqualValues(t, 3, st.Failed)
 	require.Equal(t, st.Submitted, st.Completed+st.Failed+st.Cancelled)
-	require.NoError(t, s.verify())
+	require.NoError(t, verify(s))
 }
 
 func TestRunSyncContextAlreadyDone(t *testing.T) {
@@ -427,7 +428,7 @@ func TestDoneClosedByShutdownOrClose(t *testing.T) {
 }
 
 func TestCloseCancelsRunningAndDiscardsQueued(t *testing.T) {
-	sig := newTestSignals()
+	sig := rt.NewSignals()
 	s, err := New(Config{MaxConcurrency: 1, signals: sig})
 	require.NoError(t, err)
 	g := newGate()

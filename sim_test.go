@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // sim drives a Scheduler through a workload in virtual time. Every job is
@@ -182,15 +183,20 @@ func (m *sim) submit(sj *simJob) {
 // checks its invariants.
 func (m *sim) collect() {
 	m.t.Helper()
-	m.s.mu.Lock()
-	defer m.s.mu.Unlock()
-	if err := m.s.verifyLocked(); err != nil {
+	var running []uint64 // the running jobs' Seqs, read under the lock: a record may be reused
+	var err error
+	m.s.rt.Locked(func(e *engine.Engine, now int64) {
+		for _, j := range e.RunningJobs() {
+			running = append(running, j.Seq())
+		}
+		err = e.Verify(now)
+	})
+	if err != nil {
 		m.t.Fatalf("sim at %v: invariant broken: %v", m.now, err)
 	}
 	started := make([]*simJob, 0)
-	running := m.s.eng.RunningJobs()
-	for _, j := range running {
-		sj := m.bySeq[j.Seq()]
+	for _, seq := range running {
+		sj := m.bySeq[seq]
 		if sj != nil && !sj.started() {
 			started = append(started, sj)
 		}

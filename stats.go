@@ -1,6 +1,9 @@
 package fairsched
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
@@ -177,52 +180,41 @@ type KeySummary struct {
 // O(t log t + k + b log b + l) time, for t types, k keys remembered, b keys
 // with work and l lanes (key and type pairs) with work.
 func (s *Scheduler) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.eng.Summary()
+	r := s.rt.Stats(MaxListedKeys)
+	e := r.Engine
 	st := Stats{
 		Running: e.Running, Queued: e.Pending + e.Delayed + e.Paused + e.Blocked, Parked: e.Parked, Delayed: e.Delayed, Paused: e.Paused,
 		Submitted: e.Submitted, Completed: e.Completed, Failed: e.Failed,
 		Cancelled: e.Cancelled, Expired: e.Expired, DependencyFailed: e.DependencyFailed, Retries: e.Retries,
 		Rejected: e.RejectedUnknownType, RejectedUnknownType: e.RejectedUnknownType,
-		Superseded: s.dups.superseded,
-		Joins:      s.dups.joins,
-		Dead:       len(s.dead), DeadTotal: s.deadTotal, SkippedOccurrences: s.skippedOccurrences,
-		Disabled: s.disabling.countLocked(s.nowLocked()), DisabledTotal: s.disabling.total,
-		DisabledRefusals:      s.disabling.refused,
+		Superseded: r.Superseded, Joins: r.Joins,
+		Dead: r.Dead, DeadTotal: r.DeadTotal, SkippedOccurrences: r.SkippedOccurrences,
+		Disabled: r.Disabled, DisabledTotal: r.DisabledTotal, DisabledRefusals: r.DisabledRefusals,
 		HighPriorityCompleted: e.HighCompleted, LowPriorityCompleted: e.LowCompleted,
 		AgingPromotions: e.Promotions, UrgentStarts: e.UrgentStarts,
 		ReservedStarts: e.ReservedStarts, ExcessRedistributed: e.Excess,
 		QueueWait: histogramOf(e.Wait), JobDuration: histogramOf(e.Duration),
 		EffectiveAtStart: e.Effective,
-		EventsDropped:    s.events.droppedCount(),
+		EventsDropped:    r.EventsDropped,
 		KeysTracked:      e.KeysTracked, KeysForgotten: e.KeysForgotten,
 		CostEstimates: e.Estimates, CostsForgotten: e.Forgot,
-		PausedKeys:     s.eng.PausedKeys(),
-		MaxConcurrency: s.eng.MaxConcurrency(), MaxQueue: s.cfg.MaxQueue,
+		PausedKeys:     r.PausedKeys,
+		MaxConcurrency: r.MaxConcurrency, MaxQueue: r.MaxQueue,
 		Waiting:   map[WaitReason]int{},
-		Resources: s.resourceStatsLocked(),
+		Resources: make([]ResourceStats, 0, len(r.Resources)),
 	}
-	for why, n := range s.eng.WaitCounts() {
+	for why, n := range r.Waiting {
 		if n > 0 {
 			st.Waiting[WaitReason(why)] = n
 		}
 	}
-	if s.durable != nil && len(s.durable.orphans) > 0 {
-		for name := range s.durable.orphans { // held as paused: told apart
-			if n := s.eng.TypePausedJobs(name); n > 0 {
-				st.Waiting[WaitPaused] -= n
-				st.Waiting[WaitNoHandler] += n
-				if st.Waiting[WaitPaused] == 0 {
-					delete(st.Waiting, WaitPaused)
-				}
-			}
-		}
+	for _, name := range slices.Sorted(maps.Keys(r.Resources)) {
+		st.Resources = append(st.Resources, ResourceStats{Name: name, Capacity: r.Resources[name][0], InUse: r.Resources[name][1]})
 	}
-	for _, t := range s.eng.Tiers() {
+	for _, t := range r.Tiers {
 		st.Tiers = append(st.Tiers, TierStats{Tier: Tier(t.Tier), Limit: t.Limit, Running: t.Running, Queued: t.Queued})
 	}
-	for _, t := range s.eng.Types() {
+	for _, t := range r.Types {
 		st.Types = append(st.Types, TypeStats{
 			Name: t.Name, Tier: Tier(t.Tier), MaxConcurrency: t.Limit, Running: t.Running, Queued: t.Queued,
 			Started: t.Started, Completed: t.Completed, Failed: t.Failed, Cancelled: t.Cancelled, Expired: t.Expired, DependencyFailed: t.DependencyFailed, Retries: t.Retries,
@@ -231,8 +223,7 @@ func (s *Scheduler) Stats() Stats {
 		})
 		st.Rejected += t.RejectedFull + t.RejectedClosed
 	}
-	keys, other := s.eng.Keys(MaxListedKeys)
-	for _, k := range keys {
+	for _, k := range r.Keys {
 		ks := KeyStats{
 			Key: k.Key, Configured: k.Configured, Weight: k.Cfg.Weight, MinSlots: k.Cfg.MinSlots,
 			MaxConcurrency: k.Cfg.MaxConcurrency, Running: k.Running, Queued: k.Queued, Paused: k.Paused,
@@ -246,7 +237,7 @@ func (s *Scheduler) Stats() Stats {
 		}
 		st.Keys = append(st.Keys, ks)
 	}
-	st.OtherKeys = KeySummary(other)
+	st.OtherKeys = KeySummary(r.OtherKeys)
 	return st
 }
 

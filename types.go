@@ -1,18 +1,5 @@
 package fairsched
 
-import (
-	"errors"
-	"fmt"
-	"strconv"
-)
-
-// ErrUnknownType is returned, wrapped with the type's name, for a job whose
-// type was never registered.
-var ErrUnknownType = errors.New("fairsched: unknown job type")
-
-// errUnknownType is the error of a job whose type name is not registered.
-func errUnknownType(name string) error { return fmt.Errorf("%w %q", ErrUnknownType, name) }
-
 // RegisterType registers a job type. Registering a name again with the same
 // configuration does nothing; with a different one it fails with an error
 // and changes nothing (types are part of the scheduler's shape, so change
@@ -21,47 +8,5 @@ func (s *Scheduler) RegisterType(name string, c TypeConfig) error {
 	if err := c.validate(name); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	return s.registerLocked(name, c)
-}
-
-// registerLocked registers job type name with the engine, and its retry
-// policy.
-func (s *Scheduler) registerLocked(name string, c TypeConfig) error {
-	if _, known := s.eng.TypeTier(name); known && (s.retries[name] != c.Retry || s.disabling.policies[name] != c.Disable ||
-		s.dups.policy[name] != c.Duplicates) {
-		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
-	}
-	if err := s.eng.RegisterType(name, c.engine()); err != nil {
-		return err
-	}
-	s.noteRetriesLocked(name, c)
-	s.dups.note(name, c)
-	if c.Duplicates != AllowDuplicates {
-		s.watchEnds = true
-	}
-	return nil
-}
-
-// noteRetriesLocked keeps type name's retry and disable policies, if it
-// has them.
-func (s *Scheduler) noteRetriesLocked(name string, c TypeConfig) {
-	if c.Retry != (RetryPolicy{}) {
-		if s.retries == nil {
-			s.retries = make(map[string]RetryPolicy)
-		}
-		s.retries[name] = c.Retry
-	}
-	if c.Disable != (DisablePolicy{}) {
-		d := &s.disabling
-		if d.policies == nil {
-			d.policies = make(map[string]DisablePolicy)
-			d.failures = make(map[pairKey][]int64)
-		}
-		d.policies[name] = c.Disable
-	}
+	return s.rt.RegisterType(name, c.runtime())
 }

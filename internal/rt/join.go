@@ -1,4 +1,4 @@
-package fairsched
+package rt
 
 import (
 	"context"
@@ -41,7 +41,7 @@ type joiner struct {
 }
 
 // joinableLocked returns the job a submission of desc would join, or nil.
-func (s *Scheduler) joinableLocked(desc *Job) *task {
+func (s *Runtime) joinableLocked(desc *Job) *task {
 	if !s.joinsType(desc.Type) {
 		return nil
 	}
@@ -51,7 +51,7 @@ func (s *Scheduler) joinableLocked(desc *Job) *task {
 // registerJoinLocked gives t, just accepted, the record of its joiners,
 // its submitter the first, and returns that joiner. fn and ctx are a
 // Submit's; nil for RunSync.
-func (s *Scheduler) registerJoinLocked(t *task, fn func(context.Context) error, ctx context.Context) *joiner {
+func (s *Runtime) registerJoinLocked(t *task, fn func(context.Context) error, ctx context.Context) *joiner {
 	js := &joined{done: make(chan struct{})}
 	w := &joiner{js: js, fn: fn, ctx: ctx, runner: true}
 	js.waiters = []*joiner{w}
@@ -61,7 +61,7 @@ func (s *Scheduler) registerJoinLocked(t *task, fn func(context.Context) error, 
 
 // joinLocked attaches a duplicate described by desc to job t at now: the
 // job's priority rises to the duplicate's if that is higher.
-func (s *Scheduler) joinLocked(t *task, desc *Job, w *joiner, now int64) {
+func (s *Runtime) joinLocked(t *task, desc *Job, w *joiner, now int64) {
 	js := s.dups.joiners[t]
 	w.js = js
 	js.waiters = append(js.waiters, w)
@@ -69,15 +69,15 @@ func (s *Scheduler) joinLocked(t *task, desc *Job, w *joiner, now int64) {
 	if p, ok := s.eng.BasePriority(descOf(desc)); ok && t.rec.Waiting() {
 		s.eng.Raise(&t.rec, p, now)
 	}
-	if s.cfg.signals != nil {
-		s.cfg.signals.joined <- t.rec.Seq()
+	if s.cfg.Signals != nil {
+		s.cfg.Signals.Joined <- t.rec.Seq()
 	}
 }
 
 // detachLocked detaches joiner w from job t at now. The job is cancelled
 // if no joiner is left; if w ran it and the job waits, the earliest joiner
 // left runs it instead.
-func (s *Scheduler) detachLocked(t *task, w *joiner, now int64) {
+func (s *Runtime) detachLocked(t *task, w *joiner, now int64) {
 	js := w.js
 	if w.gone || js != s.dups.joiners[t] {
 		return // detached before, or the job has ended
@@ -116,7 +116,7 @@ func (s *Scheduler) detachLocked(t *task, w *joiner, now int64) {
 // for the job's end and returns its error, or, if it is made the job's
 // runner while the job waits, runs fn itself. If ctx ends first, w
 // detaches and ctx's error is returned. mu is held on entry and released.
-func (s *Scheduler) runJoined(ctx context.Context, t *task, w *joiner, fn func(context.Context) error) error {
+func (s *Runtime) runJoined(ctx context.Context, t *task, w *joiner, fn func(context.Context) error) error {
 	done := w.js.done
 	s.mu.Unlock()
 	select {
@@ -139,7 +139,7 @@ func (s *Scheduler) runJoined(ctx context.Context, t *task, w *joiner, fn func(c
 }
 
 // runnerOf returns the joiner that runs t, if t has joiners.
-func (s *Scheduler) runnerOf(t *task) *joiner {
+func (s *Runtime) runnerOf(t *task) *joiner {
 	if js := s.dups.joiners[t]; js != nil {
 		for _, w := range js.waiters {
 			if w.runner {
@@ -152,7 +152,7 @@ func (s *Scheduler) runnerOf(t *task) *joiner {
 
 // handleLocked returns the Handle of Submit job t, just accepted: for a
 // type that joins duplicates, on its first joiner, its submitter.
-func (s *Scheduler) handleLocked(t *task) Handle {
+func (s *Runtime) handleLocked(t *task) Handle {
 	h := Handle{t: t}
 	if s.dups.policy != nil && s.joinsLocked(t) {
 		h.w = s.registerJoinLocked(t, t.fn, t.submitCtx)
@@ -162,12 +162,12 @@ func (s *Scheduler) handleLocked(t *task) Handle {
 
 // joinsLocked reports whether duplicates may join t, just accepted: its
 // type joins, and it has not ended already.
-func (s *Scheduler) joinsLocked(t *task) bool {
+func (s *Runtime) joinsLocked(t *task) bool {
 	return s.joinsType(t.rec.Type()) && t.rec.State() != engine.StateDone
 }
 
 // joinsType reports whether the type name joins duplicates.
-func (s *Scheduler) joinsType(name string) bool {
+func (s *Runtime) joinsType(name string) bool {
 	p := s.dups.policy[name]
 	return p == JoinQueued || p == JoinRunning
 }
@@ -175,7 +175,7 @@ func (s *Scheduler) joinsType(name string) bool {
 // submitJoinLocked joins a Submit job of task t, described by desc, to
 // the job it duplicates, if there is one, at now, and returns the Handle
 // of the submission, and whether it joined.
-func (s *Scheduler) submitJoinLocked(t *task, desc *Job, now int64) (Handle, bool, error) {
+func (s *Runtime) submitJoinLocked(t *task, desc *Job, now int64) (Handle, bool, error) {
 	if err := s.disabledLocked(desc, now); err != nil {
 		return Handle{}, false, err // a disabled pair joins nothing either
 	}

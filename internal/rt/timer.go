@@ -1,4 +1,4 @@
-package fairsched
+package rt
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // armLocked makes sure the clock timer fires by the engine's next due
 // time. A timer already set for that time or earlier is kept: firing
 // early costs one call of Due that finds nothing.
-func (s *Scheduler) armLocked(now int64) {
+func (s *Runtime) armLocked(now int64) {
 	due, ok := s.eng.NextDue()
 	if !ok || (s.timerStop != nil && s.timerAt <= due) {
 		return
@@ -33,7 +33,7 @@ func (s *Scheduler) armLocked(now int64) {
 }
 
 // onTimer runs when the clock timer fires.
-func (s *Scheduler) onTimer() {
+func (s *Runtime) onTimer() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.timerStop = nil
@@ -47,7 +47,7 @@ func (s *Scheduler) onTimer() {
 
 // catchUpLocked applies what fell due by now if the clock timer is late
 // to fire, so that what fell due comes before what the caller does at now.
-func (s *Scheduler) catchUpLocked(now int64) {
+func (s *Runtime) catchUpLocked(now int64) {
 	if due, ok := s.eng.NextDue(); ok && due <= now {
 		s.dueLocked(now)
 	}
@@ -57,7 +57,7 @@ func (s *Scheduler) catchUpLocked(now int64) {
 // expired, and dispatches. The clock timer calls it; so does a submission
 // that comes before a timer late to fire, so that what fell due is
 // applied first.
-func (s *Scheduler) dueLocked(now int64) {
+func (s *Runtime) dueLocked(now int64) {
 	for _, j := range s.eng.Due(now) {
 		setResultLocked(taskOf(j), s.expiredError(j, now))
 		s.endedLocked(taskOf(j))
@@ -70,7 +70,7 @@ func (s *Scheduler) dueLocked(now int64) {
 
 // expiredError returns the error of job j, which did not start by its
 // start deadline, now.
-func (s *Scheduler) expiredError(j *engine.Job, now int64) error {
+func (s *Runtime) expiredError(j *engine.Job, now int64) error {
 	at := s.timeOf(now).Format(time.RFC3339Nano)
 	if a := attemptsOf(taskOf(j)); a != nil {
 		last := a.list[len(a.list)-1].Err
@@ -81,7 +81,7 @@ func (s *Scheduler) expiredError(j *engine.Job, now int64) error {
 }
 
 // stopTimerLocked stops the clock timer: Close.
-func (s *Scheduler) stopTimerLocked() {
+func (s *Runtime) stopTimerLocked() {
 	if s.timerStop != nil {
 		s.timerStop()
 		s.timerStop = nil

@@ -1,4 +1,4 @@
-package fairsched
+package rt
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // ErrTxNotSupported if the Store takes no transaction of type Tx. The
 // queue's limits are checked when EnqueueTx is called, not when tx
 // commits.
-func EnqueueTx[Tx any](ctx context.Context, s *Scheduler, tx Tx, job Job, args any) (int64, error) {
+func EnqueueTx[Tx any](ctx context.Context, s *Runtime, tx Tx, job *Job, args any) (int64, error) {
 	if ctx == nil {
 		panic("fairsched: EnqueueTx with a nil context")
 	}
@@ -35,7 +35,7 @@ func EnqueueTx[Tx any](ctx context.Context, s *Scheduler, tx Tx, job Job, args a
 	if job.After != nil {
 		return 0, errors.New("fairsched: EnqueueTx does not take Job.After: use Enqueue")
 	}
-	p := []EnqueueParams{{Job: job, Args: args}}
+	p := []EnqueueParams{{Job: *job, Args: args}}
 	rec, err := d.record(&p[0])
 	if err != nil {
 		return 0, err
@@ -59,14 +59,10 @@ func EnqueueTx[Tx any](ctx context.Context, s *Scheduler, tx Tx, job Job, args a
 	return rec.ID, nil
 }
 
-// ErrTxNotSupported is matched by EnqueueTx's error for a transaction of a
-// type the Store does not take.
-var ErrTxNotSupported = errors.New("fairsched: the Store takes no transaction of this type")
-
 // arrived queues a durable job that a caller's transaction committed
 // (EnqueueTx), as the store found it. A Scheduler that is leaving leaves
 // it in the store for the next start.
-func (s *Scheduler) arrived(j *store.Job) {
+func (s *Runtime) arrived(j *store.Job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.durable.leaving || s.closed {

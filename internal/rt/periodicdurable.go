@@ -1,4 +1,4 @@
-package fairsched
+package rt
 
 import (
 	"context"
@@ -24,13 +24,13 @@ type durableSchedule struct {
 	args any
 }
 
-// scheduleState is what the Store keeps of a schedule.
-type scheduleState struct {
+// ScheduleState is what the Store keeps of a schedule.
+type ScheduleState struct {
 	Next int64 `json:"next"`           // the next occurrence, µs since the Unix epoch; 0: none
 	Last int64 `json:"last,omitempty"` // the latest occurrence's job ID
 }
 
-func scheduleStateName(name string) string { return "schedule:" + name }
+func ScheduleStateName(name string) string { return "schedule:" + name }
 
 // ScheduleDurable is Schedule for durable jobs: at each time spec gives,
 // it enqueues job with args (Enqueue), unless the previous occurrence has
@@ -42,7 +42,7 @@ func scheduleStateName(name string) string { return "schedule:" + name }
 // as Enqueue does, on a goroutine of the Scheduler's; one that fails to
 // be stored is skipped and counted. It fails as Schedule does, and as
 // Enqueue does for job and args.
-func (s *Scheduler) ScheduleDurable(ctx context.Context, name string, spec Schedule, job Job, args any) (*Periodic, error) {
+func (s *Runtime) ScheduleDurable(ctx context.Context, name string, spec Schedule, job Job, args any) (*Periodic, error) {
 	if ctx == nil {
 		panic("fairsched: ScheduleDurable with a nil context")
 	}
@@ -58,8 +58,8 @@ func (s *Scheduler) ScheduleDurable(ctx context.Context, name string, spec Sched
 	if _, err := d.record(&EnqueueParams{Job: job, Args: args}); err != nil {
 		return nil, err
 	}
-	var saved scheduleState
-	if b, err := d.st.State(ctx, scheduleStateName(name)); err != nil {
+	var saved ScheduleState
+	if b, err := d.st.State(ctx, ScheduleStateName(name)); err != nil {
 		return nil, err
 	} else if b != nil {
 		if err := json.Unmarshal(b, &saved); err != nil {
@@ -95,7 +95,7 @@ func (s *Scheduler) ScheduleDurable(ctx context.Context, name string, spec Sched
 // findDurableLocked returns a Handle of the durable job id if it waits or
 // runs here, and the zero Handle otherwise. O(n): once per schedule, as
 // it starts.
-func (s *Scheduler) findDurableLocked(id int64) Handle {
+func (s *Runtime) findDurableLocked(id int64) Handle {
 	for _, jobs := range [][]*engine.Job{s.eng.PendingJobs(), s.eng.RunningJobs()} {
 		for _, j := range jobs {
 			if dt := s.durableOf(taskOf(j)); dt != nil && dt.id == id {
@@ -122,8 +122,8 @@ func (p *Periodic) occurDurableLocked(next time.Time) {
 		// The schedule's next time and latest occurrence are written in
 		// the occurrence's transaction: a crash cannot leave the one
 		// without the other.
-		state := &store.StateWrite{Name: scheduleStateName(p.durable.name), Value: func(jobs []*store.Job) []byte {
-			return scheduleState{Last: jobs[0].ID}.at(next)
+		state := &store.StateWrite{Name: ScheduleStateName(p.durable.name), Value: func(jobs []*store.Job) []byte {
+			return ScheduleState{Last: jobs[0].ID}.at(next)
 		}}
 		// The occurrence is the latest from the instant it is queued,
 		// under the lock that queues it: before it can end.
@@ -160,11 +160,11 @@ func (p *Periodic) wroteLocked(next time.Time, last Handle) {
 
 // saveLocked records the schedule: its next occurrence, and its latest.
 func (p *Periodic) saveLocked(next time.Time) {
-	p.s.durable.st.PutState(scheduleStateName(p.durable.name), scheduleState{Last: p.last.ID()}.at(next))
+	p.s.durable.st.PutState(ScheduleStateName(p.durable.name), ScheduleState{Last: p.last.ID()}.at(next))
 }
 
 // at returns the encoded state with its next time next (zero: none).
-func (st scheduleState) at(next time.Time) []byte {
+func (st ScheduleState) at(next time.Time) []byte {
 	if !next.IsZero() {
 		st.Next = next.UnixMicro()
 	}

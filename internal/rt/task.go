@@ -1,4 +1,4 @@
-package fairsched
+package rt
 
 import (
 	"context"
@@ -53,7 +53,7 @@ const maxSpareTasks = 64
 // newSyncTaskLocked returns a record for a RunSync job, reusing one when
 // it can: the record never leaves the scheduler, so reuse is safe, and it
 // spares the allocation that dominates an uncontended RunSync.
-func (s *Scheduler) newSyncTaskLocked(ctx *jobContext) *task {
+func (s *Runtime) newSyncTaskLocked(ctx *jobContext) *task {
 	var t *task
 	if n := len(s.spare); n > 0 {
 		t = s.spare[n-1]
@@ -67,7 +67,7 @@ func (s *Scheduler) newSyncTaskLocked(ctx *jobContext) *task {
 }
 
 // recycleLocked keeps an ended RunSync job's record for reuse.
-func (s *Scheduler) recycleLocked(t *task) {
+func (s *Runtime) recycleLocked(t *task) {
 	if len(s.spare) == maxSpareTasks {
 		return
 	}
@@ -86,7 +86,7 @@ func newSubmitTask(ctx context.Context, fn func(context.Context) error) *task {
 // dispatchLocked starts every job that can start now. If self is true the
 // caller is a job goroutine that can run one more Submit job itself: the
 // first one started is returned instead of being given a new goroutine.
-func (s *Scheduler) dispatchLocked(now int64, self bool) (next *task) {
+func (s *Runtime) dispatchLocked(now int64, self bool) (next *task) {
 	for s.eng.CanStart() {
 		j := s.eng.Next(now)
 		if j == nil {
@@ -112,7 +112,7 @@ func (s *Scheduler) dispatchLocked(now int64, self bool) (next *task) {
 }
 
 // startedLocked readies a job the engine started to run.
-func (s *Scheduler) startedLocked(t *task) {
+func (s *Runtime) startedLocked(t *task) {
 	if s.dups.policy != nil {
 		s.dupStartedLocked(t)
 	}
@@ -130,7 +130,7 @@ func (s *Scheduler) startedLocked(t *task) {
 // failure counts for its type's disable policy; then the job is put back
 // for a retry, and attemptEndedLocked reports true, or it ends: dead if
 // it failed for good.
-func (s *Scheduler) attemptEndedLocked(t *task, err error, cancelled bool, now int64) (retried bool) {
+func (s *Runtime) attemptEndedLocked(t *task, err error, cancelled bool, now int64) (retried bool) {
 	if err == nil && t.err == nil { // succeeded, never retried: the common case, inlined
 		s.finishLocked(t, nil, true, now)
 		return false
@@ -138,7 +138,7 @@ func (s *Scheduler) attemptEndedLocked(t *task, err error, cancelled bool, now i
 	return s.attemptSettledLocked(t, err, cancelled, now)
 }
 
-func (s *Scheduler) attemptSettledLocked(t *task, err error, cancelled bool, now int64) (retried bool) {
+func (s *Runtime) attemptSettledLocked(t *task, err error, cancelled bool, now int64) (retried bool) {
 	failed := err != nil && !cancelled
 	if failed && s.disabling.policies != nil {
 		s.noteFailureLocked(t, now)
@@ -155,7 +155,7 @@ func (s *Scheduler) attemptSettledLocked(t *task, err error, cancelled bool, now
 
 // finishLocked ends a running job with err. ran is false when fn did not
 // run (its caller gave up as it started), so no cost is learnt.
-func (s *Scheduler) finishLocked(t *task, err error, ran bool, now int64) {
+func (s *Runtime) finishLocked(t *task, err error, ran bool, now int64) {
 	o := engine.Completed
 	switch {
 	case !ran:
@@ -173,7 +173,7 @@ func (s *Scheduler) finishLocked(t *task, err error, ran bool, now int64) {
 
 // cancelQueuedLocked takes a job that has not started out of the queue
 // and ends it with err (cancelled, or the scheduler closed).
-func (s *Scheduler) cancelQueuedLocked(t *task, err error, now int64) {
+func (s *Runtime) cancelQueuedLocked(t *task, err error, now int64) {
 	if s.endQueuedLocked(t, err, now) { // it held a resource's units for itself
 		s.dispatchLocked(now, false)
 	}
@@ -181,7 +181,7 @@ func (s *Scheduler) cancelQueuedLocked(t *task, err error, now int64) {
 
 // endQueuedLocked is cancelQueuedLocked without the dispatch, for a caller
 // that dispatches next: it reports whether other jobs may start now.
-func (s *Scheduler) endQueuedLocked(t *task, err error, now int64) (unblocked bool) {
+func (s *Runtime) endQueuedLocked(t *task, err error, now int64) (unblocked bool) {
 	setResultLocked(t, err)
 	unblocked = s.eng.Cancel(&t.rec, now)
 	s.endedLocked(t)
@@ -192,7 +192,7 @@ func (s *Scheduler) endQueuedLocked(t *task, err error, now int64) (unblocked bo
 }
 
 // endedLocked wakes whoever waits for a job that ended.
-func (s *Scheduler) endedLocked(t *task) {
+func (s *Runtime) endedLocked(t *task) {
 	if s.durable != nil {
 		s.durableEndedLocked(t)
 	}
@@ -204,7 +204,7 @@ func (s *Scheduler) endedLocked(t *task) {
 
 // wakeEndedLocked is what endedLocked does for a job someone waits for,
 // or that duplicates may join or supersede.
-func (s *Scheduler) wakeEndedLocked(t *task) {
+func (s *Runtime) wakeEndedLocked(t *task) {
 	if s.dups.policy != nil {
 		s.dupEndedLocked(t)
 	}
@@ -218,8 +218,8 @@ func (s *Scheduler) wakeEndedLocked(t *task) {
 	}
 }
 
-// errNilFunc is the error of a RunSync or Submit given no function.
-var errNilFunc = errors.New("fairsched: the job's function is nil")
+// ErrNilFunc is the error of a RunSync or Submit given no function.
+var ErrNilFunc = errors.New("fairsched: the job's function is nil")
 
 // errGoexit is the error of a job whose function called runtime.Goexit
 // (t.FailNow in a test, say).
@@ -228,11 +228,11 @@ var errGoexit = errors.New("fairsched: job function called runtime.Goexit")
 // call runs a job's function fn, turning a panic into a *PanicError. If
 // fn calls runtime.Goexit, the goroutine is ending and nothing after call
 // will run on it, so call itself ends the job and gives its slot back.
-func (s *Scheduler) call(t *task, fn func(context.Context) error) (err error) {
+func (s *Runtime) call(t *task, fn func(context.Context) error) (err error) {
 	returned := false
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Seq: t.rec.Seq(), Value: v, Stack: debug.Stack()}
+			err = s.cfg.Errors.Panic(t.rec.Seq(), v, debug.Stack())
 			return
 		}
 		if !returned {
@@ -251,7 +251,7 @@ func (s *Scheduler) call(t *task, fn func(context.Context) error) (err error) {
 
 // work runs Submit jobs on a goroutine of the scheduler's: t, then any job
 // the dispatcher hands back to it, until there is none.
-func (s *Scheduler) work(t *task) {
+func (s *Runtime) work(t *task) {
 	defer s.wg.Done()
 	for t != nil {
 		err := s.runAttempt(t)

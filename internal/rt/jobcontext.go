@@ -1,4 +1,4 @@
-package fairsched
+package rt
 
 import (
 	"context"

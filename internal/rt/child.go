@@ -1,4 +1,4 @@
-package fairsched
+package rt
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func parentOf(ctx context.Context) *jobContext {
 
 // parentPriorityLocked returns the priority the running job whose
 // context ctx descends from started at, if there is one. O(running jobs).
-func (s *Scheduler) parentPriorityLocked(ctx context.Context) (int, bool) {
+func (s *Runtime) parentPriorityLocked(ctx context.Context) (int, bool) {
 	parent := parentOf(ctx)
 	if parent == nil {
 		return 0, false
@@ -45,7 +45,7 @@ func (s *Scheduler) parentPriorityLocked(ctx context.Context) (int, bool) {
 // looked at: one that starts at once has nothing to be ordered against,
 // and the look-up walks the caller's context, which a request's makes
 // long.
-func (s *Scheduler) raiseChildLocked(ctx context.Context, t *task, now int64) {
+func (s *Runtime) raiseChildLocked(ctx context.Context, t *task, now int64) {
 	if eff, ok := s.parentPriorityLocked(ctx); ok {
 		s.eng.Raise(&t.rec, eff, now)
 	}
@@ -53,7 +53,7 @@ func (s *Scheduler) raiseChildLocked(ctx context.Context, t *task, now int64) {
 
 // inheritLocked raises desc's priority to its parent's, if ctx makes it a
 // child and that is higher: for a duplicate about to join a job.
-func (s *Scheduler) inheritLocked(ctx context.Context, desc *Job) {
+func (s *Runtime) inheritLocked(ctx context.Context, desc *Job) {
 	if eff, ok := s.parentPriorityLocked(ctx); ok {
 		if base, known := s.eng.BasePriority(descOf(desc)); known && eff > base {
 			desc.Priority = eff

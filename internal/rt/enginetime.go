@@ -1,4 +1,4 @@
-package fairsched
+package rt
 
 import (
 	"math"
@@ -54,7 +54,7 @@ func usDuration(us int64) time.Duration {
 // system clock it reads only the monotonic clock (time.Since on a reading
 // that carries one), which costs half of time.Now; that clock never reads
 // before the epoch, so truncating the span is taking it down.
-func (s *Scheduler) nowLocked() int64 {
+func (s *Runtime) nowLocked() int64 {
 	if s.realClock {
 		return origin + time.Since(s.epoch).Microseconds()
 	}
@@ -62,7 +62,7 @@ func (s *Scheduler) nowLocked() int64 {
 }
 
 // engineTime returns the engine's time of t: never 0 (none).
-func (s *Scheduler) engineTime(t time.Time) int64 {
+func (s *Runtime) engineTime(t time.Time) int64 {
 	d := t.Sub(s.epoch) // within the longest time.Duration
 	us := int64(d / time.Microsecond)
 	if d%time.Microsecond < 0 {
@@ -72,19 +72,19 @@ func (s *Scheduler) engineTime(t time.Time) int64 {
 }
 
 // timeOf returns the time of the engine's time us.
-func (s *Scheduler) timeOf(us int64) time.Time {
+func (s *Runtime) timeOf(us int64) time.Time {
 	return s.epoch.Add(time.Duration(clampEngine(us)-origin) * time.Microsecond)
 }
 
 // wallOf returns the store's time of the engine's time us: µs since the
 // Unix epoch.
-func (s *Scheduler) wallOf(us int64) int64 {
+func (s *Runtime) wallOf(us int64) int64 {
 	return s.epoch.UnixMicro() + clampEngine(us) - origin
 }
 
 // engineTimeOf returns the engine's time of the store's time wall, µs
 // since the Unix epoch: never 0 (none).
-func (s *Scheduler) engineTimeOf(wall int64) int64 {
+func (s *Runtime) engineTimeOf(wall int64) int64 {
 	e := s.epoch.UnixMicro()
 	// Kept within the limits before subtracting, which cannot overflow.
 	return min(max(wall, e-origin+1), e+maxEngine-origin) - e + origin

@@ -1,4 +1,4 @@
-package fairsched
+package rt
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/fairsched/fairsched/internal/engine"
@@ -22,20 +23,16 @@ import (
 // ErrLost, and the job is retried by its type's policy (its backoff
 // included) or, out of attempts, is dead.
 
-// ErrLost is the error of an attempt that was running when its process
-// died: the next start finds it so and counts it as failed.
-var ErrLost = errors.New("fairsched: lost: the process running the attempt ended")
-
 // openStore registers the durable types and queues the store's
 // unfinished jobs again. It runs in New, before the Scheduler is shared.
-func (s *Scheduler) openStore() error {
-	d := &durable{st: s.cfg.Store, handlers: make(map[string]*handler)}
-	if s.cfg.Handlers != nil {
-		maps.Copy(d.handlers, s.cfg.Handlers.m)
+func (s *Runtime) openStore() error {
+	d := &durable{st: s.cfg.Store, handlers: maps.Clone(s.cfg.Handlers)}
+	if d.handlers == nil {
+		d.handlers = make(map[string]*Handler)
 	}
-	for _, name := range sortedKeys(d.handlers) {
+	for _, name := range slices.Sorted(maps.Keys(d.handlers)) {
 		if _, known := s.eng.TypeTier(name); !known {
-			if err := s.registerLocked(name, TypeConfig{}); err != nil {
+			if err := s.registerLocked(name, Type{}); err != nil {
 				return err
 			}
 		}
@@ -68,7 +65,7 @@ func (s *Scheduler) openStore() error {
 		return err
 	}
 	if len(d.orphans) > 0 && s.cfg.Logger != nil {
-		for _, name := range sortedKeys(d.orphans) {
+		for _, name := range slices.Sorted(maps.Keys(d.orphans)) {
 			s.cfg.Logger.Warn("fairsched: durable jobs wait for a handler of their type, which this process lacks",
 				slog.String("type", name), slog.Int("jobs", d.orphans[name]))
 		}
@@ -84,7 +81,7 @@ func (s *Scheduler) openStore() error {
 }
 
 // restoreLocked queues the unfinished durable job j again at now.
-func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
+func (s *Runtime) restoreLocked(j *store.Job, now int64) {
 	d := s.durable
 	if d.handlers[j.Type] == nil && !s.holdOrphanLocked(j.Type, now) {
 		return
@@ -153,7 +150,7 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 			d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Attempt: lost, Err: err.Error()})
 			return
 		}
-		tm.NotBefore = now + p.wait(len(a.list)).Microseconds()
+		tm.NotBefore = now + p.Wait(len(a.list)).Microseconds()
 		tm.Ran, tm.AttemptEnded = true, now // it was running until the restart found it lost
 		d.st.Post(store.Op{Kind: store.OpRetry, ID: j.ID, At: s.wallOf(now), NotBefore: s.wallOf(tm.NotBefore), Attempt: lost})
 	}
@@ -190,7 +187,7 @@ func (s *Scheduler) restoreLocked(j *store.Job, now int64) {
 
 // loadFairLocked takes back the keys' virtual times and the learned costs
 // that the last Scheduler on the store saved.
-func (s *Scheduler) loadFairLocked(now int64) error {
+func (s *Runtime) loadFairLocked(now int64) error {
 	b, err := s.durable.st.State(context.Background(), fairStateName)
 	if err != nil || b == nil {
 		return err
@@ -206,7 +203,7 @@ func (s *Scheduler) loadFairLocked(now int64) error {
 // loadDeadLocked reads the newest dead jobs of the store into the dead
 // list, each with a sequence number of this Scheduler's, so that they can
 // be seen and retried by hand as those that died here can.
-func (s *Scheduler) loadDeadLocked() error {
+func (s *Runtime) loadDeadLocked() error {
 	limit := s.deadLimit()
 	if limit < 0 {
 		return nil
@@ -229,7 +226,7 @@ func (s *Scheduler) loadDeadLocked() error {
 // fails j, as it would have had the process not stopped: the error says
 // so. One that completed, or that retention deleted, is no longer waited
 // for.
-func (s *Scheduler) restoredAfterLocked(j *store.Job) ([]*engine.Job, error) {
+func (s *Runtime) restoredAfterLocked(j *store.Job) ([]*engine.Job, error) {
 	var after []*engine.Job
 	for _, id := range j.After {
 		if dt := s.durable.restoring[id]; dt != nil {
@@ -251,10 +248,10 @@ func (s *Scheduler) restoredAfterLocked(j *store.Job) ([]*engine.Job, error) {
 // handler here, to hold its jobs: registered if it is not (with the zero
 // TypeConfig), and paused, for good in this process (WaitNoHandler). It
 // reports false if the type cannot be registered.
-func (s *Scheduler) holdOrphanLocked(name string, now int64) bool {
+func (s *Runtime) holdOrphanLocked(name string, now int64) bool {
 	d := s.durable
 	if d.orphans[name] == 0 {
-		if _, known := s.eng.TypeTier(name); !known && s.registerLocked(name, TypeConfig{}) != nil {
+		if _, known := s.eng.TypeTier(name); !known && s.registerLocked(name, Type{}) != nil {
 			return false
 		}
 		s.eng.PauseType(name, now)
@@ -268,7 +265,7 @@ func (s *Scheduler) holdOrphanLocked(name string, now int64) bool {
 
 // buryRestoredLocked adds durable job id, found at start out of
 // attempts, to the dead list.
-func (s *Scheduler) buryRestoredLocked(id int64, desc *Job, a *attempts, now int64) {
+func (s *Runtime) buryRestoredLocked(id int64, desc *Job, a *attempts, now int64) {
 	s.deadTotal++
 	if s.cfg.DeadJobs < 0 {
 		return
@@ -278,7 +275,7 @@ func (s *Scheduler) buryRestoredLocked(id int64, desc *Job, a *attempts, now int
 
 // durableDead returns the dead-list record of durable job id, described
 // by desc, with attempts a, dead at died with err.
-func (s *Scheduler) durableDead(id int64, desc *Job, a *attempts, err error, died time.Time) *dead {
+func (s *Runtime) durableDead(id int64, desc *Job, a *attempts, err error, died time.Time) *dead {
 	return &dead{
 		info: DeadJob{Seq: s.eng.TakeSeq(), Job: *desc, Err: err, Attempts: append([]AttemptInfo(nil), a.list...), Died: died},
 		fn:   durableFn, parent: durableParent, attempts: a, durableID: id,

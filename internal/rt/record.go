@@ -1,9 +1,8 @@
-package fairsched
+package rt
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -21,7 +20,7 @@ import (
 
 // runAttempt runs one attempt of a job on a scheduler goroutine: a
 // durable job's handler, or a Submit job's function.
-func (s *Scheduler) runAttempt(t *task) error {
+func (s *Runtime) runAttempt(t *task) error {
 	if s.durable != nil {
 		if dt := s.durableOf(t); dt != nil {
 			return s.runDurable(dt)
@@ -32,7 +31,7 @@ func (s *Scheduler) runAttempt(t *task) error {
 
 // runDurable records that an attempt of dt starts, then runs its handler
 // with the arguments the store gave back.
-func (s *Scheduler) runDurable(dt *durableTask) error {
+func (s *Runtime) runDurable(dt *durableTask) error {
 	h := s.durable.handlers[dt.rec.Type()]
 	dt.attempt++ // only the goroutine that runs it touches it while it runs
 	args, err := s.durable.st.Start(context.Background(), dt.id, s.wallOf(dt.rec.Started()))
@@ -40,7 +39,7 @@ func (s *Scheduler) runDurable(dt *durableTask) error {
 		return fmt.Errorf("fairsched: recording the start of job %d: %w", dt.id, err)
 	}
 	return s.call(&dt.task, func(ctx context.Context) error {
-		return h.run(context.WithValue(ctx, jobIDKey{}, dt.id), args)
+		return h.Run(context.WithValue(ctx, jobIDKey{}, dt.id), args)
 	})
 }
 
@@ -60,7 +59,7 @@ func JobID(ctx context.Context) int64 {
 // with err, and that it will be tried again not before notBefore. While
 // the scheduler is leaving, the job is not kept in memory for that: it
 // leaves, and the next start tries it again.
-func (s *Scheduler) durableRetriedLocked(t *task, err error, started, notBefore, now int64) {
+func (s *Runtime) durableRetriedLocked(t *task, err error, started, notBefore, now int64) {
 	dt := s.durableOf(t)
 	if dt == nil {
 		return
@@ -76,17 +75,11 @@ func (s *Scheduler) durableRetriedLocked(t *task, err error, started, notBefore,
 	}
 }
 
-// ErrKept is the error a durable job's Handle ends with when Shutdown or
-// Close took the job out of memory before it could complete: the job did
-// not fail, it stays in the Store and runs at the next start. (It is not
-// ErrClosed, the error of work that Close discards.)
-var ErrKept = errors.New("fairsched: the durable job stays in the store for the next start")
-
 // leaveLocked readies the durable jobs for Shutdown and Close: the queued
 // ones leave memory, staying in the store as they are. The fair state is
 // taken first: their leaving makes their keys' flows inactive and raises
 // the tiers' floors, which the next start must not inherit.
-func (s *Scheduler) leaveLocked(now int64) {
+func (s *Runtime) leaveLocked(now int64) {
 	s.durable.leaving = true
 	fs := s.eng.SaveFair()
 	s.durable.atLeave = &fs
@@ -102,7 +95,7 @@ func (s *Scheduler) leaveLocked(now int64) {
 // as it is, for the next start; so does a running one that Close cut
 // short and that did not complete, queued again with that attempt not
 // counted.
-func (s *Scheduler) durableEndedLocked(t *task) {
+func (s *Runtime) durableEndedLocked(t *task) {
 	dt := s.durableOf(t)
 	if dt == nil {
 		return
@@ -132,7 +125,7 @@ func (s *Scheduler) durableEndedLocked(t *task) {
 // requeueDurableLocked records that the dead durable job id is queued
 // again by hand, with allowed attempts in all, made so far, and returns
 // its new record.
-func (s *Scheduler) requeueDurableLocked(id int64, made, allowed int) *task {
+func (s *Runtime) requeueDurableLocked(id int64, made, allowed int) *task {
 	s.durable.st.Post(store.Op{Kind: store.OpRequeue, ID: id, Allowed: allowed})
 	dt := &durableTask{task: task{fn: durableFn, submitCtx: durableParent}, id: id, attempt: int32(made)}
 	return &dt.task
@@ -142,7 +135,7 @@ func (s *Scheduler) requeueDurableLocked(id int64, made, allowed int) *task {
 // pause moved on, or which came back from being set aside with its clock
 // running: its aging clock stood still, and the next start must find it
 // so; and it keeps no lane's paused time (store.Job.Stood) any longer.
-func (s *Scheduler) clockMovedLocked(j *engine.Job) {
+func (s *Runtime) clockMovedLocked(j *engine.Job) {
 	if dt := s.durableOf(taskOf(j)); dt != nil {
 		s.durable.st.Post(store.Op{Kind: store.OpClock, ID: dt.id, At: s.wallOf(j.Submitted())})
 	}
@@ -152,7 +145,7 @@ func (s *Scheduler) clockMovedLocked(j *engine.Job) {
 // clock running, its submission time and its lane's paused time then
 // (engine.AsideStood), if it is so set aside: a restart before it comes
 // back moves its submission time on by what its lane stood since.
-func (s *Scheduler) asideClockLocked(t *durableTask) {
+func (s *Runtime) asideClockLocked(t *durableTask) {
 	if stood, ok := s.eng.AsideStood(&t.rec); ok {
 		s.durable.st.Post(store.Op{Kind: store.OpClock, ID: t.id, At: s.wallOf(t.rec.Submitted()), Stood: s.wallOf(stood)})
 	}
@@ -177,13 +170,13 @@ const (
 )
 
 // scheduleFairSaveLocked sets the clock timer of the next save.
-func (s *Scheduler) scheduleFairSaveLocked() {
+func (s *Runtime) scheduleFairSaveLocked() {
 	s.durable.saveStop = s.clock.AfterFunc(fairSaveEvery, s.saveFairTick)
 }
 
 // saveFairTick saves the fair state if it changed, and schedules the next
 // save.
-func (s *Scheduler) saveFairTick() {
+func (s *Runtime) saveFairTick() {
 	s.mu.Lock()
 	if s.durable.leaving {
 		s.mu.Unlock()
@@ -201,7 +194,7 @@ func (s *Scheduler) saveFairTick() {
 
 // fairChangedLocked returns the fair state, and whether it changed since
 // it was last saved.
-func (s *Scheduler) fairChangedLocked() (engine.FairState, bool) {
+func (s *Runtime) fairChangedLocked() (engine.FairState, bool) {
 	v := s.eng.FairVersion()
 	if v == s.durable.savedVersion {
 		return engine.FairState{}, false
@@ -211,7 +204,7 @@ func (s *Scheduler) fairChangedLocked() (engine.FairState, bool) {
 }
 
 // putFair encodes fs and posts it to the store, outside the lock.
-func (s *Scheduler) putFair(fs engine.FairState) {
+func (s *Runtime) putFair(fs engine.FairState) {
 	b, err := json.Marshal(fs)
 	if err != nil { // plain data: cannot happen but for a NaN, which the engine never holds
 		panic("fairsched: internal error: encoding the fair state: " + err.Error())
@@ -224,7 +217,7 @@ func (s *Scheduler) putFair(fs engine.FairState) {
 // virtual times are the last ones (the jobs that ran to the end were
 // charged); which flows were active, and the tiers' floors, are those of
 // the moment the queued jobs left (leaveLocked).
-func (s *Scheduler) saveFairFinal() {
+func (s *Runtime) saveFairFinal() {
 	s.mu.Lock()
 	if s.durable.saveStop != nil {
 		s.durable.saveStop()

@@ -1,0 +1,61 @@
+package rt
+
+import (
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// Stats is what the API's Stats is made from: the engine's counts and
+// the run-time layer's, read under one lock, so that they agree.
+type Stats struct {
+	Engine         engine.Summary
+	Tiers          []engine.TierInfo
+	Types          []engine.TypeInfo
+	Keys           []engine.KeyInfo
+	OtherKeys      engine.KeySummary
+	PausedKeys     []string
+	MaxConcurrency int
+	MaxQueue       int
+	Resources      map[string][2]int // capacity, units in use
+	// Waiting counts the jobs not started by what holds them, the jobs
+	// of a type with no handler here at WhyNoHandler.
+	Waiting [WhyNoHandler + 1]int
+
+	Superseded, Joins               uint64
+	Dead                            int
+	DeadTotal, SkippedOccurrences   uint64
+	Disabled                        int
+	DisabledTotal, DisabledRefusals uint64
+	EventsDropped                   uint64
+}
+
+// WhyNoHandler is why a durable job found in the store waits whose type
+// has no handler in this process: its type is held as if paused.
+const WhyNoHandler = engine.NumWhys
+
+// Stats returns the scheduler's counts. It takes the lock for
+// O(t log t + k + b log b + l) time, for t types, k keys remembered, b
+// keys with work and l lanes (key and type pairs) with work.
+func (s *Runtime) Stats(maxKeys int) Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{
+		Engine: s.eng.Summary(), Tiers: s.eng.Tiers(), Types: s.eng.Types(),
+		PausedKeys: s.eng.PausedKeys(), MaxConcurrency: s.eng.MaxConcurrency(), MaxQueue: s.cfg.Engine.MaxQueue, Resources: s.eng.Resources(),
+		Superseded: s.dups.superseded, Joins: s.dups.joins,
+		Dead: len(s.dead), DeadTotal: s.deadTotal, SkippedOccurrences: s.skippedOccurrences,
+		Disabled: s.disabling.countLocked(s.nowLocked()), DisabledTotal: s.disabling.total,
+		DisabledRefusals: s.disabling.refused,
+		EventsDropped:    s.events.droppedCount(),
+	}
+	st.Keys, st.OtherKeys = s.eng.Keys(maxKeys)
+	counts := s.eng.WaitCounts()
+	copy(st.Waiting[:], counts[:])
+	if s.durable != nil {
+		for name := range s.durable.orphans { // held as paused: told apart
+			n := s.eng.TypePausedJobs(name)
+			st.Waiting[engine.WhyPaused] -= n
+			st.Waiting[WhyNoHandler] += n
+		}
+	}
+	return st
+}
