@@ -16,10 +16,6 @@ import (
 // ordered against it. The child is otherwise a job of its own: it runs in
 // its own key's share, and the parent's end does not end it.
 
-// parentKey is the context key under which a job's context answers with
-// itself, so that a child finds its parent.
-type parentKey struct{}
-
 // parentOf returns the job context ctx descends from, or nil.
 func parentOf(ctx context.Context) *jobContext {
 	jc, _ := ctx.Value(parentKey{}).(*jobContext)

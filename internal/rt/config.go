@@ -1,8 +1,9 @@
 package rt
 
 import (
+	"context"
 	"log/slog"
-	"time"
+	"reflect"
 
 	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/fairsched/fairsched/internal/store"
@@ -38,15 +39,10 @@ type Type struct {
 	Duplicates DuplicatePolicy
 }
 
-// Clock is the time source (the API's Clock).
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
+// Handler runs the jobs of one durable type: the API's AddHandler makes
+// one.
+type Handler struct {
+	Name    string
+	ArgType reflect.Type
+	Run     func(ctx context.Context, args []byte) error // decodes, then calls the user's function
 }
-
-// Tier numbers a tier, as the API's Tier does.
-type Tier = int
-
-// DefaultEventBuffer is how many events may wait for the hook when
-// Config.EventBuffer is 0.
-const DefaultEventBuffer = 4096

@@ -2,8 +2,6 @@ package rt
 
 import (
 	"context"
-	"fmt"
-	"maps"
 	"time"
 )
 
@@ -37,112 +35,59 @@ type dead struct {
 	durableID int64
 }
 
-// buryLocked adds t, whose last attempt failed at now with err and which
-// is about to end, to the dead list.
-func (s *Runtime) buryLocked(t *task, err error, now int64) {
-	if t.isSync() {
-		return
+// deadJobs is the dead-job policy: the dead jobs kept, and how a job
+// that failed for good joins them. Guarded by Runtime.mu.
+type deadJobs struct {
+	list   []*dead // oldest first
+	total  uint64  // jobs that died, ever
+	limit  int     // how many are kept: Config.DeadJobs or its default; negative: none
+	tb     *timebase
+	events *eventSink // nil: none
+}
+
+// newDeadJobs returns the policy keeping limit dead jobs (0: the default,
+// negative: none).
+func newDeadJobs(limit int, tb *timebase, events *eventSink) deadJobs {
+	if limit == 0 {
+		limit = defaultDeadJobs
 	}
-	dt := s.durableOf(t)
-	if dt != nil {
-		dt.dead = true
-	}
-	s.deadTotal++
+	return deadJobs{limit: limit, tb: tb, events: events}
+}
+
+// bury adds t, a Submit job whose last attempt failed at now with err and
+// which is about to end, to the dead jobs; needs are its own needs (as
+// Job.Needs gives them), durableID its identity in the store (0: none).
+func (g *deadJobs) bury(t *task, err error, needs map[string]int, durableID int64, now int64) {
+	g.total++
 	j := &t.rec
-	if s.events != nil {
-		s.events.send(Event{Kind: EventDead, Time: s.timeOf(now), Seq: j.Seq(), Type: j.Type(),
+	if g.events != nil {
+		g.events.send(Event{Kind: EventDead, Time: g.tb.timeOf(now), Seq: j.Seq(), Type: j.Type(),
 			ID: j.ID(), Key: j.Key(), Tier: Tier(j.Tier()), Err: err})
 	}
-	if s.cfg.DeadJobs < 0 {
+	if g.limit < 0 {
 		return
 	}
 	a := attemptsOf(t)
 	if a == nil { // one attempt: its record is made here
-		a = s.newAttemptsLocked(t)
-		s.addAttemptLocked(a, t, err, now)
+		a = newAttempts(t)
+		a.add(g.tb, t, err, now)
 	}
-	d := &dead{
+	g.add(&dead{
 		info: DeadJob{
-			Seq: j.Seq(), Job: Job{Type: j.Type(), ID: j.ID(), Key: j.Key(), Priority: priorityOf(j.Base()), Needs: s.needsOf(j)},
-			Err: err, Attempts: append([]AttemptInfo(nil), a.list...), Died: s.timeOf(now),
+			Seq: j.Seq(), Job: Job{Type: j.Type(), ID: j.ID(), Key: j.Key(), Priority: priorityOf(j.Base()), Needs: needs},
+			Err: err, Attempts: append([]AttemptInfo(nil), a.list...), Died: g.tb.timeOf(now),
 		},
-		fn: t.fn, parent: a.parent, attempts: a,
-	}
-	if dt != nil {
-		d.durableID = dt.id
-	}
-	s.addDeadLocked(d)
+		fn: t.fn, parent: a.parent, attempts: a, durableID: durableID,
+	})
 }
 
-// deadLimit returns how many dead jobs are kept: Config.DeadJobs, or its
-// default; negative for none.
-func (s *Runtime) deadLimit() int {
-	if s.cfg.DeadJobs == 0 {
-		return defaultDeadJobs
+// add adds d to the dead jobs, dropping the oldest if they are full.
+func (g *deadJobs) add(d *dead) {
+	if len(g.list) == g.limit {
+		copy(g.list, g.list[1:])
+		g.list = g.list[:g.limit-1]
 	}
-	return s.cfg.DeadJobs
-}
-
-// addDeadLocked adds d to the dead list, dropping the oldest if it is
-// full.
-func (s *Runtime) addDeadLocked(d *dead) {
-	limit := s.deadLimit()
-	if len(s.dead) == limit {
-		copy(s.dead, s.dead[1:])
-		s.dead = s.dead[:limit-1]
-	}
-	s.dead = append(s.dead, d) // oldest first
-}
-
-// DeadJobs returns the dead jobs the scheduler keeps, newest first.
-func (s *Runtime) DeadJobs() []DeadJob {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]DeadJob, len(s.dead))
-	for i, d := range s.dead {
-		out[len(out)-1-i] = d.info
-		out[len(out)-1-i].Job.Needs = maps.Clone(d.info.Job.Needs) // the caller's to change
-	}
-	return out
-}
-
-// RetryDead takes the dead job seq out of the dead list and submits it
-// again with its function and its context's values, as if newly
-// submitted (a fresh aging clock, and its type's StartTimeout from now),
-// for one more attempt: its attempt numbers go on, and if that attempt
-// fails too, the job is dead again. It returns the new job's Handle. It
-// fails with ErrNotDead if seq is not in the dead list, and as Submit
-// does otherwise (the job then stays dead).
-func (s *Runtime) RetryDead(seq uint64) (Handle, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := -1
-	for k, d := range s.dead {
-		if d.info.Seq == seq {
-			i = k
-		}
-	}
-	if i < 0 {
-		return Handle{}, fmt.Errorf("%w: %d", ErrNotDead, seq)
-	}
-	d := s.dead[i]
-	t := newSubmitTask(d.parent, d.fn)
-	a := &attempts{list: append([]AttemptInfo(nil), d.attempts.list...), parent: d.parent}
-	a.allowed = len(a.list) + 1
-	if d.durableID != 0 {
-		t = s.requeueDurableLocked(d.durableID, len(a.list), a.allowed)
-		a.parent = durableParent
-	}
-	t.err = a
-	desc := d.info.Job
-	now := s.nowLocked()
-	if err := s.enqueueLocked(t, &desc, now); err != nil {
-		return Handle{}, err
-	}
-	s.dead = append(s.dead[:i], s.dead[i+1:]...)
-	h := s.handleLocked(t)
-	s.launchLocked(t, now)
-	return h, nil
+	g.list = append(g.list, d) // oldest first
 }
 
 // priorityOf returns the Job.Priority that gives the base priority base.

@@ -2,12 +2,7 @@ package rt
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
-	"reflect"
-	"time"
 	"unsafe"
 
 	"github.com/fairsched/fairsched/internal/engine"
@@ -21,14 +16,6 @@ import (
 // limits as every other job; the store records what happens to each job,
 // and gives back every unfinished one when the next Scheduler starts on
 // it (recover.go).
-
-// Handler runs the jobs of one durable type: the API's AddHandler makes
-// one.
-type Handler struct {
-	Name    string
-	ArgType reflect.Type
-	Run     func(ctx context.Context, args []byte) error // decodes, then calls the user's function
-}
 
 // errDurableType is the error of Submit, RunSync and TryRunSync for a type
 // with a handler.
@@ -67,7 +54,7 @@ type laneName struct{ key, typ string }
 
 // durableTask is the shell's record of a durable job: a task, and its
 // identity in the store. Every job of a type with a handler is one, which
-// is how durableOf knows one: a task carries no flag.
+// is how durable.of knows one: a task carries no flag.
 type durableTask struct {
 	task
 	id      int64 // in the store
@@ -75,9 +62,9 @@ type durableTask struct {
 	dead    bool  // its last attempt failed for good: recorded as dead
 }
 
-// durableOf returns t's durable record, or nil if t is not durable.
-func (s *Runtime) durableOf(t *task) *durableTask {
-	if s.durable == nil || !s.durable.isDurableType(t.rec.Type()) {
+// of returns t's durable record, or nil if t is not durable.
+func (d *durable) of(t *task) *durableTask {
+	if d == nil || !d.isDurableType(t.rec.Type()) {
 		return nil
 	}
 	return (*durableTask)(unsafe.Pointer(t))
@@ -102,318 +89,4 @@ type durableRoot struct{ context.Context }
 // job's function is.
 func durableFn(context.Context) error {
 	panic("fairsched: internal error: a durable job's function was called")
-}
-
-// Enqueue stores a durable job of type job.Type with args, which must be
-// of the type its handler takes, and returns its Handle once the job is
-// committed to Config.Store: from then on it runs, here or after a
-// restart, until it completes or fails for good. Handle.ID is its
-// identity in the store. The wait for the commit, a few milliseconds
-// shared with other writes, is not cut short by ctx: a job that may have
-// been committed is never reported as refused. ctx's values do not reach
-// the job, but a ctx that descends from a running job's context makes the
-// job that job's child, as Submit does.
-//
-// Enqueue fails, storing nothing, with an error matching ErrNoHandler
-// for a type without a handler, ErrArgs for arguments of the wrong type
-// or that JSON cannot encode, and as Submit does otherwise (ErrClosed, a
-// *QueueFullError, ErrStartDeadline ...); with the store's error if the
-// write failed, and an error if the Scheduler has no Store. Job.After
-// takes the Handles of durable jobs of the same Scheduler only. Job.Needs
-// and Job.After are stored with the job and hold after a restart.
-//
-// The queue's limits are checked before the job is written, and the job
-// counts against them from then on, while it is written, so Enqueues
-// running at once never pass MaxQueue or a key's MaxPending together.
-func (s *Runtime) Enqueue(ctx context.Context, job *Job, args any) (Handle, error) {
-	if ctx == nil {
-		panic("fairsched: Enqueue with a nil context")
-	}
-	return s.enqueueOne(ctx, EnqueueParams{Job: *job, Args: args}, nil, nil)
-}
-
-// enqueueOne enqueues one job, putting state in its transaction if it is
-// not nil, with the job's own error rather than a *BatchError.
-func (s *Runtime) enqueueOne(ctx context.Context, p EnqueueParams, state *store.StateWrite, queued func([]Handle)) (Handle, error) {
-	hs, err := s.enqueueMany(ctx, []EnqueueParams{p}, state, queued)
-	if err != nil {
-		return Handle{}, unbatched(err)
-	}
-	return hs[0], nil
-}
-
-// EnqueueParams is one job for EnqueueMany: its description and its
-// handler's arguments.
-type EnqueueParams struct {
-	Job  Job
-	Args any
-}
-
-// unbatched returns the error of a batch of one job as that job's own: a
-// *BatchError's inner error.
-func unbatched(err error) error {
-	if be, ok := err.(*batchError); ok {
-		return be.err
-	}
-	return err
-}
-
-// EnqueueMany stores jobs in one transaction, all or none, and returns
-// their Handles, in order, once they are committed: Enqueue for many jobs
-// at the cost of one commit. A job that Enqueue would refuse for what it
-// is (its type, its arguments, its start deadline) fails the batch with a
-// *BatchError naming it; a batch that does not fit the queue's limits
-// fails with a *QueueFullError. Nothing is stored then.
-func (s *Runtime) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Handle, error) {
-	if ctx == nil {
-		panic("fairsched: EnqueueMany with a nil context")
-	}
-	hs, err := s.enqueueMany(ctx, jobs, nil, nil)
-	return hs, s.apiError(err)
-}
-
-// enqueueMany is EnqueueMany, putting state in the store in the jobs'
-// transaction if it is not nil, and calling queued, if it is not nil,
-// with the jobs' Handles under the lock that queues them: before any of
-// them can end.
-func (s *Runtime) enqueueMany(ctx context.Context, jobs []EnqueueParams, state *store.StateWrite, queued func([]Handle)) ([]Handle, error) {
-	d := s.durable
-	if d == nil {
-		return nil, errors.New("fairsched: Enqueue needs a Store in Config")
-	}
-	recs := make([]*store.Job, len(jobs))
-	for i := range jobs {
-		rec, err := d.record(&jobs[i])
-		if err == nil && jobs[i].Job.After != nil {
-			rec.After, err = s.durableAfter(jobs[i].Job.After)
-		}
-		if err != nil {
-			return nil, &batchError{index: i, err: err}
-		}
-		recs[i] = rec
-	}
-	a, err := s.admitDurable(jobs, recs)
-	if err != nil {
-		return nil, err
-	}
-	defer s.wg.Done() // admitDurable's: Shutdown and Close wait for the batch
-	if err := d.st.Insert(ctx, state, recs...); err != nil {
-		s.mu.Lock()
-		s.releaseLocked(a)
-		s.mu.Unlock()
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.releaseLocked(a) // from here on they are queued, or refused
-	now := s.nowLocked()
-	if err := s.refusedAfterWriteLocked(jobs); err != nil {
-		// Admitted before the write, refused after it: the scheduler is
-		// closing, or a resource shrank. What was written must not run.
-		for _, rec := range recs {
-			d.st.Post(store.Op{Kind: store.OpEnd, ID: rec.ID, At: s.wallOf(now), Err: err.Error()})
-		}
-		return nil, err
-	}
-	hs := make([]Handle, len(jobs))
-	for i := range jobs {
-		if s.dups.policy != nil {
-			if existing := s.joinableLocked(&jobs[i].Job); existing != nil {
-				// A duplicate its type joins: the job it joins runs
-				// once; the row written for this one ends unrun.
-				d.st.Post(store.Op{Kind: store.OpEnd, ID: recs[i].ID, At: s.wallOf(now),
-					Err: fmt.Sprintf("fairsched: joined job %d", s.durableOf(existing).id)})
-				w := &joiner{fn: durableFn, ctx: durableParent}
-				s.inheritLocked(ctx, &jobs[i].Job) // a child's priority, for the job it joins
-				before := existing.rec.Base()
-				s.joinLocked(existing, &jobs[i].Job, w, now)
-				s.storeRaiseLocked(s.durableOf(existing), before, now)
-				hs[i] = Handle{t: existing, w: w}
-				continue
-			}
-		}
-		t := &durableTask{task: task{fn: durableFn, submitCtx: durableParent}, id: recs[i].ID}
-		if err := s.enqueueDurableLocked(t, &jobs[i].Job, recs[i], now); err != nil {
-			panic("fairsched: internal error: an admitted durable job was refused: " + err.Error())
-		}
-		hs[i] = s.handleLocked(&t.task)
-		if t.rec.Waiting() {
-			before := t.rec.Base()
-			s.raiseChildLocked(ctx, &t.task, now) // a child: its parent's priority
-			s.storeRaiseLocked(t, before, now)
-		}
-		s.launchLocked(&t.task, now)
-	}
-	if queued != nil {
-		queued(hs)
-	}
-	return hs, nil
-}
-
-// storeRaiseLocked records durable job t's priority if it was raised from
-// before (a join, a parent's), so that a restart keeps it.
-func (s *Runtime) storeRaiseLocked(t *durableTask, before int, now int64) {
-	if p := t.rec.Base(); p != before {
-		s.durable.st.Post(store.Op{Kind: store.OpPriority, ID: t.id, At: s.wallOf(now), Allowed: priorityOf(p)})
-	}
-}
-
-// refusedAfterWriteLocked returns what would refuse one of jobs, admitted
-// and written, now: the scheduler closing, or its needs no longer
-// fitting the resources; nil if none. Nothing else can refuse them (they
-// carry their admission time, past the queue's limits, and a start
-// deadline that passed expires them instead), so a batch is queued all
-// or none.
-func (s *Runtime) refusedAfterWriteLocked(jobs []EnqueueParams) error {
-	if !s.eng.Accepting() {
-		return ErrClosed
-	}
-	for i := range jobs {
-		if r := s.eng.NeedsRefusal(jobs[i].Job.Type, ownNeeds(jobs[i].Job.Needs)); r != nil {
-			return &batchError{index: i, err: needsError(r)}
-		}
-	}
-	return nil
-}
-
-// durableAfter returns the store IDs of the jobs a durable job runs
-// after, which must be durable jobs of s.
-func (s *Runtime) durableAfter(after []Handle) ([]int64, error) {
-	ids := make([]int64, len(after))
-	for i, h := range after {
-		switch {
-		case h.t == nil:
-			return nil, fmt.Errorf("fairsched: Job.After[%d] is the zero Handle, which refers to no job", i)
-		case h.scheduler() != s:
-			return nil, fmt.Errorf("fairsched: Job.After[%d] is job %d of another Scheduler", i, h.Seq())
-		case h.ID() == 0:
-			return nil, fmt.Errorf("fairsched: Job.After[%d] is job %d, which is not durable: a durable job runs after durable jobs only", i, h.Seq())
-		}
-		ids[i] = h.ID()
-	}
-	return ids, nil
-}
-
-// record checks a job for Enqueue and returns its store record, its
-// times left for admitDurable.
-func (d *durable) record(p *EnqueueParams) (*store.Job, error) {
-	job := &p.Job
-	h := d.handlers[job.Type]
-	if h == nil {
-		return nil, fmt.Errorf("%w %q", ErrNoHandler, job.Type)
-	}
-	if job.Needs != nil {
-		if err := validateNeeds("the job", job.Needs); err != nil {
-			return nil, err
-		}
-	}
-	if got := reflect.TypeOf(p.Args); got != h.ArgType {
-		return nil, fmt.Errorf("%w: job type %q takes a %v, not a %v", ErrArgs, job.Type, h.ArgType, got)
-	}
-	raw, err := json.Marshal(p.Args)
-	if err != nil {
-		return nil, fmt.Errorf("%w: job type %q: %w", ErrArgs, job.Type, err)
-	}
-	rec := &store.Job{Type: job.Type, Key: job.Key, Ref: job.ID, Priority: job.Priority, State: store.Queued, Args: raw,
-		Needs: maps.Clone(job.Needs)}
-	if !job.NotBefore.IsZero() {
-		rec.NotBefore = job.NotBefore.UnixMicro()
-	}
-	if !job.StartBy.IsZero() {
-		rec.StartBy = job.StartBy.UnixMicro()
-	}
-	return rec, nil
-}
-
-// admitDurable checks, before anything is written, what would refuse
-// jobs at once, and stamps their records with their submission time. The
-// jobs it admits count against the queue's limits from then on: the
-// caller releases them (releaseLocked) once they are queued, refused
-// after the write, or not written.
-func (s *Runtime) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admission, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	s.catchUpLocked(now)
-	perKey := make(map[string]int, 1)
-	for i := range jobs {
-		job := &jobs[i].Job
-		if len(s.disabling.disabled) > 0 {
-			if err := s.disabledLocked(job, now); err != nil {
-				return nil, &batchError{index: i, err: err}
-			}
-		}
-		perKey[job.Key]++
-		rec := recs[i]
-		rec.Submitted = s.wallOf(now)
-		if _, known := s.eng.TypeTier(job.Type); !known {
-			return nil, &batchError{index: i, err: errUnknownType(job.Type)}
-		}
-		var startBy int64
-		if rec.StartBy != 0 {
-			startBy = s.engineTimeOf(rec.StartBy)
-		}
-		if dl := s.eng.DeadlineOf(job.Type, startBy, now); dl != 0 {
-			notBefore := now
-			if rec.NotBefore != 0 { // 0: none, not the Unix epoch
-				notBefore = max(now, s.engineTimeOf(rec.NotBefore))
-			}
-			if dl <= notBefore {
-				return nil, &batchError{index: i, err: fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
-					ErrStartDeadline, s.timeOf(dl).Format(time.RFC3339Nano))}
-			}
-			rec.StartBy = s.wallOf(dl)
-		}
-	}
-	if err := s.refusedAfterWriteLocked(jobs); err != nil {
-		return nil, err
-	}
-	if r := s.eng.Room(len(jobs), perKey); r != nil { // the jobs being written count as queued
-		if r.Reason == engine.RefusedClosed {
-			return nil, ErrClosed
-		}
-		return nil, s.cfg.Errors.QueueFull(QueueFull{KeyLimit: r.Reason == engine.RefusedKeyFull, Key: r.Key, Limit: r.Limit, Size: r.Size})
-	}
-	// They count against the limits from now on, for Submit and RunSync
-	// too, until releaseLocked.
-	s.eng.Reserve(len(jobs), perKey)
-	s.wg.Add(1) // done by the caller once the jobs are queued or refused
-	return &admission{n: len(jobs), perKey: perKey}, nil
-}
-
-// admission is what admitDurable let in: n jobs, perKey of them by key.
-// They count against the queue's limits until releaseLocked.
-type admission struct {
-	n      int
-	perKey map[string]int
-}
-
-// releaseLocked stops counting a's jobs as being admitted: they are queued
-// now, or were refused, or their write failed.
-func (s *Runtime) releaseLocked(a *admission) { s.eng.Unreserve(a.n, a.perKey) }
-
-// enqueueDurableLocked queues durable job t, whose record rec was
-// committed, with the submission time it was admitted at.
-func (s *Runtime) enqueueDurableLocked(t *durableTask, job *Job, rec *store.Job, now int64) error {
-	if rec.StartBy != 0 {
-		job.StartBy = time.UnixMicro(rec.StartBy) // its StartTimeout counted from its admission
-	}
-	// Never 0, which would mean "admitted now" and be checked again.
-	if err := s.enqueueAtLocked(&t.task, job, s.engineTimeOf(rec.Submitted), now); err != nil {
-		return err
-	}
-	s.asideClockLocked(t) // waiting for the jobs it runs after
-	return nil
-}
-
-// ID returns the identity of a durable job in its Scheduler's Store, for
-// as long as the store keeps it; 0 for a job that is not durable.
-func (h Handle) ID() int64 {
-	if h.t == nil {
-		return 0
-	}
-	if dt := h.scheduler().durableOf(h.t); dt != nil {
-		return dt.id
-	}
-	return 0
 }

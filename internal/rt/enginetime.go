@@ -3,6 +3,9 @@ package rt
 import (
 	"math"
 	"time"
+
+	"github.com/fairsched/fairsched/internal/clock"
+	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // The scheduler's time. The engine counts time in whole µs (engine time);
@@ -50,11 +53,30 @@ func usDuration(us int64) time.Duration {
 	return time.Duration(min(us, math.MaxInt64/int64(time.Microsecond))) * time.Microsecond
 }
 
+// timebase converts between the engine's times, µs from origin at the
+// epoch, and the clock's and the store's. It is set by New, then
+// read-only: its conversions are pure functions of their argument.
+type timebase struct {
+	clock     Clock
+	realClock bool      // clock is the system clock: read it with time.Since
+	epoch     time.Time // New's instant, taken down to a whole µs
+}
+
+// newTimebase returns the timebase of clock (nil: the system clock) from
+// now on.
+func newTimebase(c Clock) timebase {
+	if c == nil {
+		c = clock.Real{}
+	}
+	_, real := c.(clock.Real)
+	return timebase{clock: c, realClock: real, epoch: wholeMicro(c.Now())}
+}
+
 // nowLocked returns the scheduler's time: the engine's, in µs. With the
 // system clock it reads only the monotonic clock (time.Since on a reading
 // that carries one), which costs half of time.Now; that clock never reads
 // before the epoch, so truncating the span is taking it down.
-func (s *Runtime) nowLocked() int64 {
+func (s *timebase) nowLocked() int64 {
 	if s.realClock {
 		return origin + time.Since(s.epoch).Microseconds()
 	}
@@ -62,7 +84,7 @@ func (s *Runtime) nowLocked() int64 {
 }
 
 // engineTime returns the engine's time of t: never 0 (none).
-func (s *Runtime) engineTime(t time.Time) int64 {
+func (s *timebase) engineTime(t time.Time) int64 {
 	d := t.Sub(s.epoch) // within the longest time.Duration
 	us := int64(d / time.Microsecond)
 	if d%time.Microsecond < 0 {
@@ -72,20 +94,40 @@ func (s *Runtime) engineTime(t time.Time) int64 {
 }
 
 // timeOf returns the time of the engine's time us.
-func (s *Runtime) timeOf(us int64) time.Time {
+func (s *timebase) timeOf(us int64) time.Time {
 	return s.epoch.Add(time.Duration(clampEngine(us)-origin) * time.Microsecond)
 }
 
 // wallOf returns the store's time of the engine's time us: µs since the
 // Unix epoch.
-func (s *Runtime) wallOf(us int64) int64 {
+func (s *timebase) wallOf(us int64) int64 {
 	return s.epoch.UnixMicro() + clampEngine(us) - origin
 }
 
 // engineTimeOf returns the engine's time of the store's time wall, µs
 // since the Unix epoch: never 0 (none).
-func (s *Runtime) engineTimeOf(wall int64) int64 {
+func (s *timebase) engineTimeOf(wall int64) int64 {
 	e := s.epoch.UnixMicro()
 	// Kept within the limits before subtracting, which cannot overflow.
 	return min(max(wall, e-origin+1), e+maxEngine-origin) - e + origin
+}
+
+// Clock is the time source (the API's Clock).
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// timesOf returns job's times in µs of the scheduler's clock (0 for the
+// zero time).
+func (s *timebase) timesOf(job *Job) engine.Times {
+	// job.After is converted, and checked, by afterOf.
+	var tm engine.Times
+	if !job.NotBefore.IsZero() {
+		tm.NotBefore = s.engineTime(job.NotBefore)
+	}
+	if !job.StartBy.IsZero() {
+		tm.StartBy = s.engineTime(job.StartBy)
+	}
+	return tm
 }

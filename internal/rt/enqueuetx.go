@@ -58,19 +58,3 @@ func EnqueueTx[Tx any](ctx context.Context, s *Runtime, tx Tx, job *Job, args an
 	}
 	return rec.ID, nil
 }
-
-// arrived queues a durable job that a caller's transaction committed
-// (EnqueueTx), as the store found it. A Scheduler that is leaving leaves
-// it in the store for the next start.
-func (s *Runtime) arrived(j *store.Job) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.durable.leaving || s.closed {
-		return
-	}
-	now := s.nowLocked()
-	s.restoreLocked(j, now)
-	s.armLocked(now)
-	s.catchUpLocked(now) // its start deadline may have passed
-	s.dispatchLocked(now, false)
-}

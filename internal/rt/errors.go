@@ -66,10 +66,13 @@ type batchError struct {
 func (e *batchError) Error() string { return e.err.Error() } // never shown: see apiError
 func (e *batchError) Unwrap() error { return e.err }
 
-// apiError returns err as the API gives it to its caller.
-func (s *Runtime) apiError(err error) error {
+// api returns err as the API gives it to its caller.
+func (e *Errors) api(err error) error {
 	if be, ok := err.(*batchError); ok {
-		return s.cfg.Errors.Batch(be.index, be.err)
+		return e.Batch(be.index, be.err)
 	}
 	return err
 }
+
+// errUnknownType is the error of a job whose type name is not registered.
+func errUnknownType(name string) error { return fmt.Errorf("%w %q", ErrUnknownType, name) }

@@ -2,37 +2,9 @@ package rt
 
 import (
 	"context"
-	"errors"
 
 	"github.com/fairsched/fairsched/internal/engine"
 )
-
-// Handle refers to a job given to Submit: to wait for it, read its result
-// or cancel it. It stays valid after the job has ended, for as long as it
-// is kept. Handles are comparable; copies refer to the same job. Its
-// methods are safe for concurrent use.
-//
-// The zero Handle refers to no job: Seq returns 0, Done a closed channel,
-// Err and Wait an error saying so, and Cancel does nothing.
-type Handle struct {
-	t *task   // a Submit job's record, never reused while a Handle may hold it
-	w *joiner // for a job of a type that joins duplicates: the submission it stands for
-}
-
-// errNoJob is the error of the zero Handle.
-var errNoJob = errors.New("fairsched: the zero Handle refers to no job")
-
-// Seq returns the job's sequence number: unique in its Scheduler, in
-// submission order, and the Seq of its Events and Snapshot entries.
-func (h Handle) Seq() uint64 {
-	if h.t == nil {
-		return 0
-	}
-	return h.t.rec.Seq()
-}
-
-// scheduler returns the scheduler that runs the job.
-func (h Handle) scheduler() *Runtime { return h.t.rec.Engine().Owner.(*Runtime) }
 
 // Done returns a channel that is closed when the job has ended: it ran, or
 // it was cancelled or discarded before it started.
@@ -123,28 +95,33 @@ func (h Handle) Cancel() {
 	}
 }
 
-// Cancel cancels the job numbered seq (Handle.Seq, JobInfo.Seq), as its
-// Handle's Cancel would, for an operator who has its number but not its
-// Handle: a queued job leaves the queue at once and ends with
-// context.Canceled (a durable job is recorded so in the Store); a running
-// job's context is cancelled. A RunSync job's caller gets
-// context.Canceled. A job that duplicates joined is cancelled for every
-// submission attached to it. It reports whether a job numbered seq was
-// queued or running. O(n) in the jobs queued: it is for an operator, not
-// for a path every job takes; a program that cancels keeps the Handle.
-func (s *Runtime) Cancel(seq uint64) bool {
+// Attempts returns the attempts of a job that was retried, in order, each
+// with its times and error (nil for a last attempt that succeeded); nil
+// for a job that made one attempt, whose only error is Err's.
+func (h Handle) Attempts() []AttemptInfo {
+	if h.t == nil {
+		return nil
+	}
+	s := h.scheduler()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j := s.eng.Find(seq)
-	if j == nil {
-		return false
+	if a := attemptsOf(h.t); a != nil {
+		return append([]AttemptInfo(nil), a.list...)
 	}
-	t := taskOf(j)
-	switch {
-	case t.rec.Waiting():
-		s.cancelQueuedLocked(t, context.Canceled, s.nowLocked())
-	case t.rec.Running():
-		t.ctx.cancel(context.Canceled)
+	return nil
+}
+
+// scheduler returns the scheduler that runs the job.
+func (h Handle) scheduler() *Runtime { return h.t.rec.Engine().Owner.(*Runtime) }
+
+// ID returns the identity of a durable job in its Scheduler's Store, for
+// as long as the store keeps it; 0 for a job that is not durable.
+func (h Handle) ID() int64 {
+	if h.t == nil {
+		return 0
 	}
-	return true
+	if dt := h.scheduler().durable.of(h.t); dt != nil {
+		return dt.id
+	}
+	return 0
 }

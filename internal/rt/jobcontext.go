@@ -171,3 +171,16 @@ func (c *jobContext) end() {
 	c.cancelLocked(context.Canceled)
 	c.mu.Unlock()
 }
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// parentKey is the context key under which a job's context answers with
+// itself, so that a child finds its parent.
+type parentKey struct{}
+
+// attemptKey is the context key of a job's attempt number.
+type attemptKey struct{}

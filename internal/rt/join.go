@@ -22,24 +22,6 @@ import (
 // a joiner asked for, charged to its first submitter's key; a joiner's
 // other fields are ignored.
 
-// joined is what a job that duplicates may join keeps.
-type joined struct {
-	waiters []*joiner     // still attached, in the order they joined
-	done    chan struct{} // closed when the job ends
-}
-
-// joiner is one submission attached to a job.
-type joiner struct {
-	js     *joined
-	fn     func(context.Context) error // a Submit joiner's; nil for RunSync
-	ctx    context.Context             // a Submit joiner's (its values) or a RunSync joiner's
-	runner bool                        // its function is the one the job runs
-	gone   bool                        // detached
-	// promoted is, for a RunSync joiner, closed when it becomes the
-	// runner of a job that waits: it must then run the job itself.
-	promoted chan struct{}
-}
-
 // joinableLocked returns the job a submission of desc would join, or nil.
 func (s *Runtime) joinableLocked(desc *Job) *task {
 	if !s.joinsType(desc.Type) {
@@ -112,32 +94,6 @@ func (s *Runtime) detachLocked(t *task, w *joiner, now int64) {
 	close(next.promoted)
 }
 
-// runJoined is RunSync for a duplicate that joined job t as w: it waits
-// for the job's end and returns its error, or, if it is made the job's
-// runner while the job waits, runs fn itself. If ctx ends first, w
-// detaches and ctx's error is returned. mu is held on entry and released.
-func (s *Runtime) runJoined(ctx context.Context, t *task, w *joiner, fn func(context.Context) error) error {
-	done := w.js.done
-	s.mu.Unlock()
-	select {
-	case <-done:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return resultOf(t)
-	case <-w.promoted:
-		s.mu.Lock()
-		if err := s.awaitStartLocked(ctx, t); err != nil {
-			return err
-		}
-		return s.runStarted(ctx, t, fn)
-	case <-ctx.Done():
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.detachLocked(t, w, s.nowLocked())
-		return ctx.Err()
-	}
-}
-
 // runnerOf returns the joiner that runs t, if t has joiners.
 func (s *Runtime) runnerOf(t *task) *joiner {
 	if js := s.dups.joiners[t]; js != nil {
@@ -176,7 +132,7 @@ func (s *Runtime) joinsType(name string) bool {
 // the job it duplicates, if there is one, at now, and returns the Handle
 // of the submission, and whether it joined.
 func (s *Runtime) submitJoinLocked(t *task, desc *Job, now int64) (Handle, bool, error) {
-	if err := s.disabledLocked(desc, now); err != nil {
+	if err := s.disabling.refuses(desc, now); err != nil {
 		return Handle{}, false, err // a disabled pair joins nothing either
 	}
 	existing := s.joinableLocked(desc)

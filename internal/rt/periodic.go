@@ -2,10 +2,13 @@ package rt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/store"
 )
 
 // Schedule gives the times of a periodic job's occurrences: Next returns
@@ -70,7 +73,7 @@ func (s *Runtime) Schedule(ctx context.Context, spec Schedule, job Job, fn func(
 	}
 	p := &Periodic{s: s, spec: spec, job: job, fn: fn, ctx: ctx}
 	if s.periodic == nil {
-		s.periodic = make(map[*Periodic]struct{})
+		s.periodic = make(map[interface{ stopLocked() }]struct{})
 	}
 	s.periodic[p] = struct{}{}
 	p.armNextLocked(first)
@@ -164,4 +167,165 @@ func (s *Runtime) stopSchedulesLocked() {
 	for p := range s.periodic {
 		p.stopLocked()
 	}
+}
+
+// Durable schedules. A schedule of durable jobs has a name, under which
+// the Store keeps its next time and its latest occurrence, so that the
+// code that starts the schedule again after a restart (ScheduleDurable
+// with the same name) neither repeats an occurrence that was enqueued nor
+// loses the one that fell due while no process ran: that one is enqueued
+// at once, once.
+
+// durableSchedule is what a schedule of durable jobs adds to a Periodic.
+type durableSchedule struct {
+	name string
+	args any
+}
+
+// ScheduleState is what the Store keeps of a schedule.
+type ScheduleState struct {
+	Next int64 `json:"next"`           // the next occurrence, µs since the Unix epoch; 0: none
+	Last int64 `json:"last,omitempty"` // the latest occurrence's job ID
+}
+
+func ScheduleStateName(name string) string { return "schedule:" + name }
+
+// ScheduleDurable is Schedule for durable jobs: at each time spec gives,
+// it enqueues job with args (Enqueue), unless the previous occurrence has
+// not ended, which is skipped and counted. name identifies the schedule
+// in the Store, which keeps its next time and its latest occurrence:
+// started again with the same name after a restart, the schedule goes on
+// where it was, and an occurrence that fell due while no Scheduler ran is
+// enqueued at once (one, however many fell due). Occurrences are enqueued
+// as Enqueue does, on a goroutine of the Scheduler's; one that fails to
+// be stored is skipped and counted. It fails as Schedule does, and as
+// Enqueue does for job and args.
+func (s *Runtime) ScheduleDurable(ctx context.Context, name string, spec Schedule, job Job, args any) (*Periodic, error) {
+	if ctx == nil {
+		panic("fairsched: ScheduleDurable with a nil context")
+	}
+	d := s.durable
+	switch {
+	case d == nil:
+		return nil, errors.New("fairsched: ScheduleDurable needs a Store in Config")
+	case spec == nil:
+		return nil, errNilSchedule
+	case name == "":
+		return nil, errors.New("fairsched: ScheduleDurable needs a name")
+	}
+	if _, err := d.record(&EnqueueParams{Job: job, Args: args}); err != nil {
+		return nil, err
+	}
+	var saved ScheduleState
+	if b, err := d.st.State(ctx, ScheduleStateName(name)); err != nil {
+		return nil, err
+	} else if b != nil {
+		if err := json.Unmarshal(b, &saved); err != nil {
+			return nil, fmt.Errorf("fairsched: the store's schedule %q: %w", name, err)
+		}
+	}
+	first := spec.Next(s.clock.Now()) // the user's code: outside the lock
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.eng.Accepting() {
+		return nil, ErrClosed
+	}
+	p := &Periodic{s: s, spec: spec, job: job, ctx: ctx, durable: &durableSchedule{name: name, args: args}}
+	if saved.Last != 0 {
+		p.last = s.findDurableLocked(saved.Last) // still queued or running: later occurrences wait for it
+	}
+	if s.periodic == nil {
+		s.periodic = make(map[interface{ stopLocked() }]struct{})
+	}
+	s.periodic[p] = struct{}{}
+	now := s.clock.Now()
+	switch {
+	case saved.Next == 0:
+		p.armNextLocked(first)
+	case saved.Next <= now.UnixMicro():
+		p.armAtLocked(now) // fell due while no one ran it
+	default:
+		p.armAtLocked(time.UnixMicro(saved.Next))
+	}
+	return p, nil
+}
+
+// findDurableLocked returns a Handle of the durable job id if it waits or
+// runs here, and the zero Handle otherwise. O(n): once per schedule, as
+// it starts.
+func (s *Runtime) findDurableLocked(id int64) Handle {
+	for _, jobs := range [][]*engine.Job{s.eng.PendingJobs(), s.eng.RunningJobs()} {
+		for _, j := range jobs {
+			if dt := s.durable.of(taskOf(j)); dt != nil && dt.id == id {
+				return Handle{t: &dt.task}
+			}
+		}
+	}
+	return Handle{}
+}
+
+// occurDurableLocked enqueues the occurrence due now, on a goroutine of
+// the Scheduler's since the write must not hold the lock. The occurrence
+// after it, next, is armed by the caller at once, not once the write
+// ends: its time is known now, and a clock that has moved past it by then
+// would fire it late (a test clock, not until it moves again). Until the
+// write ends, the occurrence being written is the latest: one that falls
+// due meanwhile is skipped.
+func (p *Periodic) occurDurableLocked(next time.Time) {
+	s := p.s
+	p.writing = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		// The schedule's next time and latest occurrence are written in
+		// the occurrence's transaction: a crash cannot leave the one
+		// without the other.
+		state := &store.StateWrite{Name: ScheduleStateName(p.durable.name), Value: func(jobs []*store.Job) []byte {
+			return ScheduleState{Last: jobs[0].ID}.at(next)
+		}}
+		// The occurrence is the latest from the instant it is queued,
+		// under the lock that queues it: before it can end.
+		_, err := s.enqueueOne(context.Background(), EnqueueParams{Job: p.job, Args: p.durable.args}, state, func(hs []Handle) {
+			p.wroteLocked(next, hs[0])
+		})
+		if err == nil {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if errors.Is(err, ErrClosed) {
+			p.writing = false
+			return // not recorded: the next start enqueues it
+		}
+		p.skipped++
+		s.skippedOccurrences++
+		p.wroteLocked(time.Time{}, p.last)
+	}()
+}
+
+// wroteLocked ends the write of an occurrence whose transaction recorded
+// the schedule's next time as next (zero: it recorded nothing), leaving
+// last the latest occurrence. If the schedule moved on meanwhile (an
+// occurrence skipped during the write), its state is recorded again, after
+// the transaction.
+func (p *Periodic) wroteLocked(next time.Time, last Handle) {
+	p.writing = false
+	p.last = last
+	if p.stop != nil && !p.next.Equal(next) {
+		p.saveLocked(p.next)
+	}
+}
+
+// saveLocked records the schedule: its next occurrence, and its latest.
+func (p *Periodic) saveLocked(next time.Time) {
+	p.s.durable.st.PutState(ScheduleStateName(p.durable.name), ScheduleState{Last: p.last.ID()}.at(next))
+}
+
+// at returns the encoded state with its next time next (zero: none).
+func (st ScheduleState) at(next time.Time) []byte {
+	if !next.IsZero() {
+		st.Next = next.UnixMicro()
+	}
+	b, _ := json.Marshal(st) // integers only: cannot fail
+	return b
 }

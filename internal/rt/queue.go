@@ -3,43 +3,9 @@ package rt
 import (
 	"sort"
 	"time"
-	"unsafe"
 
 	"github.com/fairsched/fairsched/internal/engine"
 )
-
-// Job is the API's Job, read in place (the API's jobOf): the same fields,
-// in the same order, of the same layout (TestRuntimeMirrors in the API's
-// tests); its first four are the engine's Desc (descOf).
-type Job struct {
-	Type, ID, Key      string
-	Priority           int
-	NotBefore, StartBy time.Time
-	After              []Handle
-	Needs              map[string]int
-}
-
-// descOf returns the engine's description of job: the same fields, laid
-// out alike (TestDescMirrorsJob), so no copy is made.
-func descOf(job *Job) *engine.Desc { return (*engine.Desc)(unsafe.Pointer(job)) }
-
-// timesOf returns job's times in µs of the scheduler's clock (0 for the
-// zero time).
-func (s *Runtime) timesOf(job *Job) engine.Times {
-	// job.After is converted, and checked, by afterOf.
-	var tm engine.Times
-	if !job.NotBefore.IsZero() {
-		tm.NotBefore = s.engineTime(job.NotBefore)
-	}
-	if !job.StartBy.IsZero() {
-		tm.StartBy = s.engineTime(job.StartBy)
-	}
-	return tm
-}
-
-// priorityLowest is the API's PriorityLowest: the priority 0, asked for
-// (0 itself means "not set").
-const priorityLowest = -1
 
 // JobInfo describes a job as the API's JobInfo does (see its
 // documentation), its tier and what holds it as the engine numbers them.
@@ -138,3 +104,7 @@ func (s *Runtime) estimateLocked(job *Job, now int64) (time.Duration, bool) {
 	}
 	return usDuration(wait), known
 }
+
+// WhyNoHandler is why a durable job found in the store waits whose type
+// has no handler in this process: its type is held as if paused.
+const WhyNoHandler = engine.NumWhys

@@ -18,29 +18,19 @@ import (
 // A crash before a posted record is committed runs the job again: at
 // least once.
 
-// runAttempt runs one attempt of a job on a scheduler goroutine: a
-// durable job's handler, or a Submit job's function.
-func (s *Runtime) runAttempt(t *task) error {
-	if s.durable != nil {
-		if dt := s.durableOf(t); dt != nil {
-			return s.runDurable(dt)
-		}
-	}
-	return s.call(t, t.fn)
-}
-
-// runDurable records that an attempt of dt starts, then runs its handler
-// with the arguments the store gave back.
-func (s *Runtime) runDurable(dt *durableTask) error {
+// durableAttempt records that an attempt of dt starts, and returns the
+// function the attempt runs: its handler, with the arguments the store
+// gave back and the job's ID in its context.
+func (s *Runtime) durableAttempt(dt *durableTask) (func(context.Context) error, error) {
 	h := s.durable.handlers[dt.rec.Type()]
 	dt.attempt++ // only the goroutine that runs it touches it while it runs
 	args, err := s.durable.st.Start(context.Background(), dt.id, s.wallOf(dt.rec.Started()))
 	if err != nil {
-		return fmt.Errorf("fairsched: recording the start of job %d: %w", dt.id, err)
+		return nil, fmt.Errorf("fairsched: recording the start of job %d: %w", dt.id, err)
 	}
-	return s.call(&dt.task, func(ctx context.Context) error {
+	return func(ctx context.Context) error {
 		return h.Run(context.WithValue(ctx, jobIDKey{}, dt.id), args)
-	})
+	}, nil
 }
 
 // jobIDKey is the context key of a durable job's ID.
@@ -56,13 +46,13 @@ func JobID(ctx context.Context) int64 {
 }
 
 // durableRetriedLocked records that durable job t's attempt failed at now
-// with err, and that it will be tried again not before notBefore. While
-// the scheduler is leaving, the job is not kept in memory for that: it
-// leaves, and the next start tries it again.
-func (s *Runtime) durableRetriedLocked(t *task, err error, started, notBefore, now int64) {
-	dt := s.durableOf(t)
+// with err, and that it will be tried again not before notBefore. It
+// reports whether the job leaves memory now, kept in the store alone: the
+// scheduler is leaving, and the next start tries it again.
+func (s *Runtime) durableRetriedLocked(t *task, err error, started, notBefore, now int64) (leaves bool) {
+	dt := s.durable.of(t)
 	if dt == nil {
-		return
+		return false
 	}
 	stood, _ := s.eng.AsideStood(&t.rec) // backing off: set aside with its aging clock running
 	s.durable.st.Post(store.Op{
@@ -70,24 +60,7 @@ func (s *Runtime) durableRetriedLocked(t *task, err error, started, notBefore, n
 		Attempt: store.Attempt{Start: s.wallOf(started), End: s.wallOf(now), Err: errText(err)},
 		Stood:   s.wallOf(stood),
 	})
-	if s.durable.leaving {
-		s.endQueuedLocked(t, ErrKept, now)
-	}
-}
-
-// leaveLocked readies the durable jobs for Shutdown and Close: the queued
-// ones leave memory, staying in the store as they are. The fair state is
-// taken first: their leaving makes their keys' flows inactive and raises
-// the tiers' floors, which the next start must not inherit.
-func (s *Runtime) leaveLocked(now int64) {
-	s.durable.leaving = true
-	fs := s.eng.SaveFair()
-	s.durable.atLeave = &fs
-	for _, j := range s.eng.PendingJobs() {
-		if t := taskOf(j); j.Waiting() && s.durableOf(t) != nil {
-			s.endQueuedLocked(t, ErrKept, now)
-		}
-	}
+	return s.durable.leaving
 }
 
 // durableEndedLocked records how durable job t ended. While the
@@ -96,7 +69,7 @@ func (s *Runtime) leaveLocked(now int64) {
 // short and that did not complete, queued again with that attempt not
 // counted.
 func (s *Runtime) durableEndedLocked(t *task) {
-	dt := s.durableOf(t)
+	dt := s.durable.of(t)
 	if dt == nil {
 		return
 	}
@@ -136,7 +109,7 @@ func (s *Runtime) requeueDurableLocked(id int64, made, allowed int) *task {
 // running: its aging clock stood still, and the next start must find it
 // so; and it keeps no lane's paused time (store.Job.Stood) any longer.
 func (s *Runtime) clockMovedLocked(j *engine.Job) {
-	if dt := s.durableOf(taskOf(j)); dt != nil {
+	if dt := s.durable.of(taskOf(j)); dt != nil {
 		s.durable.st.Post(store.Op{Kind: store.OpClock, ID: dt.id, At: s.wallOf(j.Submitted())})
 	}
 }
@@ -246,4 +219,15 @@ func (s *Runtime) saveFairFinal() {
 	if changed {
 		s.putFair(fs)
 	}
+}
+
+// durableDiedLocked marks t, whose last attempt failed for good, dead in
+// the store, if it is durable, and returns its identity there (0: none).
+func (s *Runtime) durableDiedLocked(t *task) int64 {
+	dt := s.durable.of(t)
+	if dt == nil {
+		return 0
+	}
+	dt.dead = true
+	return dt.id
 }

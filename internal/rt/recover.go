@@ -134,7 +134,7 @@ func (s *Runtime) restoreLocked(j *store.Job, now int64) {
 	if j.State == store.Running {
 		lost := store.Attempt{Start: j.Started, End: s.wallOf(now), Err: ErrLost.Error()}
 		a.list = append(a.list, AttemptInfo{Start: time.UnixMicro(lost.Start), End: s.timeOf(now), Err: ErrLost})
-		p := s.retries[j.Type]
+		p := s.retries.byType[j.Type]
 		limit := max(p.Attempts, 1)
 		if a.allowed > 0 {
 			limit = a.allowed
@@ -178,7 +178,7 @@ func (s *Runtime) restoreLocked(j *store.Job, now int64) {
 		s.unrunLocked(now)
 	}
 	if s.dups.policy != nil { // its duplicates join it, or it replaces an older one
-		s.acceptedDupLocked(&dt.task, now)
+		s.supersedeLocked(s.dups.accepted(&dt.task), &dt.task, now)
 		if s.joinsLocked(&dt.task) {
 			s.registerJoinLocked(&dt.task, durableFn, durableParent)
 		}
@@ -204,7 +204,7 @@ func (s *Runtime) loadFairLocked(now int64) error {
 // list, each with a sequence number of this Scheduler's, so that they can
 // be seen and retried by hand as those that died here can.
 func (s *Runtime) loadDeadLocked() error {
-	limit := s.deadLimit()
+	limit := s.dead.limit
 	if limit < 0 {
 		return nil
 	}
@@ -215,7 +215,7 @@ func (s *Runtime) loadDeadLocked() error {
 		return nil
 	})
 	for i := len(found) - 1; i >= 0; i-- { // the list is oldest first
-		s.addDeadLocked(found[i])
+		s.dead.add(found[i])
 	}
 	return err
 }
@@ -266,11 +266,11 @@ func (s *Runtime) holdOrphanLocked(name string, now int64) bool {
 // buryRestoredLocked adds durable job id, found at start out of
 // attempts, to the dead list.
 func (s *Runtime) buryRestoredLocked(id int64, desc *Job, a *attempts, now int64) {
-	s.deadTotal++
-	if s.cfg.DeadJobs < 0 {
+	s.dead.total++
+	if s.dead.limit < 0 {
 		return
 	}
-	s.addDeadLocked(s.durableDead(id, desc, a, a.list[len(a.list)-1].Err, s.timeOf(now)))
+	s.dead.add(s.durableDead(id, desc, a, a.list[len(a.list)-1].Err, s.timeOf(now)))
 }
 
 // durableDead returns the dead-list record of durable job id, described
@@ -305,4 +305,20 @@ func errorOf(msg string) error {
 		return ErrLost
 	}
 	return errors.New(msg)
+}
+
+// arrived queues a durable job that a caller's transaction committed
+// (EnqueueTx), as the store found it. A Scheduler that is leaving leaves
+// it in the store for the next start.
+func (s *Runtime) arrived(j *store.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.durable.leaving || s.closed {
+		return
+	}
+	now := s.nowLocked()
+	s.restoreLocked(j, now)
+	s.armLocked(now)
+	s.catchUpLocked(now) // its start deadline may have passed
+	s.dispatchLocked(now, false)
 }

@@ -98,16 +98,3 @@ func EngineNeeds(needs map[string]int) []engine.Need {
 	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
 	return out
 }
-
-// SetResource changes the capacity of a named resource of
-// Config.Resources. Jobs running keep their units (a lowered capacity may
-// be exceeded until they end; nothing new starts meanwhile); jobs waiting
-// are looked at again, and a waiting job that needs more than the new
-// capacity waits until it grows. It fails, changing nothing, if the
-// resource is not configured or the capacity is negative.
-func (s *Runtime) SetResource(name string, capacity int) error {
-	if !s.changeNow(func(now int64) bool { return s.eng.SetResource(name, capacity, now) }) {
-		return fmt.Errorf("%w %q", ErrUnknownResource, name)
-	}
-	return nil
-}

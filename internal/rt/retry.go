@@ -46,31 +46,12 @@ func (e permanentError) Error() string        { return e.err.Error() }
 func (e permanentError) Unwrap() error        { return e.err }
 func (e permanentError) Is(target error) bool { return target == ErrPermanent }
 
-// attemptKey is the context key of a job's attempt number.
-type attemptKey struct{}
-
 // Attempt returns the number of the attempt whose context ctx is (or
 // derives from): 1 for a job's first, 2 for its first retry. It returns
 // 0 for a context that is not a job's.
 func Attempt(ctx context.Context) int {
 	n, _ := ctx.Value(attemptKey{}).(int)
 	return n
-}
-
-// Attempts returns the attempts of a job that was retried, in order, each
-// with its times and error (nil for a last attempt that succeeded); nil
-// for a job that made one attempt, whose only error is Err's.
-func (h Handle) Attempts() []AttemptInfo {
-	if h.t == nil {
-		return nil
-	}
-	s := h.scheduler()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if a := attemptsOf(h.t); a != nil {
-		return append([]AttemptInfo(nil), a.list...)
-	}
-	return nil
 }
 
 // AttemptInfo describes one attempt of a job that was retried.
@@ -100,13 +81,13 @@ func attemptsOf(t *task) *attempts {
 // (resultOf).
 func (a *attempts) Error() string { return fmt.Sprint(a.result) }
 
-// newAttemptsLocked returns a new attempt record for t, whose first
-// attempt runs.
-func (s *Runtime) newAttemptsLocked(t *task) *attempts { return &attempts{parent: t.ctx.parent} }
+// newAttempts returns a new attempt record for t, whose first attempt
+// runs.
+func newAttempts(t *task) *attempts { return &attempts{parent: t.ctx.parent} }
 
-// addAttemptLocked records in a t's attempt that ended at now with err.
-func (s *Runtime) addAttemptLocked(a *attempts, t *task, err error, now int64) {
-	a.list = append(a.list, AttemptInfo{Start: s.timeOf(t.rec.Started()), End: s.timeOf(now), Err: err})
+// add records in a an attempt of t that ended at now with err.
+func (a *attempts) add(tb *timebase, t *task, err error, now int64) {
+	a.list = append(a.list, AttemptInfo{Start: tb.timeOf(t.rec.Started()), End: tb.timeOf(now), Err: err})
 }
 
 // resultOf returns the error a job ended with.
@@ -126,48 +107,55 @@ func setResultLocked(t *task, err error) {
 	t.err = err
 }
 
-// retryLocked decides, once t's attempt that started at its engine
-// record's start time ended at now with err, whether to try it again.
-// cancelled says the attempt's context was cancelled while it ran. If it
-// retries, it records the attempt, gives t a context for the next one and
-// puts it back in the engine, delayed by its policy's backoff, and reports
-// true.
-func (s *Runtime) retryLocked(t *task, err error, cancelled bool, now int64) bool {
-	if s.retries == nil && t.err == nil {
-		return false // no type retries, no attempt record: the common case, inlined
-	}
-	return s.retryTypedLocked(t, err, cancelled, now)
+// retries is the retry policy of every job type: the policies, and the
+// decision once an attempt ends. Guarded by Runtime.mu.
+type retries struct {
+	byType map[string]RetryPolicy // the types that retry; nil: none does
+	tb     *timebase
 }
 
-func (s *Runtime) retryTypedLocked(t *task, err error, cancelled bool, now int64) bool {
-	p := s.retries[t.rec.Type()]
+// note keeps type name's policy, if it retries.
+func (r *retries) note(name string, p RetryPolicy) {
+	if p == (RetryPolicy{}) {
+		return
+	}
+	if r.byType == nil {
+		r.byType = make(map[string]RetryPolicy)
+	}
+	r.byType[name] = p
+}
+
+// again decides, once t's attempt that started at its engine record's
+// start time ended at now with err, whether to try it again: it records
+// the attempt (in the attempts record made at the first that failed) and
+// returns when the next may start, and true; or false, for a job done:
+// it succeeded, its error matches ErrPermanent, its attempts are spent,
+// or stop says it may not go on (cancelled while it ran, or the
+// scheduler closing).
+func (r *retries) again(t *task, err error, stop bool, now int64) (notBefore int64, retry bool) {
+	if r.byType == nil && t.err == nil {
+		return 0, false // no type retries, no attempt record: the common case, inlined
+	}
+	return r.decide(t, err, stop, now)
+}
+
+func (r *retries) decide(t *task, err error, stop bool, now int64) (notBefore int64, retry bool) {
+	p := r.byType[t.rec.Type()]
 	a := attemptsOf(t)
 	if a == nil {
 		if err == nil || p.Attempts <= 1 {
-			return false
+			return 0, false
 		}
-		a = s.newAttemptsLocked(t)
+		a = newAttempts(t)
 		t.err = a
 	}
-	s.addAttemptLocked(a, t, err, now)
+	a.add(r.tb, t, err, now)
 	limit := p.Attempts
 	if a.allowed > 0 {
 		limit = a.allowed
 	}
-	if err == nil || cancelled || s.closed || errors.Is(err, ErrPermanent) || len(a.list) >= limit {
-		return false
+	if err == nil || stop || errors.Is(err, ErrPermanent) || len(a.list) >= limit {
+		return 0, false
 	}
-	next := &jobContext{parent: a.parent, valuesOnly: !t.isSync(), attempt: int32(len(a.list) + 1)}
-	t.ctx, t.submitCtx = next, nil // a Submit job's, made already
-	notBefore := now + p.Wait(len(a.list)).Microseconds()
-	started := t.rec.Started() // read first: Retry reuses the word
-	s.eng.Retry(&t.rec, notBefore, now)
-	if s.durable != nil {
-		s.durableRetriedLocked(t, err, started, notBefore, now)
-	}
-	s.armLocked(now)
-	if s.cfg.Signals != nil {
-		s.cfg.Signals.Retried <- t.rec.Seq()
-	}
-	return true
+	return now + p.Wait(len(a.list)).Microseconds(), true
 }

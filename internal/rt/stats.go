@@ -28,10 +28,6 @@ type Stats struct {
 	EventsDropped                   uint64
 }
 
-// WhyNoHandler is why a durable job found in the store waits whose type
-// has no handler in this process: its type is held as if paused.
-const WhyNoHandler = engine.NumWhys
-
 // Stats returns the scheduler's counts. It takes the lock for
 // O(t log t + k + b log b + l) time, for t types, k keys remembered, b
 // keys with work and l lanes (key and type pairs) with work.
@@ -42,7 +38,7 @@ func (s *Runtime) Stats(maxKeys int) Stats {
 		Engine: s.eng.Summary(), Tiers: s.eng.Tiers(), Types: s.eng.Types(),
 		PausedKeys: s.eng.PausedKeys(), MaxConcurrency: s.eng.MaxConcurrency(), MaxQueue: s.cfg.Engine.MaxQueue, Resources: s.eng.Resources(),
 		Superseded: s.dups.superseded, Joins: s.dups.joins,
-		Dead: len(s.dead), DeadTotal: s.deadTotal, SkippedOccurrences: s.skippedOccurrences,
+		Dead: len(s.dead.list), DeadTotal: s.dead.total, SkippedOccurrences: s.skippedOccurrences,
 		Disabled: s.disabling.countLocked(s.nowLocked()), DisabledTotal: s.disabling.total,
 		DisabledRefusals: s.disabling.refused,
 		EventsDropped:    s.events.droppedCount(),

@@ -74,7 +74,7 @@ const MaxBatch = 10_000
 // returns no Handles and no error.
 func (s *Runtime) SubmitMany(ctx context.Context, jobs []SubmitParams) ([]Handle, error) {
 	hs, err := s.submitMany(ctx, jobs)
-	return hs, s.apiError(err)
+	return hs, s.cfg.Errors.api(err)
 }
 
 // submitMany is SubmitMany, its error for a bad job a *batchError.
@@ -258,7 +258,7 @@ func (s *Runtime) refusedAloneLocked(job *Job, types *typeRun, now int64) error 
 		types.checked = true
 	}
 	if len(s.disabling.disabled) > 0 {
-		if err := s.disabledLocked(job, now); err != nil {
+		if err := s.disabling.refuses(job, now); err != nil {
 			return err
 		}
 	}

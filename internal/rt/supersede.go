@@ -1,9 +1,5 @@
 package rt
 
-import (
-	"fmt"
-)
-
 // DuplicatePolicy is a type's duplicate policy, numbered as the API's.
 type DuplicatePolicy uint8
 
@@ -31,8 +27,8 @@ type duplicates struct {
 }
 
 // note records type name's policy, if it has one.
-func (d *duplicates) note(name string, c Type) {
-	if c.Duplicates == AllowDuplicates {
+func (d *duplicates) note(name string, p DuplicatePolicy) {
+	if p == AllowDuplicates {
 		return
 	}
 	if d.policy == nil {
@@ -40,47 +36,48 @@ func (d *duplicates) note(name string, c Type) {
 		d.current = make(map[dupKey]*task)
 		d.joiners = make(map[*task]*joined)
 	}
-	d.policy[name] = c.Duplicates
+	d.policy[name] = p
 }
 
 // keyOf returns t's identity for its type's policy.
 func keyOf(t *task) dupKey { return dupKey{t.rec.Type(), t.rec.ID()} }
 
-// acceptedDupLocked applies t's type's policy to t, just accepted at now:
-// under Supersede it ends the job t replaces; and t becomes the job its
-// duplicates meet, if it waits (or, under JoinRunning, runs).
-func (s *Runtime) acceptedDupLocked(t *task, now int64) {
-	p := s.dups.policy[t.rec.Type()]
+// accepted applies t's type's policy to t, just accepted: under
+// Supersede it returns the job t replaces, which the caller ends; and t
+// becomes the job its duplicates meet, if it waits (or, under
+// JoinRunning, runs).
+func (d *duplicates) accepted(t *task) (replaced *task) {
+	p := d.policy[t.rec.Type()]
 	if p == AllowDuplicates {
-		return
+		return nil
 	}
 	key := keyOf(t)
-	if old := s.dups.current[key]; p == Supersede && old != nil && old.rec.Waiting() {
-		s.dups.superseded++
-		// No dispatch here: the submission dispatches next.
-		s.endQueuedLocked(old, fmt.Errorf("%w: job %d replaced by job %d", ErrSuperseded, old.rec.Seq(), t.rec.Seq()), now)
+	if old := d.current[key]; p == Supersede && old != nil && old.rec.Waiting() {
+		d.superseded++
+		replaced = old
 	}
 	if t.rec.Waiting() || p == JoinRunning && t.rec.Running() {
-		s.dups.current[key] = t
+		d.current[key] = t
 	}
+	return replaced
 }
 
-// dupStartedLocked closes t to its duplicates as it starts, unless its
+// started closes t to its duplicates as it starts, unless its
 // type joins running jobs.
-func (s *Runtime) dupStartedLocked(t *task) {
-	if key := keyOf(t); s.dups.current[key] == t && s.dups.policy[key.typ] != JoinRunning {
-		delete(s.dups.current, key)
+func (d *duplicates) started(t *task) {
+	if key := keyOf(t); d.current[key] == t && d.policy[key.typ] != JoinRunning {
+		delete(d.current, key)
 	}
 }
 
-// dupEndedLocked closes t to its duplicates as it ends, and lets its
+// ended closes t to its duplicates as it ends, and lets its
 // joiners go.
-func (s *Runtime) dupEndedLocked(t *task) {
-	if key := keyOf(t); s.dups.current[key] == t {
-		delete(s.dups.current, key)
+func (d *duplicates) ended(t *task) {
+	if key := keyOf(t); d.current[key] == t {
+		delete(d.current, key)
 	}
-	if js := s.dups.joiners[t]; js != nil {
-		delete(s.dups.joiners, t)
+	if js := d.joiners[t]; js != nil {
+		delete(d.joiners, t)
 		close(js.done)
 	}
 }

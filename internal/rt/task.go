@@ -3,7 +3,6 @@ package rt
 import (
 	"context"
 	"errors"
-	"runtime/debug"
 	"unsafe"
 
 	"github.com/fairsched/fairsched/internal/engine"
@@ -50,15 +49,19 @@ func (t *task) isSync() bool { return t.fn == nil }
 // the callers running at once in a busy service, about 10 kB in all.
 const maxSpareTasks = 64
 
-// newSyncTaskLocked returns a record for a RunSync job, reusing one when
+// spareTasks are the records of ended RunSync jobs, kept for reuse.
+// Guarded by Runtime.mu.
+type spareTasks []*task
+
+// get returns a record for a RunSync job, reusing one when
 // it can: the record never leaves the scheduler, so reuse is safe, and it
 // spares the allocation that dominates an uncontended RunSync.
-func (s *Runtime) newSyncTaskLocked(ctx *jobContext) *task {
+func (p *spareTasks) get(ctx *jobContext) *task {
 	var t *task
-	if n := len(s.spare); n > 0 {
-		t = s.spare[n-1]
-		s.spare[n-1] = nil
-		s.spare = s.spare[:n-1]
+	if n := len(*p); n > 0 {
+		t = (*p)[n-1]
+		(*p)[n-1] = nil
+		*p = (*p)[:n-1]
 	} else {
 		t = new(task)
 	}
@@ -66,13 +69,13 @@ func (s *Runtime) newSyncTaskLocked(ctx *jobContext) *task {
 	return t
 }
 
-// recycleLocked keeps an ended RunSync job's record for reuse.
-func (s *Runtime) recycleLocked(t *task) {
-	if len(s.spare) == maxSpareTasks {
+// put keeps an ended RunSync job's record for reuse.
+func (p *spareTasks) put(t *task) {
+	if len(*p) == maxSpareTasks {
 		return
 	}
 	*t = task{}
-	s.spare = append(s.spare, t)
+	*p = append(*p, t)
 }
 
 // newSubmitTask returns the record of a Submit job, submitted with ctx.
@@ -83,141 +86,6 @@ func newSubmitTask(ctx context.Context, fn func(context.Context) error) *task {
 	return &task{fn: fn, submitCtx: ctx}
 }
 
-// dispatchLocked starts every job that can start now. If self is true the
-// caller is a job goroutine that can run one more Submit job itself: the
-// first one started is returned instead of being given a new goroutine.
-func (s *Runtime) dispatchLocked(now int64, self bool) (next *task) {
-	for s.eng.CanStart() {
-		j := s.eng.Next(now)
-		if j == nil {
-			break
-		}
-		t := taskOf(j)
-		s.startedLocked(t)
-		switch {
-		case t.isSync():
-			close(t.wake)
-			t.wake = nil
-		case self && next == nil:
-			next = t
-		default:
-			s.wg.Add(1)
-			go s.work(t)
-		}
-	}
-	if s.eng.Rated() {
-		s.armLocked(now) // a start may have emptied a token bucket
-	}
-	return next
-}
-
-// startedLocked readies a job the engine started to run.
-func (s *Runtime) startedLocked(t *task) {
-	if s.dups.policy != nil {
-		s.dupStartedLocked(t)
-	}
-	if t.ctx == nil { // a Submit job: its context is made as it starts
-		t.ctx = &jobContext{parent: t.submitCtx, valuesOnly: true}
-		t.submitCtx = nil
-		if a := attemptsOf(t); a != nil { // retried by hand: attempts go on
-			t.ctx.attempt = int32(len(a.list) + 1)
-		}
-	}
-}
-
-// attemptEndedLocked settles the attempt of running job t that returned
-// err at now; cancelled says its context was cancelled while it ran. A
-// failure counts for its type's disable policy; then the job is put back
-// for a retry, and attemptEndedLocked reports true, or it ends: dead if
-// it failed for good.
-func (s *Runtime) attemptEndedLocked(t *task, err error, cancelled bool, now int64) (retried bool) {
-	if err == nil && t.err == nil { // succeeded, never retried: the common case, inlined
-		s.finishLocked(t, nil, true, now)
-		return false
-	}
-	return s.attemptSettledLocked(t, err, cancelled, now)
-}
-
-func (s *Runtime) attemptSettledLocked(t *task, err error, cancelled bool, now int64) (retried bool) {
-	failed := err != nil && !cancelled
-	if failed && s.disabling.policies != nil {
-		s.noteFailureLocked(t, now)
-	}
-	if s.retryLocked(t, err, cancelled, now) {
-		return true
-	}
-	if failed && !s.closed {
-		s.buryLocked(t, err, now)
-	}
-	s.finishLocked(t, err, true, now)
-	return false
-}
-
-// finishLocked ends a running job with err. ran is false when fn did not
-// run (its caller gave up as it started), so no cost is learnt.
-func (s *Runtime) finishLocked(t *task, err error, ran bool, now int64) {
-	o := engine.Completed
-	switch {
-	case !ran:
-		o = engine.NotRun
-	case err != nil:
-		o = engine.Failed
-	}
-	setResultLocked(t, err) // before the engine reports the end
-	s.eng.Finish(&t.rec, o, now)
-	s.endedLocked(t)
-	if s.eng.HasUnrun() {
-		s.unrunLocked(now)
-	}
-}
-
-// cancelQueuedLocked takes a job that has not started out of the queue
-// and ends it with err (cancelled, or the scheduler closed).
-func (s *Runtime) cancelQueuedLocked(t *task, err error, now int64) {
-	if s.endQueuedLocked(t, err, now) { // it held a resource's units for itself
-		s.dispatchLocked(now, false)
-	}
-}
-
-// endQueuedLocked is cancelQueuedLocked without the dispatch, for a caller
-// that dispatches next: it reports whether other jobs may start now.
-func (s *Runtime) endQueuedLocked(t *task, err error, now int64) (unblocked bool) {
-	setResultLocked(t, err)
-	unblocked = s.eng.Cancel(&t.rec, now)
-	s.endedLocked(t)
-	if s.eng.HasUnrun() {
-		s.unrunLocked(now)
-	}
-	return unblocked
-}
-
-// endedLocked wakes whoever waits for a job that ended.
-func (s *Runtime) endedLocked(t *task) {
-	if s.durable != nil {
-		s.durableEndedLocked(t)
-	}
-	t.fn, t.ctx, t.submitCtx = nil, nil, nil // a Handle may keep the record long after
-	if t.wake != nil || s.watchEnds {        // rare: kept out so that this inlines
-		s.wakeEndedLocked(t)
-	}
-}
-
-// wakeEndedLocked is what endedLocked does for a job someone waits for,
-// or that duplicates may join or supersede.
-func (s *Runtime) wakeEndedLocked(t *task) {
-	if s.dups.policy != nil {
-		s.dupEndedLocked(t)
-	}
-	if t.wake != nil {
-		close(t.wake)
-	}
-	if s.idle != nil && s.eng.Idle() {
-		close(s.idle)
-		s.idle = nil
-		s.watchEnds = s.dups.policy != nil
-	}
-}
-
 // ErrNilFunc is the error of a RunSync or Submit given no function.
 var ErrNilFunc = errors.New("fairsched: the job's function is nil")
 
@@ -225,42 +93,20 @@ var ErrNilFunc = errors.New("fairsched: the job's function is nil")
 // (t.FailNow in a test, say).
 var errGoexit = errors.New("fairsched: job function called runtime.Goexit")
 
-// call runs a job's function fn, turning a panic into a *PanicError. If
-// fn calls runtime.Goexit, the goroutine is ending and nothing after call
-// will run on it, so call itself ends the job and gives its slot back.
-func (s *Runtime) call(t *task, fn func(context.Context) error) (err error) {
-	returned := false
-	defer func() {
-		if v := recover(); v != nil {
-			err = s.cfg.Errors.Panic(t.rec.Seq(), v, debug.Stack())
-			return
-		}
-		if !returned {
-			t.ctx.end()
-			s.mu.Lock()
-			now := s.nowLocked()
-			s.finishLocked(t, errGoexit, true, now)
-			s.dispatchLocked(now, false)
-			s.mu.Unlock()
-		}
-	}()
-	err = fn(t.ctx)
-	returned = true
-	return err
+// joined is what a job that duplicates may join keeps.
+type joined struct {
+	waiters []*joiner     // still attached, in the order they joined
+	done    chan struct{} // closed when the job ends
 }
 
-// work runs Submit jobs on a goroutine of the scheduler's: t, then any job
-// the dispatcher hands back to it, until there is none.
-func (s *Runtime) work(t *task) {
-	defer s.wg.Done()
-	for t != nil {
-		err := s.runAttempt(t)
-		cancelled := err != nil && t.ctx.Err() != nil // by its Handle or Close, while it ran
-		t.ctx.end()
-		s.mu.Lock()
-		now := s.nowLocked()
-		s.attemptEndedLocked(t, err, cancelled, now)
-		t = s.dispatchLocked(now, true)
-		s.mu.Unlock()
-	}
+// joiner is one submission attached to a job.
+type joiner struct {
+	js     *joined
+	fn     func(context.Context) error // a Submit joiner's; nil for RunSync
+	ctx    context.Context             // a Submit joiner's (its values) or a RunSync joiner's
+	runner bool                        // its function is the one the job runs
+	gone   bool                        // detached
+	// promoted is, for a RunSync joiner, closed when it becomes the
+	// runner of a job that waits: it must then run the job itself.
+	promoted chan struct{}
 }

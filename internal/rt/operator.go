@@ -1,0 +1,202 @@
+package rt
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// What an operator does at run time, by a job's number or a (type, ID)
+// pair: cancel a job, list and retry the dead jobs, disable and enable
+// pairs. Each takes the lock once.
+
+// Cancel cancels the job numbered seq (Handle.Seq, JobInfo.Seq), as its
+// Handle's Cancel would, for an operator who has its number but not its
+// Handle: a queued job leaves the queue at once and ends with
+// context.Canceled (a durable job is recorded so in the Store); a running
+// job's context is cancelled. A RunSync job's caller gets
+// context.Canceled. A job that duplicates joined is cancelled for every
+// submission attached to it. It reports whether a job numbered seq was
+// queued or running. O(n) in the jobs queued: it is for an operator, not
+// for a path every job takes; a program that cancels keeps the Handle.
+func (s *Runtime) Cancel(seq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.eng.Find(seq)
+	if j == nil {
+		return false
+	}
+	t := taskOf(j)
+	switch {
+	case t.rec.Waiting():
+		s.cancelQueuedLocked(t, context.Canceled, s.nowLocked())
+	case t.rec.Running():
+		t.ctx.cancel(context.Canceled)
+	}
+	return true
+}
+
+// DeadJobs returns the dead jobs the scheduler keeps, newest first.
+func (s *Runtime) DeadJobs() []DeadJob {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]DeadJob, len(s.dead.list))
+	for i, d := range s.dead.list {
+		out[len(out)-1-i] = d.info
+		out[len(out)-1-i].Job.Needs = maps.Clone(d.info.Job.Needs) // the caller's to change
+	}
+	return out
+}
+
+// RetryDead takes the dead job seq out of the dead list and submits it
+// again with its function and its context's values, as if newly
+// submitted (a fresh aging clock, and its type's StartTimeout from now),
+// for one more attempt: its attempt numbers go on, and if that attempt
+// fails too, the job is dead again. It returns the new job's Handle. It
+// fails with ErrNotDead if seq is not in the dead list, and as Submit
+// does otherwise (the job then stays dead).
+func (s *Runtime) RetryDead(seq uint64) (Handle, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.IndexFunc(s.dead.list, func(d *dead) bool { return d.info.Seq == seq })
+	if i < 0 {
+		return Handle{}, fmt.Errorf("%w: %d", ErrNotDead, seq)
+	}
+	d := s.dead.list[i]
+	t := newSubmitTask(d.parent, d.fn)
+	a := &attempts{list: append([]AttemptInfo(nil), d.attempts.list...), parent: d.parent}
+	a.allowed = len(a.list) + 1
+	if d.durableID != 0 {
+		t = s.requeueDurableLocked(d.durableID, len(a.list), a.allowed)
+		a.parent = durableParent
+	}
+	t.err = a
+	desc := d.info.Job
+	now := s.nowLocked()
+	if err := s.enqueueLocked(t, &desc, now); err != nil {
+		return Handle{}, err
+	}
+	s.dead.list = slices.Delete(s.dead.list, i, i+1)
+	h := s.handleLocked(t)
+	s.launchLocked(t, now)
+	return h, nil
+}
+
+// Enable enables the (type, ID) pair again, if it was disabled, and
+// forgets its recent failures.
+func (s *Runtime) Enable(typ, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := pairKey{typ, id}
+	delete(s.disabling.disabled, k)
+	delete(s.disabling.failures, k)
+}
+
+// Disable disables the (type, ID) pair by hand, as its type's
+// DisablePolicy would: new submissions of the pair fail at once with an
+// error matching ErrDisabled, for d from now, or until Enable if d is 0;
+// a negative d is an error, as a negative DisablePolicy.For is. As the
+// policy does, it forgets the pair's recent failures, counts in
+// Stats.DisabledTotal and sends an EventDisabled (with no job: Seq 0, Key
+// empty). Jobs of the pair already queued, backing off or running are
+// not touched. Disabling a disabled pair again replaces its time. The type
+// need not have a DisablePolicy; it must be registered (else the error
+// wraps ErrUnknownType). O(1).
+func (s *Runtime) Disable(typ, id string, d time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tier, ok := s.eng.TypeTier(typ)
+	if !ok {
+		return errUnknownType(typ)
+	}
+	now := s.nowLocked()
+	span := disabledSpan{since: now}
+	if d > 0 {
+		span.until = now + max(d.Microseconds(), 1)
+	}
+	k := pairKey{typ, id}
+	delete(s.disabling.failures, k)
+	s.disabling.disableLocked(k, span, now)
+	if s.events != nil {
+		s.events.send(Event{Kind: EventDisabled, Time: s.timeOf(now), Type: typ, ID: id, Tier: Tier(tier)})
+	}
+	return nil
+}
+
+// Disabled lists the (type, ID) pairs disabled now, by type then ID.
+// O(p log p) for p pairs, sorted after the lock is released: the lock is
+// held O(p). Where there may be many, DisabledSoonest lists a bounded
+// number.
+func (s *Runtime) Disabled() []DisabledPair {
+	s.mu.Lock()
+	now := s.nowLocked()
+	var spans []pairSpan
+	for k, span := range s.disabling.disabled {
+		if span.until == 0 || span.until > now {
+			spans = append(spans, pairSpan{k, span})
+		}
+	}
+	s.mu.Unlock()
+	out := s.pairsOf(spans)
+	slices.SortFunc(out, func(a, b DisabledPair) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.ID, b.ID)) })
+	return out
+}
+
+// DisabledSoonest lists at most n of the pairs disabled now, those whose
+// time is up soonest first, then those disabled until Enable (by type,
+// then ID, among equals), and returns how many pairs are disabled in all.
+// It is for a page that shows a few of what may be many: O(p log n) for p
+// pairs, with the lock held for the selection of n, never a sort of all
+// p.
+func (s *Runtime) DisabledSoonest(n int) (pairs []DisabledPair, total int) {
+	if n <= 0 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return nil, s.disabling.countLocked(s.nowLocked())
+	}
+	s.mu.Lock()
+	now := s.nowLocked()
+	var top pairHeap // the n soonest so far, the latest at the root
+	for k, span := range s.disabling.disabled {
+		if span.until != 0 && span.until <= now {
+			continue
+		}
+		total++
+		ps := pairSpan{k, span}
+		switch {
+		case len(top) < n:
+			heap.Push(&top, ps)
+		case ps.before(top[0]):
+			top[0] = ps
+			heap.Fix(&top, 0)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(top, func(a, b pairSpan) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	return s.pairsOf(top), total
+}
+
+// pairsOf describes spans as DisabledPairs. timeOf reads fields set by
+// New only: it needs no lock.
+func (s *Runtime) pairsOf(spans []pairSpan) []DisabledPair {
+	if len(spans) == 0 {
+		return nil
+	}
+	out := make([]DisabledPair, len(spans))
+	for i, p := range spans {
+		out[i] = DisabledPair{Type: p.k.typ, ID: p.k.id, Since: s.timeOf(p.span.since)}
+		if p.span.until != 0 {
+			out[i].Until = s.timeOf(p.span.until)
+		}
+	}
+	return out
+}

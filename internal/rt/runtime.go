@@ -1,0 +1,87 @@
+package rt
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// Scheduler decides which job runs next: bounded concurrency, tiers,
+// fair share between keys by learned cost, priorities with aging, type and
+// key caps and conflict exclusion, by the one order of the package
+// documentation (and docs/design.md, The order). Create one with New; the
+// zero value is not usable. A Scheduler is safe for concurrent use.
+type Runtime struct {
+	// The Scheduler is the shell around its engine (internal/engine), which
+	// holds every decision: the Scheduler adds the lock, the goroutines that
+	// run jobs, contexts, handles and events. Methods named ...Locked are
+	// called with mu held.
+
+	// Set by New, then read-only.
+	cfg Config
+	timebase
+
+	mu sync.Mutex
+	// Guarded by mu.
+	eng    *engine.Engine
+	spare  spareTasks    // ended RunSync records, for reuse
+	closed bool          // Close began: queued work discarded
+	idle   chan struct{} // closed when nothing is pending or running, while closing
+	done   chan struct{} // closed when Shutdown or Close begins (Done)
+	// The clock timer (timer.go): set to fire at timerAt when timerStop
+	// is not nil.
+	timerAt   int64
+	timerStop func() bool
+	retries   retries  // the retry policy (retry.go)
+	dead      deadJobs // the dead-job policy (dead.go)
+	// disabling is what the disable policies keep (disable.go).
+	disabling disabling
+	// dups is what the duplicate policies keep (supersede.go, join.go).
+	dups duplicates
+	// watchEnds: a job's end has more to do than its own waiters' (idle
+	// is set, or a type has a duplicate policy).
+	watchEnds bool
+	// durable is what a Scheduler with a Store keeps; nil without one.
+	// Set by New, then read-only.
+	durable *durable
+	// periodic holds the schedules running (periodic.go).
+	periodic           map[interface{ stopLocked() }]struct{}
+	skippedOccurrences uint64
+
+	wg     sync.WaitGroup // job goroutines
+	events *eventSink     // nil without Config.OnEvent
+}
+
+// registerLocked registers job type name with the engine, and its retry
+// policy.
+func (s *Runtime) registerLocked(name string, c Type) error {
+	if _, known := s.eng.TypeTier(name); known && (s.retries.byType[name] != c.Retry || s.disabling.policies[name] != c.Disable ||
+		s.dups.policy[name] != c.Duplicates) {
+		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
+	}
+	if err := s.eng.RegisterType(name, c.Engine); err != nil {
+		return err
+	}
+	s.noteRetriesLocked(name, c)
+	s.dups.note(name, c.Duplicates)
+	if c.Duplicates != AllowDuplicates {
+		s.watchEnds = true
+	}
+	return nil
+}
+
+// noteRetriesLocked keeps type name's retry and disable policies, if it
+// has them.
+func (s *Runtime) noteRetriesLocked(name string, c Type) {
+	s.retries.note(name, c.Retry)
+	if c.Disable != (DisablePolicy{}) {
+		d := &s.disabling
+		if d.policies == nil {
+			d.policies = make(map[string]DisablePolicy)
+			d.failures = make(map[pairKey][]int64)
+		}
+		d.policies[name] = c.Disable
+	}
+}

@@ -1,0 +1,52 @@
+package rt
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// New returns a Scheduler configured by cfg, or an error naming every
+// problem with cfg.
+func New(cfg Config) (*Runtime, error) {
+	s := &Runtime{cfg: cfg, timebase: newTimebase(cfg.Clock), done: make(chan struct{})}
+	s.retries.tb = &s.timebase
+	s.disabling.tb = &s.timebase
+	var obs engine.Observer
+	if cfg.OnEvent != nil {
+		s.events = newEventSink(cfg.OnEvent, cfg.EventBuffer, cfg.Logger, cfg.Signals)
+		obs = (*observer)(s)
+	}
+	s.disabling.events = s.events
+	s.dead = newDeadJobs(cfg.DeadJobs, &s.timebase, s.events)
+	s.eng = engine.New(cfg.Engine, obs)
+	s.eng.Owner = s
+	if _, ok := cfg.Types[""]; !ok {
+		s.noteRetriesLocked("", Type{})
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Types)) {
+		if err := s.registerLocked(name, cfg.Types[name]); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Store != nil {
+		if err := s.openStore(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// RegisterType registers a job type. Registering a name again with the same
+// configuration does nothing; with a different one it fails with an error
+// and changes nothing (types are part of the scheduler's shape, so change
+// them by building a new Scheduler).
+func (s *Runtime) RegisterType(name string, c Type) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.registerLocked(name, c)
+}

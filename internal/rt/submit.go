@@ -1,0 +1,273 @@
+package rt
+
+// The three ways in: RunSync and TryRunSync, whose job runs on the
+// caller's goroutine, and Submit, whose job runs on one of the
+// scheduler's. Each admits its job (life.go) and, for the first two,
+// waits for the grant and runs the job's attempts.
+
+import (
+	"context"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// RunSync waits until the job may start, runs fn on the calling goroutine
+// and returns its error. If ctx ends while the job is queued, the job
+// leaves the queue at once and ctx.Err() is returned; fn is not called and
+// no slot stays taken. fn receives a context that ends when ctx does or
+// when Close cancels running work. A panic in fn is recovered and returned
+// as a *PanicError; if fn calls runtime.Goexit, the job still ends and
+// gives its slot back.
+//
+// RunSync fails at once, changing nothing, with ErrClosed after Shutdown or
+// Close, with an error wrapping ErrUnknownType, with a *QueueFullError,
+// with an error matching ErrStartDeadline if the job's start deadline is
+// not after its submission and NotBefore, or if fn is nil. A job that
+// waits past its start deadline returns an error matching
+// ErrStartDeadline, without running.
+//
+// A nil ctx is a programming error: RunSync panics, naming it, as the
+// standard library does. Calling RunSync from inside a job can deadlock:
+// the inner job waits for a slot, and if every slot is held by a job that
+// waits so, none frees.
+func (s *Runtime) RunSync(ctx context.Context, desc *Job, fn func(context.Context) error) error {
+	if err := checkSyncCall(ctx, fn, "RunSync"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	t := s.spare.get(&jobContext{parent: ctx})
+	now := s.nowLocked()
+	if s.dups.policy != nil {
+		if err := s.disabling.refuses(desc, now); err != nil { // a disabled pair joins nothing either
+			s.spare.put(t)
+			s.mu.Unlock()
+			return err
+		}
+		if existing := s.joinableLocked(desc); existing != nil {
+			s.inheritLocked(ctx, desc)
+			s.spare.put(t)
+			if !s.eng.Accepting() {
+				s.mu.Unlock()
+				return ErrClosed
+			}
+			w := &joiner{ctx: ctx, promoted: make(chan struct{})}
+			s.joinLocked(existing, desc, w, now)
+			return s.runJoined(ctx, existing, w, fn)
+		}
+	}
+	if err := s.enqueueLocked(t, desc, now); err != nil {
+		s.spare.put(t)
+		s.mu.Unlock()
+		return err
+	}
+	if s.dups.policy != nil && s.joinsLocked(t) {
+		s.registerJoinLocked(t, nil, ctx)
+	}
+	if t.rec.State() == engine.StateDone { // a job it runs after had failed
+		s.mu.Unlock()
+		return resultOf(t)
+	}
+	if !t.rec.Running() {
+		s.raiseChildLocked(ctx, t, now)
+		t.wake = make(chan struct{})
+		s.dispatchLocked(now, false)
+	}
+	if t.rec.Running() {
+		s.mu.Unlock()
+	} else if err := s.awaitStartLocked(ctx, t); err != nil {
+		return err
+	}
+	return s.runStarted(ctx, t, fn)
+}
+
+// awaitStartLocked waits, with mu held and released on return, until the
+// RunSync job t starts (nil), ends without starting (its error), or ctx
+// ends (ctx's error: the job leaves the queue, or gives back the slot it
+// got just then).
+func (s *Runtime) awaitStartLocked(ctx context.Context, t *task) error {
+	if t.rec.Running() {
+		s.mu.Unlock()
+		return nil
+	}
+	if t.wake == nil {
+		t.wake = make(chan struct{})
+	}
+	ready := t.wake
+	s.mu.Unlock()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	var err error
+	switch {
+	case t.rec.Waiting():
+		err = ctx.Err()
+		if w := s.runnerOf(t); w != nil { // others joined it: this caller detaches alone
+			s.detachLocked(t, w, s.nowLocked())
+		} else {
+			s.cancelQueuedLocked(t, err, s.nowLocked())
+		}
+	case t.rec.State() == engine.StateDone: // discarded by Close, or past its start deadline
+		err = resultOf(t)
+	case ctx.Err() != nil:
+		// Started just as the caller gave up: give the slot back.
+		err = ctx.Err()
+		s.finishLocked(t, err, false, s.nowLocked())
+		s.dispatchLocked(s.nowLocked(), false)
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// runStarted runs a started RunSync job's function on the calling
+// goroutine, and again after each failed attempt its type retries, and
+// ends the job with the last attempt's error.
+func (s *Runtime) runStarted(ctx context.Context, t *task, fn func(context.Context) error) error {
+	for {
+		jc := t.ctx
+		err := s.call(t, fn)
+		cancelled := err != nil && jc.Err() != nil // the caller's context ended, or Close
+		jc.end()
+		s.mu.Lock()
+		now := s.nowLocked()
+		retried := s.attemptEndedLocked(t, err, cancelled, now)
+		s.dispatchLocked(now, false)
+		if retried {
+			if err := s.awaitStartLocked(ctx, t); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.dups.policy == nil || !s.joinsType(t.rec.Type()) { // joiners' handles may keep it
+			s.spare.put(t)
+		}
+		s.mu.Unlock()
+		return err
+	}
+}
+
+// TryRunSync runs fn on the calling goroutine, as RunSync does, if the job
+// can start at once, and otherwise returns ErrWouldWait at once, queueing
+// nothing: semaphore.TryAcquire for a scheduler. A job can start at once
+// when it passes every hard limit (the slots, its tier's, type's and key's
+// caps, and no conflicting job running); jobs already queued do not stand
+// in its way, since each of them is held back by a limit. It fails as
+// RunSync does otherwise, and the queue's limits apply.
+func (s *Runtime) TryRunSync(ctx context.Context, desc *Job, fn func(context.Context) error) error {
+	if err := checkSyncCall(ctx, fn, "TryRunSync"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	now := s.nowLocked()
+	s.catchUpLocked(now)                                   // a limit's state as of now
+	if err := s.disabling.refuses(desc, now); err != nil { // refused, whether it would wait or not
+		s.mu.Unlock()
+		return err
+	}
+	if s.eng.Accepting() && (!s.eng.WouldStart(descOf(desc), EngineNeeds(desc.Needs), now) || s.joinableLocked(desc) != nil ||
+		s.timesOf(desc).NotBefore > now || s.waitsForAnyLocked(desc.After)) {
+		s.mu.Unlock()
+		return ErrWouldWait
+	}
+	t := s.spare.get(&jobContext{parent: ctx})
+	if err := s.enqueueLocked(t, desc, now); err != nil {
+		s.spare.put(t)
+		s.mu.Unlock()
+		return err
+	}
+	if t.rec.State() == engine.StateDone { // a job it runs after had failed
+		s.mu.Unlock()
+		return resultOf(t)
+	}
+	if !t.rec.Running() {
+		// Queued behind jobs that limits hold back: the dispatch starts it.
+		s.dispatchLocked(now, false)
+	}
+	if !t.rec.Running() {
+		panic("fairsched: internal error: a job that passed every limit did not start")
+	}
+	s.mu.Unlock()
+	return s.runStarted(ctx, t, fn)
+}
+
+// checkSyncCall checks the arguments of RunSync or TryRunSync (named by
+// caller): a nil ctx panics, naming it; a nil fn or an ended ctx is the
+// call's error.
+func checkSyncCall(ctx context.Context, fn func(context.Context) error, caller string) error {
+	if ctx == nil {
+		panic("fairsched: " + caller + " with a nil context")
+	}
+	if fn == nil {
+		return ErrNilFunc
+	}
+	return ctx.Err()
+}
+
+// Submit queues the job and returns at once with a Handle to wait on or
+// cancel it; fn runs on a goroutine the scheduler owns. Its context
+// carries ctx's values (trace IDs, loggers) but not ctx's cancellation or
+// deadline, since the job outlives the call that submitted it: it ends
+// when Handle.Cancel or Close cancels it, and when fn returns. So an ended
+// ctx does not matter; a nil one is a programming error, and Submit
+// panics, naming it. A panic in fn is recovered and becomes the job's
+// error, a *PanicError.
+//
+// Submit fails at once, changing nothing, with ErrClosed after Shutdown or
+// Close, with an error wrapping ErrUnknownType, with a *QueueFullError,
+// with an error matching ErrStartDeadline if the job's start deadline is
+// not after its submission and NotBefore, or if fn is nil.
+func (s *Runtime) Submit(ctx context.Context, desc *Job, fn func(context.Context) error) (Handle, error) {
+	if ctx == nil {
+		panic("fairsched: Submit with a nil context")
+	}
+	if fn == nil {
+		return Handle{}, ErrNilFunc
+	}
+	t := newSubmitTask(ctx, fn)
+	s.mu.Lock()
+	now := s.nowLocked()
+	if s.dups.policy != nil {
+		if h, joined, err := s.submitJoinLocked(t, desc, now); joined || err != nil {
+			s.mu.Unlock()
+			return h, err
+		}
+	}
+	if err := s.enqueueLocked(t, desc, now); err != nil {
+		s.mu.Unlock()
+		return Handle{}, err
+	}
+	h := s.handleLocked(t)
+	if t.rec.Waiting() {
+		s.raiseChildLocked(ctx, t, now)
+	}
+	s.launchLocked(t, now)
+	s.mu.Unlock()
+	return h, nil
+}
+
+// runJoined is RunSync for a duplicate that joined job t as w: it waits
+// for the job's end and returns its error, or, if it is made the job's
+// runner while the job waits, runs fn itself. If ctx ends first, w
+// detaches and ctx's error is returned. mu is held on entry and released.
+func (s *Runtime) runJoined(ctx context.Context, t *task, w *joiner, fn func(context.Context) error) error {
+	done := w.js.done
+	s.mu.Unlock()
+	select {
+	case <-done:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return resultOf(t)
+	case <-w.promoted:
+		s.mu.Lock()
+		if err := s.awaitStartLocked(ctx, t); err != nil {
+			return err
+		}
+		return s.runStarted(ctx, t, fn)
+	case <-ctx.Done():
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.detachLocked(t, w, s.nowLocked())
+		return ctx.Err()
+	}
+}
