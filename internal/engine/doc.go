@@ -9,15 +9,15 @@
 // which run, the caps, the conflict locks, the fair-share clocks, the
 // learnt costs and the counts. It has no lock, no goroutine, no channel,
 // no context and no clock: time is an int64 count of µs passed into every
-// call that depends on it, and it must never decrease. fairsched.Scheduler
-// is its shell: it holds a mutex around every call, makes the contexts,
+// call that depends on it, and it must never decrease. The run-time layer
+// (internal/rt, under fairsched.Scheduler) is its shell: it holds a mutex around every call, makes the contexts,
 // runs the functions on goroutines, wakes waiters and delivers events. The
 // engine tells the shell what it decided through return values (Enqueue,
 // Next) and through an Observer, called within its calls.
 //
 // A Job is a record with an identity: its sequence number, unique in the
 // engine, handed out by Enqueue in submission order. The caller allocates
-// the record, and may embed it in a record of its own (fairsched's task
+// the record, and may embed it in a record of its own (the run-time layer's task
 // does) to keep its own state beside it.
 //
 // # The order

@@ -36,7 +36,7 @@ type durable struct {
 	// orphans counts, by type, the unfinished jobs found at start whose
 	// type has no handler here: they wait, their type held (WaitNoHandler).
 	orphans map[string]int
-	// Guarded by Scheduler.mu.
+	// Guarded by Runtime.mu.
 	// leaving: Shutdown or Close began. A durable job that ends now
 	// without completing stays in the store.
 	leaving bool
@@ -52,7 +52,7 @@ type durable struct {
 // laneName names a job lane: a key's jobs of one type.
 type laneName struct{ key, typ string }
 
-// durableTask is the shell's record of a durable job: a task, and its
+// durableTask is the record of a durable job: a task, and its
 // identity in the store. Every job of a type with a handler is one, which
 // is how durable.of knows one: a task carries no flag.
 type durableTask struct {

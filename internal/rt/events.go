@@ -100,7 +100,7 @@ type eventSink struct {
 	once       sync.Once
 	done       chan struct{}
 	logger     *slog.Logger
-	stopped    bool // guarded by Scheduler.mu: no more sends, ch may be closed
+	stopped    bool // guarded by Runtime.mu: no more sends, ch may be closed
 }
 
 func newEventSink(hook func(Event), size int, logger *slog.Logger, signals *Signals) *eventSink {
@@ -136,7 +136,7 @@ func (e *eventSink) deliver(hook func(Event), ev Event) {
 	hook(ev)
 }
 
-// send queues ev without blocking. Called under Scheduler.mu. After the
+// send queues ev without blocking. Called under Runtime.mu. After the
 // scheduler has shut down (a SetKey after Close, say) events are discarded.
 func (e *eventSink) send(ev Event) {
 	if e.stopped {

@@ -10,7 +10,7 @@ import (
 )
 
 // A job's life in the run-time layer, as named points in the order they
-// come (doc.go derives them):
+// come (doc.go describes them):
 //
 //	admitted -> queued -> granted -> running -> attempt ended -> job ended
 //

@@ -10,7 +10,7 @@ import (
 // decided (engine.Observer), and the observer makes the Events of it.
 
 // observer turns what the engine reports into Events for the hook. Its
-// methods run under Scheduler.mu and never block.
+// methods run under Runtime.mu and never block.
 type observer Runtime
 
 func (o *observer) jobEvent(kind EventKind, j *engine.Job, now int64) Event {

@@ -8,16 +8,10 @@ import (
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
-// Scheduler decides which job runs next: bounded concurrency, tiers,
-// fair share between keys by learned cost, priorities with aging, type and
-// key caps and conflict exclusion, by the one order of the package
-// documentation (and docs/design.md, The order). Create one with New; the
-// zero value is not usable. A Scheduler is safe for concurrent use.
+// Runtime is a Scheduler's run-time layer (see the package
+// documentation). Make one with New; it is safe for concurrent use.
 type Runtime struct {
-	// The Scheduler is the shell around its engine (internal/engine), which
-	// holds every decision: the Scheduler adds the lock, the goroutines that
-	// run jobs, contexts, handles and events. Methods named ...Locked are
-	// called with mu held.
+	// Methods named ...Locked are called with mu held.
 
 	// Set by New, then read-only.
 	cfg Config
@@ -30,8 +24,8 @@ type Runtime struct {
 	closed bool          // Close began: queued work discarded
 	idle   chan struct{} // closed when nothing is pending or running, while closing
 	done   chan struct{} // closed when Shutdown or Close begins (Done)
-	// The clock timer (timer.go): set to fire at timerAt when timerStop
-	// is not nil.
+	// The clock timer (life.go, dueLocked): set to fire at timerAt when
+	// timerStop is not nil.
 	timerAt   int64
 	timerStop func() bool
 	retries   retries  // the retry policy (retry.go)

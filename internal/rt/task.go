@@ -8,13 +8,11 @@ import (
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
-// A task is the shell's record of one job. This file holds its life in the
-// shell: made or reused, started by the dispatcher, run on a goroutine of
-// the scheduler's (Submit) or its caller's (RunSync), and ended, with
-// whoever waits for it woken. Every function here that ends in Locked is
-// called with Scheduler.mu held.
+// The records of the run-time layer: a job's task, a submission that
+// joined another's job, and the RunSync records kept for reuse. Their
+// life is life.go's.
 
-// task is the shell's side of one job: what it runs and who waits for it.
+// task is the run-time layer's side of one job: what it runs and who waits for it.
 // Its engine record is embedded first, so that the engine's *Job is the
 // task's address (taskOf).
 type task struct {

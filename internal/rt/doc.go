@@ -1,0 +1,86 @@
+// Package rt is fairsched's run-time layer: everything the Scheduler does
+// between its API (the fairsched package, which checks and converts what
+// a caller gives) and its decisions (internal/engine, which decides what
+// runs next and knows nothing of goroutines, locks or clocks). This
+// comment is for maintainers.
+//
+// # What it holds
+//
+// A Runtime holds the lock that every decision is taken under, the
+// goroutines that run Submit jobs, the contexts jobs receive, the clock
+// timer of what falls due, the Handles that wait, the records kept for
+// reuse (task.go), and the policies that act along a job's life. The
+// engine is called only with the lock held; nothing here calls a user's
+// function (a job, the event hook, Schedule.Next, a handler) with it.
+//
+// # A job's life
+//
+// Every job goes through the same named points, each one function of
+// life.go, in the order they come:
+//
+//	admitted       enqueueAtLocked: the checks a submission passes, the
+//	               engine's admission, the policies that act on a new job
+//	granted        dispatchLocked, startedLocked: the engine's next starts,
+//	               handed to the RunSync caller waiting for them or to a
+//	               goroutine (launchLocked, work)
+//	running        runAttempt, call: the job's function, a panic or a
+//	               Goexit turned into its error
+//	attempt ended  attemptEndedLocked: the retry, disable and dead-job
+//	               policies, asked in that order (attemptSettledLocked)
+//	job ended      finishLocked, endQueuedLocked, endedLocked: the
+//	               engine told, the store told, the waiters woken
+//
+// and, for what waits on the clock, dueLocked: start deadlines that
+// passed and delayed jobs whose time came, then a dispatch. The ways in
+// (submit.go for RunSync, TryRunSync and Submit; submitmany.go; enqueue.go
+// for durable jobs; periodic.go) admit a job and wait for, or hand off,
+// what comes after. Files stand above what they use: the ways in, the
+// operator's calls (operator.go) and the configuration changes
+// (configure.go) use the life; the life uses the policies; the policies
+// use the records (task.go, jobcontext.go) and the clock's conversions
+// (enginetime.go), and none of them calls back up.
+//
+// # Policies
+//
+// A policy keeps its own state and makes its own decision at the point
+// that consults it; the life carries the decision out:
+//
+//	retries     (retry.go)     again: will the job run again, and when
+//	disabling   (disable.go)   failed: count a failure, disable its pair;
+//	                           refuses: is a new submission's pair disabled
+//	deadJobs    (dead.go)      bury: keep a job that failed for good
+//	duplicates  (supersede.go) accepted, started, ended: which job a
+//	                           duplicate meets, and which one it replaces
+//	durable     (durable.go, record.go, recover.go): what the store is
+//	                           told at each point, and what it gives back
+//	events      (events.go, observe.go): what the hook is told
+//
+// Their fast paths are one comparison inlined at the point (no type
+// retries, no pair is disabled, no type has a duplicate policy, no
+// store), so that a job that needs none of them pays for none.
+//
+// # What is local and what is decided
+//
+// Once a scheduler spans replicas, some state is the cluster's and some
+// is one process's. The rule that places a policy: what must hold across
+// processes is decided with the engine's state, behind the decisions;
+// what belongs to one attempt in one process stays here.
+//
+//   - Decided: the queues and their order, admission and the limits,
+//     pauses, weights and reservations, which jobs a duplicate meets and
+//     replaces, the disabled pairs and their failure counts, the dead
+//     jobs, the schedules' next times.
+//   - Local: an attempt's goroutine, its context and cancellation, the
+//     timers of this process, a Handle's wait, a RunSync caller's
+//     goroutine, the records kept for reuse, the event sink.
+//
+// Today the engine is in this process and the Runtime calls it directly;
+// the policies of the first list keep their state here, next to it, and
+// move with it.
+//
+// # Time
+//
+// The engine counts µs from origin at the epoch (New's instant); a
+// timebase converts between its times, the clock's and the store's
+// (enginetime.go), as pure functions of their argument.
+package rt
