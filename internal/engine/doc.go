@@ -10,15 +10,16 @@
 // learnt costs and the counts. It has no lock, no goroutine, no channel,
 // no context and no clock: time is an int64 count of µs passed into every
 // call that depends on it, and it must never decrease. The run-time layer
-// (internal/rt, under fairsched.Scheduler) is its shell: it holds a mutex around every call, makes the contexts,
-// runs the functions on goroutines, wakes waiters and delivers events. The
+// (internal/rt, under fairsched.Scheduler) is its shell: it holds a mutex
+// around every call, makes the contexts, runs the functions on
+// goroutines, wakes waiters and delivers events. The
 // engine tells the shell what it decided through return values (Enqueue,
 // Next) and through an Observer, called within its calls.
 //
 // A Job is a record with an identity: its sequence number, unique in the
 // engine, handed out by Enqueue in submission order. The caller allocates
-// the record, and may embed it in a record of its own (the run-time layer's task
-// does) to keep its own state beside it.
+// the record, and may embed it in a record of its own (the run-time
+// layer's task does) to keep its own state beside it.
 //
 // # The order
 //
