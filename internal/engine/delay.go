@@ -16,7 +16,7 @@ package engine
 //
 // A job with either has its timers in Engine.timed, made on its first
 // timer and dropped when it starts or ends, so that a job without one
-// carries nothing but the Job.timed flag, and the timeline holds at most
+// carries nothing but its flagTimed bit, and the timeline holds at most
 // two timers per such job: O(log t) each to add, fire or cancel.
 
 // timerKind says what a job's timer does when it falls due.
@@ -44,7 +44,7 @@ type jobTimers struct {
 
 // timersOf returns j's timers, making them on first use.
 func (e *Engine) timersOf(j *Job) *jobTimers {
-	if j.timed {
+	if j.is(flagTimed) {
 		return e.timed[j]
 	}
 	tm := &jobTimers{
@@ -56,7 +56,7 @@ func (e *Engine) timersOf(j *Job) *jobTimers {
 		e.timed = make(map[*Job]*jobTimers)
 	}
 	e.timed[j] = tm
-	j.timed = true
+	j.set(flagTimed, true)
 	return tm
 }
 
@@ -66,7 +66,7 @@ func (e *Engine) timersOf(j *Job) *jobTimers {
 func (e *Engine) untime(j *Job) {
 	e.pause(j)
 	delete(e.timed, j)
-	j.timed = false
+	j.set(flagTimed, false)
 }
 
 // pause takes j's timers off the timeline: it started.
@@ -256,7 +256,7 @@ func (e *Engine) expire(j *Job, now int64) {
 // but its key's idleness, and the jobs that run after it, have to follow.
 func (e *Engine) endAside(j *Job, o Outcome, now int64) {
 	e.closeAside(j, o, now)
-	if j.linked {
+	if j.is(flagLinked) {
 		e.resolve(j, o, now)
 	}
 }
@@ -268,7 +268,7 @@ func (e *Engine) closeAside(j *Job, o Outcome, now int64) {
 	if e.nown > 0 {
 		e.forgetNeeds(j)
 	}
-	if j.timed {
+	if j.is(flagTimed) {
 		e.untime(j)
 	}
 	if k := j.lane.key; k.pending == 0 && k.running == 0 && k.aside == 0 {

@@ -13,7 +13,7 @@ import "slices"
 // DependencyFailed, and so do the jobs that run after it, down the chain.
 //
 // The graph lives in a side table, Engine.deps, so that a job without
-// dependencies or dependants carries only the Job.linked flag. Each edge
+// dependencies or dependants carries only its flagLinked bit. Each edge
 // is listed by both ends, the dependant's after and the dependency's
 // dependants, and knows its place in the latter, so that a dependant that
 // ends first (cancelled, expired) unlinks itself in O(its dependencies).
@@ -42,7 +42,7 @@ type Unrun struct {
 
 // nodeOf returns j's node, making it on first use.
 func (e *Engine) nodeOf(j *Job) *depNode {
-	if j.linked {
+	if j.is(flagLinked) {
 		return e.deps[j]
 	}
 	n := &depNode{}
@@ -50,7 +50,7 @@ func (e *Engine) nodeOf(j *Job) *depNode {
 		e.deps = make(map[*Job]*depNode)
 	}
 	e.deps[j] = n
-	j.linked = true
+	j.set(flagLinked, true)
 	return n
 }
 
@@ -75,7 +75,7 @@ func (e *Engine) link(j *Job, after []*Job) (failed *Job) {
 }
 
 // waitsForDeps reports whether j has a dependency that has not ended.
-func (e *Engine) waitsForDeps(j *Job) bool { return j.linked && len(e.deps[j].after) > 0 }
+func (e *Engine) waitsForDeps(j *Job) bool { return j.is(flagLinked) && len(e.deps[j].after) > 0 }
 
 // block sets aside a job that waits for its dependencies, or, with none
 // left, one that is about to fail by one.
@@ -102,7 +102,7 @@ func (e *Engine) resolve(j *Job, o Outcome, now int64) {
 			}
 			deps = n.dependants
 			delete(e.deps, j)
-			j.linked = false
+			j.set(flagLinked, false)
 		}
 		slices.SortFunc(deps, func(a, b *edge) int { return bySeq(a.dependant, b.dependant) })
 		for _, ed := range deps {
@@ -118,7 +118,7 @@ func (e *Engine) resolve(j *Job, o Outcome, now int64) {
 			}
 			if len(dn.after)+len(dn.dependants) == 0 {
 				delete(e.deps, d)
-				d.linked = false
+				d.set(flagLinked, false)
 			}
 		}
 		// Fail the next dependant that has not ended yet (one may be
@@ -142,7 +142,7 @@ func (e *Engine) unlinkDependant(ed *edge) {
 	n.dependants = swapRemove(n.dependants, ed.idx, func(x *edge, i int) { x.idx = i })
 	if len(n.dependants) == 0 && len(n.after) == 0 {
 		delete(e.deps, ed.dep)
-		ed.dep.linked = false
+		ed.dep.set(flagLinked, false)
 	}
 }
 
@@ -199,7 +199,7 @@ func (e *Engine) HasUnrun() bool { return len(e.unrun) > 0 }
 // FirstDependency returns the earliest submitted job that waiting job j
 // still waits for, or nil.
 func (e *Engine) FirstDependency(j *Job) *Job {
-	if !j.linked {
+	if !j.is(flagLinked) {
 		return nil
 	}
 	var first *Job

@@ -359,7 +359,7 @@ func (e *Engine) setAside(j *Job, tm *Times, deadline, now int64) bool {
 			e.aside(j)
 			e.block(j)
 			e.failDependant(j, dep, now)
-			if j.linked {
+			if j.is(flagLinked) {
 				e.resolve(j, DependencyFailed, now)
 			}
 			return true

@@ -62,11 +62,13 @@ type Job struct {
 	heap    uint8 // pending: which heap of its (wait) lane holds it; done: its Outcome
 	held    uint8 // parked: the gate that holds it, heldByKey or heldByLock; paused: pausedByKey or pausedByType
 	kind    Kind
-	inGrace bool  // has an entry in the grace queue, numbered at
-	timed   bool  // has timers (Engine.timed): a not-before time or a start deadline
-	linked  bool  // has a node in the dependency graph (Engine.deps)
-	idx     int32 // handle in a (wait) lane heap; position in the run or the running list
-	uidx    int32 // handle in its type's or wait lane's urgent order (urgent.go); -1 when absent
+	inGrace bool     // has an entry in the grace queue, numbered at
+	flags   jobFlags // flagTimed, flagLinked
+	// Tag is the caller's: the engine never reads or writes it. The
+	// run-time layer keeps there what it was told of the job.
+	Tag  uint8
+	idx  int32 // handle in a (wait) lane heap; position in the run or the running list
+	uidx int32 // handle in its type's or wait lane's urgent order (urgent.go); -1 when absent
 	// at is, while the job is pending and inGrace, the number of its entry
 	// in the grace queue; once it has started, its start time in µs; set
 	// aside with its aging clock running (backing off, blocked), its lane's
@@ -108,9 +110,29 @@ func (j *Job) Started() int64   { return j.at }
 // Engine returns the engine that holds the job, once it was enqueued.
 func (j *Job) Engine() *Engine { return j.lane.e }
 
+// jobFlags are a job's yes-or-no facts, one bit each.
+type jobFlags uint8
+
+const (
+	flagTimed  jobFlags = 1 << iota // has timers (Engine.timed): a not-before time or a start deadline
+	flagLinked                      // has a node in the dependency graph (Engine.deps)
+)
+
+// is reports whether j has flag f.
+func (j *Job) is(f jobFlags) bool { return j.flags&f != 0 }
+
+// set sets or clears j's flag f.
+func (j *Job) set(f jobFlags, on bool) {
+	if on {
+		j.flags |= f
+	} else {
+		j.flags &^= f
+	}
+}
+
 // Timed reports whether the job waits for a time: a not-before time or a
 // start deadline, on the engine's timeline.
-func (j *Job) Timed() bool { return j.timed }
+func (j *Job) Timed() bool { return j.is(flagTimed) }
 
 // Waiting reports whether the job was accepted and has not started:
 // queued, held by a gate, or delayed.

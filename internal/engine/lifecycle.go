@@ -80,7 +80,7 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 	if j.inGrace {
 		e.grace.leave(j) // before at becomes its start time
 	}
-	if j.timed {
+	if j.is(flagTimed) {
 		if e.timed[j].deadlineAt > 0 {
 			e.pause(j) // kept: the deadline bounds its retries
 		} else {
@@ -181,11 +181,11 @@ func (e *Engine) end(j *Job, o Outcome, now int64) {
 	if e.nown > 0 {
 		e.forgetNeeds(j)
 	}
-	if j.timed {
+	if j.is(flagTimed) {
 		e.untime(j)
 	}
 	e.settle(j, now)
-	if j.linked {
+	if j.is(flagLinked) {
 		e.resolve(j, o, now) // after its flow and key are settled
 	}
 }
@@ -212,7 +212,7 @@ func (e *Engine) settle(j *Job, now int64) {
 // removeQueued takes a job that has not started out of the queue and
 // ends it (cancelled, or the scheduler closed).
 func (e *Engine) removeQueued(j *Job, now int64) {
-	if j.timed {
+	if j.is(flagTimed) {
 		e.untime(j)
 	}
 	if j.aside() {

@@ -221,7 +221,7 @@ func (e *Engine) waitingOf(lanes []*lane) []*Job {
 func (e *Engine) setAsideAll(js []*Job, now int64) {
 	for _, j := range js {
 		e.leaveQueue(j, now)
-		if j.timed {
+		if j.is(flagTimed) {
 			e.lateGrace.cancel(&e.timed[j].grace)
 		}
 		e.aside(j)

@@ -314,7 +314,7 @@ func (e *Engine) Verify(now int64) error {
 func (e *Engine) verifyTimers(now int64, delayedKey map[*keyState]int, delayedType map[*typeState]int) error {
 	onTimeline, graced := 0, 0
 	for j, tm := range e.timed {
-		if !j.timed {
+		if !j.is(flagTimed) {
 			return errorf("job %d: has timers but is not flagged", j.seq)
 		}
 		switch j.state {
@@ -516,7 +516,7 @@ func (e *Engine) verifyGrace(now int64) error {
 		return nil
 	}
 	check := func(j *Job) error {
-		lateGrace := j.timed && e.timed[j].grace.idx >= 0 // a retried job's (delay.go)
+		lateGrace := j.is(flagTimed) && e.timed[j].grace.idx >= 0 // a retried job's (delay.go)
 		if !e.aging.pastGrace(j.sub, now) && !j.inGrace && !lateGrace || j.inGrace && !filed(j) {
 			return errorf("job %d in its grace period: inGrace=%v, entry %d not its own", j.seq, j.inGrace, j.at)
 		}
@@ -586,7 +586,7 @@ func (e *Engine) verifyUrgent(now int64) error {
 		for _, j := range jobs {
 			mine[j] = true
 			past := p.pastGrace(j.sub, now)
-			graceDue := j.inGrace || j.timed && e.timed[j].grace.idx >= 0
+			graceDue := j.inGrace || j.is(flagTimed) && e.timed[j].grace.idx >= 0
 			inGracePhase := !past || graceDue
 			wantFresh := p.urgentOn() && int64(j.base) >= p.urgent
 			switch {
@@ -808,7 +808,7 @@ func (e *Engine) verifyLaneHeaps(l *lane, state State, now int64) (int, error) {
 		// Until then, a job past its grace period may be in either: where
 		// its grace period put it, or where a gate that let it go filed it.
 		fixed := j.heap == inRun || j.heap == inFixed
-		graceDue := j.inGrace || j.timed && e.timed[j].grace.idx >= 0
+		graceDue := j.inGrace || j.is(flagTimed) && e.timed[j].grace.idx >= 0
 		aged := p.pastGrace(j.sub, now) && int64(j.base) < p.maxEff
 		if fixed == aged && !(fixed && graceDue) {
 			return 0, errorf("job %d of base %d filed fixed %v, in its grace period %v, its end due %v",
@@ -906,8 +906,8 @@ func (e *Engine) verifyRates(now int64) error {
 func (e *Engine) verifyDeps(asideKey map[*keyState]int, asideType map[*typeState]int) error {
 	blocked := 0
 	for j, n := range e.deps {
-		if !j.linked || j.state == StateDone || len(n.after)+len(n.dependants) == 0 {
-			return errorf("job %d: in the graph, linked %v, state %d, %d edges", j.seq, j.linked, j.state, len(n.after)+len(n.dependants))
+		if !j.is(flagLinked) || j.state == StateDone || len(n.after)+len(n.dependants) == 0 {
+			return errorf("job %d: in the graph, linked %v, state %d, %d edges", j.seq, j.is(flagLinked), j.state, len(n.after)+len(n.dependants))
 		}
 		for _, ed := range n.after {
 			dn := e.deps[ed.dep]
