@@ -19,6 +19,10 @@ func (e *Engine) Verify(now int64) error {
 	laneIdx := func(l *lane) int { return l.tyIdx }
 	actIdx := func(f *flow) int { return f.actIdx }
 
+	if _, due := e.NextDue(); due != e.MayBeDue() {
+		return errorf("NextDue has a time: %v; MayBeDue says %v", due, e.MayBeDue())
+	}
+
 	// Hard limits.
 	if len(e.running) != e.nrunning {
 		return errorf("running list %d != nrunning %d", len(e.running), e.nrunning)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"reflect"
 
+	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/fairsched/fairsched/internal/store"
 )
@@ -26,6 +27,11 @@ type Config struct {
 	Handlers    map[string]*Handler
 	// Errors makes the errors of the API's types.
 	Errors Errors
+	// Decider, if set, makes the decisions the Runtime asks in place of
+	// the engine's in-process ones, from the engine, the Grantee to hand
+	// grants to within Grant, and deliver for grants that come later (the
+	// Runtime's Deliver): the tests' stand-in for decisions taken elsewhere.
+	Decider func(e *engine.Engine, g decide.Grantee, deliver func(grants func() []*engine.Job)) decide.Decider
 	// Signals is set by the tests only.
 	Signals *Signals
 }

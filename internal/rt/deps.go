@@ -27,7 +27,7 @@ func (s *Runtime) afterOf(job *Job) ([]*engine.Job, error) {
 // of s's does not count: submitting refuses it.
 func (s *Runtime) waitsForAnyLocked(after []Handle) bool {
 	for _, h := range after {
-		if h.t != nil && h.t.rec.Engine() == s.eng && h.t.rec.State() != engine.StateDone {
+		if h.t != nil && h.t.rec.Engine() == s.eng && !h.t.ended() {
 			return true
 		}
 	}

@@ -20,9 +20,9 @@
 //
 //	admitted       enqueueAtLocked: the checks a submission passes, the
 //	               engine's admission, the policies that act on a new job
-//	granted        dispatchLocked, startedLocked: the engine's next starts,
-//	               handed to the RunSync caller waiting for them or to a
-//	               goroutine (launchLocked, work)
+//	granted        dispatchLocked, grantedLocked, startedLocked: the
+//	               decisions' next starts, handed to the RunSync caller
+//	               waiting for them or to a goroutine (launchLocked, work)
 //	running        runAttempt, call: the job's function, a panic or a
 //	               Goexit turned into its error
 //	attempt ended  attemptEndedLocked: the retry, disable and dead-job
@@ -74,9 +74,17 @@
 //     timers of this process, a Handle's wait, a RunSync caller's
 //     goroutine, the records kept for reuse, the event sink.
 //
-// Today the engine is in this process and the Runtime calls it directly;
-// the policies of the first list keep their state here, next to it, and
-// move with it.
+// The decisions are asked through one seam (internal/decide, and
+// decisions.go here): admission, the grants, an attempt's end, a
+// cancellation and what falls due. A grant may come in the call that
+// asked for it (the engine in this process) or later, from another
+// goroutine, through Deliver; what the run-time layer was told of a job
+// is its own, in the job record's Tag (task.go), never read from the
+// decisions' state. A job whose grant is on its way when it is
+// cancelled, or when the scheduler closes, is taken back by the
+// decisions (Decider.Cancel) and never runs. The policies of the first
+// list keep their state here for now, next to the engine, and move with
+// it.
 //
 // # Time
 //

@@ -150,7 +150,7 @@ func (s *Runtime) enqueueMany(ctx context.Context, jobs []EnqueueParams, state *
 			panic("fairsched: internal error: an admitted durable job was refused: " + err.Error())
 		}
 		hs[i] = s.handleLocked(&t.task)
-		if t.rec.Waiting() {
+		if t.waiting() {
 			before := t.rec.Base()
 			s.raiseChildLocked(ctx, &t.task, now) // a child: its parent's priority
 			s.storeRaiseLocked(t, before, now)

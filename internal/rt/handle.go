@@ -2,8 +2,6 @@ package rt
 
 import (
 	"context"
-
-	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // Done returns a channel that is closed when the job has ended: it ran, or
@@ -21,7 +19,7 @@ func (h Handle) Done() <-chan struct{} {
 		}
 		return h.w.js.done
 	}
-	if h.t.rec.State() == engine.StateDone {
+	if h.t.ended() {
 		return closedChan
 	}
 	if h.t.wake == nil {
@@ -61,7 +59,7 @@ func (h Handle) Err() error {
 	if h.w != nil && h.w.gone {
 		return context.Canceled // this submission detached
 	}
-	if h.t.rec.State() != engine.StateDone {
+	if !h.t.ended() {
 		return nil
 	}
 	return resultOf(h.t)
@@ -88,9 +86,9 @@ func (h Handle) Cancel() {
 		return
 	}
 	switch {
-	case h.t.rec.Waiting():
+	case h.t.waiting():
 		s.cancelQueuedLocked(h.t, context.Canceled, s.nowLocked())
-	case h.t.rec.Running():
+	case h.t.granted():
 		h.t.ctx.cancel(context.Canceled)
 	}
 }

@@ -3,8 +3,6 @@ package rt
 import (
 	"context"
 	"slices"
-
-	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // Joining duplicates (docs/design.md, Duplicates; a job is identified
@@ -48,7 +46,7 @@ func (s *Runtime) joinLocked(t *task, desc *Job, w *joiner, now int64) {
 	w.js = js
 	js.waiters = append(js.waiters, w)
 	s.dups.joins++
-	if p, ok := s.eng.BasePriority(descOf(desc)); ok && t.rec.Waiting() {
+	if p, ok := s.eng.BasePriority(descOf(desc)); ok && t.waiting() {
 		s.eng.Raise(&t.rec, p, now)
 	}
 	if s.cfg.Signals != nil {
@@ -68,14 +66,14 @@ func (s *Runtime) detachLocked(t *task, w *joiner, now int64) {
 	js.waiters = slices.DeleteFunc(js.waiters, func(x *joiner) bool { return x == w })
 	if len(js.waiters) == 0 {
 		switch {
-		case t.rec.Waiting():
+		case t.waiting():
 			s.cancelQueuedLocked(t, context.Canceled, now)
-		case t.rec.Running():
+		case t.granted():
 			t.ctx.cancel(context.Canceled)
 		}
 		return
 	}
-	if !w.runner || !t.rec.Waiting() {
+	if !w.runner || !t.waiting() {
 		return
 	}
 	next := js.waiters[0]
@@ -119,7 +117,7 @@ func (s *Runtime) handleLocked(t *task) Handle {
 // joinsLocked reports whether duplicates may join t, just accepted: its
 // type joins, and it has not ended already.
 func (s *Runtime) joinsLocked(t *task) bool {
-	return s.joinsType(t.rec.Type()) && t.rec.State() != engine.StateDone
+	return s.joinsType(t.rec.Type()) && !t.ended()
 }
 
 // joinsType reports whether the type name joins duplicates.

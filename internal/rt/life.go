@@ -37,8 +37,9 @@ func (s *Runtime) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 			return err
 		}
 	}
-	s.catchUpLocked(now) // the clock timer may be late: what fell due comes first
-	d := descOf(desc)
+	if s.dec != nil || s.eng.MayBeDue() {
+		s.catchUpLocked(now) // the clock timer may be late: what fell due comes first
+	}
 	var tm *engine.Times // nil: none, the common case
 	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() || desc.After != nil || desc.Needs != nil || sub != 0 {
 		times := s.timesOf(desc)
@@ -60,7 +61,14 @@ func (s *Runtime) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 			tm.After = after
 		}
 	}
-	r := s.eng.Enqueue(&t.rec, d, tm, now)
+	var r *engine.Refusal
+	if s.dec == nil { // the engine, in this process (decisions.go)
+		if r = s.eng.Enqueue(&t.rec, descOf(desc), tm, now); r == nil && t.rec.Running() {
+			t.rec.Tag = tagGranted // started by launchLocked, or by its RunSync caller
+		}
+	} else {
+		r = s.enqueueElsewhereLocked(t, desc, tm, now)
+	}
 	if r == nil {
 		if t.rec.Timed() || s.eng.Rated() {
 			s.armLocked(now)
@@ -120,7 +128,7 @@ func (s *Runtime) supersedeLocked(old, t *task, now int64) {
 // launchLocked gives a Submit job the engine just accepted a goroutine if
 // it started at once, or dispatches.
 func (s *Runtime) launchLocked(t *task, now int64) {
-	if t.rec.Running() {
+	if t.granted() {
 		s.startedLocked(t)
 		s.wg.Add(1)
 		go s.work(t)
@@ -129,32 +137,70 @@ func (s *Runtime) launchLocked(t *task, now int64) {
 	}
 }
 
-// dispatchLocked starts every job that can start now. If self is true the
+// dispatchLocked asks the decisions for every job that can start now.
+// The engine's, in this process, are handed over here; a Decider's come
+// through grantedLocked, before it returns or later. If self is true the
 // caller is a job goroutine that can run one more Submit job itself: the
-// first one started is returned instead of being given a new goroutine.
+// first in-process grant of one is returned instead of being given a new
+// goroutine.
 func (s *Runtime) dispatchLocked(now int64, self bool) (next *task) {
-	for s.eng.CanStart() {
-		j := s.eng.Next(now)
-		if j == nil {
-			break
-		}
-		t := taskOf(j)
-		s.startedLocked(t)
-		switch {
-		case t.isSync():
-			close(t.wake)
-			t.wake = nil
-		case self && next == nil:
-			next = t
-		default:
-			s.wg.Add(1)
-			go s.work(t)
+	if s.dec != nil {
+		s.dec.Grant(now)
+	} else {
+		for s.eng.CanStart() {
+			j := s.eng.Next(now)
+			if j == nil {
+				break
+			}
+			if t := taskOf(j); self && next == nil && !t.isSync() {
+				t.rec.Tag = tagGranted
+				s.startedLocked(t)
+				next = t
+			} else {
+				s.grantedLocked(t)
+			}
 		}
 	}
 	if s.eng.Rated() {
 		s.armLocked(now) // a start may have emptied a token bucket
 	}
 	return next
+}
+
+// grantedLocked is the point where a job is granted: it starts, on its
+// RunSync caller's goroutine or a new one.
+func (s *Runtime) grantedLocked(t *task) {
+	t.rec.Tag = tagGranted
+	s.startedLocked(t)
+	if t.isSync() {
+		if t.wake != nil { // its caller waits (awaitStartLocked), or will see it granted
+			close(t.wake)
+			t.wake = nil
+		}
+		return
+	}
+	s.wg.Add(1)
+	go s.work(t)
+}
+
+// grantee hands the decisions' grants to the Runtime (decide.Grantee).
+type grantee Runtime
+
+// Granted starts j, granted; the lock is held.
+func (g *grantee) Granted(j *engine.Job) { (*Runtime)(g).grantedLocked(taskOf(j)) }
+
+// Deliver hands over grants that came after the call that asked for them,
+// from decisions taken elsewhere: grants, called with the lock held,
+// returns them, and each starts as if granted within dispatchLocked.
+func (s *Runtime) Deliver(grants func() []*engine.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range grants() {
+		s.grantedLocked(taskOf(j))
+	}
+	if s.eng.Rated() {
+		s.armLocked(s.nowLocked())
+	}
 }
 
 // startedLocked readies a job the engine started to run.
@@ -264,7 +310,8 @@ func (s *Runtime) retriedLocked(t *task, err error, notBefore, now int64) {
 	t.ctx = &jobContext{parent: a.parent, valuesOnly: !t.isSync(), attempt: int32(len(a.list) + 1)}
 	t.submitCtx = nil          // a Submit job's, made already
 	started := t.rec.Started() // read first: Retry reuses the word
-	s.eng.Retry(&t.rec, notBefore, now)
+	s.decRetry(t, notBefore, now)
+	t.rec.Tag = tagWaiting
 	if s.durable != nil && s.durableRetriedLocked(t, err, started, notBefore, now) {
 		s.endQueuedLocked(t, ErrKept, now) // the store keeps it for the next start
 	}
@@ -285,7 +332,11 @@ func (s *Runtime) finishLocked(t *task, err error, ran bool, now int64) {
 		o = engine.Failed
 	}
 	setResultLocked(t, err) // before the engine reports the end
-	s.eng.Finish(&t.rec, o, now)
+	if s.dec == nil {
+		s.eng.Finish(&t.rec, o, now)
+	} else {
+		s.dec.Finish(&t.rec, o, now)
+	}
 	s.endedLocked(t)
 	if s.eng.HasUnrun() {
 		s.unrunLocked(now)
@@ -304,7 +355,7 @@ func (s *Runtime) cancelQueuedLocked(t *task, err error, now int64) {
 // that dispatches next: it reports whether other jobs may start now.
 func (s *Runtime) endQueuedLocked(t *task, err error, now int64) (unblocked bool) {
 	setResultLocked(t, err)
-	unblocked = s.eng.Cancel(&t.rec, now)
+	unblocked = s.decCancel(t, now)
 	s.endedLocked(t)
 	if s.eng.HasUnrun() {
 		s.unrunLocked(now)
@@ -317,6 +368,7 @@ func (s *Runtime) endedLocked(t *task) {
 	if s.durable != nil {
 		s.durableEndedLocked(t)
 	}
+	t.rec.Tag = tagEnded
 	t.fn, t.ctx, t.submitCtx = nil, nil, nil // a Handle may keep the record long after
 	if t.wake != nil || s.watchEnds {        // rare: kept out so that this inlines
 		s.wakeEndedLocked(t)
@@ -378,7 +430,7 @@ func (s *Runtime) dependencyError(j, dep *engine.Job) error {
 // time. A timer already set for that time or earlier is kept: firing
 // early costs one call of Due that finds nothing.
 func (s *Runtime) armLocked(now int64) {
-	due, ok := s.eng.NextDue()
+	due, ok := s.decNextDue()
 	if !ok || (s.timerStop != nil && s.timerAt <= due) {
 		return
 	}
@@ -408,6 +460,12 @@ func (s *Runtime) onTimer() {
 // catchUpLocked applies what fell due by now if the clock timer is late
 // to fire, so that what fell due comes before what the caller does at now.
 func (s *Runtime) catchUpLocked(now int64) {
+	if s.dec != nil {
+		if due, ok := s.dec.NextDue(); ok && due <= now {
+			s.dueLocked(now)
+		}
+		return
+	}
 	if due, ok := s.eng.NextDue(); ok && due <= now {
 		s.dueLocked(now)
 	}
@@ -418,7 +476,7 @@ func (s *Runtime) catchUpLocked(now int64) {
 // that comes before a timer late to fire, so that what fell due is
 // applied first.
 func (s *Runtime) dueLocked(now int64) {
-	for _, j := range s.eng.Due(now) {
+	for _, j := range s.decDue(now) {
 		setResultLocked(taskOf(j), s.expiredError(j, now))
 		s.endedLocked(taskOf(j))
 	}

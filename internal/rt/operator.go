@@ -32,9 +32,9 @@ func (s *Runtime) Cancel(seq uint64) bool {
 	}
 	t := taskOf(j)
 	switch {
-	case t.rec.Waiting():
+	case t.waiting():
 		s.cancelQueuedLocked(t, context.Canceled, s.nowLocked())
-	case t.rec.Running():
+	case t.granted():
 		t.ctx.cancel(context.Canceled)
 	}
 	return true

@@ -107,7 +107,7 @@ func (p *Periodic) occur(at time.Time) {
 	if p.stop == nil {
 		return // stopped meanwhile
 	}
-	if p.writing || p.last.t != nil && p.last.t.rec.State() != engine.StateDone {
+	if p.writing || p.last.t != nil && !p.last.t.ended() {
 		p.skipped++
 		s.skippedOccurrences++
 		if p.durable != nil && !p.writing {

@@ -154,7 +154,7 @@ func (s *Runtime) restoreLocked(j *store.Job, now int64) {
 		tm.Ran, tm.AttemptEnded = true, now // it was running until the restart found it lost
 		d.st.Post(store.Op{Kind: store.OpRetry, ID: j.ID, At: s.wallOf(now), NotBefore: s.wallOf(tm.NotBefore), Attempt: lost})
 	}
-	if r := s.eng.Enqueue(&dt.rec, descOf(&desc), &tm, now); r != nil {
+	if r := s.restoreEnqueueLocked(dt, &desc, &tm, now); r != nil {
 		// Its needs no longer fit the resources: with Submitted,
 		// nothing else refuses it (a start deadline passed while no
 		// process ran ends it above).

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
@@ -19,7 +20,11 @@ type Runtime struct {
 
 	mu sync.Mutex
 	// Guarded by mu.
-	eng    *engine.Engine
+	eng *engine.Engine
+	// dec: the decisions, if Config.Decider made a Decider; nil: eng's,
+	// asked directly (decisions.go).
+	dec    decide.Decider
+	times  engine.Times  // a job's times as handed to a Decider, for the call only (decisions.go)
 	spare  spareTasks    // ended RunSync records, for reuse
 	closed bool          // Close began: queued work discarded
 	idle   chan struct{} // closed when nothing is pending or running, while closing

@@ -21,6 +21,9 @@ func New(cfg Config) (*Runtime, error) {
 	s.disabling.events = s.events
 	s.dead = newDeadJobs(cfg.DeadJobs, &s.timebase, s.events)
 	s.eng = engine.New(cfg.Engine, obs)
+	if cfg.Decider != nil {
+		s.dec = cfg.Decider(s.eng, (*grantee)(s), s.Deliver)
+	}
 	s.eng.Owner = s
 	if _, ok := cfg.Types[""]; !ok {
 		s.noteRetriesLocked("", Type{})

@@ -91,12 +91,16 @@ func (s *Runtime) Close() error {
 		s.leaveLocked(now)
 	}
 	for _, j := range s.eng.PendingJobs() {
-		if j.Waiting() { // not ended already by a job it runs after, cancelled just before
-			s.cancelQueuedLocked(taskOf(j), ErrClosed, now)
+		if t := taskOf(j); t.waiting() { // not ended already by a job it runs after, cancelled just before
+			s.cancelQueuedLocked(t, ErrClosed, now)
 		}
 	}
 	for _, j := range s.eng.RunningJobs() {
-		taskOf(j).ctx.cancel(context.Canceled)
+		if t := taskOf(j); t.granted() {
+			t.ctx.cancel(context.Canceled)
+		} else { // granted by the decisions, not handed over yet: it never starts
+			s.cancelQueuedLocked(t, ErrClosed, now)
+		}
 	}
 	idle := s.idleChanLocked()
 	s.mu.Unlock()
@@ -161,7 +165,7 @@ func (s *Runtime) leaveLocked(now int64) {
 	fs := s.eng.SaveFair()
 	s.durable.atLeave = &fs
 	for _, j := range s.eng.PendingJobs() {
-		if t := taskOf(j); j.Waiting() && s.durable.of(t) != nil {
+		if t := taskOf(j); t.waiting() && s.durable.of(t) != nil {
 			s.endQueuedLocked(t, ErrKept, now)
 		}
 	}

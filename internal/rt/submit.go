@@ -7,8 +7,6 @@ package rt
 
 import (
 	"context"
-
-	"github.com/fairsched/fairsched/internal/engine"
 )
 
 // RunSync waits until the job may start, runs fn on the calling goroutine
@@ -63,18 +61,18 @@ func (s *Runtime) RunSync(ctx context.Context, desc *Job, fn func(context.Contex
 	if s.dups.policy != nil && s.joinsLocked(t) {
 		s.registerJoinLocked(t, nil, ctx)
 	}
-	if t.rec.State() == engine.StateDone { // a job it runs after had failed
+	if t.granted() { // with the answer: the common case
+		s.mu.Unlock()
+		return s.runStarted(ctx, t, fn)
+	}
+	if t.ended() { // a job it runs after had failed
 		s.mu.Unlock()
 		return resultOf(t)
 	}
-	if !t.rec.Running() {
-		s.raiseChildLocked(ctx, t, now)
-		t.wake = make(chan struct{})
-		s.dispatchLocked(now, false)
-	}
-	if t.rec.Running() {
-		s.mu.Unlock()
-	} else if err := s.awaitStartLocked(ctx, t); err != nil {
+	s.raiseChildLocked(ctx, t, now)
+	t.wake = make(chan struct{})
+	s.dispatchLocked(now, false)
+	if err := s.awaitStartLocked(ctx, t); err != nil {
 		return err
 	}
 	return s.runStarted(ctx, t, fn)
@@ -85,7 +83,7 @@ func (s *Runtime) RunSync(ctx context.Context, desc *Job, fn func(context.Contex
 // ends (ctx's error: the job leaves the queue, or gives back the slot it
 // got just then).
 func (s *Runtime) awaitStartLocked(ctx context.Context, t *task) error {
-	if t.rec.Running() {
+	if t.granted() {
 		s.mu.Unlock()
 		return nil
 	}
@@ -101,14 +99,14 @@ func (s *Runtime) awaitStartLocked(ctx context.Context, t *task) error {
 	s.mu.Lock()
 	var err error
 	switch {
-	case t.rec.Waiting():
+	case t.waiting():
 		err = ctx.Err()
 		if w := s.runnerOf(t); w != nil { // others joined it: this caller detaches alone
 			s.detachLocked(t, w, s.nowLocked())
 		} else {
 			s.cancelQueuedLocked(t, err, s.nowLocked())
 		}
-	case t.rec.State() == engine.StateDone: // discarded by Close, or past its start deadline
+	case t.ended(): // discarded by Close, or past its start deadline
 		err = resultOf(t)
 	case ctx.Err() != nil:
 		// Started just as the caller gave up: give the slot back.
@@ -176,15 +174,20 @@ func (s *Runtime) TryRunSync(ctx context.Context, desc *Job, fn func(context.Con
 		s.mu.Unlock()
 		return err
 	}
-	if t.rec.State() == engine.StateDone { // a job it runs after had failed
+	if t.ended() { // a job it runs after had failed
 		s.mu.Unlock()
 		return resultOf(t)
 	}
-	if !t.rec.Running() {
+	if !t.granted() {
 		// Queued behind jobs that limits hold back: the dispatch starts it.
 		s.dispatchLocked(now, false)
 	}
-	if !t.rec.Running() {
+	if !t.granted() && s.dec != nil { // decisions taken elsewhere: no grant comes with the call
+		s.cancelQueuedLocked(t, ErrWouldWait, now)
+		s.mu.Unlock()
+		return ErrWouldWait
+	}
+	if !t.granted() {
 		panic("fairsched: internal error: a job that passed every limit did not start")
 	}
 	s.mu.Unlock()
@@ -238,7 +241,7 @@ func (s *Runtime) Submit(ctx context.Context, desc *Job, fn func(context.Context
 		return Handle{}, err
 	}
 	h := s.handleLocked(t)
-	if t.rec.Waiting() {
+	if t.waiting() {
 		s.raiseChildLocked(ctx, t, now)
 	}
 	s.launchLocked(t, now)

@@ -137,7 +137,7 @@ func (s *Runtime) submitOfBatchLocked(t *task, desc *Job, parent *batchParent, n
 		panic("fairsched: internal error: a job of an admitted batch was refused: " + err.Error())
 	}
 	h := s.handleLocked(t)
-	if t.rec.Waiting() {
+	if t.waiting() {
 		if eff, ok := parent.priority(s); ok {
 			s.eng.Raise(&t.rec, eff, now)
 		}

@@ -52,11 +52,11 @@ func (d *duplicates) accepted(t *task) (replaced *task) {
 		return nil
 	}
 	key := keyOf(t)
-	if old := d.current[key]; p == Supersede && old != nil && old.rec.Waiting() {
+	if old := d.current[key]; p == Supersede && old != nil && old.waiting() {
 		d.superseded++
 		replaced = old
 	}
-	if t.rec.Waiting() || p == JoinRunning && t.rec.Running() {
+	if t.waiting() || p == JoinRunning && t.granted() {
 		d.current[key] = t
 	}
 	return replaced

@@ -31,6 +31,25 @@ type task struct {
 	submitCtx context.Context // a queued Submit job's: the context Submit was given
 }
 
+// What the run-time layer was told of a job, kept in its engine record's
+// Tag (the engine never reads it): admitted and waiting for a grant,
+// granted (started here), or ended. The decisions' own state may be ahead
+// of it: a grant taken and not handed over yet.
+const (
+	tagWaiting uint8 = iota
+	tagGranted
+	tagEnded
+)
+
+// waiting reports whether t was admitted and not granted yet.
+func (t *task) waiting() bool { return t.rec.Tag == tagWaiting }
+
+// granted reports whether t was granted and runs, or is about to.
+func (t *task) granted() bool { return t.rec.Tag == tagGranted }
+
+// ended reports whether t ended.
+func (t *task) ended() bool { return t.rec.Tag == tagEnded }
+
 // taskOf returns the task a job record is embedded in. Every engine.Job
 // the Scheduler hands its engine is the first field of a task, so the
 // record's address is the task's: a conversion, where a pointer back from

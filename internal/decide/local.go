@@ -1,0 +1,48 @@
+package decide
+
+import "github.com/fairsched/fairsched/internal/engine"
+
+// Local is the in-process Decider: the engine, asked in the call. A job
+// the engine starts as it admits it starts now; every other grant is
+// handed to the Grantee within Grant.
+type Local struct {
+	e *engine.Engine
+	g Grantee
+}
+
+// NewLocal returns the Decider of e, handing its grants to g.
+func NewLocal(e *engine.Engine, g Grantee) *Local { return &Local{e: e, g: g} }
+
+// Enqueue admits j, which starts now if the engine started it.
+func (l *Local) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int64) (bool, *engine.Refusal) {
+	if r := l.e.Enqueue(j, &d, tm, now); r != nil {
+		return false, r
+	}
+	return j.Running(), nil
+}
+
+// Grant hands the Grantee every job the engine starts at now, in order.
+func (l *Local) Grant(now int64) {
+	for l.e.CanStart() {
+		j := l.e.Next(now)
+		if j == nil {
+			return
+		}
+		l.g.Granted(j)
+	}
+}
+
+// Finish ends j's attempt and j.
+func (l *Local) Finish(j *engine.Job, o engine.Outcome, now int64) { l.e.Finish(j, o, now) }
+
+// Retry ends j's attempt, to run again not before notBefore.
+func (l *Local) Retry(j *engine.Job, notBefore, now int64) { l.e.Retry(j, notBefore, now) }
+
+// Cancel takes j out.
+func (l *Local) Cancel(j *engine.Job, now int64) bool { return l.e.Cancel(j, now) }
+
+// NextDue returns the engine's next due time.
+func (l *Local) NextDue() (int64, bool) { return l.e.NextDue() }
+
+// Due applies what fell due by now.
+func (l *Local) Due(now int64) []*engine.Job { return l.e.Due(now) }

@@ -1,0 +1,274 @@
+package rt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsched/fairsched/internal/decide"
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// The run-time layer with decisions whose grants come later and from
+// another goroutine, as a leader's in another process would: it must not
+// assume that a grant comes back in the call that asked for it, and a job
+// whose grant is on its way when it is cancelled, or when the scheduler
+// closes, must never run.
+
+// delayed is a Decider that takes the engine's decisions in the call
+// (decide.Local) but hands none of its grants over there: it holds them,
+// and a goroutine of its own hands them over through the Runtime's
+// Deliver when it is told to (release), or as soon as it may (auto).
+type delayed struct {
+	inner   *decide.Local
+	deliver func(func() []*engine.Job)
+	held    []*engine.Job // granted, not handed over; guarded by the Runtime's lock
+	// holding receives, without blocking, each time a grant is held.
+	holding chan struct{}
+	release chan struct{} // each receive hands over what is held
+	auto    bool          // hand over without waiting for release
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func newDelayed(e *engine.Engine, deliver func(func() []*engine.Job), auto bool) *delayed {
+	d := &delayed{deliver: deliver, holding: make(chan struct{}, 1<<16), release: make(chan struct{}),
+		auto: auto, stop: make(chan struct{}), done: make(chan struct{})}
+	d.inner = decide.NewLocal(e, d)
+	go d.run()
+	return d
+}
+
+// run hands the held grants over, from its own goroutine.
+func (d *delayed) run() {
+	defer close(d.done)
+	for {
+		if d.auto {
+			select {
+			case <-d.holding:
+			case <-d.stop:
+				return
+			}
+		} else {
+			select {
+			case <-d.release:
+			case <-d.stop:
+				return
+			}
+		}
+		d.deliver(d.take)
+	}
+}
+
+// take returns the held grants and holds none; Deliver calls it with the
+// Runtime's lock held.
+func (d *delayed) take() []*engine.Job {
+	js := d.held
+	d.held = nil
+	return js
+}
+
+func (d *delayed) hold(j *engine.Job) {
+	d.held = append(d.held, j)
+	d.holding <- struct{}{}
+}
+
+// Granted holds what the engine grants.
+func (d *delayed) Granted(j *engine.Job) { d.hold(j) }
+
+func (d *delayed) Enqueue(j *engine.Job, desc engine.Desc, tm *engine.Times, now int64) (bool, *engine.Refusal) {
+	startsNow, r := d.inner.Enqueue(j, desc, tm, now)
+	if startsNow {
+		d.hold(j) // granted, but not in this call
+	}
+	return false, r
+}
+
+func (d *delayed) Grant(now int64)                                   { d.inner.Grant(now) }
+func (d *delayed) Finish(j *engine.Job, o engine.Outcome, now int64) { d.inner.Finish(j, o, now) }
+func (d *delayed) Retry(j *engine.Job, notBefore, now int64)         { d.inner.Retry(j, notBefore, now) }
+func (d *delayed) NextDue() (int64, bool)                            { return d.inner.NextDue() }
+func (d *delayed) Due(now int64) []*engine.Job                       { return d.inner.Due(now) }
+
+// Cancel takes j out; a grant of j on its way is taken back, so that j is
+// never handed over, and its slot is given back.
+func (d *delayed) Cancel(j *engine.Job, now int64) bool {
+	for i, h := range d.held {
+		if h == j {
+			d.held = append(d.held[:i], d.held[i+1:]...)
+			d.inner.Finish(j, engine.NotRun, now)
+			return true
+		}
+	}
+	return d.inner.Cancel(j, now)
+}
+
+// close stops the goroutine that hands grants over.
+func (d *delayed) close() {
+	close(d.stop)
+	<-d.done
+}
+
+// awaitHeld waits until n more grants have been held.
+func (d *delayed) awaitHeld(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-d.holding:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no grant was held")
+		}
+	}
+}
+
+var testErrors = Errors{
+	Panic:      func(seq uint64, v any, _ []byte) error { return fmt.Errorf("job %d panicked: %v", seq, v) },
+	QueueFull:  func(f QueueFull) error { return fmt.Errorf("queue full: %+v", f) },
+	Dependency: func(seq, dep uint64, err error) error { return fmt.Errorf("job %d after %d: %w", seq, dep, err) },
+	Batch:      func(i int, err error) error { return fmt.Errorf("job %d of the batch: %w", i, err) },
+}
+
+// newDelayedRuntime returns a Runtime of slots slots whose decisions are
+// a delayed's, and that delayed.
+func newDelayedRuntime(t *testing.T, slots int, auto bool) (*Runtime, *delayed) {
+	t.Helper()
+	var d *delayed
+	r, err := New(Config{
+		Engine: engine.Config{MaxConcurrency: slots, CostAlpha: 0.3, DefaultCost: 1, IdleTTL: int64(10 * time.Minute / time.Microsecond)},
+		Errors: testErrors,
+		Decider: func(e *engine.Engine, _ decide.Grantee, deliver func(func() []*engine.Job)) decide.Decider {
+			d = newDelayed(e, deliver, auto)
+			return d
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		assert.NoError(t, r.Close())
+		d.close()
+	})
+	return r, d
+}
+
+// A RunSync job whose grant is held does not run until it is handed over,
+// from another goroutine; then it runs on its caller's.
+func TestDelayedGrantRunSync(t *testing.T) {
+	r, d := newDelayedRuntime(t, 1, false)
+	var ran atomic.Int32
+	result := make(chan error, 1)
+	go func() {
+		result <- r.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error {
+			ran.Add(1)
+			return errors.New("done")
+		})
+	}()
+	d.awaitHeld(t, 1)
+	select {
+	case err := <-result:
+		t.Fatalf("RunSync returned %v before its grant was handed over", err)
+	default:
+	}
+	assert.Zero(t, ran.Load(), "ran before its grant was handed over")
+	d.release <- struct{}{}
+	assert.EqualError(t, <-result, "done")
+	assert.Equal(t, int32(1), ran.Load())
+}
+
+// Submit jobs whose grants come later run once each, never more at once
+// than there are slots, and every slot comes back.
+func TestDelayedGrantsKeepTheLimits(t *testing.T) {
+	const slots, jobs = 3, 300
+	r, _ := newDelayedRuntime(t, slots, true)
+	var running, most, ran atomic.Int32
+	fn := func(context.Context) error {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		ran.Add(1)
+		running.Add(-1)
+		return nil
+	}
+	hs := make([]Handle, jobs)
+	for i := range hs {
+		h, err := r.Submit(context.Background(), &Job{Key: fmt.Sprint("k", i%7)}, fn)
+		require.NoError(t, err)
+		hs[i] = h
+	}
+	for _, h := range hs {
+		require.NoError(t, h.Wait(context.Background()))
+	}
+	assert.Equal(t, int32(jobs), ran.Load(), "every job ran once")
+	assert.LessOrEqual(t, most.Load(), int32(slots), "never more at once than the slots")
+	require.NoError(t, r.WaitIdle(context.Background()))
+	st := r.Stats(0)
+	assert.Equal(t, uint64(jobs), st.Engine.Completed)
+	assert.Zero(t, st.Engine.Running, "every slot came back")
+	require.NoError(t, r.Verify())
+}
+
+// A RunSync caller that gives up while its grant is on its way gets its
+// context's error; the job never runs, and its slot goes to the next job.
+func TestDelayedGrantCallerGivesUp(t *testing.T) {
+	r, d := newDelayedRuntime(t, 1, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	go func() {
+		result <- r.RunSync(ctx, &Job{}, func(context.Context) error {
+			t.Error("a job whose caller gave up ran")
+			return nil
+		})
+	}()
+	d.awaitHeld(t, 1)
+	cancel()
+	assert.ErrorIs(t, <-result, context.Canceled)
+	d.release <- struct{}{} // hands over nothing: the grant was taken back
+
+	next := make(chan error, 1)
+	go func() { next <- r.RunSync(context.Background(), &Job{}, func(context.Context) error { return nil }) }()
+	d.awaitHeld(t, 1)
+	d.release <- struct{}{}
+	assert.NoError(t, <-next, "the slot came back")
+}
+
+// A Submit job cancelled by its Handle while its grant is on its way ends
+// with context.Canceled and never runs.
+func TestDelayedGrantCancelled(t *testing.T) {
+	r, d := newDelayedRuntime(t, 1, false)
+	h, err := r.Submit(context.Background(), &Job{}, func(context.Context) error {
+		t.Error("a cancelled job ran")
+		return nil
+	})
+	require.NoError(t, err)
+	d.awaitHeld(t, 1)
+	h.Cancel()
+	assert.ErrorIs(t, h.Err(), context.Canceled)
+	d.release <- struct{}{}
+	require.NoError(t, r.WaitIdle(context.Background()))
+	require.NoError(t, r.Verify())
+}
+
+// Close ends the jobs whose grants are on their way with ErrClosed, with
+// those queued; none of them runs.
+func TestDelayedGrantsClose(t *testing.T) {
+	r, d := newDelayedRuntime(t, 2, false)
+	var hs []Handle
+	for range 4 {
+		h, err := r.Submit(context.Background(), &Job{}, func(context.Context) error {
+			t.Error("a job ran after Close")
+			return nil
+		})
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	d.awaitHeld(t, 2)
+	require.NoError(t, r.Close()) // returns with the grants still held: the jobs they were for ended
+	d.release <- struct{}{}       // hands over nothing
+	for _, h := range hs {
+		assert.ErrorIs(t, h.Err(), ErrClosed)
+	}
+}
