@@ -27,6 +27,19 @@ import (
 
 func noop(context.Context) error { return nil }
 
+// BenchmarkRunSync measures a no-op RunSync from one caller
+// (uncontended), and from GOMAXPROCS callers at once (parallel, with
+// b.RunParallel), where ns/op is wall time over all callers' operations,
+// so 1e9/ns/op is the decisions per second the scheduler makes. -cpu sets
+// GOMAXPROCS, so a sweep of it shows how that rate scales with cores
+// (docs/performance.md, Many cores):
+//
+//	go test -run '^$' -bench 'RunSync/parallel' -cpu 1,2,4,8,16 -count 3 .
+//
+// Above the machine's core count the threads share cores: the sweep then
+// shows a lock holder descheduled by the system, not more parallelism.
+// The scheduler has a slot for every caller, so that no caller waits in
+// the queue at any -cpu.
 func BenchmarkRunSync(b *testing.B) {
 	b.Run("uncontended", func(b *testing.B) {
 		s := benchScheduler(b, Config{MaxConcurrency: 16, Clock: clock.Real{}})
@@ -40,7 +53,7 @@ func BenchmarkRunSync(b *testing.B) {
 		}
 	})
 	b.Run("parallel", func(b *testing.B) {
-		s := benchScheduler(b, Config{MaxConcurrency: 16, Clock: clock.Real{}})
+		s := benchScheduler(b, Config{MaxConcurrency: max(16, runtime.GOMAXPROCS(0)), Clock: clock.Real{}})
 		ctx := context.Background()
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -109,6 +122,152 @@ func BenchmarkSubmit(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*burst), "ns/job")
 	})
+}
+
+// BenchmarkLockHold measures how long the scheduler's lock is held per
+// job, the part of a decision no second core can share. While the
+// benchmark runs, a sampler asks at random instants whether the lock is
+// held (TryLock), about 30,000 times a second; the share of samples that
+// find it held, times the elapsed time, is the time it was held.
+// lock-ns/op or lock-ns/job is that per job, lock-share the share of the
+// time. The sampler runs on a second core (GOMAXPROCS 2 or more), a few
+// percent of its time.
+//
+// runsync: one caller's no-op RunSync, as RunSync/uncontended; its ns/op
+// beside that benchmark's is what the sampler costs the caller.
+//
+// submit-10k, many-10k: the bursts of Submit/burst-10k and
+// Submit/many-10k, 10,000 no-op jobs through 16 slots, submitted one by
+// one or as one batch, except that the jobs wait until all are
+// submitted, so that the lock's holder is known in each phase.
+// admit-lock-ns/job is the hold while the jobs are submitted (16 start,
+// the others queue); the rest of lock-ns/job is the workers', as each job
+// ends and the next starts.
+func BenchmarkLockHold(b *testing.B) {
+	b.Run("runsync", func(b *testing.B) {
+		s := benchScheduler(b, Config{MaxConcurrency: 16, Clock: clock.Real{}})
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		ls := startLockSampler(b, s)
+		for i := 0; i < b.N; i++ {
+			if err := s.RunSync(ctx, Job{}, noop); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ls.report(b, b.N, "op")
+	})
+	burst := func(b *testing.B, submit func(s *Scheduler, fn func(context.Context) error)) {
+		const n = 10000
+		s := benchScheduler(b, Config{MaxConcurrency: 16, Clock: clock.Real{}})
+		var left atomic.Int64
+		var gate, done chan struct{} // made before each burst, read by its jobs
+		fn := func(context.Context) error {
+			<-gate
+			if left.Add(-1) == 0 {
+				close(done)
+			}
+			return nil
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		ls := startLockSampler(b, s)
+		for i := 0; i < b.N; i++ {
+			left.Store(n)
+			gate, done = make(chan struct{}), make(chan struct{})
+			ls.admitting.Store(true)
+			submit(s, fn)
+			ls.admitting.Store(false)
+			close(gate)
+			<-done
+		}
+		ls.report(b, b.N*n, "job")
+	}
+	b.Run("submit-10k", func(b *testing.B) {
+		burst(b, func(s *Scheduler, fn func(context.Context) error) {
+			for range 10000 {
+				if _, err := s.Submit(context.Background(), Job{}, fn); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("many-10k", func(b *testing.B) {
+		jobs := make([]SubmitParams, 10000)
+		burst(b, func(s *Scheduler, fn func(context.Context) error) {
+			for k := range jobs {
+				jobs[k].Fn = fn
+			}
+			if _, err := s.SubmitMany(context.Background(), jobs); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}
+
+// lockSampler samples whether a scheduler's lock is held, on a goroutine
+// of its own, from startLockSampler until report.
+type lockSampler struct {
+	s         *Scheduler
+	start     time.Time
+	admitting atomic.Bool // set by the benchmark while it submits: held samples then count as admission's
+	stop      atomic.Bool
+	done      chan struct{}
+	// written by the sampler, read after done
+	samples, held, heldAdmitting int64
+}
+
+// startLockSampler starts sampling s's lock. It skips b with GOMAXPROCS 1
+// (-cpu sets it for each sub-benchmark, not for their parent): the
+// sampler would take turns with what it measures.
+func startLockSampler(b *testing.B, s *Scheduler) *lockSampler {
+	if runtime.GOMAXPROCS(0) < 2 {
+		b.Skip("the sampler needs a second core: GOMAXPROCS 2 or more")
+	}
+	ls := &lockSampler{s: s, start: time.Now(), done: make(chan struct{})}
+	go func() {
+		defer close(ls.done)
+		r := rand.New(rand.NewPCG(31, 5))
+		for !ls.stop.Load() {
+			// A run of samples a random 0.5-2.5 µs apart, spun, so that
+			// they fall at every point of the measured loop; then a
+			// millisecond's sleep, so that the sampler takes a few
+			// percent of a core, not a core.
+			for range 32 {
+				admitting := ls.admitting.Load()
+				ls.samples++
+				if !s.rt.TryLock() {
+					ls.held++
+					if admitting {
+						ls.heldAdmitting++
+					}
+				}
+				until := time.Now().Add(time.Duration(500 + r.IntN(2000)))
+				for time.Now().Before(until) {
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return ls
+}
+
+// report stops the sampler and reports the lock's hold per unit (n of
+// them in the timed loop) and its share of the time.
+func (ls *lockSampler) report(b *testing.B, n int, unit string) {
+	elapsed := time.Since(ls.start)
+	b.StopTimer()
+	ls.stop.Store(true)
+	<-ls.done
+	if ls.samples < 100 {
+		return // a run too short to sample: the framework's probe of b.N
+	}
+	share := float64(ls.held) / float64(ls.samples)
+	b.ReportMetric(share*float64(elapsed.Nanoseconds())/float64(n), "lock-ns/"+unit)
+	b.ReportMetric(share, "lock-share")
+	if unit == "job" {
+		b.ReportMetric(float64(ls.heldAdmitting)/float64(ls.samples)*float64(elapsed.Nanoseconds())/float64(n), "admit-lock-ns/job")
+	}
 }
 
 // BenchmarkRetry measures one attempt of jobs that fail twice, then
