@@ -314,15 +314,7 @@ func (c *Config) validate() error {
 	if err := c.Aging.validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.CostAlpha < 0 || c.CostAlpha > 1 || math.IsNaN(c.CostAlpha) {
-		add("CostAlpha is %v; it must be in (0, 1], or 0 for the default 0.3", c.CostAlpha)
-	}
-	if c.DefaultCost < 0 {
-		add("DefaultCost is %v; it must not be negative", c.DefaultCost)
-	}
-	if c.IdleTTL < 0 {
-		add("IdleTTL is %v; it must not be negative", c.IdleTTL)
-	}
+	errs = append(errs, c.validateCosts()...)
 	if c.EventBuffer < 0 {
 		add("EventBuffer is %d; it must not be negative", c.EventBuffer)
 	}
@@ -479,10 +471,8 @@ func (c *Config) engine() engine.Config {
 		Keys:           make(map[string]engine.Key, len(c.Keys)),
 		DefaultKey:     c.DefaultKey.engine(),
 		Aging:          c.Aging.engine(),
-		CostAlpha:      c.CostAlpha,
-		DefaultCost:    c.DefaultCost.Seconds(),
-		IdleTTL:        c.IdleTTL.Microseconds(),
-		Resources:      c.Resources,
+
+		Resources: c.Resources,
 	}
 	for t, n := range c.TierLimits {
 		ec.TierLimits[int(t)] = n
@@ -490,15 +480,7 @@ func (c *Config) engine() engine.Config {
 	for name, kc := range c.Keys {
 		ec.Keys[name] = kc.engine()
 	}
-	if ec.CostAlpha == 0 {
-		ec.CostAlpha = defaultAlpha
-	}
-	if c.DefaultCost == 0 {
-		ec.DefaultCost = defaultCost.Seconds()
-	}
-	if c.IdleTTL == 0 {
-		ec.IdleTTL = defaultIdleTTL.Microseconds()
-	}
+	ec.CostAlpha, ec.DefaultCost, ec.IdleTTL = c.costs()
 	switch {
 	case c.BackfillLookahead == 0:
 		ec.BackfillLookahead = DefaultBackfillLookahead

@@ -20,6 +20,7 @@
 //     takes out a job that was not granted to the run-time layer: none
 //     is granted after Cancel returns, even one the decisions granted
 //     and the run-time layer has not been handed yet.
+//   - Configure applies a change of the configuration, sent as data.
 //   - NextDue and Due give the times the decisions wait for: the clock
 //     timer is the run-time layer's, the deadlines the decisions'.
 //
@@ -30,9 +31,9 @@
 // (internal/rt, decisions.go).
 //
 // What is not here yet, and is the engine's, reached by the run-time
-// layer directly: configuration changes (limits, weights, pauses,
-// resources, types), the snapshots read for Stats, Snapshot, Queue and
-// EstimateWait, the admission of batches, and a durable store's restore.
+// layer directly: the snapshots read for Stats, Snapshot, Queue,
+// EstimateWait and the errors of refused changes, the registration of
+// types, the admission of batches, and a durable store's restore.
 // TryRunSync asks for a grant in the call: with decisions elsewhere none
 // comes, and it answers ErrWouldWait.
 package decide
@@ -63,6 +64,10 @@ type Decider interface {
 	// grant of, out of the decisions at now: j is not granted after Cancel
 	// returns. It reports whether other jobs may start now (Grant).
 	Cancel(j *engine.Job, now int64) (unblocked bool)
+	// Configure applies c at now. It reports false, changing nothing, for
+	// a change refused: a global limit or a key's reservation that the
+	// reservations would not fit, a type or a resource not known.
+	Configure(c Change, now int64) bool
 	// NextDue returns the earliest time the decisions wait for, if any.
 	NextDue() (int64, bool)
 	// Due applies what fell due by now, and returns the jobs whose start
@@ -76,3 +81,34 @@ type Decider interface {
 type Grantee interface {
 	Granted(j *engine.Job)
 }
+
+// Change is a change of the decisions' configuration, as data: what the
+// run-time layer sends a leader elsewhere as well as what Local applies.
+type Change struct {
+	Kind   ChangeKind
+	Name   string     // the key, type or resource changed
+	Tier   int        // SetTierLimit's tier
+	N      int        // the new limit or capacity
+	Key    engine.Key // SetKey's configuration
+	Weight float64    // SetKeyWeight's weight
+}
+
+// ChangeKind says what a Change changes.
+type ChangeKind uint8
+
+// The changes of the configuration, each as the engine's method of the
+// same name.
+const (
+	SetMaxConcurrency ChangeKind = iota + 1
+	SetTierLimit
+	SetTypeLimit
+	SetKey
+	SetKeyWeight
+	ResetKey
+	ResetKeys
+	SetResource
+	PauseKey
+	ResumeKey
+	PauseType
+	ResumeType
+)

@@ -46,3 +46,37 @@ func (l *Local) NextDue() (int64, bool) { return l.e.NextDue() }
 
 // Due applies what fell due by now.
 func (l *Local) Due(now int64) []*engine.Job { return l.e.Due(now) }
+
+// Configure applies c to the engine.
+func (l *Local) Configure(c Change, now int64) bool {
+	e := l.e
+	switch c.Kind {
+	case SetMaxConcurrency:
+		return e.SetMaxConcurrency(c.N, now)
+	case SetTierLimit:
+		e.SetTierLimit(c.Tier, c.N)
+	case SetTypeLimit:
+		return e.SetTypeLimit(c.Name, c.N)
+	case SetKey:
+		return e.SetKey(c.Name, c.Key, now)
+	case SetKeyWeight:
+		e.SetKeyWeight(c.Name, c.Weight, now)
+	case ResetKey:
+		e.ResetKey(c.Name, now)
+	case ResetKeys:
+		e.ResetKeys(now)
+	case SetResource:
+		return e.SetResource(c.Name, c.N, now)
+	case PauseKey:
+		e.PauseKey(c.Name, now)
+	case ResumeKey:
+		e.ResumeKey(c.Name, now)
+	case PauseType:
+		return e.PauseType(c.Name, now)
+	case ResumeType:
+		return e.ResumeType(c.Name, now)
+	default:
+		panic("decide: unknown change")
+	}
+	return true
+}

@@ -3,6 +3,7 @@ package rt
 import (
 	"fmt"
 
+	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
@@ -15,23 +16,15 @@ import (
 // It fails, changing nothing, if n is negative or the keys' reservations
 // (MinSlots) would add up to more than n.
 func (s *Runtime) SetMaxConcurrency(n int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.eng.SetMaxConcurrency(n, s.nowLocked()) {
+	return s.configure(decide.Change{Kind: decide.SetMaxConcurrency, N: n}, false, func() error {
 		return fmt.Errorf("fairsched: MaxConcurrency %d is less than the keys' reservations, %d", n, s.eng.ReservedTotal())
-	}
-	s.kickLocked()
-	return nil
+	})
 }
 
 // SetTierLimit changes the cap on a tier's running jobs; 0 means none. It
 // fails, changing nothing, if n is negative.
 func (s *Runtime) SetTierLimit(t int, n int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.eng.SetTierLimit(t, n)
-	s.kickLocked()
-	return nil
+	return s.configure(decide.Change{Kind: decide.SetTierLimit, Tier: t, N: n}, false, nil)
 }
 
 // SetTypeLimit changes the cap on a job type's running jobs (its
@@ -40,13 +33,9 @@ func (s *Runtime) SetTierLimit(t int, n int) error {
 // ErrUnknownType). RegisterType still compares with the configuration the
 // type was registered with.
 func (s *Runtime) SetTypeLimit(name string, n int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.eng.SetTypeLimit(name, n) {
+	return s.configure(decide.Change{Kind: decide.SetTypeLimit, Name: name, N: n}, false, func() error {
 		return fmt.Errorf("%w %q", ErrUnknownType, name)
-	}
-	s.kickLocked()
-	return nil
+	})
 }
 
 // SetKey sets the configuration of fairness key name, which is then never
@@ -55,26 +44,17 @@ func (s *Runtime) SetTypeLimit(name string, n int) error {
 // fails, changing nothing, if the configuration is invalid or the keys'
 // reservations would add up to more than MaxConcurrency.
 func (s *Runtime) SetKey(name string, c engine.Key) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	if !s.eng.SetKey(name, c, now) {
+	return s.configure(decide.Change{Kind: decide.SetKey, Name: name, Key: c}, false, func() error {
 		total := s.eng.ReservedWith(name, c.MinSlots)
 		return fmt.Errorf("fairsched: key %q: MinSlots %d would make the reservations add up to %d, more than MaxConcurrency %d",
 			name, c.MinSlots, total, s.eng.MaxConcurrency())
-	}
-	s.kickLocked()
-	return nil
+	})
 }
 
 // SetKeyWeight changes the weight of fairness key name, keeping the rest
 // of its configuration. The weight must be positive.
 func (s *Runtime) SetKeyWeight(name string, weight float64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.eng.SetKeyWeight(name, weight, s.nowLocked())
-	s.kickLocked()
-	return nil
+	return s.configure(decide.Change{Kind: decide.SetKeyWeight, Name: name, Weight: weight}, false, nil)
 }
 
 // ResetKey returns fairness key name to Config.DefaultKey (the empty key
@@ -82,10 +62,7 @@ func (s *Runtime) SetKeyWeight(name string, weight float64) error {
 // more, so it is forgotten once it has been idle for IdleTTL. Its virtual
 // time is kept. A key the scheduler does not know is left unknown.
 func (s *Runtime) ResetKey(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.eng.ResetKey(name, s.nowLocked())
-	s.kickLocked()
+	_ = s.configure(decide.Change{Kind: decide.ResetKey, Name: name}, false, nil)
 }
 
 // ResetKeys returns every fairness key to Config.DefaultKey (the empty key
@@ -94,10 +71,7 @@ func (s *Runtime) ResetKey(name string) {
 // Config.Keys are reset too: none is configured afterwards, so, like any
 // other key, each is forgotten once it has been idle for IdleTTL.
 func (s *Runtime) ResetKeys() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.eng.ResetKeys(s.nowLocked())
-	s.kickLocked()
+	_ = s.configure(decide.Change{Kind: decide.ResetKeys}, false, nil)
 }
 
 // SetResource changes the capacity of a named resource of
@@ -107,10 +81,9 @@ func (s *Runtime) ResetKeys() {
 // capacity waits until it grows. It fails, changing nothing, if the
 // resource is not configured or the capacity is negative.
 func (s *Runtime) SetResource(name string, capacity int) error {
-	if !s.changeNow(func(now int64) bool { return s.eng.SetResource(name, capacity, now) }) {
+	return s.configure(decide.Change{Kind: decide.SetResource, Name: name, N: capacity}, true, func() error {
 		return fmt.Errorf("%w %q", ErrUnknownResource, name)
-	}
-	return nil
+	})
 }
 
 // PauseKey pauses the fairness key name. Its queued jobs, and those
@@ -125,7 +98,7 @@ func (s *Runtime) SetResource(name string, capacity int) error {
 //
 // It takes the lock for O(m log n) time, for the key's m waiting jobs.
 func (s *Runtime) PauseKey(name string) {
-	s.changePauses(func(now int64) bool { s.eng.PauseKey(name, now); return true })
+	_ = s.configure(decide.Change{Kind: decide.PauseKey, Name: name}, true, nil)
 }
 
 // ResumeKey resumes the fairness key name. Its waiting jobs whose type
@@ -136,7 +109,7 @@ func (s *Runtime) PauseKey(name string) {
 //
 // It takes the lock for O(m log n) time, for the key's m paused jobs.
 func (s *Runtime) ResumeKey(name string) {
-	s.changePauses(func(now int64) bool { s.eng.ResumeKey(name, now); return true })
+	_ = s.configure(decide.Change{Kind: decide.ResumeKey, Name: name}, true, nil)
 }
 
 // PauseType pauses the job type name, as PauseKey does a key: its queued
@@ -147,10 +120,7 @@ func (s *Runtime) ResumeKey(name string) {
 // paused. It fails, changing
 // nothing, if the type is not registered (the error wraps ErrUnknownType).
 func (s *Runtime) PauseType(name string) error {
-	if !s.changePauses(func(now int64) bool { return s.eng.PauseType(name, now) }) {
-		return errUnknownType(name)
-	}
-	return nil
+	return s.configure(decide.Change{Kind: decide.PauseType, Name: name}, true, func() error { return errUnknownType(name) })
 }
 
 // ResumeType resumes the job type name, as ResumeKey does a key. It fails
@@ -161,37 +131,31 @@ func (s *Runtime) ResumeType(name string) error {
 	if s.durable != nil && s.durable.orphans[name] > 0 {
 		return fmt.Errorf("fairsched: job type %q has no handler: its durable jobs wait for a Scheduler with one", name)
 	}
-	if !s.changePauses(func(now int64) bool { return s.eng.ResumeType(name, now) }) {
-		return errUnknownType(name)
-	}
-	return nil
+	return s.configure(decide.Change{Kind: decide.ResumeType, Name: name}, true, func() error { return errUnknownType(name) })
 }
 
-// changeNow applies change to the engine at the scheduler's time, after
-// what fell due by then, and dispatches if it reports that it changed
-// something.
-func (s *Runtime) changeNow(change func(now int64) bool) bool {
+// configure applies c through the decisions, with the lock held, and
+// dispatches what it lets start. catchUp: what fell due is applied first,
+// so that a limit's state is as of now (a resource's capacity, a pause).
+// A change of the pauses is recorded in the store. If the decisions refuse
+// c, nothing changed, and configure returns refused's error, made under
+// the lock.
+func (s *Runtime) configure(c decide.Change, catchUp bool, refused func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
-	s.catchUpLocked(now)
-	if !change(now) {
-		return false
+	if catchUp {
+		s.catchUpLocked(now)
 	}
-	s.kickLocked()
-	return true
-}
-
-// changePauses applies a change of pauses as changeNow does, and records
-// the pauses in the Store, if the Scheduler has one.
-func (s *Runtime) changePauses(change func(now int64) bool) bool {
-	return s.changeNow(func(now int64) bool {
-		if !change(now) {
-			return false
-		}
+	if !s.decider().Configure(c, now) {
+		return refused()
+	}
+	switch c.Kind {
+	case decide.PauseKey, decide.ResumeKey, decide.PauseType, decide.ResumeType:
 		if s.durable != nil {
 			s.savePausesLocked()
 		}
-		return true
-	})
+	}
+	s.kickLocked()
+	return nil
 }

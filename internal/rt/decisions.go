@@ -1,6 +1,9 @@
 package rt
 
-import "github.com/fairsched/fairsched/internal/engine"
+import (
+	"github.com/fairsched/fairsched/internal/decide"
+	"github.com/fairsched/fairsched/internal/engine"
+)
 
 // The decisions, as the life asks for them (internal/decide): the
 // engine's, asked directly, in this process; or, when Config.Decider made
@@ -32,40 +35,6 @@ func (s *Runtime) enqueueElsewhereLocked(t *task, desc *Job, tm *engine.Times, n
 	return r
 }
 
-// decRetry reports that t's attempt ended at now, to run again not before
-// notBefore.
-func (s *Runtime) decRetry(t *task, notBefore, now int64) {
-	if s.dec != nil {
-		s.dec.Retry(&t.rec, notBefore, now)
-		return
-	}
-	s.eng.Retry(&t.rec, notBefore, now)
-}
-
-// decCancel takes t, not granted here, out at now.
-func (s *Runtime) decCancel(t *task, now int64) (unblocked bool) {
-	if s.dec != nil {
-		return s.dec.Cancel(&t.rec, now)
-	}
-	return s.eng.Cancel(&t.rec, now)
-}
-
-// decNextDue returns the earliest time the decisions wait for.
-func (s *Runtime) decNextDue() (int64, bool) {
-	if s.dec != nil {
-		return s.dec.NextDue()
-	}
-	return s.eng.NextDue()
-}
-
-// decDue applies what fell due by now.
-func (s *Runtime) decDue(now int64) []*engine.Job {
-	if s.dec != nil {
-		return s.dec.Due(now)
-	}
-	return s.eng.Due(now)
-}
-
 // restoreEnqueueLocked admits a durable job restored from the store,
 // described by desc and tm: with its submission time set, it is never
 // granted with the answer.
@@ -74,4 +43,13 @@ func (s *Runtime) restoreEnqueueLocked(dt *durableTask, desc *Job, tm *engine.Ti
 		return s.eng.Enqueue(&dt.rec, descOf(desc), tm, now)
 	}
 	return s.enqueueElsewhereLocked(&dt.task, desc, tm, now)
+}
+
+// decider returns the Decider the points off the hot path ask: the one
+// Config.Decider made, or the engine's in this process.
+func (s *Runtime) decider() decide.Decider {
+	if s.dec != nil {
+		return s.dec
+	}
+	return s.inProc
 }

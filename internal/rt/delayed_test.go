@@ -93,6 +93,7 @@ func (d *delayed) Enqueue(j *engine.Job, desc engine.Desc, tm *engine.Times, now
 func (d *delayed) Grant(now int64)                                   { d.inner.Grant(now) }
 func (d *delayed) Finish(j *engine.Job, o engine.Outcome, now int64) { d.inner.Finish(j, o, now) }
 func (d *delayed) Retry(j *engine.Job, notBefore, now int64)         { d.inner.Retry(j, notBefore, now) }
+func (d *delayed) Configure(c decide.Change, now int64) bool         { return d.inner.Configure(c, now) }
 func (d *delayed) NextDue() (int64, bool)                            { return d.inner.NextDue() }
 func (d *delayed) Due(now int64) []*engine.Job                       { return d.inner.Due(now) }
 
@@ -271,4 +272,27 @@ func TestDelayedGrantsClose(t *testing.T) {
 	for _, h := range hs {
 		assert.ErrorIs(t, h.Err(), ErrClosed)
 	}
+}
+
+// A change of the configuration goes to the decisions as data, and what
+// it lets start is granted through them: raising the slots from 1 to 3
+// grants the two jobs that waited, later, as it granted the first.
+func TestDelayedGrantsAfterAChange(t *testing.T) {
+	r, d := newDelayedRuntime(t, 1, false)
+	gate := make(chan struct{})
+	var hs []Handle
+	for range 3 {
+		h, err := r.Submit(context.Background(), &Job{}, func(context.Context) error { <-gate; return nil })
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	d.awaitHeld(t, 1)
+	require.NoError(t, r.SetMaxConcurrency(3))
+	d.awaitHeld(t, 2)
+	d.release <- struct{}{}
+	close(gate)
+	for _, h := range hs {
+		require.NoError(t, h.Wait(context.Background()))
+	}
+	assert.ErrorIs(t, r.SetTypeLimit("nope", 1), ErrUnknownType, "a change the decisions refuse")
 }

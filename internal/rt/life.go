@@ -310,7 +310,7 @@ func (s *Runtime) retriedLocked(t *task, err error, notBefore, now int64) {
 	t.ctx = &jobContext{parent: a.parent, valuesOnly: !t.isSync(), attempt: int32(len(a.list) + 1)}
 	t.submitCtx = nil          // a Submit job's, made already
 	started := t.rec.Started() // read first: Retry reuses the word
-	s.decRetry(t, notBefore, now)
+	s.decider().Retry(&t.rec, notBefore, now)
 	t.rec.Tag = tagWaiting
 	if s.durable != nil && s.durableRetriedLocked(t, err, started, notBefore, now) {
 		s.endQueuedLocked(t, ErrKept, now) // the store keeps it for the next start
@@ -355,7 +355,7 @@ func (s *Runtime) cancelQueuedLocked(t *task, err error, now int64) {
 // that dispatches next: it reports whether other jobs may start now.
 func (s *Runtime) endQueuedLocked(t *task, err error, now int64) (unblocked bool) {
 	setResultLocked(t, err)
-	unblocked = s.decCancel(t, now)
+	unblocked = s.decider().Cancel(&t.rec, now)
 	s.endedLocked(t)
 	if s.eng.HasUnrun() {
 		s.unrunLocked(now)
@@ -430,7 +430,7 @@ func (s *Runtime) dependencyError(j, dep *engine.Job) error {
 // time. A timer already set for that time or earlier is kept: firing
 // early costs one call of Due that finds nothing.
 func (s *Runtime) armLocked(now int64) {
-	due, ok := s.decNextDue()
+	due, ok := s.decider().NextDue()
 	if !ok || (s.timerStop != nil && s.timerAt <= due) {
 		return
 	}
@@ -476,7 +476,7 @@ func (s *Runtime) catchUpLocked(now int64) {
 // that comes before a timer late to fire, so that what fell due is
 // applied first.
 func (s *Runtime) dueLocked(now int64) {
-	for _, j := range s.decDue(now) {
+	for _, j := range s.decider().Due(now) {
 		setResultLocked(taskOf(j), s.expiredError(j, now))
 		s.endedLocked(taskOf(j))
 	}

@@ -24,6 +24,7 @@ type Runtime struct {
 	// dec: the decisions, if Config.Decider made a Decider; nil: eng's,
 	// asked directly (decisions.go).
 	dec    decide.Decider
+	inProc *decide.Local // the engine as a Decider, for the points off the hot path
 	times  engine.Times  // a job's times as handed to a Decider, for the call only (decisions.go)
 	spare  spareTasks    // ended RunSync records, for reuse
 	closed bool          // Close began: queued work discarded

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
@@ -21,6 +22,7 @@ func New(cfg Config) (*Runtime, error) {
 	s.disabling.events = s.events
 	s.dead = newDeadJobs(cfg.DeadJobs, &s.timebase, s.events)
 	s.eng = engine.New(cfg.Engine, obs)
+	s.inProc = decide.NewLocal(s.eng, (*grantee)(s))
 	if cfg.Decider != nil {
 		s.dec = cfg.Decider(s.eng, (*grantee)(s), s.Deliver)
 	}
