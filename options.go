@@ -520,7 +520,7 @@ func (a AgingConfig) engine() engine.Aging {
 func (c *Config) runtime() rt.Config {
 	rc := rt.Config{
 		Engine:      c.engine(),
-		Types:       make(map[string]rt.Type, len(c.Types)),
+		Types:       make(map[string]rt.TypeConfig, len(c.Types)),
 		Clock:       c.Clock,
 		EventBuffer: c.EventBuffer,
 		Logger:      c.Logger,
@@ -542,8 +542,8 @@ func (c *Config) runtime() rt.Config {
 }
 
 // runtime returns the type's configuration for the run-time layer.
-func (tc TypeConfig) runtime() rt.Type {
-	return rt.Type{
+func (tc TypeConfig) runtime() rt.TypeConfig {
+	return rt.TypeConfig{
 		Engine:     tc.engine(),
 		Retry:      rt.RetryPolicy(tc.Retry),
 		Disable:    rt.DisablePolicy(tc.Disable),

@@ -1,9 +1,7 @@
 package rt
 
 import (
-	"context"
 	"log/slog"
-	"reflect"
 
 	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
@@ -17,7 +15,7 @@ type Config struct {
 	Engine engine.Config
 	// Types are the job types registered at New (the API's Config.Types);
 	// the default type "" is registered whether it is among them or not.
-	Types       map[string]Type
+	Types       map[string]TypeConfig
 	Clock       Clock // nil: the system clock
 	OnEvent     func(Event)
 	EventBuffer int // 0: DefaultEventBuffer
@@ -36,19 +34,11 @@ type Config struct {
 	Signals *Signals
 }
 
-// Type is a job type's configuration: the engine's part, and the
+// TypeConfig is a job type's configuration: the engine's part, and the
 // policies of the run-time layer.
-type Type struct {
+type TypeConfig struct {
 	Engine     engine.Type
 	Retry      RetryPolicy
 	Disable    DisablePolicy
 	Duplicates DuplicatePolicy
-}
-
-// Handler runs the jobs of one durable type: the API's AddHandler makes
-// one.
-type Handler struct {
-	Name    string
-	ArgType reflect.Type
-	Run     func(ctx context.Context, args []byte) error // decodes, then calls the user's function
 }

@@ -3,6 +3,7 @@ package rt
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"unsafe"
 
 	"github.com/fairsched/fairsched/internal/engine"
@@ -89,4 +90,12 @@ type durableRoot struct{ context.Context }
 // job's function is.
 func durableFn(context.Context) error {
 	panic("fairsched: internal error: a durable job's function was called")
+}
+
+// Handler runs the jobs of one durable type: the API's AddHandler makes
+// one.
+type Handler struct {
+	Name    string
+	ArgType reflect.Type
+	Run     func(ctx context.Context, args []byte) error // decodes, then calls the user's function
 }

@@ -56,7 +56,7 @@ type Runtime struct {
 
 // registerLocked registers job type name with the engine, and its retry
 // policy.
-func (s *Runtime) registerLocked(name string, c Type) error {
+func (s *Runtime) registerLocked(name string, c TypeConfig) error {
 	if _, known := s.eng.TypeTier(name); known && (s.retries.byType[name] != c.Retry || s.disabling.policies[name] != c.Disable ||
 		s.dups.policy[name] != c.Duplicates) {
 		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
@@ -74,7 +74,7 @@ func (s *Runtime) registerLocked(name string, c Type) error {
 
 // noteRetriesLocked keeps type name's retry and disable policies, if it
 // has them.
-func (s *Runtime) noteRetriesLocked(name string, c Type) {
+func (s *Runtime) noteRetriesLocked(name string, c TypeConfig) {
 	s.retries.note(name, c.Retry)
 	if c.Disable != (DisablePolicy{}) {
 		d := &s.disabling

@@ -28,7 +28,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	s.eng.Owner = s
 	if _, ok := cfg.Types[""]; !ok {
-		s.noteRetriesLocked("", Type{})
+		s.noteRetriesLocked("", TypeConfig{})
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Types)) {
 		if err := s.registerLocked(name, cfg.Types[name]); err != nil {
@@ -47,7 +47,7 @@ func New(cfg Config) (*Runtime, error) {
 // configuration does nothing; with a different one it fails with an error
 // and changes nothing (types are part of the scheduler's shape, so change
 // them by building a new Scheduler).
-func (s *Runtime) RegisterType(name string, c Type) error {
+func (s *Runtime) RegisterType(name string, c TypeConfig) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
