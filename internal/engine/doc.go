@@ -296,7 +296,10 @@
 // by tier, flow and priority), every limit ignored, by a lazy k-way merge
 // over the heaps and runs that already keep it (queueorder.go): a page of
 // m jobs costs O(m log m) plus the shut gates, whatever n is. It keeps no
-// index of its own, so costs no memory per queued job.
+// index of its own, so costs no memory per queued job. The walk's buffers
+// are kept from one page to the next, and EachInOrder hands the jobs to a
+// function, so that a caller copies what it shows of them under its lock
+// without allocating there.
 //
 // # Checking it
 //

@@ -136,6 +136,7 @@ type Engine struct {
 	capped    bool                 // some tier or type has had a cap: pick looks for an open type first (anyOpen)
 	lateGrace timeline             // grace ends of retried jobs (delay.go)
 	running   []runningJob         // Job.idx is the position
+	walker    orderWalk            // QueueOrder's buffers, kept for the next page
 	seq       uint64               // the last sequence number handed out
 	stamp     uint64               // the last flow stamp handed out
 	nrunning  int
@@ -171,6 +172,7 @@ type Engine struct {
 	costs         costTable
 	counters      Counters
 	nheld         int // held out of sight by a shut gate
+	nkeysShut     int // keys whose cap is shut (capKey), for QueueOrder
 	keysForgotten uint64
 	nconfigured   int // keys with configured set
 }
@@ -623,6 +625,15 @@ func (e *Engine) RunningJobs() []*Job {
 		out[i] = r.j
 	}
 	return out
+}
+
+// EachRunning calls f with each running job, in no order the caller may
+// rely on. O(r); it allocates nothing. f may read the engine, not change
+// it.
+func (e *Engine) EachRunning(f func(*Job)) {
+	for _, r := range e.running {
+		f(r.j)
+	}
 }
 
 // PendingJobs returns every job not yet started, delayed ones included,

@@ -292,6 +292,7 @@ func (e *Engine) unready(l *lane) {
 // capKey shuts the cap of a key that reached it: its lanes leave every
 // fair order, and the jobs its cap holds leave the urgent order.
 func (e *Engine) capKey(k *keyState) {
+	e.nkeysShut++
 	e.shut(&k.cap)
 	for _, l := range k.lanes {
 		e.unready(l)
@@ -301,6 +302,7 @@ func (e *Engine) capKey(k *keyState) {
 // uncapKey opens the cap of a key that fell below it: its lanes and the
 // jobs its cap holds compete again.
 func (e *Engine) uncapKey(k *keyState) {
+	e.nkeysShut--
 	k.cap.shut = false // before ready, which passes over a capped key
 	for _, l := range k.lanes {
 		e.ready(l)
@@ -579,6 +581,9 @@ func (e *Engine) forgetIdle(now int64) {
 func (e *Engine) forgetKey(k *keyState) {
 	e.unmarkIdle(k)
 	delete(e.keys, k.name)
+	if k.cap.shut { // by its empty bucket
+		e.nkeysShut--
+	}
 	if k.bucket.idx >= 0 {
 		e.rateline.Remove(int(k.bucket.idx))
 	}

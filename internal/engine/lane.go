@@ -191,7 +191,7 @@ func (l *lane) remove(j *Job) {
 // inline, so of the (cold, in a long queue) job records only the winner's
 // is touched, by the caller.
 func (l *lane) head(p *agingParams, now int64) (*Job, rank) {
-	if p.on {
+	if p.on { // settle's loop, inline: head is on every dispatch's path
 		for {
 			j, top, ok := l.rising.TopKey()
 			if !ok || !p.reached(agedKeyOf(top), now, p.maxEff) {
@@ -224,6 +224,23 @@ func (l *lane) head(p *agingParams, now int64) (*Job, rank) {
 		}
 	}
 	return best, br
+}
+
+// settle moves the rising jobs that reached the ceiling at now to capped,
+// as head does first, without ranking the lane's heads.
+func (l *lane) settle(p *agingParams, now int64) {
+	if !p.on {
+		return
+	}
+	for {
+		j, top, ok := l.rising.TopKey()
+		if !ok || !p.reached(agedKeyOf(top), now, p.maxEff) {
+			return
+		}
+		l.rising.Pop()
+		j.heap = inCapped
+		l.capped.Push(iheap.Key{Hi: j.seq}, j)
+	}
 }
 
 // rank is a queued job's place within its key: its scaled effective

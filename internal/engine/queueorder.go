@@ -49,7 +49,12 @@ import (
 // running jobs and the empty buckets, and the resources' gates from the
 // resources: O(r + b + R) for r running jobs, b empty buckets and R
 // resources, plus O(L) for the L lanes the shut gates hold jobs from,
-// which enter the merge at once.
+// which enter the merge at once. The engine counts the shut keys
+// (nkeysShut), so the search for them stops once it has found them all,
+// and reads no running job's record when none is shut.
+//
+// The walk's buffers (Engine.walker) are kept from one page to the next,
+// so that a page allocates nothing while the caller holds its lock.
 
 // QueueOrder returns the jobs waiting in the engine's orders (queued, or
 // held by a gate: not those set aside, delayed, paused or blocked), from
@@ -62,9 +67,28 @@ import (
 // O((offset+limit) log(offset+limit) + r + b + R + L + types), amortised
 // over the aging moves: see above. Its length is at most Pending() - offset.
 func (e *Engine) QueueOrder(now int64, offset, limit int) []*Job {
-	var w orderWalk
-	return w.walk(e, now, offset, limit)
+	var out []*Job
+	e.EachInOrder(now, offset, limit, func(j *Job) { out = append(out, j) })
+	return out
 }
+
+// EachInOrder calls f with each job QueueOrder(now, offset, limit) would
+// return, in its order, and allocates nothing once the walk's buffers
+// have grown to the page (they are kept for the next walk, unless the
+// page was deep). f may read the engine, not change it nor walk it again.
+func (e *Engine) EachInOrder(now int64, offset, limit int, f func(*Job)) {
+	if limit <= 0 || offset < 0 || offset >= e.npending {
+		return
+	}
+	w := &e.walker
+	for _, j := range w.walk(e, now, offset, limit) {
+		f(j)
+	}
+	w.reset()
+}
+
+// walkKept is the most entries of the merge a walk keeps for the next.
+const walkKept = 1 << 12
 
 // PausedJobs returns the jobs a pause set aside, which are in no order
 // until it ends: those of the paused keys, by key name, then those of the
@@ -74,41 +98,51 @@ func (e *Engine) QueueOrder(now int64, offset, limit int) []*Job {
 // length is at most Summary().Paused - offset. O(p log p + t log t +
 // limit) for p paused keys and t types: each list is skipped whole.
 func (e *Engine) PausedJobs(offset, limit int) []*Job {
+	var out []*Job
+	e.EachPaused(offset, limit, func(j *Job) { out = append(out, j) })
+	return out
+}
+
+// EachPaused calls f with each job PausedJobs(offset, limit) would return,
+// in its order. f may read the engine, not change it.
+func (e *Engine) EachPaused(offset, limit int, f func(*Job)) {
 	if limit <= 0 || offset < 0 || offset >= e.npaused {
-		return nil
+		return
 	}
-	out := make([]*Job, 0, min(limit, e.npaused-offset))
 	take := func(list []*Job) bool {
 		if offset >= len(list) {
 			offset -= len(list)
 			return false
 		}
-		out = append(out, list[offset:offset+min(len(list)-offset, limit-len(out))]...)
-		offset = 0
-		return len(out) == limit
+		n := min(len(list)-offset, limit)
+		for _, j := range list[offset : offset+n] {
+			f(j)
+		}
+		offset, limit = 0, limit-n
+		return limit == 0
 	}
 	for _, name := range e.PausedKeys() {
 		if k := e.keys[name]; k != nil && take(k.pausedJobs) {
-			return out
+			return
 		}
 	}
 	for _, name := range sortedNames(e.types) {
 		if take(e.types[name].pausedJobs) {
-			return out
+			return
 		}
 	}
-	return out
 }
 
-// orderWalk is one QueueOrder.
+// orderWalk is one QueueOrder; the engine keeps one (Engine.walker), so
+// that its buffers serve the next walk.
 type orderWalk struct {
 	e     *Engine
 	now   int64
 	skip  int // jobs still to pass over before the page
 	limit int
-	out   []*Job
 
 	merge []walkEntry // a binary min-heap by key
+	hole  bool        // merge's top was taken (take), its place not yet filled
 	units []walkUnit  // what the entries are in
 	// The shut keys (their lanes are out of the type heaps) and the wait
 	// lanes of shut gates (detached), found once.
@@ -117,6 +151,11 @@ type orderWalk struct {
 	// reserved are the keys the reservations step listed: the fair step
 	// passes over their lanes.
 	reserved []*keyState
+	// gates are the shut gates, and seen the keys among them, found once.
+	gates []*gate
+	seen  map[*keyState]bool
+	// out is the page, handed to the caller's f once the walk is done.
+	out []*Job
 	// touched counts the entries pushed and popped, holes passed over
 	// included: the walk's work, for the tests.
 	touched int
@@ -188,17 +227,15 @@ func (w *orderWalk) unit(u walkUnit) int32 {
 }
 
 func (w *orderWalk) walk(e *Engine, now int64, offset, limit int) []*Job {
-	if limit <= 0 || offset < 0 || offset >= e.npending {
-		return nil
-	}
 	if e.aging.on && e.aging.grace > 0 {
 		e.endGrace(now)
 		e.endLateGrace(now)
 	}
-	w.e, w.now, w.skip, w.limit = e, now, offset, min(limit, e.npending-offset)
-	w.out = make([]*Job, 0, w.limit)
-	w.merge = make([]walkEntry, 0, 2*(offset+w.limit)+16)
-	w.units = make([]walkUnit, 0, 32)
+	w.e, w.now, w.skip, w.limit, w.touched = e, now, offset, min(limit, e.npending-offset), 0
+	w.out = w.out[:0]
+	if c := 2*(offset+w.limit) + 16; cap(w.merge) < c {
+		w.merge = make([]walkEntry, 0, c)
+	}
 	w.findShut()
 	if e.aging.urgentOn() {
 		w.urgentStep()
@@ -215,6 +252,26 @@ func (w *orderWalk) walk(e *Engine, now int64, offset, limit int) []*Job {
 	return w.out
 }
 
+// reset readies w for the next walk: it lets go of what the walk pointed
+// to, and of buffers grown past walkKept.
+func (w *orderWalk) reset() {
+	clear(w.out)
+	clear(w.units)
+	clear(w.shutKeys)
+	clear(w.detached)
+	clear(w.reserved)
+	clear(w.gates)
+	if len(w.seen) > 0 {
+		clear(w.seen)
+	}
+	w.e = nil
+	w.out, w.merge, w.units = w.out[:0], w.merge[:0], w.units[:0]
+	w.shutKeys, w.detached, w.reserved, w.gates = w.shutKeys[:0], w.detached[:0], w.reserved[:0], w.gates[:0]
+	if cap(w.out) > walkKept || cap(w.merge) > 2*walkKept || cap(w.units) > walkKept || cap(w.detached) > walkKept {
+		*w = orderWalk{}
+	}
+}
+
 func (w *orderWalk) full() bool { return len(w.out) >= w.limit }
 
 // emit lists j, or passes over it while the page has not begun.
@@ -229,25 +286,26 @@ func (w *orderWalk) emit(j *Job) {
 // findShut finds the shut keys and the detached wait lanes.
 func (w *orderWalk) findShut() {
 	e := w.e
-	var gates []*gate
-	var seen map[*keyState]bool // made for the first: keys are seldom shut
 	addKey := func(k *keyState) {
-		if k.cap.shut && !seen[k] {
-			if seen == nil {
-				seen = map[*keyState]bool{}
+		if k.cap.shut && !w.seen[k] {
+			if w.seen == nil { // made for the first: keys are seldom shut
+				w.seen = map[*keyState]bool{}
 			}
-			seen[k] = true
+			w.seen[k] = true
 			w.shutKeys = append(w.shutKeys, k)
-			gates = append(gates, &k.cap)
+			w.gates = append(w.gates, &k.cap)
 		}
 	}
 	for _, r := range e.running {
-		addKey(r.j.lane.key)
 		if lk := r.lock; lk != nil && lk.holder == r.j && lk.shut {
-			gates = append(gates, &lk.gate)
+			w.gates = append(w.gates, &lk.gate)
 		}
 	}
-	for i := 0; i < e.rateline.Len(); i++ {
+	// A key is shut by its cap, so runs a job, or by its empty bucket.
+	for i := 0; i < len(e.running) && len(w.shutKeys) < e.nkeysShut; i++ {
+		addKey(e.running[i].j.lane.key)
+	}
+	for i := 0; i < e.rateline.Len() && len(w.shutKeys) < e.nkeysShut; i++ {
 		if b, _ := e.rateline.At(i); b.key != nil {
 			addKey(b.key)
 		}
@@ -255,11 +313,11 @@ func (w *orderWalk) findShut() {
 	for _, r := range e.resources {
 		for _, g := range r.gates() {
 			if g.shut {
-				gates = append(gates, g)
+				w.gates = append(w.gates, g)
 			}
 		}
 	}
-	for _, g := range gates {
+	for _, g := range w.gates {
 		for _, wl := range g.waits {
 			w.detached = append(w.detached, wl)
 		}
@@ -289,7 +347,7 @@ func (w *orderWalk) urgentStep() {
 		w.openUrgent(&wl.urgent)
 	}
 	for len(w.merge) > 0 && !w.full() {
-		x := w.pop()
+		x := w.take()
 		u := &w.units[x.unit]
 		switch x.kind {
 		case entryWaits:
@@ -307,6 +365,7 @@ func (w *orderWalk) urgentStep() {
 			w.pushUrgent(x.unit, 2*int(x.pos)+2)
 			w.emit(j)
 		}
+		w.settle()
 	}
 }
 
@@ -447,23 +506,24 @@ func (w *orderWalk) pushLane(u int32, pos int) {
 
 // open pushes the first job of each of l's run and heaps (l a lane or a
 // wait lane's), within major. It first moves the rising jobs that reached
-// the ceiling to capped, as head does, so that each heap yields its jobs
+// the ceiling to capped (settle), as head does, so that each heap yields its jobs
 // by effective priority.
 func (w *orderWalk) open(l *lane, major iheap.Key) {
 	if l.n == 0 {
 		return
 	}
-	l.head(&w.e.aging, w.now)
+	l.settle(&w.e.aging, w.now)
 	if !l.run.empty() {
 		w.pushRun(w.unit(walkUnit{major: major, run: &l.run}), l.run.head)
 	}
-	for _, h := range []struct {
-		jobs  *iheap.Keyed[*Job]
-		phase uint8
-	}{{&l.fixed, inFixed}, {&l.rising, inRising}, {&l.capped, inCapped}} {
-		if h.jobs.Len() > 0 {
-			w.pushJob(w.unit(walkUnit{major: major, jobs: h.jobs, phase: h.phase}), 0)
-		}
+	if l.fixed.Len() > 0 {
+		w.pushJob(w.unit(walkUnit{major: major, jobs: &l.fixed, phase: inFixed}), 0)
+	}
+	if l.rising.Len() > 0 {
+		w.pushJob(w.unit(walkUnit{major: major, jobs: &l.rising, phase: inRising}), 0)
+	}
+	if l.capped.Len() > 0 {
+		w.pushJob(w.unit(walkUnit{major: major, jobs: &l.capped, phase: inCapped}), 0)
 	}
 }
 
@@ -507,7 +567,7 @@ func (w *orderWalk) pushJob(u int32, pos int) {
 func (w *orderWalk) drain() {
 	p := &w.e.aging
 	for len(w.merge) > 0 && !w.full() {
-		x := w.pop()
+		x := w.take()
 		var j *Job
 		switch x.kind {
 		case entryLane:
@@ -515,6 +575,7 @@ func (w *orderWalk) drain() {
 			w.pushLane(x.unit, 2*int(x.pos)+1)
 			w.pushLane(x.unit, 2*int(x.pos)+2)
 			w.openLane(l)
+			w.settle()
 			continue
 		case entryRun:
 			j = w.units[x.unit].run.buf[x.pos].j
@@ -524,50 +585,81 @@ func (w *orderWalk) drain() {
 			w.pushJob(x.unit, 2*int(x.pos)+1)
 			w.pushJob(x.unit, 2*int(x.pos)+2)
 		}
+		w.settle()
 		if !p.isUrgent(int(j.base), j.sub, w.now) {
 			w.emit(j)
 		}
 	}
 }
 
-// push and pop keep the merge a binary min-heap by key.
+// push, take and settle keep the merge a binary min-heap by key, sifting
+// a hole rather than swapping entries. take returns the top and leaves it
+// in place, a hole: the next push fills it and sifts down, one sift where
+// a pop and a push take two, and settle removes it if no push came. Keys are unique but for lanes of
+// one flow, whose order among themselves does not change the jobs' (a
+// lane's entry comes before every job of its flow), so the merge lists the
+// same jobs in the same order whatever its shape.
 func (w *orderWalk) push(x walkEntry) {
 	w.touched++
-	h := append(w.merge, x)
+	if w.hole {
+		w.hole = false
+		w.down(x)
+		return
+	}
+	h := append(w.merge, walkEntry{})
 	i := len(h) - 1
 	for i > 0 {
 		parent := (i - 1) / 2
-		if !h[i].key.less(h[parent].key) {
+		if !x.key.less(h[parent].key) {
 			break
 		}
-		h[i], h[parent] = h[parent], h[i]
+		h[i] = h[parent]
 		i = parent
 	}
+	h[i] = x
 	w.merge = h
 }
 
-func (w *orderWalk) pop() walkEntry {
+func (w *orderWalk) take() walkEntry {
 	w.touched++
-	h := w.merge
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h[n] = walkEntry{}
-	h = h[:n]
-	for i := 0; ; {
-		c := 2*i + 1
-		if c >= n {
-			break
-		}
-		if r := c + 1; r < n && h[r].key.less(h[c].key) {
-			c = r
-		}
-		if !h[c].key.less(h[i].key) {
-			break
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
+	w.hole = true
+	return w.merge[0]
+}
+
+func (w *orderWalk) settle() {
+	if !w.hole {
+		return
 	}
-	w.merge = h
-	return top
+	w.hole = false
+	h := w.merge
+	n := len(h) - 1
+	x := h[n]
+	h[n] = walkEntry{}
+	w.merge = h[:n]
+	if n > 0 {
+		w.down(x)
+	}
+}
+
+// down puts x at the top of the merge, in place of the entry there, and
+// sifts it down to its place.
+func (w *orderWalk) down(x walkEntry) {
+	h := w.merge
+	n := len(h)
+	i := 0
+	for {
+		m := 2*i + 1
+		if m >= n {
+			break
+		}
+		if r := m + 1; r < n && h[r].key.less(h[m].key) {
+			m = r
+		}
+		if !h[m].key.less(x.key) {
+			break
+		}
+		h[i] = h[m]
+		i = m
+	}
+	h[i] = x
 }

@@ -105,7 +105,7 @@ func (e *Engine) Verify(now int64) error {
 	pendingKey := map[*keyState]int{}
 	pendingFlow := map[*flow]int{}
 	pendingType := map[*typeState]int{}
-	nheld := 0
+	nheld, nshut := 0, 0
 	// pending counts the pending jobs of a lane's key, flow and type.
 	pending := func(l *lane, n int) {
 		pendingKey[l.key] += n
@@ -152,6 +152,9 @@ func (e *Engine) Verify(now int64) error {
 		// tests check every start against the caps in force.
 		if k.cap.shut != k.blocked() {
 			return errorf("key %q: capped flag %v, at cap %v, bucket empty %v", k.name, k.cap.shut, k.atCap(), k.bucket.empty)
+		}
+		if k.cap.shut {
+			nshut++
 		}
 		n, err := e.verifyGate(&k.cap, heldByKey, "key "+strconv.Quote(k.name)+"'s cap", pending, now)
 		if err != nil {
@@ -239,6 +242,9 @@ func (e *Engine) Verify(now int64) error {
 	if busyOwn != len(e.busyOwn) || busyDefault != e.busyDefault {
 		return errorf("busy keys: %d configured listed, %d counted; %d others, %d counted",
 			len(e.busyOwn), busyOwn, e.busyDefault, busyDefault)
+	}
+	if nshut != e.nkeysShut {
+		return errorf("keys shut %d, counted %d", e.nkeysShut, nshut)
 	}
 	if nheld != e.nheld {
 		return errorf("held %d, counted %d", e.nheld, nheld)
