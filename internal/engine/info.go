@@ -166,17 +166,52 @@ func (k *keyState) info(alloc float64) KeyInfo {
 
 // Effective returns j's effective priority at now, rounded down.
 func (e *Engine) Effective(j *Job, now int64) int {
-	sub, at, started := e.clockOf(j, now)
-	if !started {
-		return int(j.base)
-	}
-	return e.aging.effective(int(j.base), sub, at)
+	r := AgingRule{e.aging}
+	return r.Effective(int(j.base), e.AgingClock(j, now))
 }
 
 // Urgent reports whether a pending j is urgent at now.
 func (e *Engine) Urgent(j *Job, now int64) bool {
+	r := AgingRule{e.aging}
+	return r.Urgent(int(j.base), e.AgingClock(j, now))
+}
+
+// AgingRule is the engine's rule of effective priority, copied (Engine's
+// AgingRule): it answers Effective and Urgent from a job's base priority
+// and aging clock (AgingClock) without the engine, so that a caller can
+// copy those under its lock and work the answers out after.
+type AgingRule struct{ p agingParams }
+
+// AgingRule returns the rule of effective priority in force.
+func (e *Engine) AgingRule() AgingRule { return AgingRule{e.aging} }
+
+// Effective returns the effective priority, rounded down, of a job of base
+// priority base whose aging clock is at (sub, at, started): Effective's.
+func (r *AgingRule) Effective(base int, c Clock) int {
+	if !c.Started {
+		return base
+	}
+	return r.p.effective(base, c.Sub, c.At)
+}
+
+// Urgent reports whether a pending job of base priority base whose aging
+// clock is at c is urgent: Urgent's.
+func (r *AgingRule) Urgent(base int, c Clock) bool {
+	return c.Started && r.p.isUrgent(base, c.Sub, c.At)
+}
+
+// Clock is where a job's aging clock is (AgingClock).
+type Clock struct {
+	Sub, At int64 // the submission time it counts from, and the time it reads
+	Started bool  // false for a delayed job, whose clock starts at its NotBefore
+}
+
+// AgingClock returns where j's aging clock is at now (clockOf). A
+// running job's reads at now as a pending one's does: Effective at its
+// start is its effective priority as it started.
+func (e *Engine) AgingClock(j *Job, now int64) Clock {
 	sub, at, started := e.clockOf(j, now)
-	return started && e.aging.isUrgent(int(j.base), sub, at)
+	return Clock{sub, at, started}
 }
 
 // clockOf returns where j's aging clock is at now: the submission time it
