@@ -39,14 +39,16 @@ type QueuePage struct {
 //
 // The scheduler keeps no index of its queue in submission order: Queue
 // walks the orders the dispatcher keeps, merging them lazily, so it holds
-// the scheduler's lock for O(r log r) for the r running jobs (bounded by
-// the slots) plus O(m log m) for the m = offset+limit jobs it lists or
-// passes over, plus the lanes of the keys at their cap and of the
-// conflicts held, however long the queue is. A page near the front, such
-// as an admin page polls, costs about as much with a million jobs queued
-// as with a hundred; a deep page costs what it passes over (the paused
-// jobs cost only the paused keys and the types to pass over). Snapshot,
-// which lists every job, sorts the whole queue under the lock.
+// the scheduler's lock for O(r) for the r running jobs (bounded by the
+// slots; it sorts them once it has let the lock go) plus O(m log m) for
+// the m = offset+limit jobs it lists or passes over, plus the lanes of
+// the keys at their cap and of the conflicts held, however long the queue
+// is. Under the lock it copies what each job listed shows; it builds the
+// JobInfos after. A page near the front, such as an admin page polls,
+// costs about as much with a million jobs queued as with a hundred; a
+// deep page costs what it passes over (the paused jobs cost only the
+// paused keys and the types to pass over). Snapshot, which lists every
+// job, sorts the whole queue under the lock.
 func (s *Scheduler) Queue(offset, limit int) QueuePage {
 	p := s.rt.Queue(offset, limit)
 	return QueuePage{Running: p.Running, Waiting: p.Waiting, Paused: p.Paused, Aside: p.Aside, Jobs: jobInfos(p.Jobs)}

@@ -46,26 +46,71 @@ func (s *Runtime) Snapshot() []JobInfo {
 }
 
 func (s *Runtime) infoLocked(j *engine.Job, now int64) JobInfo {
-	ji := JobInfo{
-		Seq: j.Seq(), Type: j.Type(), ID: j.ID(), Key: j.Key(), Tier: Tier(j.Tier()),
-		BasePriority: j.Base(), Running: j.Running(), Parked: s.eng.Held(j),
-		Submitted: s.timeOf(j.Submitted()),
+	rule := s.eng.AgingRule()
+	var f jobFacts
+	s.factsLocked(&f, j, now)
+	return s.info(&f, &rule)
+}
+
+// jobFacts is what a JobInfo shows of a job, as its record and the engine
+// tell it under the lock: the JobInfo but for its times, kept in the
+// engine's µs, and its effective priority and urgency, which the engine's
+// AgingRule works out from its aging clock. A record is reused once its
+// job ends (RunSync's are), so a listing copies these under the lock and
+// builds its JobInfos after.
+type jobFacts struct {
+	seq          uint64
+	typ, id, key string
+	tier, base   int
+	sub, at      int64        // submitted, and when its wait ends: its start, or now
+	clock        engine.Clock // its aging clock
+	on           uint64
+	resource     string
+	why          engine.Why
+	urgent       bool // started as urgent: for a running job
+	running      bool
+	parked       bool
+}
+
+// factsLocked sets every field of *f to what j's JobInfo shows at now.
+// It writes each field where it lies, over whatever f held: a listing
+// fills its buffers this way without clearing them first.
+func (s *Runtime) factsLocked(f *jobFacts, j *engine.Job, now int64) {
+	f.seq, f.typ, f.id, f.key, f.tier = j.Seq(), j.Type(), j.ID(), j.Key(), j.Tier()
+	f.base, f.sub = j.Base(), j.Submitted()
+	if j.Running() {
+		// Its effective priority is the one it started with; it waits
+		// for nothing.
+		f.at, f.running, f.parked = j.Started(), true, false
+		f.urgent = j.Kind() == engine.Urgent
+		f.clock = engine.Clock{Sub: f.sub, At: f.at, Started: true}
+		f.why, f.on, f.resource = 0, 0, ""
+		return
 	}
-	at := now
-	if ji.Running {
-		at = j.Started()
-		ji.Urgent = j.Kind() == engine.Urgent
-	} else {
-		ji.Urgent = s.eng.Urgent(j, now)
-	}
+	f.at, f.running, f.urgent = now, false, false
+	f.clock = s.eng.AgingClock(j, now)
+	f.parked = s.eng.Held(j)
 	w := s.eng.WhyWaiting(j)
-	ji.Waiting, ji.WaitingOn, ji.WaitingFor = w.Why, w.On, w.Resource
-	if w.Why == engine.WhyPaused && s.durable != nil && s.durable.orphans[j.Type()] > 0 && !s.eng.KeyPaused(j.Key()) {
-		ji.Waiting = WhyNoHandler
+	f.why, f.on, f.resource = w.Why, w.On, w.Resource
+	if w.Why == engine.WhyPaused && s.durable != nil && s.durable.orphans[f.typ] > 0 && !s.eng.KeyPaused(f.key) {
+		f.why = WhyNoHandler
 	}
-	ji.EffectivePriority = s.eng.Effective(j, at)
-	ji.Wait = usDuration(at - j.Submitted())
-	return ji
+}
+
+// info returns the JobInfo of f, under rule; it reads nothing the lock
+// guards.
+func (s *Runtime) info(f *jobFacts, rule *engine.AgingRule) JobInfo {
+	urgent := f.urgent
+	if !f.running {
+		urgent = rule.Urgent(f.base, f.clock)
+	}
+	return JobInfo{
+		Seq: f.seq, Type: f.typ, ID: f.id, Key: f.key, Tier: Tier(f.tier),
+		BasePriority: f.base, EffectivePriority: rule.Effective(f.base, f.clock),
+		Urgent: urgent, Running: f.running, Parked: f.parked,
+		Waiting: f.why, WaitingOn: f.on, WaitingFor: f.resource,
+		Wait: usDuration(f.at - f.sub), Submitted: s.timeOf(f.sub),
+	}
 }
 
 // EstimateWait estimates how long a job described by job would wait for a

@@ -3,6 +3,7 @@ package rt
 import (
 	"cmp"
 	"slices"
+	"sync"
 
 	"github.com/fairsched/fairsched/internal/engine"
 )
@@ -46,36 +47,106 @@ type QueuePage struct {
 //
 // The scheduler keeps no index of its queue in submission order: Queue
 // walks the orders the dispatcher keeps, merging them lazily, so it holds
-// the scheduler's lock for O(r log r) for the r running jobs (bounded by
-// the slots) plus O(m log m) for the m = offset+limit jobs it lists or
-// passes over, plus the lanes of the keys at their cap and of the
-// conflicts held, however long the queue is. A page near the front, such
-// as an admin page polls, costs about as much with a million jobs queued
-// as with a hundred; a deep page costs what it passes over (the paused
-// jobs cost only the paused keys and the types to pass over). Snapshot,
-// which lists every job, sorts the whole queue under the lock.
+// the scheduler's lock for O(r) for the r running jobs (bounded by the
+// slots; it sorts them once it has let the lock go) plus O(m log m) for
+// the m = offset+limit jobs it lists or passes over, plus the lanes of
+// the keys at their cap and of the conflicts held, however long the queue
+// is. Under the lock it copies what each job listed shows, allocating
+// nothing once its buffers have grown to the page (pageCopies, and the
+// engine's walk), and it builds the JobInfos after. A page near the
+// front, such as an admin page polls, costs about as much with a million
+// jobs queued as with a hundred; a deep page costs what it passes over
+// (the paused jobs cost only the paused keys and the types to pass over).
+// Snapshot, which lists every job, sorts the whole queue under the lock.
 func (s *Runtime) Queue(offset, limit int) QueuePage {
 	offset, limit = max(offset, 0), max(limit, 0)
+	c := pageCopies.Get().(*pageCopy)
+	var p QueuePage
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.nowLocked()
-	e := s.eng.Summary()
-	p := QueuePage{Running: e.Running, Waiting: e.Pending, Paused: e.Paused, Aside: e.Delayed + e.Blocked}
-	p.Jobs = make([]JobInfo, 0, min(limit, max(p.Running+p.Waiting+p.Paused-offset, 0)))
-	if offset < p.Running && limit > 0 {
-		running := s.eng.RunningJobs()
-		slices.SortFunc(running, func(a, b *engine.Job) int { return cmp.Compare(a.Seq(), b.Seq()) })
-		for _, j := range running[offset : offset+min(limit, len(running)-offset)] {
-			p.Jobs = append(p.Jobs, s.infoLocked(j, now))
+	s.copyPageLocked(c, &p, offset, limit, s.nowLocked())
+	s.mu.Unlock()
+	p.Jobs = make([]JobInfo, 0, len(c.jobs)+min(len(c.running), limit))
+	if len(c.running) > 0 {
+		for i := range c.running {
+			c.bySeq = append(c.bySeq, &c.running[i])
+		}
+		slices.SortFunc(c.bySeq, func(a, b *jobFacts) int { return cmp.Compare(a.seq, b.seq) })
+		for _, f := range c.bySeq[offset : offset+min(limit, len(c.bySeq)-offset)] {
+			p.Jobs = append(p.Jobs, s.info(f, &c.rule))
 		}
 	}
-	from := max(offset-p.Running, 0)
-	for _, j := range s.eng.QueueOrder(now, from, limit-len(p.Jobs)) {
-		p.Jobs = append(p.Jobs, s.infoLocked(j, now))
+	for i := range c.jobs {
+		p.Jobs = append(p.Jobs, s.info(&c.jobs[i], &c.rule))
 	}
-	from = max(offset-p.Running-p.Waiting, 0)
-	for _, j := range s.eng.PausedJobs(from, limit-len(p.Jobs)) {
-		p.Jobs = append(p.Jobs, s.infoLocked(j, now))
-	}
+	c.release()
 	return p
+}
+
+// pageCopy is what Queue copies under the lock: the facts of the running
+// jobs, all of them, to sort by Seq once the lock is let go (the slots
+// bound them), and of the waiting and paused jobs of the page, in order.
+type pageCopy struct {
+	running, jobs []jobFacts
+	rule          engine.AgingRule
+	bySeq         []*jobFacts // the running jobs sorted, once the lock is let go
+}
+
+// pageCopies keeps pageCopy buffers for the next Queue, so that a page
+// allocates nothing while it holds the lock.
+var pageCopies = sync.Pool{New: func() any { return new(pageCopy) }}
+
+// pageKept is the most jobs a pageCopy's buffers keep for the next page.
+const pageKept = 1 << 12
+
+// release clears c (its strings) and puts it back in pageCopies, unless
+// it grew past pageKept.
+func (c *pageCopy) release() {
+	clear(c.running)
+	clear(c.jobs)
+	clear(c.bySeq)
+	c.running, c.jobs, c.bySeq = c.running[:0], c.jobs[:0], c.bySeq[:0]
+	if cap(c.running) <= pageKept && cap(c.jobs) <= pageKept {
+		pageCopies.Put(c)
+	}
+}
+
+// next returns a place for one more job at the end of *list, which
+// factsLocked fills whole: not cleared when the buffer has room.
+func (c *pageCopy) next(list *[]jobFacts) *jobFacts {
+	l := *list
+	if len(l) < cap(l) {
+		l = l[:len(l)+1]
+	} else {
+		l = append(l, jobFacts{})
+	}
+	*list = l
+	return &l[len(l)-1]
+}
+
+// copyPageLocked copies into c the facts of the jobs of the page at
+// offset, at most limit, at now, and into p the counts.
+func (s *Runtime) copyPageLocked(c *pageCopy, p *QueuePage, offset, limit int, now int64) {
+	c.running, c.jobs = c.running[:0], c.jobs[:0]
+	c.rule = s.eng.AgingRule()
+	e := s.eng.Summary()
+	*p = QueuePage{Running: e.Running, Waiting: e.Pending, Paused: e.Paused, Aside: e.Delayed + e.Blocked}
+	if offset < p.Running && limit > 0 {
+		s.eng.EachRunning(func(j *engine.Job) { s.factsLocked(c.next(&c.running), j, now) })
+		limit -= min(limit, p.Running-offset)
+	}
+	add := func(j *engine.Job) { s.factsLocked(c.next(&c.jobs), j, now) }
+	s.eng.EachInOrder(now, max(offset-p.Running, 0), limit, add)
+	s.eng.EachPaused(max(offset-p.Running-p.Waiting, 0), limit-len(c.jobs), add)
+}
+
+// PageCopy is what Queue copies under the lock, for the benchmark that
+// times the lock (QueueLocked).
+type PageCopy = pageCopy
+
+// QueueLocked copies into c what Queue(offset, limit) copies while it
+// holds the lock, at now, and does nothing else, the lock held by the
+// caller (Locked): for the benchmark that times the lock.
+func (s *Runtime) QueueLocked(c *PageCopy, offset, limit int, now int64) {
+	var p QueuePage
+	s.copyPageLocked(c, &p, offset, limit, now)
 }
