@@ -687,26 +687,28 @@ func newBenchDriver(b *testing.B, s *Scheduler) *benchDriver {
 }
 
 func (d *benchDriver) finishAll() {
-	d.s.rt.Locked(func(_ *engine.Engine, now int64) {
-		for _, t := range d.started { // no dispatch: the queue stays for Close
-			if t.Rec().Running() {
-				d.s.rt.FinishLocked(t, nil, now)
-			}
+	r := d.s.rt
+	r.Lock()
+	defer r.Unlock()
+	for _, t := range d.started { // no dispatch: the queue stays for Close
+		if t.Rec().Running() {
+			r.FinishLocked(t, nil, r.NowLocked())
 		}
-	})
+	}
 }
 
 func (d *benchDriver) submit(desc Job) {
-	d.s.rt.Locked(func(_ *engine.Engine, now int64) {
-		t := rt.NewSubmitTask(context.Background(), noop) // a queued RunSync job holds 64 bytes more: its caller's context
-		if err := d.s.rt.EnqueueLocked(t, jobOf(&desc), now); err != nil {
-			panic(err)
-		}
-		if t.Rec().Running() { // started at once: nothing else waited
-			d.s.rt.StartedLocked(t)
-			d.started = append(d.started, t)
-		}
-	})
+	r := d.s.rt
+	r.Lock()
+	t := rt.NewSubmitTask(context.Background(), noop) // a queued RunSync job holds 64 bytes more: its caller's context
+	if err := r.EnqueueLocked(t, jobOf(&desc), r.NowLocked()); err != nil {
+		panic(err)
+	}
+	if t.Rec().Running() { // started at once: nothing else waited
+		r.StartedLocked(t)
+		d.started = append(d.started, t)
+	}
+	r.Unlock()
 }
 
 // due applies what has fallen due in the engine (delayed jobs joining the
@@ -714,46 +716,50 @@ func (d *benchDriver) submit(desc Job) {
 // the driver starts jobs itself. A submission made with due work pending
 // would catch up on it and dispatch, starting jobs on goroutines.
 func (d *benchDriver) due() {
-	d.s.rt.Locked(func(e *engine.Engine, now int64) {
-		if len(e.Due(now)) > 0 {
-			panic("benchDriver: a job expired")
-		}
-	})
+	r := d.s.rt
+	r.Lock()
+	defer r.Unlock()
+	if len(r.EngineLocked().Due(r.NowLocked())) > 0 {
+		panic("benchDriver: a job expired")
+	}
 }
 
 // dispatch starts every admissible job and returns how many it started.
-func (d *benchDriver) dispatch() (n int) {
-	d.s.rt.Locked(func(e *engine.Engine, now int64) {
-		if len(e.Due(now)) > 0 {
-			panic("benchDriver: a job expired")
+func (d *benchDriver) dispatch() int {
+	r := d.s.rt
+	r.Lock()
+	defer r.Unlock()
+	e, now := r.EngineLocked(), r.NowLocked()
+	if len(e.Due(now)) > 0 {
+		panic("benchDriver: a job expired")
+	}
+	n := 0
+	for {
+		j := e.Next(now)
+		if j == nil {
+			return n
 		}
-		for {
-			j := e.Next(now)
-			if j == nil {
-				return
-			}
-			t := rt.TaskOf(j)
-			d.s.rt.StartedLocked(t)
-			d.started = append(d.started, t)
-			n++
-		}
-	})
-	return n
+		t := rt.TaskOf(j)
+		r.StartedLocked(t)
+		d.started = append(d.started, t)
+		n++
+	}
 }
 
 // finishOldest ends the longest-running job other than the first skip
 // ones started (skip 1 keeps a long-running holder in place).
 func (d *benchDriver) finishOldest(skip int) {
-	d.s.rt.Locked(func(_ *engine.Engine, now int64) {
-		for len(d.started) > skip {
-			t := d.started[skip]
-			d.started = append(d.started[:skip], d.started[skip+1:]...)
-			if t.Rec().Running() {
-				d.s.rt.FinishLocked(t, nil, now)
-				return
-			}
+	r := d.s.rt
+	r.Lock()
+	defer r.Unlock()
+	for len(d.started) > skip {
+		t := d.started[skip]
+		d.started = append(d.started[:skip], d.started[skip+1:]...)
+		if t.Rec().Running() {
+			r.FinishLocked(t, nil, r.NowLocked())
+			return
 		}
-	})
+	}
 }
 
 func benchScheduler(b *testing.B, cfg Config) *Scheduler {

@@ -112,3 +112,18 @@ func (s *Runtime) Signals() *Signals { return s.cfg.Signals }
 
 // Runtime returns the scheduler h's job belongs to.
 func (h Handle) Runtime() *Runtime { return h.scheduler() }
+
+// Lock and Unlock take and release the lock, and EngineLocked and
+// NowLocked read under it, for the benchmarks that drive the dispatcher
+// by hand (EnqueueLocked, StartedLocked, FinishLocked) at the cost the
+// run-time layer's own calls pay: Locked's closure would add its own.
+func (s *Runtime) Lock() { s.mu.Lock() }
+
+// Unlock releases the lock Lock took.
+func (s *Runtime) Unlock() { s.mu.Unlock() }
+
+// EngineLocked returns the engine; the lock is held.
+func (s *Runtime) EngineLocked() *engine.Engine { return s.eng }
+
+// NowLocked returns the engine's now; the lock is held.
+func (s *Runtime) NowLocked() int64 { return s.nowLocked() }
