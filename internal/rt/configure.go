@@ -12,9 +12,7 @@ import (
 // the lock once, applies the change in the engine, and dispatches what
 // the change let start.
 
-// SetMaxConcurrency changes the number of slots; 0 means no global limit.
-// It fails, changing nothing, if n is negative or the keys' reservations
-// (MinSlots) would add up to more than n.
+// SetMaxConcurrency is the API's Scheduler.SetMaxConcurrency, which documents it.
 func (s *Runtime) SetMaxConcurrency(n int) error {
 	return s.configure(decide.Change{Kind: decide.SetMaxConcurrency, N: n}, false, func() error {
 		return fmt.Errorf("fairsched: MaxConcurrency %d is less than the keys' reservations, %d", n, s.eng.ReservedTotal())
@@ -27,22 +25,14 @@ func (s *Runtime) SetTierLimit(t int, n int) error {
 	return s.configure(decide.Change{Kind: decide.SetTierLimit, Tier: t, N: n}, false, nil)
 }
 
-// SetTypeLimit changes the cap on a job type's running jobs (its
-// TypeConfig.MaxConcurrency); 0 means none. It fails, changing nothing, if
-// n is negative or the type is not registered (the error wraps
-// ErrUnknownType). RegisterType still compares with the configuration the
-// type was registered with.
+// SetTypeLimit is the API's Scheduler.SetTypeLimit, which documents it.
 func (s *Runtime) SetTypeLimit(name string, n int) error {
 	return s.configure(decide.Change{Kind: decide.SetTypeLimit, Name: name, N: n}, false, func() error {
 		return fmt.Errorf("%w %q", ErrUnknownType, name)
 	})
 }
 
-// SetKey sets the configuration of fairness key name, which is then never
-// forgotten. The change applies from the next dispatch: a new weight to the
-// cost charged from then on, a cap or reservation to the next start. It
-// fails, changing nothing, if the configuration is invalid or the keys'
-// reservations would add up to more than MaxConcurrency.
+// SetKey is the API's Scheduler.SetKey, which documents it.
 func (s *Runtime) SetKey(name string, c engine.Key) error {
 	return s.configure(decide.Change{Kind: decide.SetKey, Name: name, Key: c}, false, func() error {
 		total := s.eng.ReservedWith(name, c.MinSlots)
@@ -57,76 +47,39 @@ func (s *Runtime) SetKeyWeight(name string, weight float64) error {
 	return s.configure(decide.Change{Kind: decide.SetKeyWeight, Name: name, Weight: weight}, false, nil)
 }
 
-// ResetKey returns fairness key name to Config.DefaultKey (the empty key
-// to the zero KeyConfig), as ResetKeys does every key: it is configured no
-// more, so it is forgotten once it has been idle for IdleTTL. Its virtual
-// time is kept. A key the scheduler does not know is left unknown.
+// ResetKey is the API's Scheduler.ResetKey, which documents it.
 func (s *Runtime) ResetKey(name string) {
 	_ = s.configure(decide.Change{Kind: decide.ResetKey, Name: name}, false, nil)
 }
 
-// ResetKeys returns every fairness key to Config.DefaultKey (the empty key
-// to the zero KeyConfig): equal weights, no reservations, the default
-// caps. Virtual times are kept. The keys of
-// Config.Keys are reset too: none is configured afterwards, so, like any
-// other key, each is forgotten once it has been idle for IdleTTL.
+// ResetKeys is the API's Scheduler.ResetKeys, which documents it.
 func (s *Runtime) ResetKeys() {
 	_ = s.configure(decide.Change{Kind: decide.ResetKeys}, false, nil)
 }
 
-// SetResource changes the capacity of a named resource of
-// Config.Resources. Jobs running keep their units (a lowered capacity may
-// be exceeded until they end; nothing new starts meanwhile); jobs waiting
-// are looked at again, and a waiting job that needs more than the new
-// capacity waits until it grows. It fails, changing nothing, if the
-// resource is not configured or the capacity is negative.
+// SetResource is the API's Scheduler.SetResource, which documents it.
 func (s *Runtime) SetResource(name string, capacity int) error {
 	return s.configure(decide.Change{Kind: decide.SetResource, Name: name, N: capacity}, true, func() error {
 		return fmt.Errorf("%w %q", ErrUnknownResource, name)
 	})
 }
 
-// PauseKey pauses the fairness key name. Its queued jobs, and those
-// submitted to it later, wait holding nothing, out of the order and out
-// of fair share: for allocation the key counts as one with no work, so
-// its share goes to the other keys at once. Its running jobs finish. A
-// paused job's aging clock stands still, as does that of a job of the
-// key backing off or waiting for jobs it runs after; its start deadline
-// does not.
-// A key the scheduler has not seen may be paused: the pause applies when
-// it appears. Pausing a paused key does nothing.
-//
-// It takes the lock for O(m log n) time, for the key's m waiting jobs.
+// PauseKey is the API's Scheduler.PauseKey, which documents it.
 func (s *Runtime) PauseKey(name string) {
 	_ = s.configure(decide.Change{Kind: decide.PauseKey, Name: name}, true, nil)
 }
 
-// ResumeKey resumes the fairness key name. Its waiting jobs whose type
-// is not paused join the queue, and the key re-enters fair share as a key
-// returning from idle does: at the lowest virtual time of the keys with
-// work, or its own if that is higher. Resuming a key that is not paused
-// does nothing.
-//
-// It takes the lock for O(m log n) time, for the key's m paused jobs.
+// ResumeKey is the API's Scheduler.ResumeKey, which documents it.
 func (s *Runtime) ResumeKey(name string) {
 	_ = s.configure(decide.Change{Kind: decide.ResumeKey, Name: name}, true, nil)
 }
 
-// PauseType pauses the job type name, as PauseKey does a key: its queued
-// jobs and those submitted later wait, holding nothing, until ResumeType.
-// Its running jobs finish, and for allocation none of its jobs, waiting or
-// running, is work of their key: a key whose only work is of the type
-// counts as one with no work. A job waits while its key or its type is
-// paused. It fails, changing
-// nothing, if the type is not registered (the error wraps ErrUnknownType).
+// PauseType is the API's Scheduler.PauseType, which documents it.
 func (s *Runtime) PauseType(name string) error {
 	return s.configure(decide.Change{Kind: decide.PauseType, Name: name}, true, func() error { return errUnknownType(name) })
 }
 
-// ResumeType resumes the job type name, as ResumeKey does a key. It fails
-// if the type is not registered (the error wraps ErrUnknownType), and for
-// a type of durable jobs found in the Store without a handler here, whose
-// jobs wait for a process that has one (WaitNoHandler).
+// ResumeType is the API's Scheduler.ResumeType, which documents it.
 func (s *Runtime) ResumeType(name string) error {
 	if s.durable != nil && s.durable.orphans[name] > 0 {
 		return fmt.Errorf("fairsched: job type %q has no handler: its durable jobs wait for a Scheduler with one", name)

@@ -10,12 +10,8 @@ import (
 // time disabled): a (type, ID) pair whose attempts keep failing is
 // turned away for a while instead of failing again and again.
 
-// DisablePolicy disables a (type, ID) pair after Failures failed attempts
-// of jobs of that pair within Window (failures at times in (now − Window,
-// now]): new submissions of the pair then fail at once with an error
-// matching ErrDisabled, for For, or until Enable if For is 0. Jobs of the
-// pair already queued or backing off are not touched, and their later
-// failures count. The zero value never disables.
+// DisablePolicy is the run-time layer's side of the API's DisablePolicy, which documents
+// it.
 type DisablePolicy struct {
 	Failures int
 	Window   time.Duration

@@ -17,27 +17,7 @@ import (
 // committed them, all or none, as data with an identity (their ID in the
 // store).
 
-// Enqueue stores a durable job of type job.Type with args, which must be
-// of the type its handler takes, and returns its Handle once the job is
-// committed to Config.Store: from then on it runs, here or after a
-// restart, until it completes or fails for good. Handle.ID is its
-// identity in the store. The wait for the commit, a few milliseconds
-// shared with other writes, is not cut short by ctx: a job that may have
-// been committed is never reported as refused. ctx's values do not reach
-// the job, but a ctx that descends from a running job's context makes the
-// job that job's child, as Submit does.
-//
-// Enqueue fails, storing nothing, with an error matching ErrNoHandler
-// for a type without a handler, ErrArgs for arguments of the wrong type
-// or that JSON cannot encode, and as Submit does otherwise (ErrClosed, a
-// *QueueFullError, ErrStartDeadline ...); with the store's error if the
-// write failed, and an error if the Scheduler has no Store. Job.After
-// takes the Handles of durable jobs of the same Scheduler only. Job.Needs
-// and Job.After are stored with the job and hold after a restart.
-//
-// The queue's limits are checked before the job is written, and the job
-// counts against them from then on, while it is written, so Enqueues
-// running at once never pass MaxQueue or a key's MaxPending together.
+// Enqueue is the API's Scheduler.Enqueue, which documents it.
 func (s *Runtime) Enqueue(ctx context.Context, job *Job, args any) (Handle, error) {
 	if ctx == nil {
 		panic("fairsched: Enqueue with a nil context")
@@ -71,12 +51,7 @@ func unbatched(err error) error {
 	return err
 }
 
-// EnqueueMany stores jobs in one transaction, all or none, and returns
-// their Handles, in order, once they are committed: Enqueue for many jobs
-// at the cost of one commit. A job that Enqueue would refuse for what it
-// is (its type, its arguments, its start deadline) fails the batch with a
-// *BatchError naming it; a batch that does not fit the queue's limits
-// fails with a *QueueFullError. Nothing is stored then.
+// EnqueueMany is the API's Scheduler.EnqueueMany, which documents it.
 func (s *Runtime) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Handle, error) {
 	if ctx == nil {
 		panic("fairsched: EnqueueMany with a nil context")

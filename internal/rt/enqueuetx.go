@@ -8,18 +8,7 @@ import (
 	"github.com/fairsched/fairsched/internal/store"
 )
 
-// EnqueueTx enqueues a durable job inside the caller's own transaction tx
-// on the Store's database (a *sql.Tx for fairschedsqlite, on Store.DB):
-// the job exists if and only if tx commits, so a job and the change that
-// calls for it are written together or not at all. It returns the job's
-// ID in the store. The Scheduler takes the job once the commit is done,
-// within milliseconds, and runs it as any durable job; a rolled-back job
-// never runs.
-//
-// It checks the job as Enqueue does, and fails with an error matching
-// ErrTxNotSupported if the Store takes no transaction of type Tx. The
-// queue's limits are checked when EnqueueTx is called, not when tx
-// commits.
+// EnqueueTx is the API's EnqueueTx, which documents it.
 func EnqueueTx[Tx any](ctx context.Context, s *Runtime, tx Tx, job *Job, args any) (int64, error) {
 	if ctx == nil {
 		panic("fairsched: EnqueueTx with a nil context")

@@ -28,14 +28,7 @@ func (h Handle) Done() <-chan struct{} {
 	return h.t.wake
 }
 
-// Wait waits for the job to end and returns its error: fn's error, a
-// *PanicError, context.Canceled if it was cancelled before it started, or
-// ErrClosed if Close discarded it. If ctx ends first, Wait returns ctx.Err()
-// and the job is left as it was.
-//
-// Waiting from inside a job for another job can deadlock: if every slot is
-// taken by jobs that wait, the job they wait for never starts. A nil ctx
-// is a programming error: Wait panics, naming it.
+// Wait is the API's Handle.Wait, which documents it.
 func (h Handle) Wait(ctx context.Context) error {
 	if ctx == nil {
 		panic("fairsched: Handle.Wait with a nil context")
@@ -65,15 +58,7 @@ func (h Handle) Err() error {
 	return resultOf(h.t)
 }
 
-// Cancel cancels the job. A queued job leaves the queue at once and ends
-// with context.Canceled; a running job's context is cancelled, and the job
-// ends with whatever its function returns. Cancel does nothing once the job
-// has ended.
-//
-// For a job that others joined (TypeConfig.Duplicates), Cancel detaches
-// the submission this Handle stands for: its Wait returns
-// context.Canceled at once, and the job is cancelled only when no
-// submission is left attached to it.
+// Cancel is the API's Handle.Cancel, which documents it.
 func (h Handle) Cancel() {
 	if h.t == nil {
 		return
@@ -93,9 +78,7 @@ func (h Handle) Cancel() {
 	}
 }
 
-// Attempts returns the attempts of a job that was retried, in order, each
-// with its times and error (nil for a last attempt that succeeded); nil
-// for a job that made one attempt, whose only error is Err's.
+// Attempts is the API's Handle.Attempts, which documents it.
 func (h Handle) Attempts() []AttemptInfo {
 	if h.t == nil {
 		return nil

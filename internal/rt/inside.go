@@ -93,7 +93,7 @@ func (s *Runtime) WallOf(us int64) int64 { return s.wallOf(us) }
 func (s *Runtime) Spare() []*Task {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]*Task(nil), s.spare...)
+	return append([]*Task(nil), s.spare.list[:s.spare.n]...)
 }
 
 // WaitGoroutines waits for the job goroutines to end.

@@ -33,13 +33,8 @@ const priorityLowest = -1
 // Tier numbers a tier, as the API's Tier does.
 type Tier = int
 
-// Handle refers to a job given to Submit: to wait for it, read its result
-// or cancel it. It stays valid after the job has ended, for as long as it
-// is kept. Handles are comparable; copies refer to the same job. Its
-// methods are safe for concurrent use.
-//
-// The zero Handle refers to no job: Seq returns 0, Done a closed channel,
-// Err and Wait an error saying so, and Cancel does nothing.
+// Handle is the run-time layer's side of the API's Handle, which documents
+// it.
 type Handle struct {
 	t *task   // a Submit job's record, never reused while a Handle may hold it
 	w *joiner // for a job of a type that joins duplicates: the submission it stands for

@@ -14,15 +14,7 @@ import (
 // pair: cancel a job, list and retry the dead jobs, disable and enable
 // pairs. Each takes the lock once.
 
-// Cancel cancels the job numbered seq (Handle.Seq, JobInfo.Seq), as its
-// Handle's Cancel would, for an operator who has its number but not its
-// Handle: a queued job leaves the queue at once and ends with
-// context.Canceled (a durable job is recorded so in the Store); a running
-// job's context is cancelled. A RunSync job's caller gets
-// context.Canceled. A job that duplicates joined is cancelled for every
-// submission attached to it. It reports whether a job numbered seq was
-// queued or running. O(n) in the jobs queued: it is for an operator, not
-// for a path every job takes; a program that cancels keeps the Handle.
+// Cancel is the API's Scheduler.Cancel, which documents it.
 func (s *Runtime) Cancel(seq uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -52,13 +44,7 @@ func (s *Runtime) DeadJobs() []DeadJob {
 	return out
 }
 
-// RetryDead takes the dead job seq out of the dead list and submits it
-// again with its function and its context's values, as if newly
-// submitted (a fresh aging clock, and its type's StartTimeout from now),
-// for one more attempt: its attempt numbers go on, and if that attempt
-// fails too, the job is dead again. It returns the new job's Handle. It
-// fails with ErrNotDead if seq is not in the dead list, and as Submit
-// does otherwise (the job then stays dead).
+// RetryDead is the API's Scheduler.RetryDead, which documents it.
 func (s *Runtime) RetryDead(seq uint64) (Handle, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,16 +82,7 @@ func (s *Runtime) Enable(typ, id string) {
 	delete(s.disabling.failures, k)
 }
 
-// Disable disables the (type, ID) pair by hand, as its type's
-// DisablePolicy would: new submissions of the pair fail at once with an
-// error matching ErrDisabled, for d from now, or until Enable if d is 0;
-// a negative d is an error, as a negative DisablePolicy.For is. As the
-// policy does, it forgets the pair's recent failures, counts in
-// Stats.DisabledTotal and sends an EventDisabled (with no job: Seq 0, Key
-// empty). Jobs of the pair already queued, backing off or running are
-// not touched. Disabling a disabled pair again replaces its time. The type
-// need not have a DisablePolicy; it must be registered (else the error
-// wraps ErrUnknownType). O(1).
+// Disable is the API's Scheduler.Disable, which documents it.
 func (s *Runtime) Disable(typ, id string, d time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,10 +104,7 @@ func (s *Runtime) Disable(typ, id string, d time.Duration) error {
 	return nil
 }
 
-// Disabled lists the (type, ID) pairs disabled now, by type then ID.
-// O(p log p) for p pairs, sorted after the lock is released: the lock is
-// held O(p). Where there may be many, DisabledSoonest lists a bounded
-// number.
+// Disabled is the API's Scheduler.Disabled, which documents it.
 func (s *Runtime) Disabled() []DisabledPair {
 	s.mu.Lock()
 	now := s.nowLocked()
@@ -146,12 +120,7 @@ func (s *Runtime) Disabled() []DisabledPair {
 	return out
 }
 
-// DisabledSoonest lists at most n of the pairs disabled now, those whose
-// time is up soonest first, then those disabled until Enable (by type,
-// then ID, among equals), and returns how many pairs are disabled in all.
-// It is for a page that shows a few of what may be many: O(p log n) for p
-// pairs, with the lock held for the selection of n, never a sort of all
-// p.
+// DisabledSoonest is the API's Scheduler.DisabledSoonest, which documents it.
 func (s *Runtime) DisabledSoonest(n int) (pairs []DisabledPair, total int) {
 	if n <= 0 {
 		s.mu.Lock()

@@ -11,12 +11,8 @@ import (
 	"github.com/fairsched/fairsched/internal/store"
 )
 
-// Schedule gives the times of a periodic job's occurrences: Next returns
-// the first occurrence after t, or the zero time for none (the schedule
-// then ends). A parsed cron expression of the usual Go cron libraries has
-// this method already. The Scheduler calls Next from one goroutine at a
-// time per schedule, and never with its lock held, so Next may call the
-// Scheduler.
+// Schedule is the run-time layer's side of the API's Schedule, which documents
+// it.
 type Schedule interface {
 	Next(t time.Time) time.Time
 }
@@ -44,14 +40,7 @@ type Periodic struct {
 	skipped uint64
 }
 
-// Schedule submits job, with fn, at each time spec gives, from now on:
-// each occurrence is a new Submit job, with a fresh aging clock, whose
-// context carries ctx's values. An occurrence whose predecessor has not
-// ended (it is queued, backing off or running) is skipped and counted,
-// so a slow job never piles up copies nor overlaps itself. Stop, Shutdown
-// and Close end the schedule. Schedule fails with ErrClosed after
-// Shutdown or Close, if spec or fn is nil, or as Submit does for job's
-// type; a nil ctx panics.
+// Schedule is the API's Scheduler.Schedule, which documents it.
 func (s *Runtime) Schedule(ctx context.Context, spec Schedule, job Job, fn func(context.Context) error) (*Periodic, error) {
 	if ctx == nil {
 		panic("fairsched: Schedule with a nil context")
@@ -130,9 +119,7 @@ func (p *Periodic) occur(at time.Time) {
 	p.armNextLocked(next)
 }
 
-// Stop ends the schedule: no occurrence starts after it returns. An
-// occurrence already submitted goes on. Stop is safe to call more than
-// once.
+// Stop is the API's Periodic.Stop, which documents it.
 func (p *Periodic) Stop() {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
@@ -190,16 +177,7 @@ type ScheduleState struct {
 
 func ScheduleStateName(name string) string { return "schedule:" + name }
 
-// ScheduleDurable is Schedule for durable jobs: at each time spec gives,
-// it enqueues job with args (Enqueue), unless the previous occurrence has
-// not ended, which is skipped and counted. name identifies the schedule
-// in the Store, which keeps its next time and its latest occurrence:
-// started again with the same name after a restart, the schedule goes on
-// where it was, and an occurrence that fell due while no Scheduler ran is
-// enqueued at once (one, however many fell due). Occurrences are enqueued
-// as Enqueue does, on a goroutine of the Scheduler's; one that fails to
-// be stored is skipped and counted. It fails as Schedule does, and as
-// Enqueue does for job and args.
+// ScheduleDurable is the API's Scheduler.ScheduleDurable, which documents it.
 func (s *Runtime) ScheduleDurable(ctx context.Context, name string, spec Schedule, job Job, args any) (*Periodic, error) {
 	if ctx == nil {
 		panic("fairsched: ScheduleDurable with a nil context")

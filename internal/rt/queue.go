@@ -22,9 +22,7 @@ type JobInfo struct {
 	Submitted                       time.Time
 }
 
-// Snapshot lists every pending and running job, running first, then in
-// submission order. It takes the lock for O(n log n) time: for debugging
-// and admin pages, not for hot paths.
+// Snapshot is the API's Scheduler.Snapshot, which documents it.
 func (s *Runtime) Snapshot() []JobInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,23 +111,7 @@ func (s *Runtime) info(f *jobFacts, rule *engine.AgingRule) JobInfo {
 	}
 }
 
-// EstimateWait estimates how long a job described by job would wait for a
-// slot if it were submitted now: 0 if it would start at once. A service
-// that refuses work tells the client when to come back with it
-// (Retry-After); a *QueueFullError carries the same estimate.
-//
-// The estimate is the work ahead of the job, in its types' learned
-// typical durations, served at the rate of the slowest limit it is
-// under: the slots (after higher tiers, and within its tier at its key's
-// weighted share), its tier's, type's and key's caps, and a conflict
-// lock on its ID held by a running job. It grows with the queue ahead of
-// the job and shrinks as the queue drains, but ignores aging,
-// reservations and work submitted later: an estimate, not a promise. A
-// job delayed by NotBefore waits at least until then. A paused key or type
-// is estimated as if it were resumed now: its pause has no end the
-// scheduler could know.
-// O(types + tiers); it errors, wrapping ErrUnknownType, for a type not
-// registered.
+// EstimateWait is the API's Scheduler.EstimateWait, which documents it.
 func (s *Runtime) EstimateWait(job *Job) (time.Duration, error) {
 	s.mu.Lock()
 	wait, known := s.estimateLocked(job, s.nowLocked())

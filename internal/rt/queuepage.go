@@ -27,37 +27,7 @@ type QueuePage struct {
 	Aside int
 }
 
-// Queue returns a page of the jobs running and waiting: from position
-// offset (0 is the first), at most limit of them, as JobInfo (with what
-// each waiting job waits for, as in Snapshot).
-//
-// Running jobs come first, by Seq. Waiting jobs follow in the order the
-// dispatcher ranks them now: the urgent jobs (aged past the urgent
-// threshold, highest score first), then the jobs of keys below their
-// MinSlots, then by tier, their key's virtual time in the tier, then
-// effective priority, then submission. That is the order the dispatcher
-// would consider them in if every slot were free and no limit bound, and
-// if no start moved a key's virtual time; each start charges its key, so
-// in practice keys take turns where the listing shows one key's jobs
-// together. The first jobs of each key are in their exact order. Jobs
-// held by a limit (a cap, a conflict, a resource, a rate limit) are
-// listed where the order puts them, with Waiting saying what holds them.
-// The jobs of paused keys and types come last, by key, then type, in no
-// order within one: they have none until their pause ends.
-//
-// The scheduler keeps no index of its queue in submission order: Queue
-// walks the orders the dispatcher keeps, merging them lazily, so it holds
-// the scheduler's lock for O(r) for the r running jobs (bounded by the
-// slots; it sorts them once it has let the lock go) plus O(m log m) for
-// the m = offset+limit jobs it lists or passes over, plus the lanes of
-// the keys at their cap and of the conflicts held, however long the queue
-// is. Under the lock it copies what each job listed shows, allocating
-// nothing once its buffers have grown to the page (pageCopies, and the
-// engine's walk), and it builds the JobInfos after. A page near the
-// front, such as an admin page polls, costs about as much with a million
-// jobs queued as with a hundred; a deep page costs what it passes over
-// (the paused jobs cost only the paused keys and the types to pass over).
-// Snapshot, which lists every job, sorts the whole queue under the lock.
+// Queue is the API's Scheduler.Queue, which documents it.
 func (s *Runtime) Queue(offset, limit int) QueuePage {
 	offset, limit = max(offset, 0), max(limit, 0)
 	c := pageCopies.Get().(*pageCopy)

@@ -36,10 +36,7 @@ func (s *Runtime) durableAttempt(dt *durableTask) (func(context.Context) error, 
 // jobIDKey is the context key of a durable job's ID.
 type jobIDKey struct{}
 
-// JobID returns the ID, in its Store, of the durable job whose handler
-// received ctx (or a context derived from it), and 0 for any other
-// context. A handler can use it to make its effects idempotent: it is the
-// same in every attempt, in every process.
+// JobID is the API's JobID, which documents it.
 func JobID(ctx context.Context) int64 {
 	id, _ := ctx.Value(jobIDKey{}).(int64)
 	return id

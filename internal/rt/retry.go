@@ -46,9 +46,7 @@ func (e permanentError) Error() string        { return e.err.Error() }
 func (e permanentError) Unwrap() error        { return e.err }
 func (e permanentError) Is(target error) bool { return target == ErrPermanent }
 
-// Attempt returns the number of the attempt whose context ctx is (or
-// derives from): 1 for a job's first, 2 for its first retry. It returns
-// 0 for a context that is not a job's.
+// Attempt is the API's Attempt, which documents it.
 func Attempt(ctx context.Context) int {
 	n, _ := ctx.Value(attemptKey{}).(int)
 	return n

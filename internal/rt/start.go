@@ -43,10 +43,7 @@ func New(cfg Config) (*Runtime, error) {
 	return s, nil
 }
 
-// RegisterType registers a job type. Registering a name again with the same
-// configuration does nothing; with a different one it fails with an error
-// and changes nothing (types are part of the scheduler's shape, so change
-// them by building a new Scheduler).
+// RegisterType is the API's Scheduler.RegisterType, which documents it.
 func (s *Runtime) RegisterType(name string, c TypeConfig) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -6,12 +6,7 @@ import (
 	"github.com/fairsched/fairsched/internal/store"
 )
 
-// WaitIdle waits until nothing is queued or running, as errgroup's Wait
-// does, without closing the scheduler: work submitted meanwhile is waited
-// for too, and it returns at the first instant the scheduler is idle. If
-// ctx ends first it returns ctx.Err(); on a scheduler that is idle
-// already it returns nil, whatever ctx says. Like Shutdown, it must not be
-// called from a job, which it would wait for.
+// WaitIdle is the API's Scheduler.WaitIdle, which documents it.
 func (s *Runtime) WaitIdle(ctx context.Context) error {
 	s.mu.Lock()
 	idle := s.idleChanLocked()
@@ -29,20 +24,7 @@ func (s *Runtime) WaitIdle(ctx context.Context) error {
 	}
 }
 
-// Shutdown stops new work (which gets ErrClosed) and waits until every
-// queued and running job has ended and the OnEvent hook has been given
-// every event, then returns nil. Queued work still starts as usual. If ctx
-// ends first, Shutdown returns ctx.Err() and leaves the remaining work
-// running and the events being delivered; call Close to stop the work and
-// release the scheduler's goroutines (Close still hands the hook the
-// events already queued). Shutdown may be called more than once, and with
-// Close, but not from a job or the OnEvent hook: it would wait for itself.
-//
-// Durable jobs (Enqueue) are not run to the end: those queued, delayed or
-// waiting for a retry leave memory at once and stay in the Store for the
-// next start (their Handles end with ErrKept); those
-// running finish as usual. Shutdown returns once the store has committed
-// what happened, or with the store's error.
+// Shutdown is the API's Scheduler.Shutdown, which documents it.
 func (s *Runtime) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopAcceptingLocked()
@@ -68,18 +50,7 @@ func (s *Runtime) Shutdown(ctx context.Context) error {
 	return s.closeEvents(ctx)
 }
 
-// Close stops new work, ends every queued job with ErrClosed, cancels the
-// contexts of running jobs and waits for them to return, and for the
-// OnEvent hook to be given the events sent before (a hook that never
-// returns keeps Close waiting, as a job that ignores its context does). It
-// is safe to call more than once, but not from a job or the hook, for
-// which it would wait. It returns nil, or the Store's error if what it was
-// last told could not be committed.
-//
-// Durable jobs are not ended for good: the queued ones stay in the Store
-// for the next start, and a running one whose handler returns an error
-// once its context is cancelled is queued there again, that attempt not
-// counted.
+// Close is the API's Scheduler.Close, which documents it.
 func (s *Runtime) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -122,12 +93,7 @@ func (s *Runtime) stopAcceptingLocked() {
 	s.eng.StopAccepting()
 }
 
-// Done returns a channel closed when Shutdown or Close is first called:
-// from then on the scheduler accepts no new work, though what it has may
-// still be running (Shutdown's drain) and its read-only calls still
-// answer. It is for what watches a scheduler without owning it, such as a
-// sampler on a timer, to learn that it may stop; the owner learns that
-// the work has ended from Shutdown's or Close's return. O(1).
+// Done is the API's Scheduler.Done, which documents it.
 func (s *Runtime) Done() <-chan struct{} { return s.done }
 
 // flushStore waits until the store has committed what it was told, if

@@ -9,25 +9,7 @@ import (
 	"context"
 )
 
-// RunSync waits until the job may start, runs fn on the calling goroutine
-// and returns its error. If ctx ends while the job is queued, the job
-// leaves the queue at once and ctx.Err() is returned; fn is not called and
-// no slot stays taken. fn receives a context that ends when ctx does or
-// when Close cancels running work. A panic in fn is recovered and returned
-// as a *PanicError; if fn calls runtime.Goexit, the job still ends and
-// gives its slot back.
-//
-// RunSync fails at once, changing nothing, with ErrClosed after Shutdown or
-// Close, with an error wrapping ErrUnknownType, with a *QueueFullError,
-// with an error matching ErrStartDeadline if the job's start deadline is
-// not after its submission and NotBefore, or if fn is nil. A job that
-// waits past its start deadline returns an error matching
-// ErrStartDeadline, without running.
-//
-// A nil ctx is a programming error: RunSync panics, naming it, as the
-// standard library does. Calling RunSync from inside a job can deadlock:
-// the inner job waits for a slot, and if every slot is held by a job that
-// waits so, none frees.
+// RunSync is the API's Scheduler.RunSync, which documents it.
 func (s *Runtime) RunSync(ctx context.Context, desc *Job, fn func(context.Context) error) error {
 	if err := checkSyncCall(ctx, fn, "RunSync"); err != nil {
 		return err
@@ -145,13 +127,7 @@ func (s *Runtime) runStarted(ctx context.Context, t *task, fn func(context.Conte
 	}
 }
 
-// TryRunSync runs fn on the calling goroutine, as RunSync does, if the job
-// can start at once, and otherwise returns ErrWouldWait at once, queueing
-// nothing: semaphore.TryAcquire for a scheduler. A job can start at once
-// when it passes every hard limit (the slots, its tier's, type's and key's
-// caps, and no conflicting job running); jobs already queued do not stand
-// in its way, since each of them is held back by a limit. It fails as
-// RunSync does otherwise, and the queue's limits apply.
+// TryRunSync is the API's Scheduler.TryRunSync, which documents it.
 func (s *Runtime) TryRunSync(ctx context.Context, desc *Job, fn func(context.Context) error) error {
 	if err := checkSyncCall(ctx, fn, "TryRunSync"); err != nil {
 		return err
@@ -207,19 +183,7 @@ func checkSyncCall(ctx context.Context, fn func(context.Context) error, caller s
 	return ctx.Err()
 }
 
-// Submit queues the job and returns at once with a Handle to wait on or
-// cancel it; fn runs on a goroutine the scheduler owns. Its context
-// carries ctx's values (trace IDs, loggers) but not ctx's cancellation or
-// deadline, since the job outlives the call that submitted it: it ends
-// when Handle.Cancel or Close cancels it, and when fn returns. So an ended
-// ctx does not matter; a nil one is a programming error, and Submit
-// panics, naming it. A panic in fn is recovered and becomes the job's
-// error, a *PanicError.
-//
-// Submit fails at once, changing nothing, with ErrClosed after Shutdown or
-// Close, with an error wrapping ErrUnknownType, with a *QueueFullError,
-// with an error matching ErrStartDeadline if the job's start deadline is
-// not after its submission and NotBefore, or if fn is nil.
+// Submit is the API's Scheduler.Submit, which documents it.
 func (s *Runtime) Submit(ctx context.Context, desc *Job, fn func(context.Context) error) (Handle, error) {
 	if ctx == nil {
 		panic("fairsched: Submit with a nil context")

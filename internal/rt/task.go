@@ -66,19 +66,22 @@ func (t *task) isSync() bool { return t.fn == nil }
 // the callers running at once in a busy service, about 10 kB in all.
 const maxSpareTasks = 64
 
-// spareTasks are the records of ended RunSync jobs, kept for reuse.
+// spareTasks are the records of ended RunSync jobs, kept for reuse: a
+// stack in an array, so that keeping one is a store, not an append.
 // Guarded by Runtime.mu.
-type spareTasks []*task
+type spareTasks struct {
+	n    int
+	list [maxSpareTasks]*task
+}
 
 // get returns a record for a RunSync job, reusing one when
 // it can: the record never leaves the scheduler, so reuse is safe, and it
 // spares the allocation that dominates an uncontended RunSync.
 func (p *spareTasks) get(ctx *jobContext) *task {
 	var t *task
-	if n := len(*p); n > 0 {
-		t = (*p)[n-1]
-		(*p)[n-1] = nil
-		*p = (*p)[:n-1]
+	if p.n > 0 {
+		p.n--
+		t, p.list[p.n] = p.list[p.n], nil
 	} else {
 		t = new(task)
 	}
@@ -88,11 +91,12 @@ func (p *spareTasks) get(ctx *jobContext) *task {
 
 // put keeps an ended RunSync job's record for reuse.
 func (p *spareTasks) put(t *task) {
-	if len(*p) == maxSpareTasks {
+	if p.n == maxSpareTasks {
 		return
 	}
 	*t = task{}
-	*p = append(*p, t)
+	p.list[p.n] = t
+	p.n++
 }
 
 // newSubmitTask returns the record of a Submit job, submitted with ctx.
