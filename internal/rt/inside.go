@@ -127,3 +127,15 @@ func (s *Runtime) EngineLocked() *engine.Engine { return s.eng }
 
 // NowLocked returns the engine's now; the lock is held.
 func (s *Runtime) NowLocked() int64 { return s.nowLocked() }
+
+// PageCopy is what Queue copies under the lock, for the benchmark that
+// times the lock (QueueLocked).
+type PageCopy = pageCopy
+
+// QueueLocked copies into c what Queue(offset, limit) copies while it
+// holds the lock, at now, and does nothing else, the lock held by the
+// caller (Locked): for the benchmark that times the lock.
+func (s *Runtime) QueueLocked(c *PageCopy, offset, limit int, now int64) {
+	var p QueuePage
+	s.copyPageLocked(c, &p, offset, limit, now)
+}

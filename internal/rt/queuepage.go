@@ -108,15 +108,3 @@ func (s *Runtime) copyPageLocked(c *pageCopy, p *QueuePage, offset, limit int, n
 	s.eng.EachInOrder(now, max(offset-p.Running, 0), limit, add)
 	s.eng.EachPaused(max(offset-p.Running-p.Waiting, 0), limit-len(c.jobs), add)
 }
-
-// PageCopy is what Queue copies under the lock, for the benchmark that
-// times the lock (QueueLocked).
-type PageCopy = pageCopy
-
-// QueueLocked copies into c what Queue(offset, limit) copies while it
-// holds the lock, at now, and does nothing else, the lock held by the
-// caller (Locked): for the benchmark that times the lock.
-func (s *Runtime) QueueLocked(c *PageCopy, offset, limit int, now int64) {
-	var p QueuePage
-	s.copyPageLocked(c, &p, offset, limit, now)
-}
