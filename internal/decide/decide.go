@@ -31,8 +31,8 @@
 // (internal/rt, decisions.go).
 //
 // What is not here yet, and is the engine's, reached by the run-time
-// layer directly: the snapshots read for Stats, Snapshot, Queue,
-// EstimateWait and the errors of refused changes, the registration of
+// layer directly: the snapshots read for Snapshot, Queue, EstimateWait
+// and the errors of refused changes, the registration of
 // types, the admission of batches, and a durable store's restore.
 // TryRunSync asks for a grant in the call: with decisions elsewhere none
 // comes, and it answers ErrWouldWait.
@@ -68,6 +68,9 @@ type Decider interface {
 	// a change refused: a global limit or a key's reservation that the
 	// reservations would not fit, a type or a resource not known.
 	Configure(c Change, now int64) bool
+	// Figures returns the counts at this instant, listing at most maxKeys
+	// keys, and counting the paused jobs of the types pausedOf names.
+	Figures(maxKeys int, pausedOf []string) Figures
 	// NextDue returns the earliest time the decisions wait for, if any.
 	NextDue() (int64, bool)
 	// Due applies what fell due by now, and returns the jobs whose start
@@ -112,3 +115,20 @@ const (
 	PauseType
 	ResumeType
 )
+
+// Figures are the decisions' counts at one instant: what a scheduler's
+// Stats reports of its queue, its limits and its keys.
+type Figures struct {
+	Summary        engine.Summary
+	Tiers          []engine.TierInfo
+	Types          []engine.TypeInfo
+	Keys           []engine.KeyInfo // the busiest, at most the number asked for
+	OtherKeys      engine.KeySummary
+	PausedKeys     []string
+	MaxConcurrency int
+	Resources      map[string][2]int // capacity, units in use
+	Waiting        [engine.NumWhys]int
+	// TypePaused counts, for each type asked about, its jobs held by a
+	// pause of the type.
+	TypePaused map[string]int
+}

@@ -80,3 +80,20 @@ func (l *Local) Configure(c Change, now int64) bool {
 	}
 	return true
 }
+
+// Figures reads the engine's counts.
+func (l *Local) Figures(maxKeys int, pausedOf []string) Figures {
+	e := l.e
+	f := Figures{
+		Summary: e.Summary(), Tiers: e.Tiers(), Types: e.Types(), PausedKeys: e.PausedKeys(),
+		MaxConcurrency: e.MaxConcurrency(), Resources: e.Resources(), Waiting: e.WaitCounts(),
+	}
+	f.Keys, f.OtherKeys = e.Keys(maxKeys)
+	if len(pausedOf) > 0 {
+		f.TypePaused = make(map[string]int, len(pausedOf))
+		for _, name := range pausedOf {
+			f.TypePaused[name] = e.TypePausedJobs(name)
+		}
+	}
+	return f
+}

@@ -94,8 +94,11 @@ func (d *delayed) Grant(now int64)                                   { d.inner.G
 func (d *delayed) Finish(j *engine.Job, o engine.Outcome, now int64) { d.inner.Finish(j, o, now) }
 func (d *delayed) Retry(j *engine.Job, notBefore, now int64)         { d.inner.Retry(j, notBefore, now) }
 func (d *delayed) Configure(c decide.Change, now int64) bool         { return d.inner.Configure(c, now) }
-func (d *delayed) NextDue() (int64, bool)                            { return d.inner.NextDue() }
-func (d *delayed) Due(now int64) []*engine.Job                       { return d.inner.Due(now) }
+func (d *delayed) Figures(maxKeys int, pausedOf []string) decide.Figures {
+	return d.inner.Figures(maxKeys, pausedOf)
+}
+func (d *delayed) NextDue() (int64, bool)      { return d.inner.NextDue() }
+func (d *delayed) Due(now int64) []*engine.Job { return d.inner.Due(now) }
 
 // Cancel takes j out; a grant of j on its way is taken back, so that j is
 // never handed over, and its slot is given back.

@@ -1,6 +1,9 @@
 package rt
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
@@ -34,24 +37,24 @@ type Stats struct {
 func (s *Runtime) Stats(maxKeys int) Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var orphans []string // held as paused, told apart: WhyNoHandler
+	if s.durable != nil {
+		orphans = slices.Collect(maps.Keys(s.durable.orphans))
+	}
+	f := s.decider().Figures(maxKeys, orphans)
 	st := Stats{
-		Engine: s.eng.Summary(), Tiers: s.eng.Tiers(), Types: s.eng.Types(),
-		PausedKeys: s.eng.PausedKeys(), MaxConcurrency: s.eng.MaxConcurrency(), MaxQueue: s.cfg.Engine.MaxQueue, Resources: s.eng.Resources(),
+		Engine: f.Summary, Tiers: f.Tiers, Types: f.Types, Keys: f.Keys, OtherKeys: f.OtherKeys,
+		PausedKeys: f.PausedKeys, MaxConcurrency: f.MaxConcurrency, MaxQueue: s.cfg.Engine.MaxQueue, Resources: f.Resources,
 		Superseded: s.dups.superseded, Joins: s.dups.joins,
 		Dead: len(s.dead.list), DeadTotal: s.dead.total, SkippedOccurrences: s.skippedOccurrences,
 		Disabled: s.disabling.countLocked(s.nowLocked()), DisabledTotal: s.disabling.total,
 		DisabledRefusals: s.disabling.refused,
 		EventsDropped:    s.events.droppedCount(),
 	}
-	st.Keys, st.OtherKeys = s.eng.Keys(maxKeys)
-	counts := s.eng.WaitCounts()
-	copy(st.Waiting[:], counts[:])
-	if s.durable != nil {
-		for name := range s.durable.orphans { // held as paused: told apart
-			n := s.eng.TypePausedJobs(name)
-			st.Waiting[engine.WhyPaused] -= n
-			st.Waiting[WhyNoHandler] += n
-		}
+	copy(st.Waiting[:], f.Waiting[:])
+	for _, n := range f.TypePaused {
+		st.Waiting[engine.WhyPaused] -= n
+		st.Waiting[WhyNoHandler] += n
 	}
 	return st
 }
