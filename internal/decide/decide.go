@@ -31,11 +31,11 @@
 // (internal/rt, decisions.go).
 //
 // What is not here yet, and is the engine's, reached by the run-time
-// layer directly: the snapshots read for Snapshot, Queue, EstimateWait
-// and the errors of refused changes, the registration of
+// layer directly: the snapshots read for Snapshot and Queue and the
+// errors of refused changes, the registration of
 // types, the admission of batches, and a durable store's restore.
-// TryRunSync asks for a grant in the call: with decisions elsewhere none
-// comes, and it answers ErrWouldWait.
+// TryRunSync asks WouldStart, then for a grant in the call: with
+// decisions elsewhere none comes, and it answers ErrWouldWait.
 package decide
 
 import "github.com/fairsched/fairsched/internal/engine"
@@ -71,6 +71,12 @@ type Decider interface {
 	// Figures returns the counts at this instant, listing at most maxKeys
 	// keys, and counting the paused jobs of the types pausedOf names.
 	Figures(maxKeys int, pausedOf []string) Figures
+	// EstimateWait estimates how long a job described by d would wait if
+	// admitted at now, in µs, and reports whether its type is known.
+	EstimateWait(d engine.Desc, now int64) (int64, bool)
+	// WouldStart reports whether a job described by d, needing needs
+	// (nil: its type's), would start at once if admitted at now.
+	WouldStart(d engine.Desc, needs []engine.Need, now int64) bool
 	// NextDue returns the earliest time the decisions wait for, if any.
 	NextDue() (int64, bool)
 	// Due applies what fell due by now, and returns the jobs whose start

@@ -97,3 +97,13 @@ func (l *Local) Figures(maxKeys int, pausedOf []string) Figures {
 	}
 	return f
 }
+
+// EstimateWait is the engine's estimate.
+func (l *Local) EstimateWait(d engine.Desc, now int64) (int64, bool) {
+	return l.e.EstimateWait(&d, now)
+}
+
+// WouldStart is the engine's answer.
+func (l *Local) WouldStart(d engine.Desc, needs []engine.Need, now int64) bool {
+	return l.e.WouldStart(&d, needs, now)
+}

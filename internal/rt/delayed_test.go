@@ -97,6 +97,12 @@ func (d *delayed) Configure(c decide.Change, now int64) bool         { return d.
 func (d *delayed) Figures(maxKeys int, pausedOf []string) decide.Figures {
 	return d.inner.Figures(maxKeys, pausedOf)
 }
+func (d *delayed) EstimateWait(desc engine.Desc, now int64) (int64, bool) {
+	return d.inner.EstimateWait(desc, now)
+}
+func (d *delayed) WouldStart(desc engine.Desc, needs []engine.Need, now int64) bool {
+	return d.inner.WouldStart(desc, needs, now)
+}
 func (d *delayed) NextDue() (int64, bool)      { return d.inner.NextDue() }
 func (d *delayed) Due(now int64) []*engine.Job { return d.inner.Due(now) }
 
@@ -298,4 +304,19 @@ func TestDelayedGrantsAfterAChange(t *testing.T) {
 		require.NoError(t, h.Wait(context.Background()))
 	}
 	assert.ErrorIs(t, r.SetTypeLimit("nope", 1), ErrUnknownType, "a change the decisions refuse")
+}
+
+// TryRunSync needs its grant in the call: with decisions elsewhere none
+// comes, so it answers ErrWouldWait, and the job it asked for never runs.
+func TestDelayedTryRunSyncWouldWait(t *testing.T) {
+	r, d := newDelayedRuntime(t, 1, false)
+	err := r.TryRunSync(context.Background(), &Job{}, func(context.Context) error {
+		t.Error("TryRunSync ran a job whose grant had not come")
+		return nil
+	})
+	assert.ErrorIs(t, err, ErrWouldWait)
+	d.awaitHeld(t, 1)       // the grant was taken...
+	d.release <- struct{}{} // ...and taken back: nothing is handed over
+	require.NoError(t, r.WaitIdle(context.Background()))
+	require.NoError(t, r.Verify())
 }

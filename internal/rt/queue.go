@@ -125,7 +125,7 @@ func (s *Runtime) EstimateWait(job *Job) (time.Duration, error) {
 // estimateLocked is EstimateWait's answer for job at now, and whether its
 // type is known.
 func (s *Runtime) estimateLocked(job *Job, now int64) (time.Duration, bool) {
-	wait, known := s.eng.EstimateWait(descOf(job), now)
+	wait, known := s.decider().EstimateWait(*descOf(job), now)
 	if nb := s.timesOf(job).NotBefore; nb > 0 && nb-now > wait {
 		wait = nb - now
 	}

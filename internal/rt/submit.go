@@ -139,7 +139,7 @@ func (s *Runtime) TryRunSync(ctx context.Context, desc *Job, fn func(context.Con
 		s.mu.Unlock()
 		return err
 	}
-	if s.eng.Accepting() && (!s.eng.WouldStart(descOf(desc), EngineNeeds(desc.Needs), now) || s.joinableLocked(desc) != nil ||
+	if s.eng.Accepting() && (!s.decider().WouldStart(*descOf(desc), EngineNeeds(desc.Needs), now) || s.joinableLocked(desc) != nil ||
 		s.timesOf(desc).NotBefore > now || s.waitsForAnyLocked(desc.After)) {
 		s.mu.Unlock()
 		return ErrWouldWait
