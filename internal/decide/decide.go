@@ -31,9 +31,12 @@
 // (internal/rt, decisions.go).
 //
 // What is not here yet, and is the engine's, reached by the run-time
-// layer directly: the snapshots read for Snapshot and Queue and the
-// errors of refused changes, the registration of
-// types, the admission of batches, and a durable store's restore.
+// layer directly: the jobs listed by Snapshot and Queue, a job found by
+// its number (Cancel), the figures in the errors of refused changes, the
+// registration of types, the admission of batches (Room, Reserve), a
+// durable store's restore and saved fair state, a child's inherited
+// priority and a join's raise, and whether the engine is accepting,
+// idle, or has ended jobs without running them (a failed dependency).
 // TryRunSync asks WouldStart, then for a grant in the call: with
 // decisions elsewhere none comes, and it answers ErrWouldWait.
 package decide
