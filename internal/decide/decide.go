@@ -33,7 +33,7 @@
 // What is not here yet, and is the engine's, reached by the run-time
 // layer directly: the jobs listed by Snapshot and Queue, a job found by
 // its number (Cancel), the figures in the errors of refused changes, the
-// registration of types, the admission of batches (Room, Reserve), a
+// registration of types (their tiers are asked: TypeTier), the admission of batches (Room, Reserve), a
 // durable store's restore and saved fair state, a child's inherited
 // priority and a join's raise, and whether the engine is accepting,
 // idle, or has ended jobs without running them (a failed dependency).
@@ -80,6 +80,9 @@ type Decider interface {
 	// WouldStart reports whether a job described by d, needing needs
 	// (nil: its type's), would start at once if admitted at now.
 	WouldStart(d engine.Desc, needs []engine.Need, now int64) bool
+	// TypeTier returns the tier of job type name, and whether it is
+	// registered.
+	TypeTier(name string) (int, bool)
 	// NextDue returns the earliest time the decisions wait for, if any.
 	NextDue() (int64, bool)
 	// Due applies what fell due by now, and returns the jobs whose start

@@ -107,3 +107,6 @@ func (l *Local) EstimateWait(d engine.Desc, now int64) (int64, bool) {
 func (l *Local) WouldStart(d engine.Desc, needs []engine.Need, now int64) bool {
 	return l.e.WouldStart(&d, needs, now)
 }
+
+// TypeTier is the engine's registry of types.
+func (l *Local) TypeTier(name string) (int, bool) { return l.e.TypeTier(name) }

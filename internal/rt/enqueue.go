@@ -234,7 +234,7 @@ func (s *Runtime) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admiss
 		perKey[job.Key]++
 		rec := recs[i]
 		rec.Submitted = s.wallOf(now)
-		if _, known := s.eng.TypeTier(job.Type); !known {
+		if _, known := s.decider().TypeTier(job.Type); !known {
 			return nil, &batchError{index: i, err: errUnknownType(job.Type)}
 		}
 		var startBy int64

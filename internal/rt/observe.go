@@ -114,7 +114,7 @@ func (s *Runtime) rejectedLocked(d *Job, typed bool, err error, now int64) {
 
 // tierOfTypeLocked returns the tier of a registered job type.
 func (s *Runtime) tierOfTypeLocked(name string) Tier {
-	t, _ := s.eng.TypeTier(name)
+	t, _ := s.decider().TypeTier(name)
 	return Tier(t)
 }
 

@@ -86,7 +86,7 @@ func (s *Runtime) Enable(typ, id string) {
 func (s *Runtime) Disable(typ, id string, d time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tier, ok := s.eng.TypeTier(typ)
+	tier, ok := s.decider().TypeTier(typ)
 	if !ok {
 		return errUnknownType(typ)
 	}

@@ -57,7 +57,7 @@ func (s *Runtime) Schedule(ctx context.Context, spec Schedule, job Job, fn func(
 	if !s.eng.Accepting() {
 		return nil, ErrClosed
 	}
-	if _, ok := s.eng.TypeTier(job.Type); !ok {
+	if _, ok := s.decider().TypeTier(job.Type); !ok {
 		return nil, errUnknownType(job.Type)
 	}
 	p := &Periodic{s: s, spec: spec, job: job, fn: fn, ctx: ctx}

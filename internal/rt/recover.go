@@ -31,7 +31,7 @@ func (s *Runtime) openStore() error {
 		d.handlers = make(map[string]*Handler)
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.handlers)) {
-		if _, known := s.eng.TypeTier(name); !known {
+		if _, known := s.decider().TypeTier(name); !known {
 			if err := s.registerLocked(name, TypeConfig{}); err != nil {
 				return err
 			}
@@ -251,7 +251,7 @@ func (s *Runtime) restoredAfterLocked(j *store.Job) ([]*engine.Job, error) {
 func (s *Runtime) holdOrphanLocked(name string, now int64) bool {
 	d := s.durable
 	if d.orphans[name] == 0 {
-		if _, known := s.eng.TypeTier(name); !known && s.registerLocked(name, TypeConfig{}) != nil {
+		if _, known := s.decider().TypeTier(name); !known && s.registerLocked(name, TypeConfig{}) != nil {
 			return false
 		}
 		s.eng.PauseType(name, now)

@@ -57,7 +57,7 @@ type Runtime struct {
 // registerLocked registers job type name with the engine, and its retry
 // policy.
 func (s *Runtime) registerLocked(name string, c TypeConfig) error {
-	if _, known := s.eng.TypeTier(name); known && (s.retries.byType[name] != c.Retry || s.disabling.policies[name] != c.Disable ||
+	if _, known := s.decider().TypeTier(name); known && (s.retries.byType[name] != c.Retry || s.disabling.policies[name] != c.Disable ||
 		s.dups.policy[name] != c.Duplicates) {
 		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
 	}

@@ -206,7 +206,7 @@ func (s *Runtime) refusedAloneLocked(job *Job, types *typeRun, now int64) error 
 		if s.durable != nil && s.durable.isDurableType(job.Type) {
 			return errDurableType(job.Type)
 		}
-		if _, known := s.eng.TypeTier(job.Type); !known {
+		if _, known := s.decider().TypeTier(job.Type); !known {
 			err := errUnknownType(job.Type)
 			s.eng.RejectedUnknownType()
 			s.rejectedLocked(job, false, err, now)
