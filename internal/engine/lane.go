@@ -191,16 +191,8 @@ func (l *lane) remove(j *Job) {
 // inline, so of the (cold, in a long queue) job records only the winner's
 // is touched, by the caller.
 func (l *lane) head(p *agingParams, now int64) (*Job, rank) {
-	if p.on { // settle's loop, inline: head is on every dispatch's path
-		for {
-			j, top, ok := l.rising.TopKey()
-			if !ok || !p.reached(agedKeyOf(top), now, p.maxEff) {
-				break
-			}
-			l.rising.Pop()
-			j.heap = inCapped
-			l.capped.Push(iheap.Key{Hi: j.seq}, j)
-		}
+	if p.on { // checked here too: with aging off, head pays no call
+		l.settle(p, now)
 	}
 	var best *Job
 	var br rank
@@ -226,8 +218,8 @@ func (l *lane) head(p *agingParams, now int64) (*Job, rank) {
 	return best, br
 }
 
-// settle moves the rising jobs that reached the ceiling at now to capped,
-// as head does first, without ranking the lane's heads.
+// settle moves the rising jobs that reached the ceiling at now to capped:
+// head does so first, and the queue's walk without ranking the heads.
 func (l *lane) settle(p *agingParams, now int64) {
 	if !p.on {
 		return
