@@ -23,6 +23,9 @@
 //   - Configure applies a change of the configuration, sent as data.
 //   - NextDue and Due give the times the decisions wait for: the clock
 //     timer is the run-time layer's, the deadlines the decisions'.
+//   - Figures, Page and Snapshot read the decisions' state at one
+//     instant, as counts and as the facts of the jobs listed (a listing
+//     is copied, never a job's record: a leader's are elsewhere).
 //
 // In this process the run-time layer asks the engine directly at the
 // points a job passes on its hot path, and Local is the engine as a
@@ -31,7 +34,7 @@
 // (internal/rt, decisions.go).
 //
 // What is not here yet, and is the engine's, reached by the run-time
-// layer directly: the jobs listed by Snapshot and Queue, a job found by
+// layer directly: a job found by
 // its number (Cancel), the figures in the errors of refused changes, the
 // registration of types (their tiers are asked: TypeTier), the admission of batches (Room, Reserve), a
 // durable store's restore and saved fair state, a child's inherited
@@ -80,6 +83,13 @@ type Decider interface {
 	// WouldStart reports whether a job described by d, needing needs
 	// (nil: its type's), would start at once if admitted at now.
 	WouldStart(d engine.Desc, needs []engine.Need, now int64) bool
+	// Page fills l with one page, at offset and at most limit long, of
+	// the listing of the jobs at now that Queue shows: the running jobs
+	// (all of them, once the page reaches them), then the waiting jobs
+	// in the order they would be considered to start, then the paused.
+	Page(l *Listing, offset, limit int, now int64)
+	// Snapshot fills l with every job running or not started at now.
+	Snapshot(l *Listing, now int64)
 	// TypeTier returns the tier of job type name, and whether it is
 	// registered.
 	TypeTier(name string) (int, bool)

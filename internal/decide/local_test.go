@@ -68,3 +68,49 @@ func TestLocalConfigure(t *testing.T) {
 	assert.Equal(t, 2, l.Figures(0, nil).MaxConcurrency)
 	require.NoError(t, l.e.Verify(3))
 }
+
+// A listing copies the facts of the jobs it shows: a page runs through
+// the running jobs, then the waiting ones in the order they would start,
+// then the paused; a snapshot holds every one.
+func TestLocalListing(t *testing.T) {
+	l, _ := newLocal(t, 1)
+	var jobs [4]engine.Job
+	descs := []engine.Desc{{Key: "a", ID: "run"}, {Key: "b", ID: "b1"}, {Key: "c", ID: "c1"}, {Key: "p", ID: "held"}}
+	for i := range jobs {
+		_, r := l.Enqueue(&jobs[i], descs[i], nil, int64(10+i))
+		require.Nil(t, r)
+	}
+	l.Configure(Change{Kind: PauseKey, Name: "p"}, 20)
+
+	var li Listing
+	l.Page(&li, 0, 10, 30)
+	assert.Equal(t, 1, li.Summary.Running)
+	assert.Equal(t, 2, li.Summary.Pending)
+	assert.Equal(t, 1, li.Summary.Paused)
+	require.Len(t, li.Running, 1)
+	run := li.Running[0]
+	assert.Equal(t, "run", run.ID)
+	assert.True(t, run.Running)
+	assert.Equal(t, int64(10), run.At, "a running job's wait ended at its start")
+	ids := func(fs []JobFacts) (out []string) {
+		for _, f := range fs {
+			out = append(out, f.ID)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"b1", "c1", "held"}, ids(li.Jobs), "the waiting jobs in order, then the paused")
+	held := li.Jobs[2]
+	assert.Equal(t, engine.WhyPaused, held.Why)
+	assert.True(t, held.KeyPaused, "held by its key's pause")
+	assert.Equal(t, int64(30), held.At, "a waiting job's wait runs to the listing's instant")
+	assert.Equal(t, int64(13), held.Submitted)
+
+	l.Page(&li, 2, 1, 30)
+	assert.Empty(t, li.Running, "the page starts past the running jobs")
+	assert.Equal(t, []string{"c1"}, ids(li.Jobs), "offset 2 is the second waiting job")
+
+	l.Snapshot(&li, 31)
+	assert.Len(t, li.Running, 1)
+	assert.ElementsMatch(t, []string{"b1", "c1", "held"}, ids(li.Jobs))
+	require.NoError(t, l.e.Verify(31))
+}

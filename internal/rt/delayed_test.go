@@ -103,9 +103,13 @@ func (d *delayed) EstimateWait(desc engine.Desc, now int64) (int64, bool) {
 func (d *delayed) WouldStart(desc engine.Desc, needs []engine.Need, now int64) bool {
 	return d.inner.WouldStart(desc, needs, now)
 }
-func (d *delayed) TypeTier(name string) (int, bool) { return d.inner.TypeTier(name) }
-func (d *delayed) NextDue() (int64, bool)           { return d.inner.NextDue() }
-func (d *delayed) Due(now int64) []*engine.Job      { return d.inner.Due(now) }
+func (d *delayed) Page(l *decide.Listing, offset, limit int, now int64) {
+	d.inner.Page(l, offset, limit, now)
+}
+func (d *delayed) Snapshot(l *decide.Listing, now int64) { d.inner.Snapshot(l, now) }
+func (d *delayed) TypeTier(name string) (int, bool)      { return d.inner.TypeTier(name) }
+func (d *delayed) NextDue() (int64, bool)                { return d.inner.NextDue() }
+func (d *delayed) Due(now int64) []*engine.Job           { return d.inner.Due(now) }
 
 // Cancel takes j out; a grant of j on its way is taken back, so that j is
 // never handed over, and its slot is given back.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/decide"
 )
 
 // QueuePage is one page of the jobs running and waiting (Queue), and the
@@ -35,30 +35,30 @@ func (s *Runtime) Queue(offset, limit int) QueuePage {
 	s.mu.Lock()
 	s.copyPageLocked(c, &p, offset, limit, s.nowLocked())
 	s.mu.Unlock()
-	p.Jobs = make([]JobInfo, 0, len(c.jobs)+min(len(c.running), limit))
-	if len(c.running) > 0 {
-		for i := range c.running {
-			c.bySeq = append(c.bySeq, &c.running[i])
+	l := &c.Listing
+	p.Jobs = make([]JobInfo, 0, len(l.Jobs)+min(len(l.Running), limit))
+	if len(l.Running) > 0 {
+		for i := range l.Running {
+			c.bySeq = append(c.bySeq, &l.Running[i])
 		}
-		slices.SortFunc(c.bySeq, func(a, b *jobFacts) int { return cmp.Compare(a.seq, b.seq) })
+		slices.SortFunc(c.bySeq, func(a, b *decide.JobFacts) int { return cmp.Compare(a.Seq, b.Seq) })
 		for _, f := range c.bySeq[offset : offset+min(limit, len(c.bySeq)-offset)] {
-			p.Jobs = append(p.Jobs, s.info(f, &c.rule))
+			p.Jobs = append(p.Jobs, s.info(f, &l.Rule))
 		}
 	}
-	for i := range c.jobs {
-		p.Jobs = append(p.Jobs, s.info(&c.jobs[i], &c.rule))
+	for i := range l.Jobs {
+		p.Jobs = append(p.Jobs, s.info(&l.Jobs[i], &l.Rule))
 	}
 	c.release()
 	return p
 }
 
-// pageCopy is what Queue copies under the lock: the facts of the running
-// jobs, all of them, to sort by Seq once the lock is let go (the slots
-// bound them), and of the waiting and paused jobs of the page, in order.
+// pageCopy is what Queue copies under the lock, the decisions' listing
+// of the page (all the running jobs, to sort by Seq once the lock is let
+// go: the slots bound them), and its buffer for that sort.
 type pageCopy struct {
-	running, jobs []jobFacts
-	rule          engine.AgingRule
-	bySeq         []*jobFacts // the running jobs sorted, once the lock is let go
+	decide.Listing
+	bySeq []*decide.JobFacts // the running jobs sorted, once the lock is let go
 }
 
 // pageCopies keeps pageCopy buffers for the next Queue, so that a page
@@ -71,40 +71,20 @@ const pageKept = 1 << 12
 // release clears c (its strings) and puts it back in pageCopies, unless
 // it grew past pageKept.
 func (c *pageCopy) release() {
-	clear(c.running)
-	clear(c.jobs)
+	clear(c.Running)
+	clear(c.Jobs)
 	clear(c.bySeq)
-	c.running, c.jobs, c.bySeq = c.running[:0], c.jobs[:0], c.bySeq[:0]
-	if cap(c.running) <= pageKept && cap(c.jobs) <= pageKept {
+	c.Running, c.Jobs, c.bySeq = c.Running[:0], c.Jobs[:0], c.bySeq[:0]
+	if cap(c.Running) <= pageKept && cap(c.Jobs) <= pageKept {
 		pageCopies.Put(c)
 	}
-}
-
-// next returns a place for one more job at the end of *list, which
-// factsLocked fills whole: not cleared when the buffer has room.
-func (c *pageCopy) next(list *[]jobFacts) *jobFacts {
-	l := *list
-	if len(l) < cap(l) {
-		l = l[:len(l)+1]
-	} else {
-		l = append(l, jobFacts{})
-	}
-	*list = l
-	return &l[len(l)-1]
 }
 
 // copyPageLocked copies into c the facts of the jobs of the page at
 // offset, at most limit, at now, and into p the counts.
 func (s *Runtime) copyPageLocked(c *pageCopy, p *QueuePage, offset, limit int, now int64) {
-	c.running, c.jobs = c.running[:0], c.jobs[:0]
-	c.rule = s.eng.AgingRule()
-	e := s.eng.Summary()
+	s.decider().Page(&c.Listing, offset, limit, now)
+	s.noHandlerLocked(c.Jobs)
+	e := &c.Summary
 	*p = QueuePage{Running: e.Running, Waiting: e.Pending, Paused: e.Paused, Aside: e.Delayed + e.Blocked}
-	if offset < p.Running && limit > 0 {
-		s.eng.EachRunning(func(j *engine.Job) { s.factsLocked(c.next(&c.running), j, now) })
-		limit -= min(limit, p.Running-offset)
-	}
-	add := func(j *engine.Job) { s.factsLocked(c.next(&c.jobs), j, now) }
-	s.eng.EachInOrder(now, max(offset-p.Running, 0), limit, add)
-	s.eng.EachPaused(max(offset-p.Running-p.Waiting, 0), limit-len(c.jobs), add)
 }
