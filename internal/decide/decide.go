@@ -33,21 +33,25 @@
 // through an interface cost an uncontended RunSync 4% more
 // (internal/rt, decisions.go).
 //
-// What is not here yet, and is the engine's, reached by the run-time
-// layer directly: a job found by
-// its number (Cancel), the figures in the errors of refused changes, the
-// registration of types (their tiers are asked: TypeTier), the admission of batches (Room, Reserve), a
-// durable store's restore and saved fair state, a child's inherited
-// priority and a join's raise, and whether the engine is accepting,
-// idle, or has ended jobs without running them (a failed dependency).
-// TryRunSync asks WouldStart, then for a grant in the call: with
-// decisions elsewhere none comes, and it answers ErrWouldWait.
+// What the run-time layer still does to the engine directly, besides the
+// hot points above: the durable store's restore and its saved state (the
+// fair state, a lane's paused time, the pauses, a retry's backoff set
+// aside), and whether jobs ended without running (a failed dependency)
+// or a rate limit needs the clock timer. The first are the work of the
+// process that holds the engine (with replicas, the leader, which
+// rebuilds its engine from the database); the last two are read after
+// the hot points' own engine calls. TryRunSync asks WouldStart, then for
+// a grant in the call: with decisions elsewhere none comes, and it
+// answers ErrWouldWait.
 package decide
 
 import "github.com/fairsched/fairsched/internal/engine"
 
 // Decider takes the decisions of one scheduler. Its methods are called
-// with the run-time layer's lock held, never concurrently.
+// with the run-time layer's lock held, never concurrently. They fall in
+// four groups: a job's life (admission, grants, an attempt's end,
+// cancellation, what falls due), the admission of a batch, the job types
+// and the jobs this process gave it, and what it tells of its state.
 type Decider interface {
 	// Enqueue admits j, described by d and tm (nil: no times), at now, or
 	// refuses it (the Refusal says why, and nothing changed). startsNow
@@ -70,19 +74,74 @@ type Decider interface {
 	// grant of, out of the decisions at now: j is not granted after Cancel
 	// returns. It reports whether other jobs may start now (Grant).
 	Cancel(j *engine.Job, now int64) (unblocked bool)
+	// Raise raises waiting job j's base priority to p, if that is higher,
+	// at now: a duplicate that joined it, or its parent, asked for more.
+	Raise(j *engine.Job, p int, now int64)
+	// NextDue returns the earliest time the decisions wait for, if any.
+	NextDue() (int64, bool)
+	// Due applies what fell due by now, and returns the jobs whose start
+	// deadline passed: they ended, never granted.
+	Due(now int64) []*engine.Job
 	// Configure applies c at now. It reports false, changing nothing, for
 	// a change refused: a global limit or a key's reservation that the
 	// reservations would not fit, a type or a resource not known.
 	Configure(c Change, now int64) bool
+
+	// Room reports whether n jobs, perKey of them by key, fit the
+	// admission limits now: nil, or the refusal the first that does not
+	// would get. It changes nothing.
+	Room(n int, perKey map[string]int) *engine.Refusal
+	// Reserve counts n jobs, perKey of them by key, against the
+	// admission limits until Unreserve: a batch being written down
+	// before it is enqueued.
+	Reserve(n int, perKey map[string]int)
+	// Unreserve gives back what Reserve counted.
+	Unreserve(n int, perKey map[string]int)
+	// Rejected counts n submissions of type name refused as a whole
+	// (closed: the scheduler no longer accepts; else its queue is full);
+	// RejectedUnknownType one refused for naming a type not registered.
+	Rejected(name string, closed bool, n int)
+	RejectedUnknownType()
+
+	// RegisterType registers job type name; again with the same
+	// configuration it does nothing, with another it fails.
+	RegisterType(name string, c engine.Type) error
+	// TypeTier returns the tier of job type name, and whether it is
+	// registered.
+	TypeTier(name string) (int, bool)
+	// BasePriority returns the base priority a job described by d would
+	// get, and whether its type is registered.
+	BasePriority(d engine.Desc) (int, bool)
+	// DeadlineOf returns the start deadline of a job of type name with
+	// the deadline startBy (0: none) submitted at submitted; 0: none.
+	DeadlineOf(name string, startBy, submitted int64) int64
+	// NeedsRefusal returns the refusal a job of type name needing needs
+	// (nil: its type's) would get for them, or nil if they fit.
+	NeedsRefusal(name string, needs []engine.Need) *engine.Refusal
+	// Reserved returns what the keys' reservations would add up to with
+	// key name reserving minSlots, what they add up to, and the slots
+	// there are: the figures of a refused change's error.
+	Reserved(name string, minSlots int) (with, total, slots int)
+
+	// Find returns the job numbered seq, admitted by this process and not
+	// ended, or nil.
+	Find(seq uint64) *engine.Job
+	// Each calls f with every job admitted by this process and not ended,
+	// granted (first) or not; f may end them.
+	Each(f func(j *engine.Job))
+	// FindRunning returns the first granted job of this process match
+	// reports true for, and the effective priority it started at.
+	FindRunning(match func(*engine.Job) bool) (*engine.Job, int)
+	// Idle reports whether no job of this process is admitted and not
+	// ended.
+	Idle() bool
+	// StopAccepting refuses every later Enqueue of this process, with
+	// engine.RefusedClosed: it is closing.
+	StopAccepting()
+
 	// Figures returns the counts at this instant, listing at most maxKeys
 	// keys, and counting the paused jobs of the types pausedOf names.
 	Figures(maxKeys int, pausedOf []string) Figures
-	// EstimateWait estimates how long a job described by d would wait if
-	// admitted at now, in µs, and reports whether its type is known.
-	EstimateWait(d engine.Desc, now int64) (int64, bool)
-	// WouldStart reports whether a job described by d, needing needs
-	// (nil: its type's), would start at once if admitted at now.
-	WouldStart(d engine.Desc, needs []engine.Need, now int64) bool
 	// Page fills l with one page, at offset and at most limit long, of
 	// the listing of the jobs at now that Queue shows: the running jobs
 	// (all of them, once the page reaches them), then the waiting jobs
@@ -90,14 +149,12 @@ type Decider interface {
 	Page(l *Listing, offset, limit int, now int64)
 	// Snapshot fills l with every job running or not started at now.
 	Snapshot(l *Listing, now int64)
-	// TypeTier returns the tier of job type name, and whether it is
-	// registered.
-	TypeTier(name string) (int, bool)
-	// NextDue returns the earliest time the decisions wait for, if any.
-	NextDue() (int64, bool)
-	// Due applies what fell due by now, and returns the jobs whose start
-	// deadline passed: they ended, never granted.
-	Due(now int64) []*engine.Job
+	// EstimateWait estimates how long a job described by d would wait if
+	// admitted at now, in µs, and reports whether its type is known.
+	EstimateWait(d engine.Desc, now int64) (int64, bool)
+	// WouldStart reports whether a job described by d, needing needs
+	// (nil: its type's), would start at once if admitted at now.
+	WouldStart(d engine.Desc, needs []engine.Need, now int64) bool
 }
 
 // Grantee is handed the grants: with the run-time layer's lock held,

@@ -108,5 +108,74 @@ func (l *Local) WouldStart(d engine.Desc, needs []engine.Need, now int64) bool {
 	return l.e.WouldStart(&d, needs, now)
 }
 
+// Raise raises waiting j's base priority.
+func (l *Local) Raise(j *engine.Job, p int, now int64) { l.e.Raise(j, p, now) }
+
+// Room is the engine's admission check of a batch.
+func (l *Local) Room(n int, perKey map[string]int) *engine.Refusal { return l.e.Room(n, perKey) }
+
+// Reserve counts a batch being written down.
+func (l *Local) Reserve(n int, perKey map[string]int) { l.e.Reserve(n, perKey) }
+
+// Unreserve gives back what Reserve counted.
+func (l *Local) Unreserve(n int, perKey map[string]int) { l.e.Unreserve(n, perKey) }
+
+// Rejected counts submissions refused as a whole.
+func (l *Local) Rejected(name string, closed bool, n int) { l.e.Rejected(name, closed, n) }
+
+// RejectedUnknownType counts a submission of an unknown type.
+func (l *Local) RejectedUnknownType() { l.e.RejectedUnknownType() }
+
+// RegisterType registers a job type with the engine.
+func (l *Local) RegisterType(name string, c engine.Type) error { return l.e.RegisterType(name, c) }
+
 // TypeTier is the engine's registry of types.
 func (l *Local) TypeTier(name string) (int, bool) { return l.e.TypeTier(name) }
+
+// BasePriority is the engine's.
+func (l *Local) BasePriority(d engine.Desc) (int, bool) { return l.e.BasePriority(&d) }
+
+// DeadlineOf is the engine's.
+func (l *Local) DeadlineOf(name string, startBy, submitted int64) int64 {
+	return l.e.DeadlineOf(name, startBy, submitted)
+}
+
+// NeedsRefusal is the engine's.
+func (l *Local) NeedsRefusal(name string, needs []engine.Need) *engine.Refusal {
+	return l.e.NeedsRefusal(name, needs)
+}
+
+// Reserved returns the reservations with name's at minSlots, as they are,
+// and the slots.
+func (l *Local) Reserved(name string, minSlots int) (int, int, int) {
+	return l.e.ReservedWith(name, minSlots), l.e.ReservedTotal(), l.e.MaxConcurrency()
+}
+
+// Find looks seq up among the engine's jobs: every one is this process's.
+func (l *Local) Find(seq uint64) *engine.Job { return l.e.Find(seq) }
+
+// Each calls f with the engine's running jobs, then its jobs not started.
+// It lists them before the first call, since f may end them.
+func (l *Local) Each(f func(j *engine.Job)) {
+	for _, jobs := range [][]*engine.Job{l.e.RunningJobs(), l.e.PendingJobs()} {
+		for _, j := range jobs {
+			f(j)
+		}
+	}
+}
+
+// FindRunning returns the first running job match reports true for, and
+// the effective priority it started at.
+func (l *Local) FindRunning(match func(*engine.Job) bool) (*engine.Job, int) {
+	j := l.e.FindRunning(match)
+	if j == nil {
+		return nil, 0
+	}
+	return j, l.e.Effective(j, j.Started())
+}
+
+// Idle reports whether the engine holds no job.
+func (l *Local) Idle() bool { return l.e.Idle() }
+
+// StopAccepting makes the engine refuse every later Enqueue.
+func (l *Local) StopAccepting() { l.e.StopAccepting() }

@@ -29,11 +29,11 @@ func (s *Runtime) parentPriorityLocked(ctx context.Context) (int, bool) {
 	if parent == nil {
 		return 0, false
 	}
-	p := s.eng.FindRunning(func(j *engine.Job) bool { return taskOf(j).ctx == parent })
+	p, eff := s.decider().FindRunning(func(j *engine.Job) bool { return taskOf(j).ctx == parent })
 	if p == nil {
 		return 0, false // it has ended
 	}
-	return s.eng.Effective(p, p.Started()), true
+	return eff, true
 }
 
 // raiseChildLocked raises the priority of t, just queued at now, to its
@@ -43,7 +43,7 @@ func (s *Runtime) parentPriorityLocked(ctx context.Context) (int, bool) {
 // long.
 func (s *Runtime) raiseChildLocked(ctx context.Context, t *task, now int64) {
 	if eff, ok := s.parentPriorityLocked(ctx); ok {
-		s.eng.Raise(&t.rec, eff, now)
+		s.decider().Raise(&t.rec, eff, now)
 	}
 }
 
@@ -51,7 +51,7 @@ func (s *Runtime) raiseChildLocked(ctx context.Context, t *task, now int64) {
 // child and that is higher: for a duplicate about to join a job.
 func (s *Runtime) inheritLocked(ctx context.Context, desc *Job) {
 	if eff, ok := s.parentPriorityLocked(ctx); ok {
-		if base, known := s.eng.BasePriority(descOf(desc)); known && eff > base {
+		if base, known := s.decider().BasePriority(*descOf(desc)); known && eff > base {
 			desc.Priority = eff
 		}
 	}

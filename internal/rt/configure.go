@@ -15,7 +15,8 @@ import (
 // SetMaxConcurrency is the API's Scheduler.SetMaxConcurrency, which documents it.
 func (s *Runtime) SetMaxConcurrency(n int) error {
 	return s.configure(decide.Change{Kind: decide.SetMaxConcurrency, N: n}, false, func() error {
-		return fmt.Errorf("fairsched: MaxConcurrency %d is less than the keys' reservations, %d", n, s.eng.ReservedTotal())
+		_, total, _ := s.decider().Reserved("", 0)
+		return fmt.Errorf("fairsched: MaxConcurrency %d is less than the keys' reservations, %d", n, total)
 	})
 }
 
@@ -35,9 +36,9 @@ func (s *Runtime) SetTypeLimit(name string, n int) error {
 // SetKey is the API's Scheduler.SetKey, which documents it.
 func (s *Runtime) SetKey(name string, c engine.Key) error {
 	return s.configure(decide.Change{Kind: decide.SetKey, Name: name, Key: c}, false, func() error {
-		total := s.eng.ReservedWith(name, c.MinSlots)
+		total, _, slots := s.decider().Reserved(name, c.MinSlots)
 		return fmt.Errorf("fairsched: key %q: MinSlots %d would make the reservations add up to %d, more than MaxConcurrency %d",
-			name, c.MinSlots, total, s.eng.MaxConcurrency())
+			name, c.MinSlots, total, slots)
 	})
 }
 

@@ -26,9 +26,10 @@ import (
 // and a goroutine of its own hands them over through the Runtime's
 // Deliver when it is told to (release), or as soon as it may (auto).
 type delayed struct {
-	inner   *decide.Local
-	deliver func(func() []*engine.Job)
-	held    []*engine.Job // granted, not handed over; guarded by the Runtime's lock
+	*decide.Local // every decision but the grants' hand-over
+	inner         *decide.Local
+	deliver       func(func() []*engine.Job)
+	held          []*engine.Job // granted, not handed over; guarded by the Runtime's lock
 	// holding receives, without blocking, each time a grant is held.
 	holding chan struct{}
 	release chan struct{} // each receive hands over what is held
@@ -41,6 +42,7 @@ func newDelayed(e *engine.Engine, deliver func(func() []*engine.Job), auto bool)
 	d := &delayed{deliver: deliver, holding: make(chan struct{}, 1<<16), release: make(chan struct{}),
 		auto: auto, stop: make(chan struct{}), done: make(chan struct{})}
 	d.inner = decide.NewLocal(e, d)
+	d.Local = d.inner
 	go d.run()
 	return d
 }
@@ -89,27 +91,6 @@ func (d *delayed) Enqueue(j *engine.Job, desc engine.Desc, tm *engine.Times, now
 	}
 	return false, r
 }
-
-func (d *delayed) Grant(now int64)                                   { d.inner.Grant(now) }
-func (d *delayed) Finish(j *engine.Job, o engine.Outcome, now int64) { d.inner.Finish(j, o, now) }
-func (d *delayed) Retry(j *engine.Job, notBefore, now int64)         { d.inner.Retry(j, notBefore, now) }
-func (d *delayed) Configure(c decide.Change, now int64) bool         { return d.inner.Configure(c, now) }
-func (d *delayed) Figures(maxKeys int, pausedOf []string) decide.Figures {
-	return d.inner.Figures(maxKeys, pausedOf)
-}
-func (d *delayed) EstimateWait(desc engine.Desc, now int64) (int64, bool) {
-	return d.inner.EstimateWait(desc, now)
-}
-func (d *delayed) WouldStart(desc engine.Desc, needs []engine.Need, now int64) bool {
-	return d.inner.WouldStart(desc, needs, now)
-}
-func (d *delayed) Page(l *decide.Listing, offset, limit int, now int64) {
-	d.inner.Page(l, offset, limit, now)
-}
-func (d *delayed) Snapshot(l *decide.Listing, now int64) { d.inner.Snapshot(l, now) }
-func (d *delayed) TypeTier(name string) (int, bool)      { return d.inner.TypeTier(name) }
-func (d *delayed) NextDue() (int64, bool)                { return d.inner.NextDue() }
-func (d *delayed) Due(now int64) []*engine.Job           { return d.inner.Due(now) }
 
 // Cancel takes j out; a grant of j on its way is taken back, so that j is
 // never handed over, and its slot is given back.
@@ -323,5 +304,45 @@ func TestDelayedTryRunSyncWouldWait(t *testing.T) {
 	d.awaitHeld(t, 1)       // the grant was taken...
 	d.release <- struct{}{} // ...and taken back: nothing is handed over
 	require.NoError(t, r.WaitIdle(context.Background()))
+	require.NoError(t, r.Verify())
+}
+
+// A batch admitted whole waits for grants that come later; the listings
+// show its jobs as the decisions hold them; an operator's cancellation
+// of a job whose grant is on its way keeps it from ever running.
+func TestDelayedBatchListedAndCancelled(t *testing.T) {
+	r, d := newDelayedRuntime(t, 1, false)
+	var ran [3]atomic.Int32
+	params := make([]SubmitParams, len(ran))
+	for i := range params {
+		params[i] = SubmitParams{Job: Job{Key: fmt.Sprint("k", i)}, Fn: func(context.Context) error {
+			ran[i].Add(1)
+			return nil
+		}}
+	}
+	hs, err := r.SubmitMany(context.Background(), params)
+	require.NoError(t, err)
+	d.awaitHeld(t, 1)
+
+	snap := r.Snapshot()
+	require.Len(t, snap, 3, "every job of the batch is listed")
+	assert.True(t, snap[0].Running, "the decisions granted the first")
+	page := r.Queue(0, 10)
+	assert.Equal(t, 1, page.Running)
+	assert.Equal(t, 2, page.Waiting)
+	require.Len(t, page.Jobs, 3)
+	assert.Equal(t, []string{"k0", "k1", "k2"}, []string{page.Jobs[0].Key, page.Jobs[1].Key, page.Jobs[2].Key})
+
+	require.True(t, r.Cancel(snap[0].Seq), "the job whose grant is on its way")
+	require.ErrorIs(t, hs[0].Wait(context.Background()), context.Canceled)
+	d.awaitHeld(t, 1) // its slot came back, and went to the next job
+	d.release <- struct{}{}
+	require.NoError(t, hs[1].Wait(context.Background()))
+	d.awaitHeld(t, 1)
+	d.release <- struct{}{}
+	require.NoError(t, hs[2].Wait(context.Background()))
+	assert.Zero(t, ran[0].Load(), "cancelled on its way: never ran")
+	assert.Equal(t, int32(1), ran[1].Load())
+	assert.Equal(t, int32(1), ran[2].Load())
 	require.NoError(t, r.Verify())
 }

@@ -153,11 +153,11 @@ func (s *Runtime) storeRaiseLocked(t *durableTask, before int, now int64) {
 // deadline that passed expires them instead), so a batch is queued all
 // or none.
 func (s *Runtime) refusedAfterWriteLocked(jobs []EnqueueParams) error {
-	if !s.eng.Accepting() {
+	if s.stopping {
 		return ErrClosed
 	}
 	for i := range jobs {
-		if r := s.eng.NeedsRefusal(jobs[i].Job.Type, ownNeeds(jobs[i].Job.Needs)); r != nil {
+		if r := s.decider().NeedsRefusal(jobs[i].Job.Type, ownNeeds(jobs[i].Job.Needs)); r != nil {
 			return &batchError{index: i, err: needsError(r)}
 		}
 	}
@@ -241,7 +241,7 @@ func (s *Runtime) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admiss
 		if rec.StartBy != 0 {
 			startBy = s.engineTimeOf(rec.StartBy)
 		}
-		if dl := s.eng.DeadlineOf(job.Type, startBy, now); dl != 0 {
+		if dl := s.decider().DeadlineOf(job.Type, startBy, now); dl != 0 {
 			notBefore := now
 			if rec.NotBefore != 0 { // 0: none, not the Unix epoch
 				notBefore = max(now, s.engineTimeOf(rec.NotBefore))
@@ -256,7 +256,7 @@ func (s *Runtime) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admiss
 	if err := s.refusedAfterWriteLocked(jobs); err != nil {
 		return nil, err
 	}
-	if r := s.eng.Room(len(jobs), perKey); r != nil { // the jobs being written count as queued
+	if r := s.decider().Room(len(jobs), perKey); r != nil { // the jobs being written count as queued
 		if r.Reason == engine.RefusedClosed {
 			return nil, ErrClosed
 		}
@@ -264,7 +264,7 @@ func (s *Runtime) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admiss
 	}
 	// They count against the limits from now on, for Submit and RunSync
 	// too, until releaseLocked.
-	s.eng.Reserve(len(jobs), perKey)
+	s.decider().Reserve(len(jobs), perKey)
 	s.wg.Add(1) // done by the caller once the jobs are queued or refused
 	return &admission{n: len(jobs), perKey: perKey}, nil
 }
@@ -278,7 +278,7 @@ type admission struct {
 
 // releaseLocked stops counting a's jobs as being admitted: they are queued
 // now, or were refused, or their write failed.
-func (s *Runtime) releaseLocked(a *admission) { s.eng.Unreserve(a.n, a.perKey) }
+func (s *Runtime) releaseLocked(a *admission) { s.decider().Unreserve(a.n, a.perKey) }
 
 // enqueueDurableLocked queues durable job t, whose record rec was
 // committed, with the submission time it was admitted at.

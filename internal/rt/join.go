@@ -46,8 +46,8 @@ func (s *Runtime) joinLocked(t *task, desc *Job, w *joiner, now int64) {
 	w.js = js
 	js.waiters = append(js.waiters, w)
 	s.dups.joins++
-	if p, ok := s.eng.BasePriority(descOf(desc)); ok && t.waiting() {
-		s.eng.Raise(&t.rec, p, now)
+	if p, ok := s.decider().BasePriority(*descOf(desc)); ok && t.waiting() {
+		s.decider().Raise(&t.rec, p, now)
 	}
 	if s.cfg.Signals != nil {
 		s.cfg.Signals.Joined <- t.rec.Seq()
@@ -137,7 +137,7 @@ func (s *Runtime) submitJoinLocked(t *task, desc *Job, now int64) (Handle, bool,
 	if existing == nil {
 		return Handle{}, false, nil
 	}
-	if !s.eng.Accepting() {
+	if s.stopping {
 		return Handle{}, false, ErrClosed
 	}
 	s.inheritLocked(t.submitCtx, desc)

@@ -384,7 +384,7 @@ func (s *Runtime) wakeEndedLocked(t *task) {
 	if t.wake != nil {
 		close(t.wake)
 	}
-	if s.idle != nil && s.eng.Idle() {
+	if s.idle != nil && s.decider().Idle() {
 		close(s.idle)
 		s.idle = nil
 		s.watchEnds = s.dups.policy != nil
@@ -396,9 +396,7 @@ func (s *Runtime) wakeEndedLocked(t *task) {
 // which the change may have brought forward (a rate limit's next token).
 func (s *Runtime) kickLocked() {
 	now := s.nowLocked()
-	if s.eng.Pending() > 0 {
-		s.dispatchLocked(now, false)
-	}
+	s.dispatchLocked(now, false)
 	if !s.closed {
 		s.armLocked(now)
 	}

@@ -18,7 +18,7 @@ import (
 func (s *Runtime) Cancel(seq uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j := s.eng.Find(seq)
+	j := s.decider().Find(seq)
 	if j == nil {
 		return false
 	}

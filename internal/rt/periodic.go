@@ -54,7 +54,7 @@ func (s *Runtime) Schedule(ctx context.Context, spec Schedule, job Job, fn func(
 	first := spec.Next(s.clock.Now()) // the user's code: outside the lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.eng.Accepting() {
+	if s.stopping {
 		return nil, ErrClosed
 	}
 	if _, ok := s.decider().TypeTier(job.Type); !ok {
@@ -205,7 +205,7 @@ func (s *Runtime) ScheduleDurable(ctx context.Context, name string, spec Schedul
 	first := spec.Next(s.clock.Now()) // the user's code: outside the lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.eng.Accepting() {
+	if s.stopping {
 		return nil, ErrClosed
 	}
 	p := &Periodic{s: s, spec: spec, job: job, ctx: ctx, durable: &durableSchedule{name: name, args: args}}
@@ -232,14 +232,13 @@ func (s *Runtime) ScheduleDurable(ctx context.Context, name string, spec Schedul
 // runs here, and the zero Handle otherwise. O(n): once per schedule, as
 // it starts.
 func (s *Runtime) findDurableLocked(id int64) Handle {
-	for _, jobs := range [][]*engine.Job{s.eng.PendingJobs(), s.eng.RunningJobs()} {
-		for _, j := range jobs {
-			if dt := s.durable.of(taskOf(j)); dt != nil && dt.id == id {
-				return Handle{t: &dt.task}
-			}
+	var h Handle
+	s.decider().Each(func(j *engine.Job) {
+		if dt := s.durable.of(taskOf(j)); dt != nil && dt.id == id && h.t == nil {
+			h = Handle{t: &dt.task}
 		}
-	}
-	return Handle{}
+	})
+	return h
 }
 
 // occurDurableLocked enqueues the occurrence due now, on a goroutine of

@@ -28,8 +28,11 @@ type Runtime struct {
 	times  engine.Times  // a job's times as handed to a Decider, for the call only (decisions.go)
 	spare  spareTasks    // ended RunSync records, for reuse
 	closed bool          // Close began: queued work discarded
-	idle   chan struct{} // closed when nothing is pending or running, while closing
-	done   chan struct{} // closed when Shutdown or Close begins (Done)
+	// stopping: Shutdown or Close began, and no job is admitted any more
+	// (stopAcceptingLocked).
+	stopping bool
+	idle     chan struct{} // closed when nothing is pending or running, while closing
+	done     chan struct{} // closed when Shutdown or Close begins (Done)
 	// The clock timer (life.go, dueLocked): set to fire at timerAt when
 	// timerStop is not nil.
 	timerAt   int64
@@ -61,7 +64,7 @@ func (s *Runtime) registerLocked(name string, c TypeConfig) error {
 		s.dups.policy[name] != c.Duplicates) {
 		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
 	}
-	if err := s.eng.RegisterType(name, c.Engine); err != nil {
+	if err := s.decider().RegisterType(name, c.Engine); err != nil {
 		return err
 	}
 	s.noteRetriesLocked(name, c)

@@ -3,6 +3,7 @@ package rt
 import (
 	"context"
 
+	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/fairsched/fairsched/internal/store"
 )
 
@@ -61,18 +62,19 @@ func (s *Runtime) Close() error {
 	if s.durable != nil {
 		s.leaveLocked(now)
 	}
-	for _, j := range s.eng.PendingJobs() {
+	// The jobs not started first, those whose grant is on its way
+	// included: they never start. Each one's end may grant another,
+	// which the second pass finds started.
+	s.decider().Each(func(j *engine.Job) {
 		if t := taskOf(j); t.waiting() { // not ended already by a job it runs after, cancelled just before
 			s.cancelQueuedLocked(t, ErrClosed, now)
 		}
-	}
-	for _, j := range s.eng.RunningJobs() {
+	})
+	s.decider().Each(func(j *engine.Job) {
 		if t := taskOf(j); t.granted() {
 			t.ctx.cancel(context.Canceled)
-		} else { // granted by the decisions, not handed over yet: it never starts
-			s.cancelQueuedLocked(t, ErrClosed, now)
 		}
-	}
+	})
 	idle := s.idleChanLocked()
 	s.mu.Unlock()
 	<-idle
@@ -87,10 +89,11 @@ func (s *Runtime) Close() error {
 // stopAcceptingLocked makes every later submission fail with ErrClosed,
 // and closes Done's channel the first time.
 func (s *Runtime) stopAcceptingLocked() {
-	if s.eng.Accepting() {
+	if !s.stopping {
 		close(s.done)
 	}
-	s.eng.StopAccepting()
+	s.stopping = true
+	s.decider().StopAccepting()
 }
 
 // Done is the API's Scheduler.Done, which documents it.
@@ -112,7 +115,7 @@ func (s *Runtime) flushStore(ctx context.Context) error {
 // idleChanLocked returns a channel closed once nothing is pending or
 // running.
 func (s *Runtime) idleChanLocked() <-chan struct{} {
-	if s.eng.Idle() {
+	if s.decider().Idle() {
 		return closedChan
 	}
 	if s.idle == nil {
@@ -130,9 +133,9 @@ func (s *Runtime) leaveLocked(now int64) {
 	s.durable.leaving = true
 	fs := s.eng.SaveFair()
 	s.durable.atLeave = &fs
-	for _, j := range s.eng.PendingJobs() {
+	s.decider().Each(func(j *engine.Job) {
 		if t := taskOf(j); t.waiting() && s.durable.of(t) != nil {
 			s.endQueuedLocked(t, ErrKept, now)
 		}
-	}
+	})
 }

@@ -26,7 +26,7 @@ func (s *Runtime) RunSync(ctx context.Context, desc *Job, fn func(context.Contex
 		if existing := s.joinableLocked(desc); existing != nil {
 			s.inheritLocked(ctx, desc)
 			s.spare.put(t)
-			if !s.eng.Accepting() {
+			if s.stopping {
 				s.mu.Unlock()
 				return ErrClosed
 			}
@@ -139,7 +139,7 @@ func (s *Runtime) TryRunSync(ctx context.Context, desc *Job, fn func(context.Con
 		s.mu.Unlock()
 		return err
 	}
-	if s.eng.Accepting() && (!s.decider().WouldStart(*descOf(desc), EngineNeeds(desc.Needs), now) || s.joinableLocked(desc) != nil ||
+	if !s.stopping && (!s.decider().WouldStart(*descOf(desc), EngineNeeds(desc.Needs), now) || s.joinableLocked(desc) != nil ||
 		s.timesOf(desc).NotBefore > now || s.waitsForAnyLocked(desc.After)) {
 		s.mu.Unlock()
 		return ErrWouldWait

@@ -81,7 +81,7 @@ func (s *Runtime) submitOfBatchLocked(t *task, desc *Job, parent *batchParent, n
 		if existing := s.joinableLocked(desc); existing != nil {
 			d := *desc // raised for its parent below: the caller's stays as it is
 			if eff, ok := parent.priority(s); ok {
-				if base, known := s.eng.BasePriority(descOf(&d)); known && eff > base {
+				if base, known := s.decider().BasePriority(*descOf(&d)); known && eff > base {
 					d.Priority = eff
 				}
 			}
@@ -96,7 +96,7 @@ func (s *Runtime) submitOfBatchLocked(t *task, desc *Job, parent *batchParent, n
 	h := s.handleLocked(t)
 	if t.waiting() {
 		if eff, ok := parent.priority(s); ok {
-			s.eng.Raise(&t.rec, eff, now)
+			s.decider().Raise(&t.rec, eff, now)
 		}
 	}
 	s.launchLocked(t, now)
@@ -129,7 +129,7 @@ func (p *batchParent) priority(s *Runtime) (int, bool) {
 // limits had room for every job as one more pending. On a refusal it
 // counts and reports it as Submit would, and changes nothing else.
 func (s *Runtime) admitBatchLocked(jobs []SubmitParams, now int64) error {
-	if !s.eng.Accepting() {
+	if s.stopping {
 		for i := range jobs {
 			s.batchRejectedLocked(&jobs[i].Job, true, ErrClosed, now)
 		}
@@ -159,7 +159,7 @@ func (s *Runtime) admitBatchLocked(jobs []SubmitParams, now int64) error {
 		run++
 	}
 	perKey[runKey] += run
-	if r := s.eng.Room(len(jobs), perKey); r != nil {
+	if r := s.decider().Room(len(jobs), perKey); r != nil {
 		if r.Reason == engine.RefusedClosed {
 			return ErrClosed // not reached: checked above, under the same lock
 		}
@@ -208,7 +208,7 @@ func (s *Runtime) refusedAloneLocked(job *Job, types *typeRun, now int64) error 
 		}
 		if _, known := s.decider().TypeTier(job.Type); !known {
 			err := errUnknownType(job.Type)
-			s.eng.RejectedUnknownType()
+			s.decider().RejectedUnknownType()
 			s.rejectedLocked(job, false, err, now)
 			return err
 		}
@@ -226,7 +226,7 @@ func (s *Runtime) refusedAloneLocked(job *Job, types *typeRun, now int64) error 
 				return err
 			}
 		}
-		if r := s.eng.NeedsRefusal(job.Type, ownNeeds(job.Needs)); r != nil {
+		if r := s.decider().NeedsRefusal(job.Type, ownNeeds(job.Needs)); r != nil {
 			err := needsError(r)
 			s.rejectedLocked(job, true, err, now)
 			return err
@@ -244,7 +244,7 @@ func (s *Runtime) refusedAloneLocked(job *Job, types *typeRun, now int64) error 
 	// now, ends after now.
 	if !job.StartBy.IsZero() || !job.NotBefore.IsZero() {
 		tm := s.timesOf(job)
-		if dl := s.eng.DeadlineOf(job.Type, tm.StartBy, now); dl != 0 && dl <= max(now, tm.NotBefore) {
+		if dl := s.decider().DeadlineOf(job.Type, tm.StartBy, now); dl != 0 && dl <= max(now, tm.NotBefore) {
 			err := fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
 				ErrStartDeadline, s.timeOf(dl).Format(time.RFC3339Nano))
 			s.rejectedLocked(job, true, err, now)
@@ -257,6 +257,6 @@ func (s *Runtime) refusedAloneLocked(job *Job, types *typeRun, now int64) error 
 // batchRejectedLocked counts and reports job, of a batch refused as a
 // whole by closing or the queue's limits, as one refusal of its type.
 func (s *Runtime) batchRejectedLocked(job *Job, closed bool, err error, now int64) {
-	s.eng.Rejected(job.Type, closed, 1)
+	s.decider().Rejected(job.Type, closed, 1)
 	s.rejectedLocked(job, true, err, now)
 }
