@@ -82,6 +82,16 @@ type Decider interface {
 	// Due applies what fell due by now, and returns the jobs whose start
 	// deadline passed: they ended, never granted.
 	Due(now int64) []*engine.Job
+	// Failed reports a failed attempt of pair k at now, under its type's
+	// rule r; it returns k's span and true if that disabled k.
+	Failed(k Pair, r DisableRule, now int64) (Span, bool)
+	// Disable disables pair k for span, at now; Enable enables it again.
+	Disable(k Pair, span Span, now int64)
+	Enable(k Pair)
+	// Pairs returns the disabled pairs as this process reads them, in
+	// place, with the lock held: the decisions' own, or a copy kept up
+	// to date with them.
+	Pairs() *Pairs
 	// Configure applies c at now. It reports false, changing nothing, for
 	// a change refused: a global limit or a key's reservation that the
 	// reservations would not fit, a type or a resource not known.

@@ -6,8 +6,9 @@ import "github.com/fairsched/fairsched/internal/engine"
 // the engine starts as it admits it starts now; every other grant is
 // handed to the Grantee within Grant.
 type Local struct {
-	e *engine.Engine
-	g Grantee
+	e     *engine.Engine
+	g     Grantee
+	pairs Pairs
 }
 
 // NewLocal returns the Decider of e, handing its grants to g.
@@ -107,6 +108,20 @@ func (l *Local) EstimateWait(d engine.Desc, now int64) (int64, bool) {
 func (l *Local) WouldStart(d engine.Desc, needs []engine.Need, now int64) bool {
 	return l.e.WouldStart(&d, needs, now)
 }
+
+// Failed counts a failure of k.
+func (l *Local) Failed(k Pair, r DisableRule, now int64) (Span, bool) {
+	return l.pairs.Failed(k, r, now)
+}
+
+// Disable disables k.
+func (l *Local) Disable(k Pair, span Span, now int64) { l.pairs.Disable(k, span, now) }
+
+// Enable enables k.
+func (l *Local) Enable(k Pair) { l.pairs.Enable(k) }
+
+// Pairs returns the disabled pairs, the decisions' own.
+func (l *Local) Pairs() *Pairs { return &l.pairs }
 
 // Raise raises waiting j's base priority.
 func (l *Local) Raise(j *engine.Job, p int, now int64) { l.e.Raise(j, p, now) }

@@ -226,7 +226,7 @@ func (s *Runtime) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admiss
 	perKey := make(map[string]int, 1)
 	for i := range jobs {
 		job := &jobs[i].Job
-		if len(s.disabling.disabled) > 0 {
+		if s.disabling.pairs.Any() {
 			if err := s.disabling.refuses(job, now); err != nil {
 				return nil, &batchError{index: i, err: err}
 			}

@@ -104,7 +104,8 @@ func (s *Runtime) WaitGoroutines() { s.wg.Wait() }
 func (s *Runtime) DisabledPairsKept() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.disabling.disabled)
+	_, disabled := s.disabling.pairs.Tracked()
+	return disabled
 }
 
 // Signals returns the test signals the Runtime was given.

@@ -32,7 +32,7 @@ func (s *Runtime) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 	if s.durable != nil && s.durable.isDurableType(desc.Type) != (t.submitCtx == durableParent) {
 		return errDurableType(desc.Type)
 	}
-	if len(s.disabling.disabled) > 0 && sub == 0 { // a call spared on the hot path
+	if s.disabling.pairs.Any() && sub == 0 { // a call spared on the hot path
 		if err := s.disabling.refuses(desc, now); err != nil {
 			return err
 		}

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/fairsched/fairsched/internal/decide"
 )
 
 // What an operator does at run time, by a job's number or a (type, ID)
@@ -77,9 +79,7 @@ func (s *Runtime) RetryDead(seq uint64) (Handle, error) {
 func (s *Runtime) Enable(typ, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := pairKey{typ, id}
-	delete(s.disabling.disabled, k)
-	delete(s.disabling.failures, k)
+	s.decider().Enable(decide.Pair{Type: typ, ID: id})
 }
 
 // Disable is the API's Scheduler.Disable, which documents it.
@@ -91,13 +91,11 @@ func (s *Runtime) Disable(typ, id string, d time.Duration) error {
 		return errUnknownType(typ)
 	}
 	now := s.nowLocked()
-	span := disabledSpan{since: now}
+	span := decide.Span{Since: now}
 	if d > 0 {
-		span.until = now + max(d.Microseconds(), 1)
+		span.Until = now + max(d.Microseconds(), 1)
 	}
-	k := pairKey{typ, id}
-	delete(s.disabling.failures, k)
-	s.disabling.disableLocked(k, span, now)
+	s.decider().Disable(decide.Pair{Type: typ, ID: id}, span, now)
 	if s.events != nil {
 		s.events.send(Event{Kind: EventDisabled, Time: s.timeOf(now), Type: typ, ID: id, Tier: Tier(tier)})
 	}
@@ -109,11 +107,7 @@ func (s *Runtime) Disabled() []DisabledPair {
 	s.mu.Lock()
 	now := s.nowLocked()
 	var spans []pairSpan
-	for k, span := range s.disabling.disabled {
-		if span.until == 0 || span.until > now {
-			spans = append(spans, pairSpan{k, span})
-		}
-	}
+	s.disabling.pairs.Each(now, func(k decide.Pair, span decide.Span) { spans = append(spans, pairSpan{k, span}) })
 	s.mu.Unlock()
 	out := s.pairsOf(spans)
 	slices.SortFunc(out, func(a, b DisabledPair) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.ID, b.ID)) })
@@ -125,15 +119,12 @@ func (s *Runtime) DisabledSoonest(n int) (pairs []DisabledPair, total int) {
 	if n <= 0 {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return nil, s.disabling.countLocked(s.nowLocked())
+		return nil, s.disabling.pairs.Count(s.nowLocked())
 	}
 	s.mu.Lock()
 	now := s.nowLocked()
 	var top pairHeap // the n soonest so far, the latest at the root
-	for k, span := range s.disabling.disabled {
-		if span.until != 0 && span.until <= now {
-			continue
-		}
+	s.disabling.pairs.Each(now, func(k decide.Pair, span decide.Span) {
 		total++
 		ps := pairSpan{k, span}
 		switch {
@@ -143,7 +134,7 @@ func (s *Runtime) DisabledSoonest(n int) (pairs []DisabledPair, total int) {
 			top[0] = ps
 			heap.Fix(&top, 0)
 		}
-	}
+	})
 	s.mu.Unlock()
 	slices.SortFunc(top, func(a, b pairSpan) int {
 		if a.before(b) {
@@ -162,9 +153,9 @@ func (s *Runtime) pairsOf(spans []pairSpan) []DisabledPair {
 	}
 	out := make([]DisabledPair, len(spans))
 	for i, p := range spans {
-		out[i] = DisabledPair{Type: p.k.typ, ID: p.k.id, Since: s.timeOf(p.span.since)}
-		if p.span.until != 0 {
-			out[i].Until = s.timeOf(p.span.until)
+		out[i] = DisabledPair{Type: p.k.Type, ID: p.k.ID, Since: s.timeOf(p.span.Since)}
+		if p.span.Until != 0 {
+			out[i].Until = s.timeOf(p.span.Until)
 		}
 	}
 	return out

@@ -83,7 +83,6 @@ func (s *Runtime) noteRetriesLocked(name string, c TypeConfig) {
 		d := &s.disabling
 		if d.policies == nil {
 			d.policies = make(map[string]DisablePolicy)
-			d.failures = make(map[pairKey][]int64)
 		}
 		d.policies[name] = c.Disable
 	}

@@ -26,6 +26,8 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Decider != nil {
 		s.dec = cfg.Decider(s.eng, (*grantee)(s), s.Deliver)
 	}
+	s.disabling.dec = s.decider()
+	s.disabling.pairs = s.disabling.dec.Pairs()
 	s.eng.Owner = s
 	if _, ok := cfg.Types[""]; !ok {
 		s.noteRetriesLocked("", TypeConfig{})

@@ -47,7 +47,7 @@ func (s *Runtime) Stats(maxKeys int) Stats {
 		PausedKeys: f.PausedKeys, MaxConcurrency: f.MaxConcurrency, MaxQueue: s.cfg.Engine.MaxQueue, Resources: f.Resources,
 		Superseded: s.dups.superseded, Joins: s.dups.joins,
 		Dead: len(s.dead.list), DeadTotal: s.dead.total, SkippedOccurrences: s.skippedOccurrences,
-		Disabled: s.disabling.countLocked(s.nowLocked()), DisabledTotal: s.disabling.total,
+		Disabled: s.disabling.pairs.Count(s.nowLocked()), DisabledTotal: s.disabling.pairs.Total,
 		DisabledRefusals: s.disabling.refused,
 		EventsDropped:    s.events.droppedCount(),
 	}

@@ -141,7 +141,7 @@ func (s *Runtime) admitBatchLocked(jobs []SubmitParams, now int64) error {
 	perKey := make(map[string]int, 1)
 	runKey, run := jobs[0].Job.Key, 0
 	var types typeRun
-	noneDisabled := len(s.disabling.disabled) == 0
+	noneDisabled := !s.disabling.pairs.Any()
 	for i := range jobs {
 		job := &jobs[i].Job
 		// A job of the run's type with nothing of its own to check, the
@@ -214,7 +214,7 @@ func (s *Runtime) refusedAloneLocked(job *Job, types *typeRun, now int64) error 
 		}
 		types.checked = true
 	}
-	if len(s.disabling.disabled) > 0 {
+	if s.disabling.pairs.Any() {
 		if err := s.disabling.refuses(job, now); err != nil {
 			return err
 		}
