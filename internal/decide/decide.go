@@ -23,6 +23,14 @@
 //   - Configure applies a change of the configuration, sent as data.
 //   - NextDue and Due give the times the decisions wait for: the clock
 //     timer is the run-time layer's, the deadlines the decisions'.
+//   - Room, Reserve and Unreserve admit a batch as a whole; the type
+//     registry (RegisterType, TypeTier, BasePriority, DeadlineOf,
+//     NeedsRefusal) answers what a submission's checks ask.
+//   - Find, Each, FindRunning and Idle are the jobs this process gave
+//     the decisions and has not seen end: an operator's Cancel, Close
+//     and Shutdown, a child's parent.
+//   - Failed, Disable and Enable decide the disabled pairs (pairs.go),
+//     which every process reads in place (Pairs) on each submission.
 //   - Figures, Page and Snapshot read the decisions' state at one
 //     instant, as counts and as the facts of the jobs listed (a listing
 //     is copied, never a job's record: a leader's are elsewhere).
@@ -40,7 +48,9 @@
 // or a rate limit needs the clock timer. The first are the work of the
 // process that holds the engine (with replicas, the leader, which
 // rebuilds its engine from the database); the last two are read after
-// the hot points' own engine calls. TryRunSync asks WouldStart, then for
+// the hot points' own engine calls, and a decider elsewhere will carry
+// them as it carries grants: jobs ended without running handed back
+// late, a rate limit's next token among NextDue's times. TryRunSync asks WouldStart, then for
 // a grant in the call: with decisions elsewhere none comes, and it
 // answers ErrWouldWait.
 package decide
@@ -49,9 +59,10 @@ import "github.com/fairsched/fairsched/internal/engine"
 
 // Decider takes the decisions of one scheduler. Its methods are called
 // with the run-time layer's lock held, never concurrently. They fall in
-// four groups: a job's life (admission, grants, an attempt's end,
-// cancellation, what falls due), the admission of a batch, the job types
-// and the jobs this process gave it, and what it tells of its state.
+// groups: a job's life (admission, grants, an attempt's end,
+// cancellation, what falls due), the disabled pairs, the admission of a
+// batch, the job types, the jobs this process gave it, and what it tells
+// of its state.
 type Decider interface {
 	// Enqueue admits j, described by d and tm (nil: no times), at now, or
 	// refuses it (the Refusal says why, and nothing changed). startsNow

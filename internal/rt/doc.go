@@ -46,8 +46,9 @@
 // that consults it; the life carries the decision out:
 //
 //	retries     (retry.go)     again: will the job run again, and when
-//	disabling   (disable.go)   failed: count a failure, disable its pair;
-//	                           refuses: is a new submission's pair disabled
+//	disabling   (disable.go)   failed: report a failure (the decisions
+//	                           count it and disable the pair); refuses: is
+//	                           a new submission's pair disabled
 //	deadJobs    (dead.go)      bury: keep a job that failed for good
 //	duplicates  (supersede.go) accepted, started, ended: which job a
 //	                           duplicate meets, and which one it replaces
@@ -64,27 +65,38 @@
 // Once a scheduler spans replicas, some state is the cluster's and some
 // is one process's. The rule that places a policy: what must hold across
 // processes is decided with the engine's state, behind the decisions;
-// what belongs to one attempt in one process stays here.
+// what belongs to one attempt in one process stays here. Applied:
 //
-//   - Decided: the queues and their order, admission and the limits,
-//     pauses, weights and reservations, which jobs a duplicate meets and
-//     replaces, the disabled pairs and their failure counts, the dead
-//     jobs, the schedules' next times.
-//   - Local: an attempt's goroutine, its context and cancellation, the
-//     timers of this process, a Handle's wait, a RunSync caller's
-//     goroutine, the records kept for reuse, the event sink.
+//   - Decided (internal/decide, asked through the Decider): the queues
+//     and their order, admission and the limits (a batch's room
+//     included), pauses, weights and reservations, the job types, start
+//     deadlines and what else falls due, the listings, and the disabled
+//     pairs with their failure counts (decide.Pairs): a pair that failed
+//     on one replica is refused on all.
+//   - Stored (the durable store, which every process that opens it
+//     shares): durable jobs, the fields their duplicate policies match
+//     on, dead durable jobs, durable schedules' next times, and the
+//     decisions' saved state (fair share, pauses, a lane's paused time).
+//     The process that holds the decisions restores them from it and
+//     records them in it (recover.go, record.go, pause.go): the engine's
+//     own calls there are that holder's work.
+//   - Local, by nature: an attempt's goroutine, its context and
+//     cancellation, the timers of this process, a Handle's wait, a
+//     RunSync caller's goroutine, the records kept for reuse, the event
+//     sink; and what holds a closure's function, which exists only in the
+//     process that was given it: a closure's retries, a dead closure
+//     (RetryDead runs its function again), and a closure's duplicates
+//     (joining hands the job's function from one joiner's goroutine to
+//     another's).
 //
 // The decisions are asked through one seam (internal/decide, and
-// decisions.go here): admission, the grants, an attempt's end, a
-// cancellation and what falls due. A grant may come in the call that
-// asked for it (the engine in this process) or later, from another
-// goroutine, through Deliver; what the run-time layer was told of a job
-// is its own, in the job record's Tag (task.go), never read from the
-// decisions' state. A job whose grant is on its way when it is
-// cancelled, or when the scheduler closes, is taken back by the
-// decisions (Decider.Cancel) and never runs. The policies of the first
-// list keep their state here for now, next to the engine, and move with
-// it.
+// decisions.go here). A grant may come in the call that asked for it
+// (the engine in this process) or later, from another goroutine, through
+// Deliver; what the run-time layer was told of a job is its own, in the
+// job record's Tag (task.go), never read from the decisions' state. A
+// job whose grant is on its way when it is cancelled, or when the
+// scheduler closes, is taken back by the decisions (Decider.Cancel) and
+// never runs.
 //
 // # Time
 //
