@@ -47,7 +47,8 @@ type TypeConfig struct {
 	MaxConcurrency int
 	// ConflictGroup, when not empty, makes two jobs of types in the same
 	// group and with the same ID mutually exclusive: they never run at the
-	// same time.
+	// same time. Groups match exactly; a name with a leading or trailing
+	// space, or not valid UTF-8, is refused.
 	ConflictGroup string
 	// DefaultCost is the estimated slot time of a job of this type before
 	// its (type, ID) has been observed; 0 means Config.DefaultCost. Fair
@@ -331,6 +332,9 @@ func (tc TypeConfig) validate(name string) error {
 	}
 	if tc.MaxConcurrency < 0 {
 		errs = append(errs, fmt.Errorf("fairsched: job type %q: MaxConcurrency is %d; it must be 0 (no cap) or positive", name, tc.MaxConcurrency))
+	}
+	if err := validateConflictGroup(name, tc.ConflictGroup); err != nil {
+		errs = append(errs, err)
 	}
 	if tc.DefaultCost < 0 {
 		errs = append(errs, fmt.Errorf("fairsched: job type %q: DefaultCost is %v; it must not be negative", name, tc.DefaultCost))

@@ -489,6 +489,8 @@ func TestConfigValidation(t *testing.T) {
 		"alpha":                {Config{CostAlpha: 1.5}, "CostAlpha is 1.5"},
 		"aging half set":       {Config{Aging: AgingConfig{Step: 10}}, "Step is set but Interval is 0"},
 		"type not UTF-8":       {Config{Types: map[string]TypeConfig{"x\xff": {}}}, "not valid UTF-8"},
+		"group not UTF-8":      {Config{Types: map[string]TypeConfig{"x": {ConflictGroup: "g\xff"}}}, `ConflictGroup "g\xff" is not valid UTF-8`},
+		"group spaced":         {Config{Types: map[string]TypeConfig{"x": {ConflictGroup: "git "}}}, `ConflictGroup "git " has a leading or trailing space`},
 		"subnormal weight":     {Config{Keys: map[string]KeyConfig{"a": {Weight: 1e-310}}}, "must be at least 1e-09"},
 	} {
 		t.Run(name, func(t *testing.T) {
