@@ -1,16 +1,18 @@
 package rt
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
-// Configuration changed at run time: the slots, tiers', types' and keys'
-// limits, keys' weights, resources' capacities and pauses. Each takes
-// the lock once, applies the change in the engine, and dispatches what
-// the change let start.
+// Configuration changed at run time: the job types registered, the
+// slots, tiers', types' and keys' limits, keys' weights, resources'
+// capacities and pauses. Each takes the lock once, applies the change
+// through the decisions, and dispatches what the change let start.
 
 // SetMaxConcurrency is the API's Scheduler.SetMaxConcurrency, which documents it.
 func (s *Runtime) SetMaxConcurrency(n int) error {
@@ -112,4 +114,45 @@ func (s *Runtime) configure(c decide.Change, catchUp bool, refused func() error)
 	}
 	s.kickLocked()
 	return nil
+}
+
+// registerLocked registers job type name with the engine, and its retry
+// policy.
+func (s *Runtime) registerLocked(name string, c TypeConfig) error {
+	if _, known := s.decider().TypeTier(name); known && (s.retries.byType[name] != c.Retry || s.disabling.policies[name] != c.Disable ||
+		s.dups.policy[name] != c.Duplicates) {
+		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
+	}
+	if err := s.decider().RegisterType(name, c.Engine); err != nil {
+		return err
+	}
+	s.noteRetriesLocked(name, c)
+	s.dups.note(name, c.Duplicates)
+	if c.Duplicates != AllowDuplicates {
+		s.watchEnds = true
+	}
+	return nil
+}
+
+// noteRetriesLocked keeps type name's retry and disable policies, if it
+// has them.
+func (s *Runtime) noteRetriesLocked(name string, c TypeConfig) {
+	s.retries.note(name, c.Retry)
+	if c.Disable != (DisablePolicy{}) {
+		d := &s.disabling
+		if d.policies == nil {
+			d.policies = make(map[string]DisablePolicy)
+		}
+		d.policies[name] = c.Disable
+	}
+}
+
+// RegisterType is the API's Scheduler.RegisterType, which documents it.
+func (s *Runtime) RegisterType(name string, c TypeConfig) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.registerLocked(name, c)
 }

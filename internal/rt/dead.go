@@ -24,9 +24,9 @@ type DeadJob struct {
 	Died     time.Time
 }
 
-// dead is a dead job as the scheduler keeps it: what RetryDead needs to
+// deadRecord is a dead job as the scheduler keeps it: what RetryDead needs to
 // submit it again.
-type dead struct {
+type deadRecord struct {
 	info     DeadJob
 	fn       func(context.Context) error
 	parent   context.Context // the values its attempts' contexts carry
@@ -38,9 +38,9 @@ type dead struct {
 // deadJobs is the dead-job policy: the dead jobs kept, and how a job
 // that failed for good joins them. Guarded by Runtime.mu.
 type deadJobs struct {
-	list   []*dead // oldest first
-	total  uint64  // jobs that died, ever
-	limit  int     // how many are kept: Config.DeadJobs or its default; negative: none
+	list   []*deadRecord // oldest first
+	total  uint64        // jobs that died, ever
+	limit  int           // how many are kept: Config.DeadJobs or its default; negative: none
 	tb     *timebase
 	events *eventSink // nil: none
 }
@@ -72,7 +72,7 @@ func (g *deadJobs) bury(t *task, err error, needs map[string]int, durableID int6
 		a = newAttempts(t)
 		a.add(g.tb, t, err, now)
 	}
-	g.add(&dead{
+	g.add(&deadRecord{
 		info: DeadJob{
 			Seq: j.Seq(), Job: Job{Type: j.Type(), ID: j.ID(), Key: j.Key(), Priority: priorityOf(j.Base()), Needs: needs},
 			Err: err, Attempts: append([]AttemptInfo(nil), a.list...), Died: g.tb.timeOf(now),
@@ -82,7 +82,7 @@ func (g *deadJobs) bury(t *task, err error, needs map[string]int, durableID int6
 }
 
 // add adds d to the dead jobs, dropping the oldest if they are full.
-func (g *deadJobs) add(d *dead) {
+func (g *deadJobs) add(d *deadRecord) {
 	if len(g.list) == g.limit {
 		copy(g.list, g.list[1:])
 		g.list = g.list[:g.limit-1]

@@ -50,7 +50,7 @@ func (s *Runtime) DeadJobs() []DeadJob {
 func (s *Runtime) RetryDead(seq uint64) (Handle, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i := slices.IndexFunc(s.dead.list, func(d *dead) bool { return d.info.Seq == seq })
+	i := slices.IndexFunc(s.dead.list, func(d *deadRecord) bool { return d.info.Seq == seq })
 	if i < 0 {
 		return Handle{}, fmt.Errorf("%w: %d", ErrNotDead, seq)
 	}

@@ -208,7 +208,7 @@ func (s *Runtime) loadDeadLocked() error {
 	if limit < 0 {
 		return nil
 	}
-	var found []*dead
+	var found []*deadRecord
 	err := s.durable.st.Dead(context.Background(), limit, func(j *store.Job) error {
 		desc := storedDesc(j)
 		found = append(found, s.durableDead(j.ID, &desc, attemptsOfStored(j), errorOf(j.Err), time.UnixMicro(j.Finished)))
@@ -275,8 +275,8 @@ func (s *Runtime) buryRestoredLocked(id int64, desc *Job, a *attempts, now int64
 
 // durableDead returns the dead-list record of durable job id, described
 // by desc, with attempts a, dead at died with err.
-func (s *Runtime) durableDead(id int64, desc *Job, a *attempts, err error, died time.Time) *dead {
-	return &dead{
+func (s *Runtime) durableDead(id int64, desc *Job, a *attempts, err error, died time.Time) *deadRecord {
+	return &deadRecord{
 		info: DeadJob{Seq: s.eng.TakeSeq(), Job: *desc, Err: err, Attempts: append([]AttemptInfo(nil), a.list...), Died: died},
 		fn:   durableFn, parent: durableParent, attempts: a, durableID: id,
 	}

@@ -1,8 +1,6 @@
 package rt
 
 import (
-	"errors"
-	"strconv"
 	"sync"
 
 	"github.com/fairsched/fairsched/internal/decide"
@@ -55,35 +53,4 @@ type Runtime struct {
 
 	wg     sync.WaitGroup // job goroutines
 	events *eventSink     // nil without Config.OnEvent
-}
-
-// registerLocked registers job type name with the engine, and its retry
-// policy.
-func (s *Runtime) registerLocked(name string, c TypeConfig) error {
-	if _, known := s.decider().TypeTier(name); known && (s.retries.byType[name] != c.Retry || s.disabling.policies[name] != c.Disable ||
-		s.dups.policy[name] != c.Duplicates) {
-		return errors.New("fairsched: job type " + strconv.Quote(name) + " is already registered with a different configuration")
-	}
-	if err := s.decider().RegisterType(name, c.Engine); err != nil {
-		return err
-	}
-	s.noteRetriesLocked(name, c)
-	s.dups.note(name, c.Duplicates)
-	if c.Duplicates != AllowDuplicates {
-		s.watchEnds = true
-	}
-	return nil
-}
-
-// noteRetriesLocked keeps type name's retry and disable policies, if it
-// has them.
-func (s *Runtime) noteRetriesLocked(name string, c TypeConfig) {
-	s.retries.note(name, c.Retry)
-	if c.Disable != (DisablePolicy{}) {
-		d := &s.disabling
-		if d.policies == nil {
-			d.policies = make(map[string]DisablePolicy)
-		}
-		d.policies[name] = c.Disable
-	}
 }

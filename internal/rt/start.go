@@ -44,13 +44,3 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	return s, nil
 }
-
-// RegisterType is the API's Scheduler.RegisterType, which documents it.
-func (s *Runtime) RegisterType(name string, c TypeConfig) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	return s.registerLocked(name, c)
-}
