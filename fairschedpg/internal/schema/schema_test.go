@@ -1,0 +1,129 @@
+package schema_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/fairsched/fairsched/fairschedpg/internal/pgtest"
+	"github.com/fairsched/fairsched/fairschedpg/internal/schema"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func TestMigrateCreatesEveryTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	was, err := schema.Migrate(ctx, pool)
+	require.NoError(t, err)
+	assert.Equal(t, 0, was)
+
+	var tables []string
+	rows, err := pool.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		tables = append(tables, name)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{"fairsched_jobs", "fairsched_leader", "fairsched_replicas", "fairsched_schedules",
+		"fairsched_schema_version", "fairsched_state"}, tables)
+
+	// The columns of a job: what the SQLite store keeps, and the replica
+	// running it.
+	var cols []string
+	rows, err = pool.Query(ctx, `SELECT column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'fairsched_jobs' ORDER BY ordinal_position`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		cols = append(cols, name)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{"id", "state", "type", "key", "ref", "priority", "submitted", "not_before", "start_by",
+		"attempt", "allowed", "started", "replica", "finished", "attempts", "error", "after", "needs", "stood", "args"}, cols)
+
+	// One lease row, free, in term 0.
+	var n, term int
+	var free bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), max(term), bool_and(expires < now()) FROM fairsched_leader`).Scan(&n, &term, &free))
+	assert.Equal(t, 1, n)
+	assert.Equal(t, 0, term)
+	assert.True(t, free)
+
+	// A second lease row, or a replica without capacity, is refused.
+	_, err = pool.Exec(ctx, `INSERT INTO fairsched_leader (one, term, holder, expires) VALUES (false, 0, '', now())`)
+	assert.Error(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO fairsched_replicas VALUES ('r', 0, now(), 'live', now(), NULL)`)
+	assert.Error(t, err)
+}
+
+func TestMigrateTwiceDoesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	_, err := schema.Migrate(ctx, pool)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, args) VALUES (1, 't', 'k', '', 0, 1, '{}')`)
+	require.NoError(t, err)
+
+	was, err := schema.Migrate(ctx, pool)
+	require.NoError(t, err)
+	assert.Equal(t, schema.Version, was)
+	var versions, jobs int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM fairsched_schema_version), (SELECT count(*) FROM fairsched_jobs)`).Scan(&versions, &jobs))
+	assert.Equal(t, schema.Version, versions, "one row per version applied")
+	assert.Equal(t, 1, jobs, "the job is kept")
+}
+
+// Replicas starting together all migrate: one does the work, none fails.
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	const n = 8
+	was := make([]int, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { was[i], errs[i] = schema.Migrate(ctx, pool) })
+	}
+	wg.Wait()
+	migrated := 0
+	for i := range n {
+		require.NoError(t, errs[i], "replica %d", i)
+		if was[i] == 0 {
+			migrated++
+		} else {
+			assert.Equal(t, schema.Version, was[i])
+		}
+	}
+	assert.Equal(t, 1, migrated, "exactly one replica migrated")
+	var versions int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM fairsched_schema_version`).Scan(&versions))
+	assert.Equal(t, schema.Version, versions)
+}
+
+// A schema written by a newer version is refused, and left as it is.
+func TestMigrateRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	_, err := schema.Migrate(ctx, pool)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO fairsched_schema_version (version) VALUES ($1)`, schema.Version+1)
+	require.NoError(t, err)
+
+	was, err := schema.Migrate(ctx, pool)
+	require.ErrorIs(t, err, schema.ErrTooNew)
+	assert.Equal(t, schema.Version+1, was)
+	assert.Contains(t, err.Error(), "newer")
+	var versions int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM fairsched_schema_version`).Scan(&versions))
+	assert.Equal(t, schema.Version+1, versions, "untouched")
+}
