@@ -10,7 +10,8 @@
 # holds the same export line as start prints. Run as root, the cluster is
 # owned by and run as the postgres user (the server refuses to run as root);
 # otherwise as the current user. The binaries are PostgreSQL 15's, from
-# /usr/lib/postgresql/15/bin or `pg_config --bindir`.
+# /usr/lib/postgresql/15/bin or `pg_config --bindir`, else the newest
+# version under /usr/lib/postgresql.
 set -euo pipefail
 
 usage() {
@@ -21,14 +22,22 @@ usage() {
 cmd=$1
 dir=$2
 
+# PostgreSQL 15's binaries, else pg_config's, else the newest Debian has
+# installed: the store needs nothing past 15.
 bindir=/usr/lib/postgresql/15/bin
+if [ ! -x "$bindir/initdb" ] && command -v pg_config >/dev/null; then
+	bindir=$(pg_config --bindir)
+fi
 if [ ! -x "$bindir/initdb" ]; then
-	if command -v pg_config >/dev/null; then
-		bindir=$(pg_config --bindir)
-	fi
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+		if [ -x "$d/initdb" ]; then
+			bindir=$d
+			break
+		fi
+	done
 fi
 if [ ! -x "$bindir/initdb" ] || [ ! -x "$bindir/pg_ctl" ]; then
-	echo "$0: no PostgreSQL server binaries (initdb, pg_ctl) in /usr/lib/postgresql/15/bin or pg_config --bindir;" >&2
+	echo "$0: no PostgreSQL server binaries (initdb, pg_ctl) in /usr/lib/postgresql/*/bin or pg_config --bindir;" >&2
 	echo "on Debian: apt-get install postgresql" >&2
 	exit 1
 fi
