@@ -53,6 +53,50 @@
 // late, a rate limit's next token among NextDue's times. TryRunSync asks WouldStart, then for
 // a grant in the call: with decisions elsewhere none comes, and it
 // answers ErrWouldWait.
+//
+// # Decisions elsewhere: what replicas will add
+//
+// This is the plan the interface is shaped for; none of it is built yet.
+// With replicas on one database, the leader's process holds the engine
+// for the cluster and its Runtime asks Local, as one process does; a
+// server of the leader's admits into the same engine what the other
+// replicas ask for. A replica's Runtime asks a decider elsewhere, whose
+// calls never wait for the database under the lock: they append to an
+// outbox that a goroutine of its own commits in batches (group commit),
+// and the leader's answers come back through Deliver. The run-time layer
+// grows three paths for it:
+//
+//   - Admission later. A remote Enqueue cannot answer under the lock: it
+//     answers that it asked, and the admission or the refusal comes back
+//     later, as a grant does. RunSync waits for it as it waits for its
+//     grant; Submit and Enqueue wait for it before they return, so that
+//     a caller still learns of a full queue from its call.
+//   - Granted elsewhere. The leader's engine holds records of jobs its
+//     Runtime did not submit: a stand-in for each replica's closure, and
+//     the durable jobs, restored from the database as at a restart. A
+//     closure's grant goes to its replica; a durable job's to the first
+//     replica, in a stable order (packing), that has its handler and a
+//     free slot of its capacity, the leader included. The leader's
+//     Runtime keeps the durable job's task and applies the policies
+//     (retries, disabled pairs, dead jobs) to the attempt's end that the
+//     replica reports, fenced by the attempt's number.
+//   - Run here, admitted elsewhere. A replica granted a durable job it
+//     did not admit makes a task for that attempt (its arguments from the
+//     store's Start), runs the handler and reports the end; its own
+//     Runtime applies no policy to it.
+//
+// A replica's capacity becomes a cap of the order beside the type and
+// key caps (in the reference model too), counting everything running
+// there, RunSync closures included. A new leader rebuilds its engine from
+// the database: the durable jobs, the requests of closures still
+// waiting, and the attempts running, which count against every limit
+// until their replica is declared dead and they are lost (ErrLost), to
+// be retried by policy. The lease, its term fencing and the database's
+// clock are fairschedpg's (its internal/cluster). The leader's server,
+// the decider elsewhere and their loops are to be this module's, one
+// logic for any database, behind a public interface that a database's
+// module implements in SQL, so that the nested module depends on a
+// promise rather than on internal packages.
 package decide
 
 import "github.com/fairsched/fairsched/internal/engine"
