@@ -66,11 +66,15 @@
 // and the leader's answers come back through Deliver. The run-time layer
 // grows three paths for it:
 //
-//   - Admission later. A remote Enqueue cannot answer under the lock: it
-//     answers that it asked, and the admission or the refusal comes back
-//     later, as a grant does. RunSync waits for it as it waits for its
-//     grant; Submit and Enqueue wait for it before they return, so that
-//     a caller still learns of a full queue from its call.
+//   - Admission asked first. A remote Enqueue cannot wait for the leader
+//     under the lock, and a caller must still learn of a full queue from
+//     its call. So a replica's ways in ask the leader before they take
+//     the lock (one request for a batch, all or none), and the leader
+//     answers admitted, refused, or admitted and granted at once when a
+//     slot is free (one round trip for an uncontended RunSync). Under
+//     the lock, Enqueue then only binds the job to its admission, and
+//     its answer is never a refusal: the life under the lock stays as it
+//     is. A Close between the two takes the admission back (Cancel).
 //   - Granted elsewhere. The leader's engine holds records of jobs its
 //     Runtime did not submit: a stand-in for each replica's closure, and
 //     the durable jobs, restored from the database as at a restart. A
