@@ -80,6 +80,14 @@ func TestDisablePolicyWindowAndTime(t *testing.T) {
 	tt.set(time.Hour)
 	require.ErrorIs(t, tt.s.RunSync(context.Background(), b, noop), ErrDisabled, "until Enable")
 	assert.True(t, tt.s.Disabled()[0].Until.IsZero())
+
+	// A For of less than a µs, the scheduler's grain, disables for none,
+	// not until Enable.
+	require.NoError(t, tt.s.RegisterType("c", TypeConfig{Disable: DisablePolicy{Failures: 1, Window: time.Minute, For: 500 * time.Nanosecond}}))
+	c := Job{Type: "c", ID: "y"}
+	require.Error(t, tt.s.RunSync(context.Background(), c, fail))
+	require.NoError(t, tt.s.RunSync(context.Background(), c, noop), "disabled for none")
+	assert.EqualValues(t, 3, tt.s.Stats().DisabledTotal, "it counts as disabled")
 }
 
 // A pair's jobs already queued are not touched when it is disabled.

@@ -44,7 +44,7 @@
 // What the run-time layer still does to the engine directly, besides the
 // hot points above: the durable store's restore and its saved state (the
 // fair state, a lane's paused time, the pauses, a retry's backoff set
-// aside), and whether jobs ended without running (a failed dependency)
+// aside, a number for a dead job found in the store, a job's own needs), and whether jobs ended without running (a failed dependency)
 // or a rate limit needs the clock timer. The first are the work of the
 // process that holds the engine (with replicas, the leader, which
 // rebuilds its engine from the database); the last two are read after
@@ -196,8 +196,9 @@ type Decider interface {
 	// ended, or nil.
 	Find(seq uint64) *engine.Job
 	// Each calls f with every job admitted by this process and not ended,
-	// granted (first) or not; f may end them.
-	Each(f func(j *engine.Job))
+	// and whether the decisions granted it (it may still be on its way);
+	// f may end them.
+	Each(f func(j *engine.Job, granted bool))
 	// FindRunning returns the first granted job of this process match
 	// reports true for, and the effective priority it started at.
 	FindRunning(match func(*engine.Job) bool) (*engine.Job, int)

@@ -169,13 +169,15 @@ func (l *Local) Reserved(name string, minSlots int) (int, int, int) {
 // Find looks seq up among the engine's jobs: every one is this process's.
 func (l *Local) Find(seq uint64) *engine.Job { return l.e.Find(seq) }
 
-// Each calls f with the engine's running jobs, then its jobs not started.
-// It lists them before the first call, since f may end them.
-func (l *Local) Each(f func(j *engine.Job)) {
-	for _, jobs := range [][]*engine.Job{l.e.RunningJobs(), l.e.PendingJobs()} {
-		for _, j := range jobs {
-			f(j)
-		}
+// Each calls f with the engine's running jobs, granted, then its jobs not
+// started. It lists them before the first call, since f may end them.
+func (l *Local) Each(f func(j *engine.Job, granted bool)) {
+	running, pending := l.e.RunningJobs(), l.e.PendingJobs()
+	for _, j := range running {
+		f(j, true)
+	}
+	for _, j := range pending {
+		f(j, false)
 	}
 }
 

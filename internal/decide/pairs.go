@@ -22,11 +22,14 @@ type Span struct{ Since, Until int64 }
 func (s Span) over(now int64) bool { return s.Until != 0 && s.Until <= now }
 
 // DisableRule is a job type's disable policy, in µs: Failures failed
-// attempts within Window disable a pair for For (0: until enabled).
-// Failures 0 disables nothing.
+// attempts within Window disable a pair for For, or until it is enabled
+// if Forever. Failures 0 disables nothing. For is whole µs, so a policy
+// of less than one disables a pair for none: it counts as disabled, and
+// is not refused.
 type DisableRule struct {
 	Failures    int
 	Window, For int64
+	Forever     bool
 }
 
 // Pairs is what the disable policy keeps: the recent failures of each
@@ -84,7 +87,7 @@ func (p *Pairs) Failed(k Pair, r DisableRule, now int64) (Span, bool) {
 		return Span{}, false
 	}
 	span := Span{Since: now}
-	if r.For > 0 {
+	if !r.Forever {
 		span.Until = now + r.For
 	}
 	p.Disable(k, span, now)

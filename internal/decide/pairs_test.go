@@ -38,6 +38,15 @@ func TestPairsFailed(t *testing.T) {
 
 	_, disabled = p.Failed(Pair{"sync", "other"}, DisableRule{}, 300)
 	assert.False(t, disabled, "a type without a rule disables nothing")
+
+	// For under one µs: disabled for none, not until enabled.
+	short := Pair{"sync", "short"}
+	span, disabled = p.Failed(short, DisableRule{Failures: 1, Window: 100, For: 0}, 400)
+	require.True(t, disabled)
+	assert.Equal(t, Span{Since: 400, Until: 400}, span)
+	_, ok = p.Lookup(short, 400)
+	assert.False(t, ok, "its time was up as it began")
+	assert.Equal(t, uint64(2), p.Total)
 }
 
 // Disable holds a pair until Enable when its span has no end; Enable
@@ -45,7 +54,7 @@ func TestPairsFailed(t *testing.T) {
 func TestPairsDisableEnable(t *testing.T) {
 	var p Pairs
 	k := Pair{"t", "x"}
-	r := DisableRule{Failures: 2, Window: 1000}
+	r := DisableRule{Failures: 2, Window: 1000, Forever: true}
 	p.Failed(k, r, 1)
 	p.Disable(k, Span{Since: 5}, 5)
 	_, ok := p.Lookup(k, 1<<40)

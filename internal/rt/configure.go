@@ -116,8 +116,8 @@ func (s *Runtime) configure(c decide.Change, catchUp bool, refused func() error)
 	return nil
 }
 
-// registerLocked registers job type name with the engine, and its retry
-// policy.
+// registerLocked registers job type name with the decisions, and keeps
+// its retry, disable and duplicate policies.
 func (s *Runtime) registerLocked(name string, c TypeConfig) error {
 	if _, known := s.decider().TypeTier(name); known && (s.retries.byType[name] != c.Retry || s.disabling.policies[name] != c.Disable ||
 		s.dups.policy[name] != c.Duplicates) {

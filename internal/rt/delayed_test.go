@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fairsched/fairsched/fairschedsqlite"
 	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
 )
@@ -345,4 +348,71 @@ func TestDelayedBatchListedAndCancelled(t *testing.T) {
 	assert.Equal(t, int32(1), ran[1].Load())
 	assert.Equal(t, int32(1), ran[2].Load())
 	require.NoError(t, r.Verify())
+}
+
+// Shutdown keeps the durable jobs still queued in the store, but one
+// whose grant is on its way runs, and its end grants the job queued
+// behind it: Shutdown waits for both, and returns.
+func TestDelayedShutdownRunsAGrantOnItsWay(t *testing.T) {
+	st, err := fairschedsqlite.Open(filepath.Join(t.TempDir(), "jobs.db"))
+	require.NoError(t, err)
+	var mailed, submitted atomic.Int32
+	var d *delayed
+	r, err := New(Config{
+		Engine: engine.Config{MaxConcurrency: 1, CostAlpha: 0.3, DefaultCost: 1, IdleTTL: int64(10 * time.Minute / time.Microsecond)},
+		Errors: testErrors,
+		Types:  map[string]TypeConfig{"mail": {}},
+		Store:  st,
+		Handlers: map[string]*Handler{"mail": {Name: "mail", ArgType: reflect.TypeOf(""), Run: func(context.Context, []byte) error {
+			mailed.Add(1)
+			return nil
+		}}},
+		Decider: func(e *engine.Engine, _ decide.Grantee, deliver func(func() []*engine.Job)) decide.Decider {
+			d = newDelayed(e, deliver, false)
+			return d
+		},
+	})
+	require.NoError(t, err)
+	defer d.close()
+	_, err = r.Enqueue(context.Background(), &Job{Type: "mail", ID: "m1"}, "hello")
+	require.NoError(t, err)
+	d.awaitHeld(t, 1) // the durable job's grant, on its way
+	h, err := r.Submit(context.Background(), &Job{Key: "k"}, func(context.Context) error {
+		submitted.Add(1)
+		return nil
+	})
+	require.NoError(t, err)
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- r.Shutdown(context.Background()) }()
+	<-r.Done() // Shutdown holds the lock until it has readied the durable jobs
+	d.release <- struct{}{}
+	d.awaitHeld(t, 1) // the Submit job, granted as the durable one ended
+	d.release <- struct{}{}
+	require.NoError(t, <-stopped)
+	require.NoError(t, h.Wait(context.Background()))
+	assert.Equal(t, int32(1), mailed.Load(), "the durable job on its way ran")
+	assert.Equal(t, int32(1), submitted.Load())
+	require.NoError(t, st.Close())
+}
+
+// Close takes the queued jobs out before the grants on their way, so
+// that taking those back grants nothing more.
+func TestDelayedCloseGrantsNothingMore(t *testing.T) {
+	r, d := newDelayedRuntime(t, 2, false)
+	var ran atomic.Int32
+	fn := func(context.Context) error { ran.Add(1); return nil }
+	hs := make([]Handle, 50)
+	for i := range hs {
+		h, err := r.Submit(context.Background(), &Job{Key: fmt.Sprint("k", i%5)}, fn)
+		require.NoError(t, err)
+		hs[i] = h
+	}
+	d.awaitHeld(t, 2)
+	require.NoError(t, r.Close())
+	assert.Zero(t, len(d.holding), "no grant during Close")
+	for _, h := range hs {
+		require.ErrorIs(t, h.Wait(context.Background()), ErrClosed)
+	}
+	assert.Zero(t, ran.Load())
 }

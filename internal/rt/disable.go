@@ -56,7 +56,7 @@ func (d *disabling) count(t *task, now int64) {
 	if !ok || p.Failures == 0 {
 		return
 	}
-	rule := decide.DisableRule{Failures: p.Failures, Window: p.Window.Microseconds(), For: p.For.Microseconds()}
+	rule := decide.DisableRule{Failures: p.Failures, Window: p.Window.Microseconds(), For: p.For.Microseconds(), Forever: p.For == 0}
 	if _, disabled := d.dec.Failed(decide.Pair{Type: t.rec.Type(), ID: t.rec.ID()}, rule, now); disabled && d.events != nil {
 		d.events.send(Event{Kind: EventDisabled, Time: d.tb.timeOf(now), Seq: t.rec.Seq(), Type: t.rec.Type(), ID: t.rec.ID(),
 			Key: t.rec.Key(), Tier: Tier(t.rec.Tier())})

@@ -233,7 +233,7 @@ func (s *Runtime) ScheduleDurable(ctx context.Context, name string, spec Schedul
 // it starts.
 func (s *Runtime) findDurableLocked(id int64) Handle {
 	var h Handle
-	s.decider().Each(func(j *engine.Job) {
+	s.decider().Each(func(j *engine.Job, _ bool) {
 		if dt := s.durable.of(taskOf(j)); dt != nil && dt.id == id && h.t == nil {
 			h = Handle{t: &dt.task}
 		}

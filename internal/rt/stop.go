@@ -62,17 +62,21 @@ func (s *Runtime) Close() error {
 	if s.durable != nil {
 		s.leaveLocked(now)
 	}
-	// The jobs not started first, those whose grant is on its way
-	// included: they never start. Each one's end may grant another,
-	// which the second pass finds started.
-	s.decider().Each(func(j *engine.Job) {
-		if t := taskOf(j); t.waiting() { // not ended already by a job it runs after, cancelled just before
+	// The jobs queued first: none is granted once they are gone. Then the
+	// jobs granted: those running are cancelled, and those whose grant is
+	// on its way never start.
+	s.decider().Each(func(j *engine.Job, granted bool) {
+		if t := taskOf(j); !granted && t.waiting() { // not ended already by a job it runs after, cancelled just before
 			s.cancelQueuedLocked(t, ErrClosed, now)
 		}
 	})
-	s.decider().Each(func(j *engine.Job) {
-		if t := taskOf(j); t.granted() {
+	s.decider().Each(func(j *engine.Job, granted bool) {
+		switch t := taskOf(j); {
+		case !granted:
+		case t.granted():
 			t.ctx.cancel(context.Canceled)
+		case t.waiting():
+			s.cancelQueuedLocked(t, ErrClosed, now)
 		}
 	})
 	idle := s.idleChanLocked()
@@ -133,8 +137,8 @@ func (s *Runtime) leaveLocked(now int64) {
 	s.durable.leaving = true
 	fs := s.eng.SaveFair()
 	s.durable.atLeave = &fs
-	s.decider().Each(func(j *engine.Job) {
-		if t := taskOf(j); t.waiting() && s.durable.of(t) != nil {
+	s.decider().Each(func(j *engine.Job, granted bool) { // one granted runs, even on its way
+		if t := taskOf(j); !granted && t.waiting() && s.durable.of(t) != nil {
 			s.endQueuedLocked(t, ErrKept, now)
 		}
 	})
