@@ -227,17 +227,3 @@ func TestCloseTwice(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, again.Close())
 }
-
-// State reads what PutState was given before it, posted or not yet
-// written: a scheduler started on a Store another one used finds that
-// one's last pauses (a ResumeKey after its Shutdown, say).
-func TestStateReadsItsWrites(t *testing.T) {
-	st := openTest(t)
-	for i := range 50 {
-		want := []byte{byte(i)}
-		st.PutState("pauses", want)
-		got, err := st.State(context.Background(), "pauses")
-		require.NoError(t, err)
-		require.Equal(t, want, got, "write %d", i)
-	}
-}
