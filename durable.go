@@ -20,7 +20,8 @@ import (
 // it.
 
 // Store is where a Scheduler keeps its durable jobs: open one with
-// fairschedsqlite.Open. Only this module's stores implement it.
+// fairschedsqlite.Open (a file), or fairschedpg.Open (PostgreSQL). Only
+// the stores of this repository implement it.
 type Store = store.Store
 
 // Handlers holds the handlers of durable job types, for Config.Handlers.
@@ -124,9 +125,10 @@ func JobID(ctx context.Context) int64 {
 }
 
 // EnqueueTx enqueues a durable job inside the caller's own transaction tx
-// on the Store's database (a *sql.Tx for fairschedsqlite, on Store.DB):
-// the job exists if and only if tx commits, so a job and the change that
-// calls for it are written together or not at all. It returns the job's
+// on the Store's database (a *sql.Tx for fairschedsqlite, on Store.DB; a
+// pgx.Tx for fairschedpg, on Store.Pool): the job exists if and only if
+// tx commits, so a job and the change that calls for it are written
+// together or not at all. It returns the job's
 // ID in the store. The Scheduler takes the job once the commit is done,
 // within milliseconds, and runs it as any durable job; a rolled-back job
 // never runs.

@@ -1,26 +1,59 @@
-// Package fairschedpg is the PostgreSQL store of fairsched: many
-// replicas of a service on one PostgreSQL database, behaving as one
-// scheduler, with one of them, the leader, making every decision.
+// Package fairschedpg keeps a fairsched scheduler's durable jobs in a
+// PostgreSQL database, through pgx v5: the durable mode of the SQLite
+// store (fairschedsqlite), on the database a service runs already.
 //
-// It is not usable as Config.Store yet. What it has today is the
-// groundwork: the schema and its migrations (Migrate), the leader's lease
-// with its term fencing, and the replicas' registry. The store itself,
-// and the scheduler's side of leadership, come next.
+//	st, err := fairschedpg.Open(ctx, "postgres://app@db/app")
+//	...
+//	defer st.Close()
+//	s, err := fairsched.New(fairsched.Config{Store: st, Handlers: handlers})
+//	...
+//	defer s.Shutdown(ctx) // before st.Close
 //
-// It is a Go module of its own, on github.com/jackc/pgx/v5, so that the
-// core module and the SQLite store never download or link pgx.
+// or, on a pool the service has opened already, OpenPool(ctx, pool): its
+// own transactions on the pool can then enqueue jobs, which exist if and
+// only if the transaction commits:
 //
-// A deploy pipeline can create or migrate the schema before the replicas
-// start:
+//	tx, err := pool.Begin(ctx)
+//	...
+//	id, err := fairsched.EnqueueTx(ctx, s, tx, fairsched.Job{Type: "welcome"}, email)
+//	...
+//	err = tx.Commit(ctx)
+//
+// What it keeps is what the SQLite store keeps: every job's identity,
+// arguments, attempts and errors, not-before times and deadlines, dead
+// jobs, duplicates' priorities, dependencies, resource needs, pauses,
+// periodic schedules and the fair-share state; a restart, or a kill -9,
+// loses no committed job and starts none twice at the same time. A job
+// that was running when its process died is a lost attempt, retried by
+// its type's policy.
+//
+// The tables live in the schema the pool's connections' search_path
+// names first; Open and OpenPool create them, or migrate them, and
+// refuse a schema that a newer version of this module wrote
+// (ErrSchemaTooNew). A deploy pipeline can run Migrate first instead:
 //
 //	pool, err := pgxpool.New(ctx, dsn)
 //	...
 //	if err := fairschedpg.Migrate(ctx, pool); err != nil { ... }
 //
-// Migrate is safe to run from every replica at once, and does nothing to
-// a schema already at its version. A schema that a newer version of this
-// module wrote is refused with ErrSchemaTooNew and left untouched, so
-// that a rolling upgrade never has an old replica write to a new schema.
+// Every transaction of the Store's is READ COMMITTED, whatever the
+// server's default, and every statement runs under a timeout
+// (Options.StatementTimeout). Writes are grouped: the writes that queue
+// while one transaction commits share the next one. Jobs committed by
+// the service's transactions reach the scheduler through LISTEN/NOTIFY,
+// within milliseconds of the commit, and a poll finds any whose
+// notification was missed.
+//
+// One process at a time: today a schema holds one Store, and a second
+// Open of it, in any process, fails with ErrInUse until the first is
+// closed or its process has died. Many replicas of a service on one
+// database, behaving as one scheduler with one leader, are the next
+// step of this package; until then, run the scheduler in one process.
+//
+// It is a Go module of its own, on github.com/jackc/pgx/v5, so that the
+// core module and the SQLite store never download or link pgx. It
+// implements the core module's store interface, which is internal: pair
+// it with the core module of the same release.
 package fairschedpg
 
 import (

@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/fairsched/fairsched => ../
 
 require (
+	github.com/fairsched/fairsched v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

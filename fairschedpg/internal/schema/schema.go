@@ -54,12 +54,14 @@ CREATE TABLE fairsched_jobs (
 	after      bigint[],                          -- the jobs it runs after; NULL: none
 	needs      jsonb,                             -- units of resources it needs in place of its type's; NULL: its type's
 	stood      bigint   NOT NULL DEFAULT 0,       -- its lane's paused µs when set aside with its aging clock running; 0: none kept
-	args       bytea    NOT NULL                  -- the handler's arguments, JSON, byte for byte
+	args       bytea    NOT NULL,                 -- the handler's arguments, JSON, byte for byte
+	unseen     boolean  NOT NULL DEFAULT false    -- inserted in a caller's transaction (EnqueueTx), not yet taken by a scheduler
 );
 CREATE INDEX fairsched_jobs_unfinished ON fairsched_jobs (id) WHERE state < 3;
 CREATE INDEX fairsched_jobs_finished ON fairsched_jobs (finished) WHERE state >= 3;
 CREATE INDEX fairsched_jobs_dead ON fairsched_jobs (finished DESC, id DESC) WHERE state = 5;
 CREATE INDEX fairsched_jobs_running ON fairsched_jobs (replica) WHERE replica IS NOT NULL;
+CREATE INDEX fairsched_jobs_unseen ON fairsched_jobs (id) WHERE unseen;
 
 -- Named values the scheduler keeps beside its jobs: "fair" (the keys'
 -- virtual times and the learned costs) and "pauses" (the keys and types

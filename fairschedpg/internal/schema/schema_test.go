@@ -46,7 +46,7 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	assert.Equal(t, []string{"id", "state", "type", "key", "ref", "priority", "submitted", "not_before", "start_by",
-		"attempt", "allowed", "started", "replica", "finished", "attempts", "error", "after", "needs", "stood", "args"}, cols)
+		"attempt", "allowed", "started", "replica", "finished", "attempts", "error", "after", "needs", "stood", "args", "unseen"}, cols)
 
 	// One lease row, free, in term 0.
 	var n, term int

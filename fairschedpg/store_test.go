@@ -1,0 +1,290 @@
+package fairschedpg
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched/fairschedpg/internal/pgtest"
+	"github.com/fairsched/fairsched/internal/rt"
+	"github.com/fairsched/fairsched/internal/store"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// openTest opens a Store on a fresh schema, closed when the test ends.
+func openTest(t *testing.T, opts ...Options) (*Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	st, err := OpenPool(context.Background(), pool, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st, pool
+}
+
+// column returns the one integer column query selects, row by row.
+func column(t *testing.T, pool *pgxpool.Pool, query string) []int64 {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), query)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		require.NoError(t, rows.Scan(&v))
+		out = append(out, v)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// A transaction that fails fails every request in it, and Flush reports a
+// failed posted op once.
+func TestFailedWrite(t *testing.T) {
+	t.Parallel()
+	st, pool := openTest(t)
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused %', NEW.type; END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON fairsched_jobs FOR EACH ROW WHEN (NEW.type = 'bad') EXECUTE FUNCTION refuse();
+CREATE TRIGGER refuse_end BEFORE UPDATE ON fairsched_jobs FOR EACH ROW WHEN (NEW.state = 3 AND NEW.type = 'no') EXECUTE FUNCTION refuse();`)
+	require.NoError(t, err)
+	withID := &store.StateWrite{Name: "last", Value: func(jobs []*store.Job) []byte { return fmt.Appendf(nil, "%d", jobs[0].ID) }}
+	err = st.Insert(ctx, withID, &store.Job{Type: "ok", Args: []byte(`1`)}, &store.Job{Type: "bad", Args: []byte(`1`)})
+	assert.ErrorContains(t, err, "refused bad")
+	state, err := st.State(ctx, "last")
+	require.NoError(t, err)
+	assert.Nil(t, state, "nor the state written with it")
+	assert.Empty(t, column(t, pool, "SELECT id FROM fairsched_jobs"), "nothing of a failed transaction is stored")
+
+	j := &store.Job{Type: "no", Args: []byte(`1`)}
+	require.NoError(t, st.Insert(ctx, withID, j))
+	state, err = st.State(ctx, "last")
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprint(j.ID), string(state), "a state written with jobs, their IDs known")
+	st.Post(store.Op{Kind: store.OpComplete, ID: j.ID, At: 1})
+	assert.ErrorContains(t, st.Flush(ctx), "refused no")
+	assert.NoError(t, st.Flush(ctx))
+	assert.Equal(t, []int64{1}, column(t, pool, "SELECT state FROM fairsched_jobs"), "queued still")
+}
+
+// Every transaction of the Store's is READ COMMITTED with the statement
+// timeout, whatever the pool's connections default to.
+func TestTransactionSettings(t *testing.T) {
+	t.Parallel()
+	pool, schemaName := pgtest.PoolSchema(t)
+	ctx := context.Background()
+	cfg := pgtest.Config(t, schemaName)
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "serializable"
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = "0"
+	strict, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer strict.Close()
+	st, err := OpenPool(ctx, strict, Options{StatementTimeout: 1234 * time.Millisecond})
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = pool.Exec(ctx, `
+CREATE TABLE settings (isolation text, timeout text);
+CREATE FUNCTION note() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	INSERT INTO settings VALUES (current_setting('transaction_isolation'), current_setting('statement_timeout'));
+	RETURN NEW;
+END $$;
+CREATE TRIGGER note BEFORE INSERT OR UPDATE ON fairsched_jobs FOR EACH ROW EXECUTE FUNCTION note();`)
+	require.NoError(t, err)
+	j := &store.Job{Type: "t", Args: []byte(`1`)}
+	require.NoError(t, st.Insert(ctx, nil, j))
+	_, err = st.Start(ctx, j.ID, 1)
+	require.NoError(t, err)
+	var n int
+	var isolation, timeout string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), min(isolation), max(isolation), min(timeout) FROM settings`).Scan(&n, &isolation, new(string), &timeout))
+	assert.Equal(t, 2, n)
+	assert.Equal(t, "read committed", isolation)
+	assert.Equal(t, "1234ms", timeout)
+	var serializable string
+	require.NoError(t, strict.QueryRow(ctx, `SHOW transaction_isolation`).Scan(&serializable))
+	assert.Equal(t, "serializable", serializable, "the pool's connections keep their own")
+}
+
+// The states of durable schedules are kept in fairsched_schedules, under
+// the schedule's name; the others in fairsched_state.
+func TestStateTables(t *testing.T) {
+	t.Parallel()
+	st, pool := openTest(t)
+	ctx := context.Background()
+	assert.Equal(t, rt.ScheduleStateName("nightly"), schedulePrefix+"nightly", "the run-time layer's names")
+	st.PutState(rt.ScheduleStateName("nightly"), []byte(`{"next":1}`))
+	st.PutState("fair", []byte(`{}`))
+	require.NoError(t, st.Flush(ctx))
+	var schedule, fair []byte
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT value FROM fairsched_schedules WHERE name = 'nightly'),
+		(SELECT value FROM fairsched_state WHERE name = 'fair')`).Scan(&schedule, &fair))
+	assert.Equal(t, `{"next":1}`, string(schedule))
+	assert.Equal(t, `{}`, string(fair))
+}
+
+// Finished jobs are deleted once past their retention, dead ones past
+// theirs, in batches of pruneBatch; unfinished ones never.
+func TestPrune(t *testing.T) {
+	t.Parallel()
+	st, pool := openTest(t, Options{Retention: time.Hour, DeadRetention: 2 * time.Hour})
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) int64 { return t0.Add(d).UnixMicro() }
+	const old = 2*pruneBatch + 500
+	jobs := make([]*store.Job, old+4)
+	for i := range jobs {
+		jobs[i] = &store.Job{Type: "t", Submitted: at(0), Args: []byte(`1`)}
+	}
+	require.NoError(t, st.Insert(ctx, nil, jobs...))
+	for _, j := range jobs[:old] { // completed or ended 90 minutes before the prune
+		kind := store.OpComplete
+		if j.ID%2 == 0 {
+			kind = store.OpEnd
+		}
+		st.Post(store.Op{Kind: kind, ID: j.ID, At: at(0)})
+	}
+	rest := jobs[old:]
+	st.Post(store.Op{Kind: store.OpComplete, ID: rest[0].ID, At: at(time.Hour)})        // 30 minutes before
+	st.Post(store.Op{Kind: store.OpDead, ID: rest[1].ID, At: at(0), Err: "x"})          // 90 minutes before
+	st.Post(store.Op{Kind: store.OpDead, ID: rest[2].ID, At: at(-time.Hour), Err: "x"}) // 150 minutes before
+	// rest[3] is queued.
+	require.NoError(t, st.Flush(ctx))
+
+	commits := st.w.commits.Load()
+	n, err := st.pruner.prune(t0.Add(90 * time.Minute))
+	require.NoError(t, err)
+	assert.EqualValues(t, old+1, n, "the old finished jobs and the dead job past its 2 hours")
+	assert.EqualValues(t, 3, st.w.commits.Load()-commits, "in batches of %d: 1000, 1000, 501", pruneBatch)
+	assert.Equal(t, []int64{rest[0].ID, rest[1].ID, rest[3].ID}, column(t, pool, "SELECT id FROM fairsched_jobs ORDER BY id"))
+}
+
+// One Store per schema: a second is refused with ErrInUse while the
+// first is open, and opens once it is closed.
+func TestInUse(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	ctx := context.Background()
+	first, err := OpenPool(ctx, pool)
+	require.NoError(t, err)
+	_, err = OpenPool(ctx, pool, Options{StatementTimeout: 100 * time.Millisecond})
+	require.ErrorIs(t, err, ErrInUse)
+	other := pgtest.Pool(t) // another schema of the same database
+	st, err := OpenPool(ctx, other)
+	require.NoError(t, err, "another schema is another store")
+	require.NoError(t, st.Close())
+	require.NoError(t, first.Close())
+	second, err := OpenPool(ctx, pool)
+	require.NoError(t, err)
+	require.NoError(t, second.Close())
+}
+
+// Open makes a pool of its own from a DSN, and Close closes it; a DSN
+// that cannot connect, or does not parse, is an error, not a hang.
+func TestOpenDSN(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	_, schemaName := pgtest.PoolSchema(t)
+	st, err := Open(ctx, dsn+"&search_path="+schemaName)
+	require.NoError(t, err)
+	assert.Equal(t, schemaName, st.schema)
+	require.NoError(t, st.Close())
+	assert.Error(t, st.Pool().Ping(ctx), "its pool is closed")
+
+	_, err = Open(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=5&sslmode=disable")
+	assert.ErrorContains(t, err, "fairschedpg: migrating the schema")
+	_, err = Open(ctx, "postgres://%zz")
+	assert.ErrorContains(t, err, "fairschedpg:")
+}
+
+// A schema a newer version wrote is refused, untouched.
+func TestOpenSchemaTooNew(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	ctx := context.Background()
+	require.NoError(t, Migrate(ctx, pool))
+	_, err := pool.Exec(ctx, `INSERT INTO fairsched_schema_version (version) VALUES ($1)`, SchemaVersion+1)
+	require.NoError(t, err)
+	_, err = OpenPool(ctx, pool)
+	assert.ErrorIs(t, err, ErrSchemaTooNew)
+}
+
+// watched returns st recovered and watched, the jobs that arrive going
+// to the channel returned.
+func watched(t *testing.T, st *Store) <-chan *store.Job {
+	t.Helper()
+	require.NoError(t, st.Recover(context.Background(), func(*store.Job) error { return nil }))
+	got := make(chan *store.Job, 10)
+	require.NoError(t, st.Watch(func(j *store.Job) { got <- j }))
+	return got
+}
+
+// A job committed without a notification (one missed while the session
+// was down, say) arrives all the same, at the next poll.
+func TestWatchPolls(t *testing.T) {
+	t.Parallel()
+	st, pool := openTest(t, Options{PollInterval: 20 * time.Millisecond})
+	got := watched(t, st)
+	var id int64
+	require.NoError(t, pool.QueryRow(context.Background(), `INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, args, unseen)
+		VALUES (1, 'mail', 'k', '', 0, 5, '{}', true) RETURNING id`).Scan(&id))
+	j := <-got
+	assert.Equal(t, id, j.ID)
+	assert.Equal(t, "mail", j.Type)
+	assert.Equal(t, []int64{0}, column(t, pool, "SELECT count(*) FROM fairsched_jobs WHERE unseen"), "taken")
+}
+
+// A session whose connection the server drops is opened again, takes
+// its lock again, and jobs keep arriving; a Store that finds its lock
+// taken meanwhile writes no more.
+func TestWatchReconnects(t *testing.T) {
+	t.Parallel()
+	st, pool := openTest(t, Options{PollInterval: 50 * time.Millisecond, StatementTimeout: 200 * time.Millisecond})
+	gate := make(chan chan struct{}, 1) // a reconnection waits for the channel sent, if one is
+	reconnected := make(chan error, 10)
+	st.watch.beforeReconnect = func() {
+		select {
+		case c := <-gate:
+			<-c
+		default:
+		}
+	}
+	st.watch.afterReconnect = func(err error) { reconnected <- err }
+	got := watched(t, st)
+	ctx := context.Background()
+	for round := range 2 {
+		pid := st.watch.session().PgConn().PID()
+		var ok bool
+		require.NoError(t, pool.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pid).Scan(&ok))
+		require.True(t, ok)
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		j := &store.Job{Type: "mail", Args: []byte(`{}`)}
+		require.NoError(t, st.InsertTx(ctx, tx, j))
+		require.NoError(t, tx.Commit(ctx))
+		require.NoError(t, <-reconnected, "round %d", round)
+		assert.Equal(t, j.ID, (<-got).ID, "round %d", round)
+	}
+	require.NoError(t, st.Insert(ctx, nil, &store.Job{Type: "t", Args: []byte(`1`)}), "the lock is this Store's again")
+
+	// Another takes the lock while the session is down.
+	taken := make(chan struct{})
+	gate <- taken
+	pid := st.watch.session().PgConn().PID()
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `SELECT pg_advisory_lock($1, hashtext($2))`, storeLockKey, st.schema) // once the backend has gone
+	require.NoError(t, err)
+	close(taken)
+	assert.ErrorIs(t, <-reconnected, ErrInUse)
+	err = st.Insert(ctx, nil, &store.Job{Type: "t", Args: []byte(`1`)})
+	assert.ErrorIs(t, err, ErrInUse, "this Store writes no more")
+	_, err = conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+	require.NoError(t, err)
+}

@@ -1,0 +1,331 @@
+package fairschedpg
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Jobs enqueued in a caller's transaction (InsertTx) are not the
+// scheduler's until that transaction commits, and only the database knows
+// when it does. Unlike SQLite's one writer at a time, PostgreSQL's
+// transactions commit in any order, their IDs taken from a sequence
+// before: a committed job's ID may be below one still uncommitted, or one
+// rolled back, so no cursor over IDs can tell which jobs are new. The
+// rows say it instead: InsertTx inserts its jobs unseen (a column, with
+// a partial index), and the watcher takes the unseen rows it finds, in
+// one UPDATE that clears the mark and returns them, after which it hands
+// them on. Recover, which reads every unfinished job, clears the mark of
+// those it read, so none is handed on twice.
+//
+// InsertTx also sends a notification in the caller's transaction,
+// which the server delivers only if that transaction commits: the
+// watcher's session listens, and looks at once. A notification can be
+// missed (the session's connection drops, and the server forgets what it
+// would have sent on it), so the watcher also looks every PollInterval,
+// and after every reconnection.
+//
+// The session is also what keeps one Store per schema: it holds a
+// session-level advisory lock from Open to Close. A connection that
+// drops releases the lock on the server; the watcher reconnects and
+// takes it again, and if another Store took it meanwhile, every write of
+// this one fails from then on (ErrInUse).
+
+// takeBatch is the most unseen jobs one look takes.
+const takeBatch = 1000
+
+// storeLockKey is the first key of the Store's advisory lock, the
+// second being the schema's name's hash: "fsst" in ASCII (Migrate's lock
+// is another).
+const storeLockKey = 0x66737374
+
+type watcher struct {
+	st      *Store
+	channel string // the schema's notification channel
+
+	mu sync.Mutex
+	// Guarded by mu.
+	arrived func(*store.Job) // nil: no one watches
+	conn    *pgx.Conn        // the session; nil while it reconnects
+	lostErr error            // the lock was taken by another Store while the session was down
+	started bool
+	nudge   context.CancelFunc // ends the session's wait, for a look at once
+
+	// Tests: called before each reconnection, and with its outcome.
+	beforeReconnect func()
+	afterReconnect  func(error)
+
+	ctx    context.Context // ended by stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// channelOf returns the notification channel of schema: a name of at
+// most 63 bytes, PostgreSQL's limit.
+func channelOf(schema string) string {
+	c := "fairsched_jobs:" + schema
+	if len(c) > 63 {
+		h := fnv.New64a()
+		h.Write([]byte(schema))
+		c = fmt.Sprintf("fairsched_jobs:%x", h.Sum64())
+	}
+	return c
+}
+
+// newWatcher opens the Store's session, takes its lock and listens.
+func newWatcher(ctx context.Context, st *Store) (*watcher, error) {
+	w := &watcher{st: st, channel: channelOf(st.schema)}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	conn, err := w.connect(ctx)
+	if err != nil {
+		w.cancel()
+		return nil, err
+	}
+	w.conn = conn
+	return w, nil
+}
+
+// connect opens a session: a connection of its own, outside the pool,
+// with the pool's settings, that holds the lock and listens. It fails
+// with ErrInUse if another Store holds the lock past the statement
+// timeout (a process that died a moment ago holds it until the server
+// notices).
+func (w *watcher) connect(ctx context.Context) (*pgx.Conn, error) {
+	st := w.st
+	cfg := st.pool.Config().ConnConfig.Copy()
+	ms := fmt.Sprint(st.o.StatementTimeout.Milliseconds())
+	cfg.RuntimeParams["statement_timeout"] = ms
+	cfg.RuntimeParams["lock_timeout"] = ms
+	ctx, cancel := st.stmtCtx(ctx)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("fairschedpg: %w", err)
+	}
+	_, err = conn.Exec(ctx, `SELECT pg_advisory_lock($1, hashtext($2))`, storeLockKey, st.schema)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "55P03" || pgErr.Code == "57014") { // lock_not_available, query_canceled: the wait timed out
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("%w (schema %q)", ErrInUse, st.schema)
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{w.channel}.Sanitize())
+	}
+	if err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("fairschedpg: %w", err)
+	}
+	return conn, nil
+}
+
+// lost returns the error every write fails with once the lock is lost.
+func (w *watcher) lost() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lostErr
+}
+
+// Watch is for the scheduler: it calls arrived with each job a caller's
+// transaction committed (InsertTx), from the Store's goroutine, until
+// Watch is called again (nil: no one).
+func (st *Store) Watch(arrived func(*store.Job)) error {
+	w := st.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.arrived = arrived
+	if !w.started {
+		w.started = true
+		w.wg.Add(1)
+		go w.loop()
+	} else if w.nudge != nil {
+		w.nudge()
+	}
+	return nil
+}
+
+// InsertTx is for the scheduler: it inserts jobs in the caller's
+// transaction tx, on this Store's database, in the Store's schema
+// whatever tx's search_path.
+func (st *Store) InsertTx(ctx context.Context, tx pgx.Tx, jobs ...*store.Job) error {
+	b := &pgx.Batch{}
+	queueInsert(b, `INSERT INTO `+st.jobsTable+` `+insertCols+insertRows, true, jobs)
+	b.Queue(`SELECT pg_notify($1, '')`, st.watch.channel) // sent if tx commits
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("fairschedpg: %w", err)
+	}
+	return nil
+}
+
+var _ store.TxInserter[pgx.Tx] = (*Store)(nil)
+
+func (w *watcher) loop() {
+	defer w.wg.Done()
+	pause := 10 * time.Millisecond // between failed reconnections, doubling to PollInterval
+	for {
+		conn := w.session()
+		if conn == nil {
+			switch w.reconnect() {
+			case stopped, lockLost:
+				return
+			case failed:
+				select {
+				case <-w.ctx.Done():
+					return
+				case <-time.After(pause):
+				}
+				pause = min(2*pause, w.st.o.PollInterval)
+			}
+			continue
+		}
+		pause = 10 * time.Millisecond
+		w.look()
+		err := w.wait(conn)
+		switch {
+		case w.ctx.Err() != nil:
+			return
+		case err != nil:
+			conn.Close(context.Background())
+			w.mu.Lock()
+			w.conn = nil
+			w.mu.Unlock()
+		}
+	}
+}
+
+// session returns the session's connection, nil if there is none.
+func (w *watcher) session() *pgx.Conn {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.conn
+}
+
+// reconnection is how a reconnection ended.
+type reconnection uint8
+
+const (
+	reconnected reconnection = iota // the session is open again, with its lock
+	failed                          // try again
+	lockLost                        // another Store holds the lock: this one writes no more
+	stopped                         // the watcher stops
+)
+
+// reconnect tries once to open the session again.
+func (w *watcher) reconnect() reconnection {
+	if w.beforeReconnect != nil {
+		w.beforeReconnect()
+	}
+	conn, err := w.connect(w.ctx)
+	if w.afterReconnect != nil {
+		w.afterReconnect(err)
+	}
+	if w.ctx.Err() != nil {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+		return stopped
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrInUse):
+		w.lostErr = fmt.Errorf("%w: another Store took it while this one's session was down; this one writes no more", ErrInUse)
+		return lockLost
+	case err != nil:
+		return failed
+	}
+	w.conn = conn
+	return reconnected
+}
+
+// wait waits on conn for a notification, PollInterval at most, or a
+// nudge; it returns an error if the connection failed.
+func (w *watcher) wait(conn *pgx.Conn) error {
+	ctx, cancel := context.WithTimeout(w.ctx, w.st.o.PollInterval)
+	defer cancel()
+	w.mu.Lock()
+	w.nudge = cancel
+	w.mu.Unlock()
+	_, err := conn.WaitForNotification(ctx)
+	w.mu.Lock()
+	w.nudge = nil
+	w.mu.Unlock()
+	if err != nil && ctx.Err() != nil && !conn.IsClosed() {
+		return nil // the time is up, or a nudge: look
+	}
+	return err
+}
+
+// look takes the unseen jobs and hands them on, in ID order, if someone
+// watches. A failed look is tried again at the next.
+func (w *watcher) look() {
+	for {
+		w.mu.Lock()
+		tell := w.arrived
+		w.mu.Unlock()
+		if tell == nil {
+			return // the unseen jobs stay for the next start, or the next Watch
+		}
+		jobs, err := w.take()
+		if err != nil {
+			return
+		}
+		for _, j := range jobs {
+			tell(j)
+		}
+		if len(jobs) < takeBatch {
+			return
+		}
+	}
+}
+
+// take clears the mark of up to takeBatch unseen jobs and returns them,
+// in ID order, once that is committed.
+func (w *watcher) take() ([]*store.Job, error) {
+	var jobs []*store.Job
+	var intern interner
+	err := w.st.run(w.ctx, false, func(b *pgx.Batch) {
+		b.Queue(`
+UPDATE fairsched_jobs j SET unseen = false
+FROM (SELECT id FROM fairsched_jobs WHERE unseen ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) u
+WHERE j.id = u.id
+RETURNING `+jobCols("j."), takeBatch).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				j, _, err := scanJob(rows, &intern)
+				if err != nil {
+					return err
+				}
+				jobs = append(jobs, j)
+			}
+			return rows.Err()
+		})
+	})
+	slices.SortFunc(jobs, func(a, b *store.Job) int { return cmp.Compare(a.ID, b.ID) })
+	return jobs, err
+}
+
+// stop ends the loop; the session stays, holding the lock, until
+// release.
+func (w *watcher) stop() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+// release closes the session, which releases the lock.
+func (w *watcher) release() {
+	w.mu.Lock()
+	conn := w.conn
+	w.conn = nil
+	w.mu.Unlock()
+	if conn != nil {
+		conn.Close(context.Background())
+	}
+}

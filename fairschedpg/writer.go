@@ -1,0 +1,429 @@
+package fairschedpg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/fairsched/fairsched/internal/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The writer commits every write of the Store in groups (store.Batcher),
+// one transaction at a time: the writes that queued during one
+// transaction share the next one's commit, and its round trips. A
+// transaction is one pipelined batch of statements, BEGIN to COMMIT: one
+// round trip, two when it inserts jobs (the states written with them
+// need their IDs first).
+
+// maxBatch bounds the requests of one transaction, so that a burst of
+// writes never holds its rows' locks for long.
+const maxBatch = 1000
+
+// maxRows bounds the rows of one multi-row statement.
+const maxRows = 1000
+
+type reqKind uint8
+
+const (
+	reqInsert reqKind = iota + 1
+	reqStart
+	reqOp
+	reqPrune
+	reqState
+	reqSeen // jobs of callers' transactions that the scheduler has (Recover): no longer unseen
+)
+
+// request is one write, and, once applied, its result.
+type request struct {
+	kind   reqKind
+	jobs   []*store.Job      // reqInsert
+	state  *store.StateWrite // reqInsert: a state to put with the jobs
+	op     store.Op          // reqOp; reqStart: ID and At
+	args   []byte            // reqStart: the job's arguments
+	err    error             // reqStart: the job was not queued
+	pruned int64             // reqPrune: the jobs deleted
+	name   string            // reqState
+	value  []byte            // reqState
+	ids    []int64           // reqSeen
+}
+
+// writer applies requests, one transaction at a time.
+type writer struct {
+	st      *Store
+	b       *store.Batcher[*request]
+	commits atomic.Int64 // transactions committed, for the tests
+	// What applyAll sorts a transaction's requests into, kept for reuse.
+	touched                 map[int64]int // requests per job
+	starts, completes, rest []*request
+}
+
+func newWriter(st *Store) *writer {
+	w := &writer{st: st, touched: make(map[int64]int)}
+	w.b = store.NewBatcher(maxBatch, w.apply)
+	return w
+}
+
+func (w *writer) do(r *request) error { return w.b.Do(r) }
+func (w *writer) post(r *request)     { w.b.Post(r) }
+func (w *writer) flush() error        { return w.b.Flush() }
+func (w *writer) close() error        { return w.b.Close() }
+
+// errNotQueued is a Start's error for a job that is not queued in the
+// store: it ended, or its attempt runs already.
+var errNotQueued = errors.New("fairschedpg: the job is not queued in the store")
+
+// The statements of the writer. Many rows go in one statement as arrays
+// (unnest), whatever their number: one statement text, prepared once per
+// connection.
+const (
+	// insertCols and insertRows insert jobs from arrays, in their order,
+	// so that their IDs, assigned in the order the rows are inserted,
+	// come back (RETURNING) in it too.
+	insertCols = `(state, type, key, ref, priority, submitted, not_before, start_by, args, after, needs, unseen)`
+	insertRows = `
+SELECT 1, t.type, t.key, t.ref, t.priority, t.submitted, t.not_before, t.start_by, t.args, t.after::bigint[], t.needs::jsonb, $11::boolean
+FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bytea[], $9::text[], $10::text[])
+	WITH ORDINALITY AS t(type, key, ref, priority, submitted, not_before, start_by, args, after, needs, n)
+ORDER BY t.n
+RETURNING id`
+	qInsert = `INSERT INTO fairsched_jobs ` + insertCols + insertRows
+
+	qStart = `UPDATE fairsched_jobs j SET attempt = j.attempt + 1, started = s.at
+FROM unnest($1::bigint[], $2::bigint[]) AS s(id, at)
+WHERE j.id = s.id AND j.state = 1 AND j.started = 0
+RETURNING j.id, j.args`
+	qComplete = `UPDATE fairsched_jobs j SET state = 3, finished = s.at, error = NULL, started = 0
+FROM unnest($1::bigint[], $2::bigint[]) AS s(id, at) WHERE j.id = s.id`
+	// An attempt that ended is appended to attempts when the op carries
+	// one; $1 is its JSON or NULL.
+	qRetry = `UPDATE fairsched_jobs SET state = 1, not_before = $2, started = 0, stood = $4,
+	attempts = CASE WHEN $1::jsonb IS NULL THEN attempts ELSE coalesce(attempts, '[]'::jsonb) || jsonb_build_array($1::jsonb) END
+WHERE id = $3`
+	qEnd = `UPDATE fairsched_jobs SET state = $2, finished = $3, error = $4, started = 0,
+	attempts = CASE WHEN $1::jsonb IS NULL THEN attempts ELSE coalesce(attempts, '[]'::jsonb) || jsonb_build_array($1::jsonb) END
+WHERE id = $5`
+	qInterrupt = `UPDATE fairsched_jobs SET attempt = attempt - 1, started = 0 WHERE id = $1 AND state = 1 AND started <> 0`
+	qRequeue   = `UPDATE fairsched_jobs SET state = 1, allowed = $1, finished = 0, error = NULL, not_before = 0 WHERE id = $2`
+	qPriority  = `UPDATE fairsched_jobs SET priority = $1 WHERE id = $2`
+	qClock     = `UPDATE fairsched_jobs SET submitted = $1, stood = $2 WHERE id = $3`
+	qSeen      = `UPDATE fairsched_jobs SET unseen = false WHERE id = ANY($1::bigint[]) AND unseen`
+	// qPrune deletes up to $3 jobs that finished before $1 (completed,
+	// ended) or died before $2 (0: none).
+	qPrune = `DELETE FROM fairsched_jobs WHERE id IN (
+	(SELECT id FROM fairsched_jobs WHERE state >= 3 AND state <= 4 AND finished < $1 LIMIT $3)
+	UNION ALL
+	(SELECT id FROM fairsched_jobs WHERE state = 5 AND finished < $2 LIMIT $3)
+	LIMIT $3)`
+)
+
+// putState is the statement that puts a state in table.
+func putState(table string) string {
+	return `INSERT INTO ` + table + ` (name, value) VALUES ($1, $2)
+ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated = now()`
+}
+
+// apply applies rs in one transaction.
+func (w *writer) apply(rs []*request) error {
+	st := w.st
+	if err := st.watch.lost(); err != nil {
+		return err
+	}
+	ctx, cancel := st.stmtCtx(context.Background())
+	defer cancel()
+	conn, err := st.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("fairschedpg: %w", err)
+	}
+	defer conn.Release() // a connection left in a transaction is destroyed, not reused
+	fail := func(err error) error {
+		conn.Exec(ctx, "ROLLBACK")
+		return fmt.Errorf("fairschedpg: %w", err)
+	}
+	b := &pgx.Batch{}
+	st.begin(b, false)
+	var jobs []*store.Job
+	for _, r := range rs {
+		if r.kind == reqInsert {
+			jobs = append(jobs, r.jobs...)
+		}
+	}
+	if len(jobs) > 0 {
+		// First every insert (no other request can name a job not yet
+		// inserted), then the states written with them, which need
+		// their IDs.
+		queueInsert(b, qInsert, false, jobs)
+		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+			return fail(err)
+		}
+		b = &pgx.Batch{}
+		for _, r := range rs {
+			if r.kind == reqInsert && r.state != nil {
+				table, row := stateTable(r.state.Name)
+				b.Queue(putState(table), row, r.state.Value(r.jobs))
+			}
+		}
+	}
+	w.queueRest(b, rs)
+	b.Queue("COMMIT")
+	ctx2, cancel2 := st.stmtCtx(context.Background()) // a round trip of its own
+	defer cancel2()
+	if err := conn.SendBatch(ctx2, b).Close(); err != nil {
+		conn.Exec(ctx2, "ROLLBACK")
+		return fmt.Errorf("fairschedpg: %w", commitUnknown(err))
+	}
+	w.commits.Add(1)
+	return nil
+}
+
+// queueInsert queues the insert of jobs with q, maxRows per statement,
+// and assigns their IDs when the results are read; unseen marks them as
+// inserted in a caller's transaction.
+func queueInsert(b *pgx.Batch, q string, unseen bool, jobs []*store.Job) {
+	for len(jobs) > 0 {
+		n := min(len(jobs), maxRows)
+		chunk := jobs[:n]
+		b.Queue(q, insertArgs(chunk, unseen)...).Query(func(rows pgx.Rows) error { return scanIDs(rows, chunk) })
+		jobs = jobs[n:]
+	}
+}
+
+// insertArgs returns the arrays of qInsert's columns for jobs.
+func insertArgs(jobs []*store.Job, unseen bool) []any {
+	n := len(jobs)
+	types, keys, refs := make([]string, n), make([]string, n), make([]string, n)
+	prios := make([]int32, n)
+	submitted, notBefore, startBy := make([]int64, n), make([]int64, n), make([]int64, n)
+	args := make([][]byte, n)
+	after, needs := make([]*string, n), make([]*string, n)
+	for i, j := range jobs {
+		types[i], keys[i], refs[i], prios[i] = j.Type, j.Key, j.Ref, int32(j.Priority)
+		submitted[i], notBefore[i], startBy[i] = j.Submitted, j.NotBefore, j.StartBy
+		args[i] = j.Args
+		if args[i] == nil {
+			args[i] = []byte{}
+		}
+		after[i], needs[i] = afterOf(j), needsOf(j)
+	}
+	return []any{types, keys, refs, prios, submitted, notBefore, startBy, args, after, needs, unseen}
+}
+
+// scanIDs gives jobs, in order, the IDs an insert returned.
+func scanIDs(rows pgx.Rows, jobs []*store.Job) error {
+	i := 0
+	for rows.Next() {
+		if i == len(jobs) {
+			return errors.New("an insert returned more rows than it was given")
+		}
+		if err := rows.Scan(&jobs[i].ID); err != nil {
+			return err
+		}
+		i++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if i != len(jobs) {
+		return fmt.Errorf("an insert returned %d IDs for %d jobs", i, len(jobs))
+	}
+	return nil
+}
+
+// afterOf returns j's after column as an array literal, or nil (NULL)
+// for none.
+func afterOf(j *store.Job) *string {
+	if len(j.After) == 0 {
+		return nil
+	}
+	b := []byte{'{'}
+	for i, id := range j.After {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	s := string(append(b, '}'))
+	return &s
+}
+
+// needsOf returns j's needs column, JSON, or nil (NULL) for its type's.
+func needsOf(j *store.Job) *string {
+	if j.Needs == nil {
+		return nil
+	}
+	b, _ := json.Marshal(j.Needs) // names and integers: cannot fail
+	s := string(b)
+	return &s
+}
+
+// queueRest queues every request of rs but the inserts. Requests about
+// different jobs commute, so they need not be applied in the order they
+// came, only each job's in its order: the starts, and the plain
+// completions, of the jobs that have no other request in rs, each kind
+// together; then the rest in order, consecutive starts or plain
+// completions together.
+func (w *writer) queueRest(b *pgx.Batch, rs []*request) {
+	clear(w.touched)
+	for _, r := range rs {
+		if r.kind == reqStart || r.kind == reqOp {
+			w.touched[r.op.ID]++
+		}
+	}
+	starts, completes, rest := w.starts[:0], w.completes[:0], w.rest[:0]
+	for _, r := range rs {
+		switch {
+		case r.kind == reqInsert:
+		case r.kind == reqStart && w.touched[r.op.ID] == 1:
+			starts = append(starts, r)
+		case plainComplete(r) && w.touched[r.op.ID] == 1:
+			completes = append(completes, r)
+		default:
+			rest = append(rest, r)
+		}
+	}
+	defer func() { // the slices kept for the next transaction
+		clear(starts)
+		clear(completes)
+		clear(rest)
+		w.starts, w.completes, w.rest = starts[:0], completes[:0], rest[:0]
+	}()
+	queueStarts(b, starts)
+	queueCompletes(b, completes)
+	for todo := rest; len(todo) > 0; {
+		n := 1
+		switch r := todo[0]; {
+		case r.kind == reqStart:
+			for n < len(todo) && todo[n].kind == reqStart {
+				n++
+			}
+			queueStarts(b, todo[:n])
+		case plainComplete(r):
+			for n < len(todo) && plainComplete(todo[n]) {
+				n++
+			}
+			queueCompletes(b, todo[:n])
+		default:
+			queueOne(b, r)
+		}
+		todo = todo[n:]
+	}
+}
+
+// queueStarts queues the starts rs, maxRows per statement; each request
+// gets its job's arguments, or errNotQueued, when the results are read.
+// The store counts attempts itself (attempt + 1, as the scheduler does).
+func queueStarts(b *pgx.Batch, rs []*request) {
+	for len(rs) > 0 {
+		n := min(len(rs), maxRows)
+		chunk := append([]*request(nil), rs[:n]...)
+		ids, ats := make([]int64, n), make([]int64, n)
+		for i, r := range chunk {
+			ids[i], ats[i] = r.op.ID, r.op.At
+			r.args, r.err = nil, nil
+		}
+		b.Queue(qStart, ids, ats).Query(func(rows pgx.Rows) error {
+			waiting := make(map[int64]*request, len(chunk))
+			for _, r := range chunk {
+				waiting[r.op.ID] = r
+			}
+			for rows.Next() {
+				var id int64
+				var a []byte
+				if err := rows.Scan(&id, &a); err != nil {
+					return err
+				}
+				if r := waiting[id]; r != nil {
+					r.args = a
+				}
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for _, r := range chunk {
+				if r.args == nil { // no row came back
+					r.err = fmt.Errorf("%w: job %d", errNotQueued, r.op.ID)
+				}
+			}
+			return nil
+		})
+		rs = rs[n:]
+	}
+}
+
+// queueCompletes queues the completions rs (ops without an attempt to
+// append), maxRows per statement.
+func queueCompletes(b *pgx.Batch, rs []*request) {
+	for len(rs) > 0 {
+		n := min(len(rs), maxRows)
+		ids, ats := make([]int64, n), make([]int64, n)
+		for i, r := range rs[:n] {
+			ids[i], ats[i] = r.op.ID, r.op.At
+		}
+		b.Queue(qComplete, ids, ats)
+		rs = rs[n:]
+	}
+}
+
+// plainComplete reports whether r records a completion with no attempt
+// to append: the common end, which queueCompletes takes many at a time.
+func plainComplete(r *request) bool {
+	return r.kind == reqOp && r.op.Kind == store.OpComplete && r.op.Attempt.Start == 0
+}
+
+// queueOne queues a request other than an insert, a start or a plain
+// completion.
+func queueOne(b *pgx.Batch, r *request) {
+	switch r.kind {
+	case reqOp:
+		queueOp(b, &r.op)
+	case reqState:
+		table, row := stateTable(r.name)
+		b.Queue(putState(table), row, r.value)
+	case reqSeen:
+		b.Queue(qSeen, r.ids)
+	case reqPrune:
+		r.pruned = 0
+		b.Queue(qPrune, r.op.At, r.op.NotBefore, pruneBatch).Exec(func(ct pgconn.CommandTag) error {
+			r.pruned = ct.RowsAffected()
+			return nil
+		})
+	}
+}
+
+func queueOp(b *pgx.Batch, op *store.Op) {
+	var attempt *string // NULL: no attempt to append
+	if op.Attempt.Start != 0 {
+		j, _ := json.Marshal(op.Attempt) // integers and a string: cannot fail
+		s := string(j)
+		attempt = &s
+	}
+	var why *string // NULL: none
+	if op.Err != "" {
+		why = &op.Err
+	}
+	switch op.Kind {
+	case store.OpRetry:
+		b.Queue(qRetry, attempt, op.NotBefore, op.ID, op.Stood)
+	case store.OpComplete:
+		b.Queue(qEnd, attempt, int16(store.Completed), op.At, why, op.ID)
+	case store.OpEnd:
+		b.Queue(qEnd, attempt, int16(store.Ended), op.At, why, op.ID)
+	case store.OpDead:
+		b.Queue(qEnd, attempt, int16(store.Dead), op.At, why, op.ID)
+	case store.OpInterrupt:
+		b.Queue(qInterrupt, op.ID)
+	case store.OpRequeue:
+		b.Queue(qRequeue, int32(op.Allowed), op.ID)
+	case store.OpPriority:
+		b.Queue(qPriority, int32(op.Allowed), op.ID)
+	case store.OpClock:
+		b.Queue(qClock, op.At, op.Stood, op.ID)
+	default:
+		kind := op.Kind
+		b.Queue(`SELECT 1`).Exec(func(pgconn.CommandTag) error { return fmt.Errorf("unknown op %d", kind) })
+	}
+}
