@@ -114,9 +114,11 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Store, error) {
 // others; it also holds one connection of its own, outside the pool, to
 // listen for notifications. Close leaves pool open.
 //
-// It fails with ErrInUse if another Store holds the schema, with an error
-// wrapping ErrSchemaTooNew if a newer version of this module wrote it,
-// and with the server's or the network's error otherwise.
+// It fails with ErrInUse if another Store holds the schema (it waits up
+// to StatementTimeout for one whose process has just died, until the
+// server notices), with an error wrapping ErrSchemaTooNew if a newer
+// version of this module wrote it, and with the server's or the
+// network's error otherwise.
 func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts ...Options) (*Store, error) {
 	o := options(opts)
 	mctx, cancel := context.WithTimeout(ctx, o.StatementTimeout)

@@ -3,12 +3,14 @@ package fairschedpg
 import (
 	"context"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/fairsched/fairsched/fairschedpg/internal/pgtest"
 	"github.com/fairsched/fairsched/internal/rt"
 	"github.com/fairsched/fairsched/internal/store"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -287,4 +289,15 @@ func TestWatchReconnects(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInUse, "this Store writes no more")
 	_, err = conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
 	require.NoError(t, err)
+}
+
+// A commit the server did not answer is ErrCommitUnknown; one it refused,
+// or one never sent, is not.
+func TestCommitUnknown(t *testing.T) {
+	refused := &pgconn.PgError{Severity: "ERROR", Code: "23505", Message: "duplicate key"}
+	assert.Same(t, error(refused), commitUnknown(refused))
+	lost := fmt.Errorf("read: %w", io.ErrUnexpectedEOF)
+	assert.ErrorIs(t, commitUnknown(lost), ErrCommitUnknown)
+	assert.ErrorIs(t, commitUnknown(lost), io.ErrUnexpectedEOF, "and the cause")
+	assert.ErrorIs(t, commitUnknown(context.DeadlineExceeded), ErrCommitUnknown)
 }
