@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -440,4 +441,94 @@ func TestDurableScheduleSurvivesRestart(t *testing.T) {
 	var schedules int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM fairsched_schedules WHERE name = 'digest'`).Scan(&schedules))
 	assert.Equal(t, 1, schedules)
+}
+
+// restartRun runs 60 jobs over three keys of weights 1, 3 and 2, one at a
+// time, each holding its slot for a cost of its own, on a fake clock, and
+// returns the order they started in. Durable unless memory; with stopAt >
+// 0 the Scheduler and its Store are closed while job number stopAt runs,
+// and a new Scheduler on a new Store on the same schema runs the rest.
+func restartRun(t *testing.T, memory bool, stopAt int) []int {
+	t.Helper()
+	const n = 60
+	clk := fairschedtest.NewClock(t0)
+	cost := func(i int) time.Duration { return time.Duration(1+i*7%5) * time.Second }
+	started := make(chan int, n)
+	release := make([]chan struct{}, n)
+	for i := range release {
+		release[i] = make(chan struct{})
+	}
+	work := func(ctx context.Context, m mail) error {
+		started <- m.N
+		<-release[m.N]
+		return nil
+	}
+	var hs fairsched.Handlers
+	fairsched.AddHandler(&hs, "work", work)
+	cfg := fairsched.Config{Clock: clk, MaxConcurrency: 1, Handlers: &hs,
+		Keys:  map[string]fairsched.KeyConfig{"a": {Weight: 1}, "b": {Weight: 3}, "c": {Weight: 2}},
+		Aging: fairsched.AgingConfig{GracePeriod: 5 * time.Second, Interval: time.Second, Step: 5}}
+	var pool *pgxpool.Pool
+	if memory {
+		cfg.Handlers = nil
+	} else {
+		pool = pgtest.Pool(t)
+		cfg.Store = openStore(t, pool)
+	}
+	s := newScheduler(t, cfg)
+	ctx := context.Background()
+	handles := make([]fairsched.Handle, n)
+	for i := range n {
+		clk.Advance(100 * time.Millisecond)
+		job, m := fairsched.Job{Type: "work", Key: string(rune('a' + i%3)), ID: fmt.Sprint("r", i%4), Priority: 10 + i%7*10}, mail{N: i}
+		var err error
+		if memory {
+			job.Type = ""
+			handles[i], err = s.Submit(ctx, job, func(ctx context.Context) error { return work(ctx, m) })
+		} else {
+			handles[i], err = s.Enqueue(ctx, job, m)
+		}
+		require.NoError(t, err)
+	}
+	var order []int
+	for len(order) < n {
+		i := <-started
+		order = append(order, i)
+		clk.Advance(cost(i))
+		if len(order) != stopAt {
+			close(release[i])
+			continue
+		}
+		// Shut down while job i runs: the waiting jobs leave memory at
+		// once (their Handles end), then job i completes.
+		shut := make(chan error)
+		go func() { shut <- s.Shutdown(ctx) }()
+		for n, h := range handles {
+			if !slices.Contains(order, n) {
+				<-h.Done()
+			}
+		}
+		close(release[i])
+		require.NoError(t, <-shut)
+		require.NoError(t, cfg.Store.(*fairschedpg.Store).Close())
+		cfg.Store = openStore(t, pool)
+		s = newScheduler(t, cfg)
+	}
+	require.NoError(t, s.Shutdown(ctx))
+	return order
+}
+
+// A Scheduler on PostgreSQL follows the order an in-memory one does, and
+// one restarted part-way through, on a new Store, starts the same next
+// jobs as one that never stopped: the queued jobs come back with their
+// submission times, and the keys' virtual times and the learned costs
+// with them.
+func TestDurableRestartKeepsOrderAndFairness(t *testing.T) {
+	t.Parallel()
+	inMemory := restartRun(t, true, 0)
+	durable := restartRun(t, false, 0)
+	require.Equal(t, inMemory, durable, "durable jobs take the in-memory order")
+	for _, stopAt := range []int{7, 20, 41} {
+		assert.Equal(t, durable, restartRun(t, false, stopAt), "restarted after %d jobs", stopAt)
+	}
 }
