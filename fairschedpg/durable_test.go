@@ -532,3 +532,53 @@ func TestDurableRestartKeepsOrderAndFairness(t *testing.T) {
 		assert.Equal(t, durable, restartRun(t, false, stopAt), "restarted after %d jobs", stopAt)
 	}
 }
+
+// A write the database refuses, or one that waits past the statement
+// timeout for a lock another transaction holds, fails Enqueue with the
+// server's error, and nothing is accepted: not in memory, not in the
+// database. Once the cause is gone, Enqueue works.
+func TestDurableEnqueueFails(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	st, err := fairschedpg.OpenPool(context.Background(), pool, fairschedpg.Options{StatementTimeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	got := make(chan mailRun, 2)
+	s := newScheduler(t, fairsched.Config{Store: st, Handlers: mailHandlers(got, nil)})
+	ctx := context.Background()
+	count := func() int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM fairsched_jobs`).Scan(&n))
+		return n
+	}
+
+	_, err = pool.Exec(ctx, `
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no room for %', NEW.type; END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON fairsched_jobs FOR EACH ROW EXECUTE FUNCTION refuse();`)
+	require.NoError(t, err)
+	_, err = s.Enqueue(ctx, fairsched.Job{Type: "mail"}, mail{N: 1})
+	require.ErrorContains(t, err, "no room for mail")
+	assert.Zero(t, s.Stats().Queued+s.Stats().Running, "nothing accepted in memory")
+	_, err = pool.Exec(ctx, `DROP TRIGGER refuse ON fairsched_jobs`)
+	require.NoError(t, err)
+	assert.Zero(t, count(), "nor in the database")
+
+	locker, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer locker.Rollback(ctx) // if the test fails before it does
+	_, err = locker.Exec(ctx, `LOCK TABLE fairsched_jobs IN EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	_, err = s.Enqueue(ctx, fairsched.Job{Type: "mail"}, mail{N: 2})
+	// The server's statement timeout, or the client's a second later when
+	// the statement is new to the connection (pgx prepares it first,
+	// outside the transaction).
+	require.ErrorContains(t, err, "timeout")
+	assert.Zero(t, s.Stats().Queued+s.Stats().Running, "nothing accepted in memory")
+	require.NoError(t, locker.Rollback(ctx))
+	assert.Zero(t, count(), "nor in the database")
+
+	h, err := s.Enqueue(ctx, fairsched.Job{Type: "mail"}, mail{N: 3})
+	require.NoError(t, err)
+	assert.Equal(t, mailRun{mail{N: 3}, 1}, <-got)
+	require.NoError(t, h.Wait(ctx))
+}

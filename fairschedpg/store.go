@@ -176,7 +176,10 @@ func (st *Store) stmtCtx(ctx context.Context) (context.Context, context.CancelFu
 // begin is the start of every transaction of the Store's: READ
 // COMMITTED, whatever the server's or the pool's default, with the
 // statement timeout set for this transaction only (the pool's
-// connections keep theirs).
+// connections keep theirs). The first time a connection meets one of the
+// Store's statements, pgx prepares it before it sends the batch, outside
+// the transaction: that round trip has the client's timeout only
+// (stmtCtx), which ends the connection instead of the statement.
 func (st *Store) begin(b *pgx.Batch, readOnly bool) {
 	q := "BEGIN ISOLATION LEVEL READ COMMITTED"
 	if readOnly {
