@@ -224,10 +224,10 @@ func (st *Store) run(ctx context.Context, readOnly bool, queue func(b *pgx.Batch
 func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
 	const page = 10_000 // jobs per statement, each under the timeout
 	var intern interner
-	var unseen []int64 // jobs of callers' transactions read here: the scheduler has them
 	last := int64(0)
 	for {
 		var jobs []*store.Job
+		var unseen []int64 // jobs of callers' transactions read here: the scheduler has them
 		err := st.read(ctx, func(b *pgx.Batch) {
 			queueScan(b, `WHERE state < 3 AND id > $1 ORDER BY id LIMIT $2`, &intern, func(j *store.Job, u bool) {
 				jobs = append(jobs, j)
@@ -239,6 +239,11 @@ func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
 		if err != nil {
 			return fmt.Errorf("fairschedpg: reading jobs: %w", err)
 		}
+		if len(unseen) > 0 {
+			if err := st.w.do(&request{kind: reqSeen, ids: unseen}); err != nil {
+				return err
+			}
+		}
 		for _, j := range jobs {
 			if err := fn(j); err != nil {
 				return err
@@ -246,15 +251,9 @@ func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
 			last = j.ID
 		}
 		if len(jobs) < page {
-			break
+			return nil
 		}
 	}
-	if len(unseen) > 0 {
-		if err := st.w.do(&request{kind: reqSeen, ids: unseen}); err != nil {
-			return fmt.Errorf("fairschedpg: %w", err)
-		}
-	}
-	return nil
 }
 
 // HasDependencies is for the scheduler: it reports whether an unfinished

@@ -301,3 +301,30 @@ func TestCommitUnknown(t *testing.T) {
 	assert.ErrorIs(t, commitUnknown(lost), io.ErrUnexpectedEOF, "and the cause")
 	assert.ErrorIs(t, commitUnknown(context.DeadlineExceeded), ErrCommitUnknown)
 }
+
+// Recover reads past its page of 10,000 jobs, in ID order, and clears
+// the mark of the callers' jobs it read, on every page, so that none
+// arrives again.
+func TestRecoverPages(t *testing.T) {
+	t.Parallel()
+	st, pool := openTest(t)
+	ctx := context.Background()
+	jobs := make([]*store.Job, 25_000)
+	for i := range jobs {
+		jobs[i] = &store.Job{Type: "t", Submitted: int64(i), Args: []byte(`1`)}
+	}
+	require.NoError(t, st.Insert(ctx, nil, jobs...))
+	marked := []int64{jobs[5].ID, jobs[15_000].ID, jobs[24_999].ID}
+	_, err := pool.Exec(ctx, `UPDATE fairsched_jobs SET unseen = true WHERE id = ANY($1)`, marked)
+	require.NoError(t, err)
+	n := 0
+	var last int64
+	require.NoError(t, st.Recover(ctx, func(j *store.Job) error {
+		require.Greater(t, j.ID, last)
+		last = j.ID
+		n++
+		return nil
+	}))
+	assert.Equal(t, len(jobs), n)
+	assert.Equal(t, []int64{0}, column(t, pool, `SELECT count(*) FROM fairsched_jobs WHERE unseen`))
+}
