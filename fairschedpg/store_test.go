@@ -10,6 +10,7 @@ import (
 	"github.com/fairsched/fairsched/fairschedpg/internal/pgtest"
 	"github.com/fairsched/fairsched/internal/rt"
 	"github.com/fairsched/fairsched/internal/store"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
@@ -272,10 +273,29 @@ func TestWatchReconnects(t *testing.T) {
 	}
 	require.NoError(t, st.Insert(ctx, nil, &store.Job{Type: "t", Args: []byte(`1`)}), "the lock is this Store's again")
 
+	// The lock held by the Store's own last session, which the server
+	// still thinks alive (a zombie stands in for it): the Store ends it.
+	opened := make(chan struct{})
+	gate <- opened
+	pid := st.watch.session().PgConn().PID()
+	_, err := pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
+	require.NoError(t, err)
+	zombie, err := pgx.ConnectConfig(ctx, pgtest.Config(t, st.schema).ConnConfig)
+	require.NoError(t, err)
+	defer zombie.Close(ctx)
+	_, err = zombie.Exec(ctx, `SELECT pg_advisory_lock($1, hashtext($2))`, storeLockKey, st.schema) // once the backend has gone
+	require.NoError(t, err)
+	require.NoError(t, zombie.QueryRow(ctx, `SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()`).
+		Scan(&st.watch.last.pid, &st.watch.last.start))
+	close(opened)
+	require.NoError(t, <-reconnected, "its own last session does not keep the lock from it")
+	assert.Error(t, zombie.Ping(ctx), "ended")
+	require.NoError(t, st.Insert(ctx, nil, &store.Job{Type: "t", Args: []byte(`1`)}))
+
 	// Another takes the lock while the session is down.
 	taken := make(chan struct{})
 	gate <- taken
-	pid := st.watch.session().PgConn().PID()
+	pid = st.watch.session().PgConn().PID()
 	conn, err := pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()

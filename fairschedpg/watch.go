@@ -60,6 +60,14 @@ type watcher struct {
 	started bool
 	nudge   context.CancelFunc // ends the session's wait, for a look at once
 
+	// last is the backend of the last session opened: its process ID
+	// and start time. Only connect, on the loop's goroutine (or Open's,
+	// before), touches it.
+	last struct {
+		pid   int32
+		start time.Time
+	}
+
 	// Tests: called before each reconnection, and with its outcome.
 	beforeReconnect func()
 	afterReconnect  func(error)
@@ -99,6 +107,12 @@ func newWatcher(ctx context.Context, st *Store) (*watcher, error) {
 // with ErrInUse if another Store holds the lock past the statement
 // timeout (a process that died a moment ago holds it until the server
 // notices).
+//
+// Reconnecting, the lock may still be held by this Store's own last
+// session, whose connection the server has not yet seen drop (a network
+// cut leaves it waiting for TCP's keepalive): connect ends that backend
+// first, known by its process ID and start time, so that only another
+// Store's session can keep the lock from this one.
 func (w *watcher) connect(ctx context.Context) (*pgx.Conn, error) {
 	st := w.st
 	cfg := st.pool.Config().ConnConfig.Copy()
@@ -111,6 +125,12 @@ func (w *watcher) connect(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fairschedpg: %w", err)
 	}
+	if w.last.pid != 0 {
+		// Not allowed (another role's backend), or gone already: the
+		// lock's wait says which.
+		conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND backend_start = $2`,
+			w.last.pid, w.last.start)
+	}
 	_, err = conn.Exec(ctx, `SELECT pg_advisory_lock($1, hashtext($2))`, storeLockKey, st.schema)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "55P03" || pgErr.Code == "57014") { // lock_not_available, query_canceled: the wait timed out
@@ -119,6 +139,9 @@ func (w *watcher) connect(ctx context.Context) (*pgx.Conn, error) {
 	}
 	if err == nil {
 		_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{w.channel}.Sanitize())
+	}
+	if err == nil {
+		err = conn.QueryRow(ctx, `SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()`).Scan(&w.last.pid, &w.last.start)
 	}
 	if err != nil {
 		conn.Close(context.Background())
@@ -225,7 +248,7 @@ func (w *watcher) reconnect() reconnection {
 	}
 	conn, err := w.connect(w.ctx)
 	if w.afterReconnect != nil {
-		w.afterReconnect(err)
+		defer w.afterReconnect(err) // once the outcome is in place
 	}
 	if w.ctx.Err() != nil {
 		if conn != nil {
