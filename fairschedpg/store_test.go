@@ -348,3 +348,34 @@ func TestRecoverPages(t *testing.T) {
 	assert.Equal(t, len(jobs), n)
 	assert.Equal(t, []int64{0}, column(t, pool, `SELECT count(*) FROM fairsched_jobs WHERE unseen`))
 }
+
+// Jobs committed while no one watched (Watch(nil)) stay unseen, and
+// arrive as soon as someone watches again, not at the next poll.
+func TestWatchAgain(t *testing.T) {
+	t.Parallel()
+	st, pool := openTest(t, Options{PollInterval: time.Hour})
+	got := watched(t, st)
+	ctx := context.Background()
+	insert := func() int64 {
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		j := &store.Job{Type: "mail", Args: []byte(`{}`)}
+		require.NoError(t, st.InsertTx(ctx, tx, j))
+		require.NoError(t, tx.Commit(ctx))
+		return j.ID
+	}
+	first := insert()
+	assert.Equal(t, first, (<-got).ID, "notified")
+	require.NoError(t, st.Watch(nil))
+	second := insert()
+	// The notification came to no one: the job stays unseen.
+	assert.Equal(t, []int64{second}, column(t, pool, "SELECT id FROM fairsched_jobs WHERE unseen"))
+	again := make(chan *store.Job, 1)
+	require.NoError(t, st.Watch(func(j *store.Job) { again <- j }))
+	select {
+	case j := <-again:
+		assert.Equal(t, second, j.ID)
+	case <-time.After(time.Minute):
+		t.Fatal("the job did not arrive")
+	}
+}

@@ -36,9 +36,10 @@ import (
 //
 // The session is also what keeps one Store per schema: it holds a
 // session-level advisory lock from Open to Close. A connection that
-// drops releases the lock on the server; the watcher reconnects and
-// takes it again, and if another Store took it meanwhile, every write of
-// this one fails from then on (ErrInUse).
+// drops releases the lock once the server notices (connect ends the last
+// session's backend if it has not); the watcher reconnects and takes the
+// lock again, and if another Store took it meanwhile, every write of this
+// one fails from then on (ErrInUse).
 
 // takeBatch is the most unseen jobs one look takes.
 const takeBatch = 1000
@@ -58,6 +59,7 @@ type watcher struct {
 	conn    *pgx.Conn        // the session; nil while it reconnects
 	lostErr error            // the lock was taken by another Store while the session was down
 	started bool
+	again   bool               // look again before the next wait: Watch was called
 	nudge   context.CancelFunc // ends the session's wait, for a look at once
 
 	// last is the backend of the last session opened: its process ID
@@ -164,7 +166,7 @@ func (st *Store) Watch(arrived func(*store.Job)) error {
 	w := st.watch
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.arrived = arrived
+	w.arrived, w.again = arrived, true
 	if !w.started {
 		w.started = true
 		w.wg.Add(1)
@@ -275,6 +277,11 @@ func (w *watcher) wait(conn *pgx.Conn) error {
 	ctx, cancel := context.WithTimeout(w.ctx, w.st.o.PollInterval)
 	defer cancel()
 	w.mu.Lock()
+	if w.again {
+		w.again = false
+		w.mu.Unlock()
+		return nil
+	}
 	w.nudge = cancel
 	w.mu.Unlock()
 	_, err := conn.WaitForNotification(ctx)
@@ -293,6 +300,7 @@ func (w *watcher) look() {
 	for {
 		w.mu.Lock()
 		tell := w.arrived
+		w.again = false
 		w.mu.Unlock()
 		if tell == nil {
 			return // the unseen jobs stay for the next start, or the next Watch
