@@ -74,6 +74,7 @@ var ErrCommitUnknown = errors.New("fairschedpg: the connection failed at the com
 // other than Pool and Close are for the scheduler, not to be called
 // directly.
 type Store struct {
+	writes    // Insert, Start, Post, Flush, PutState: queued on w
 	pool      *pgxpool.Pool
 	ownsPool  bool // Open made pool: Close closes it
 	o         Options
@@ -81,7 +82,7 @@ type Store struct {
 	jobsTable string // fairsched_jobs qualified by schema, for callers' transactions
 	w         *writer
 	watch     *watcher
-	pruner    *pruner
+	pruner    *store.Pruner
 
 	closeOnce sync.Once
 	closeErr  error
@@ -139,7 +140,8 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts ...Options) (*Store,
 	}
 	st.watch = watch
 	st.w = newWriter(st)
-	st.pruner = startPruner(st.w, o.Retention, o.DeadRetention)
+	st.writes = writes{B: st.w.b}
+	st.pruner = store.StartPruner(store.PruneThrough(st.w.b), o.Retention, o.DeadRetention)
 	return st, nil
 }
 
@@ -155,7 +157,7 @@ func (st *Store) Pool() *pgxpool.Pool { return st.pool }
 // error.
 func (st *Store) Close() error {
 	st.closeOnce.Do(func() {
-		st.pruner.stop()
+		st.pruner.Stop()
 		st.watch.stop()
 		err := st.w.close()
 		st.watch.release() // the lock last: no other Store writes before this one's last write
@@ -225,7 +227,7 @@ func (st *Store) run(ctx context.Context, readOnly bool, queue func(b *pgx.Batch
 // ID order, without their arguments.
 func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
 	const page = 10_000 // jobs per statement, each under the timeout
-	var intern interner
+	var intern store.Interner
 	last := int64(0)
 	for {
 		var jobs []*store.Job
@@ -242,7 +244,7 @@ func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
 			return fmt.Errorf("fairschedpg: reading jobs: %w", err)
 		}
 		if len(unseen) > 0 {
-			if err := st.w.do(&request{kind: reqSeen, ids: unseen}); err != nil {
+			if err := st.w.do(&store.Request{Kind: store.Seen, IDs: unseen}); err != nil {
 				return err
 			}
 		}
@@ -301,7 +303,7 @@ func (st *Store) Ended(ctx context.Context, id int64) (store.State, string, bool
 // most limit, newest first, without their arguments.
 func (st *Store) Dead(ctx context.Context, limit int, fn func(*store.Job) error) error {
 	var jobs []*store.Job
-	var intern interner
+	var intern store.Interner
 	err := st.read(ctx, func(b *pgx.Batch) {
 		queueScan(b, `WHERE state = 5 ORDER BY finished DESC, id DESC LIMIT $1`, &intern,
 			func(j *store.Job, _ bool) { jobs = append(jobs, j) }, limit)
@@ -320,7 +322,7 @@ func (st *Store) Dead(ctx context.Context, limit int, fn func(*store.Job) error)
 // queueScan queues the read of the jobs that where selects, each given
 // to fn with whether it is unseen (a caller's transaction inserted it and
 // no scheduler has taken it yet).
-func queueScan(b *pgx.Batch, where string, intern *interner, fn func(j *store.Job, unseen bool), args ...any) {
+func queueScan(b *pgx.Batch, where string, intern *store.Interner, fn func(j *store.Job, unseen bool), args ...any) {
 	b.Queue(`SELECT `+jobCols("")+` FROM fairsched_jobs `+where, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			j, unseen, err := scanJob(rows, intern)
@@ -351,7 +353,7 @@ func jobCols(p string) string {
 }
 
 // scanJob reads one row of jobCols's columns.
-func scanJob(rows pgx.Rows, intern *interner) (*store.Job, bool, error) {
+func scanJob(rows pgx.Rows, intern *store.Interner) (*store.Job, bool, error) {
 	j := new(store.Job)
 	var state int16
 	var typ, key, ref string
@@ -363,7 +365,7 @@ func scanJob(rows pgx.Rows, intern *interner) (*store.Job, bool, error) {
 		return nil, false, err
 	}
 	j.State, j.Priority, j.Attempt, j.Allowed = store.State(state), int(priority), int(attempt), int(allowed)
-	j.Type, j.Key, j.Ref = intern.of(typ), intern.of(key), intern.of(ref)
+	j.Type, j.Key, j.Ref = intern.Of(typ), intern.Of(key), intern.Of(ref)
 	if j.State == store.Queued && j.Started != 0 { // an attempt started
 		j.State = store.Running
 	}
@@ -384,52 +386,6 @@ func scanJob(rows pgx.Rows, intern *interner) (*store.Job, bool, error) {
 		}
 	}
 	return j, unseen, nil
-}
-
-// interner keeps one copy of each type, key and ID read (up to a bound),
-// so that a million recovered jobs of a few keys do not hold a million
-// copies.
-type interner map[string]string
-
-func (in *interner) of(s string) string {
-	if *in == nil {
-		*in = make(map[string]string)
-	}
-	if c, ok := (*in)[s]; ok {
-		return c
-	}
-	if len(*in) < 1<<16 {
-		(*in)[s] = s
-	}
-	return s
-}
-
-// Insert is for the scheduler: it stores jobs, assigning their IDs, and
-// returns once they are committed.
-func (st *Store) Insert(ctx context.Context, state *store.StateWrite, jobs ...*store.Job) error {
-	return st.w.do(&request{kind: reqInsert, jobs: jobs, state: state})
-}
-
-// Start is for the scheduler: it records that an attempt of job id
-// starts, and returns the job's arguments once that is committed.
-func (st *Store) Start(ctx context.Context, id int64, at int64) ([]byte, error) {
-	r := &request{kind: reqStart, op: store.Op{ID: id, At: at}}
-	if err := st.w.do(r); err != nil {
-		return nil, err
-	}
-	return r.args, r.err
-}
-
-// Post is for the scheduler: it records op in a transaction to come.
-func (st *Store) Post(op store.Op) { st.w.post(&request{kind: reqOp, op: op}) }
-
-// Flush is for the scheduler: it waits for every op posted before.
-func (st *Store) Flush(ctx context.Context) error { return st.w.flush() }
-
-// PutState is for the scheduler: it records value under name in a
-// transaction to come.
-func (st *Store) PutState(name string, value []byte) {
-	st.w.post(&request{kind: reqState, name: name, value: value})
 }
 
 // schedulePrefix begins the names of the states of durable periodic

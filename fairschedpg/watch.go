@@ -322,7 +322,7 @@ func (w *watcher) look() {
 // in ID order, once that is committed.
 func (w *watcher) take() ([]*store.Job, error) {
 	var jobs []*store.Job
-	var intern interner
+	var intern store.Interner
 	err := w.st.run(w.ctx, false, func(b *pgx.Batch) {
 		b.Queue(`
 UPDATE fairsched_jobs j SET unseen = false

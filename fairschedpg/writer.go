@@ -24,42 +24,20 @@ import (
 // writes never holds its rows' locks for long.
 const maxBatch = 1000
 
+// writes are the Store's methods that queue its writes (internal/store).
+type writes = store.Writes
+
 // maxRows bounds the rows of one multi-row statement.
 const maxRows = 1000
-
-type reqKind uint8
-
-const (
-	reqInsert reqKind = iota + 1
-	reqStart
-	reqOp
-	reqPrune
-	reqState
-	reqSeen // jobs of callers' transactions that the scheduler has (Recover): no longer unseen
-)
-
-// request is one write, and, once applied, its result.
-type request struct {
-	kind   reqKind
-	jobs   []*store.Job      // reqInsert
-	state  *store.StateWrite // reqInsert: a state to put with the jobs
-	op     store.Op          // reqOp; reqStart: ID and At
-	args   []byte            // reqStart: the job's arguments
-	err    error             // reqStart: the job was not queued
-	pruned int64             // reqPrune: the jobs deleted
-	name   string            // reqState
-	value  []byte            // reqState
-	ids    []int64           // reqSeen
-}
 
 // writer applies requests, one transaction at a time.
 type writer struct {
 	st      *Store
-	b       *store.Batcher[*request]
+	b       *store.Batcher[*store.Request]
 	commits atomic.Int64 // transactions committed, for the tests
 	// What applyAll sorts a transaction's requests into, kept for reuse.
 	touched                 map[int64]int // requests per job
-	starts, completes, rest []*request
+	starts, completes, rest []*store.Request
 }
 
 func newWriter(st *Store) *writer {
@@ -68,10 +46,11 @@ func newWriter(st *Store) *writer {
 	return w
 }
 
-func (w *writer) do(r *request) error { return w.b.Do(r) }
-func (w *writer) post(r *request)     { w.b.Post(r) }
-func (w *writer) flush() error        { return w.b.Flush() }
-func (w *writer) close() error        { return w.b.Close() }
+func (w *writer) do(r *store.Request) error { return w.b.Do(r) }
+
+func (w *writer) post(r *store.Request) { w.b.Post(r) }
+func (w *writer) flush() error          { return w.b.Flush() }
+func (w *writer) close() error          { return w.b.Close() }
 
 // errNotQueued is a Start's error for a job that is not queued in the
 // store: it ended, or its attempt runs already.
@@ -128,7 +107,7 @@ ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated = now()`
 }
 
 // apply applies rs in one transaction.
-func (w *writer) apply(rs []*request) error {
+func (w *writer) apply(rs []*store.Request) error {
 	st := w.st
 	if err := st.watch.lost(); err != nil {
 		return err
@@ -148,8 +127,8 @@ func (w *writer) apply(rs []*request) error {
 	st.begin(b, false)
 	var jobs []*store.Job
 	for _, r := range rs {
-		if r.kind == reqInsert {
-			jobs = append(jobs, r.jobs...)
+		if r.Kind == store.Insert {
+			jobs = append(jobs, r.Jobs...)
 		}
 	}
 	if len(jobs) > 0 {
@@ -162,9 +141,9 @@ func (w *writer) apply(rs []*request) error {
 		}
 		b = &pgx.Batch{}
 		for _, r := range rs {
-			if r.kind == reqInsert && r.state != nil {
-				table, row := stateTable(r.state.Name)
-				b.Queue(putState(table), row, r.state.Value(r.jobs))
+			if r.Kind == store.Insert && r.State != nil {
+				table, row := stateTable(r.State.Name)
+				b.Queue(putState(table), row, r.State.Value(r.Jobs))
 			}
 		}
 	}
@@ -266,20 +245,20 @@ func needsOf(j *store.Job) *string {
 // completions, of the jobs that have no other request in rs, each kind
 // together; then the rest in order, consecutive starts or plain
 // completions together.
-func (w *writer) queueRest(b *pgx.Batch, rs []*request) {
+func (w *writer) queueRest(b *pgx.Batch, rs []*store.Request) {
 	clear(w.touched)
 	for _, r := range rs {
-		if r.kind == reqStart || r.kind == reqOp {
-			w.touched[r.op.ID]++
+		if r.Kind == store.Start || r.Kind == store.Apply {
+			w.touched[r.Op.ID]++
 		}
 	}
 	starts, completes, rest := w.starts[:0], w.completes[:0], w.rest[:0]
 	for _, r := range rs {
 		switch {
-		case r.kind == reqInsert:
-		case r.kind == reqStart && w.touched[r.op.ID] == 1:
+		case r.Kind == store.Insert:
+		case r.Kind == store.Start && w.touched[r.Op.ID] == 1:
 			starts = append(starts, r)
-		case plainComplete(r) && w.touched[r.op.ID] == 1:
+		case plainComplete(r) && w.touched[r.Op.ID] == 1:
 			completes = append(completes, r)
 		default:
 			rest = append(rest, r)
@@ -296,8 +275,8 @@ func (w *writer) queueRest(b *pgx.Batch, rs []*request) {
 	for todo := rest; len(todo) > 0; {
 		n := 1
 		switch r := todo[0]; {
-		case r.kind == reqStart:
-			for n < len(todo) && todo[n].kind == reqStart {
+		case r.Kind == store.Start:
+			for n < len(todo) && todo[n].Kind == store.Start {
 				n++
 			}
 			queueStarts(b, todo[:n])
@@ -316,19 +295,19 @@ func (w *writer) queueRest(b *pgx.Batch, rs []*request) {
 // queueStarts queues the starts rs, maxRows per statement; each request
 // gets its job's arguments, or errNotQueued, when the results are read.
 // The store counts attempts itself (attempt + 1, as the scheduler does).
-func queueStarts(b *pgx.Batch, rs []*request) {
+func queueStarts(b *pgx.Batch, rs []*store.Request) {
 	for len(rs) > 0 {
 		n := min(len(rs), maxRows)
-		chunk := append([]*request(nil), rs[:n]...)
+		chunk := append([]*store.Request(nil), rs[:n]...)
 		ids, ats := make([]int64, n), make([]int64, n)
 		for i, r := range chunk {
-			ids[i], ats[i] = r.op.ID, r.op.At
-			r.args, r.err = nil, nil
+			ids[i], ats[i] = r.Op.ID, r.Op.At
+			r.Args, r.Err = nil, nil
 		}
 		b.Queue(qStart, ids, ats).Query(func(rows pgx.Rows) error {
-			waiting := make(map[int64]*request, len(chunk))
+			waiting := make(map[int64]*store.Request, len(chunk))
 			for _, r := range chunk {
-				waiting[r.op.ID] = r
+				waiting[r.Op.ID] = r
 			}
 			for rows.Next() {
 				var id int64
@@ -337,15 +316,15 @@ func queueStarts(b *pgx.Batch, rs []*request) {
 					return err
 				}
 				if r := waiting[id]; r != nil {
-					r.args = a
+					r.Args = a
 				}
 			}
 			if err := rows.Err(); err != nil {
 				return err
 			}
 			for _, r := range chunk {
-				if r.args == nil { // no row came back
-					r.err = fmt.Errorf("%w: job %d", errNotQueued, r.op.ID)
+				if r.Args == nil { // no row came back
+					r.Err = fmt.Errorf("%w: job %d", errNotQueued, r.Op.ID)
 				}
 			}
 			return nil
@@ -356,12 +335,12 @@ func queueStarts(b *pgx.Batch, rs []*request) {
 
 // queueCompletes queues the completions rs (ops without an attempt to
 // append), maxRows per statement.
-func queueCompletes(b *pgx.Batch, rs []*request) {
+func queueCompletes(b *pgx.Batch, rs []*store.Request) {
 	for len(rs) > 0 {
 		n := min(len(rs), maxRows)
 		ids, ats := make([]int64, n), make([]int64, n)
 		for i, r := range rs[:n] {
-			ids[i], ats[i] = r.op.ID, r.op.At
+			ids[i], ats[i] = r.Op.ID, r.Op.At
 		}
 		b.Queue(qComplete, ids, ats)
 		rs = rs[n:]
@@ -370,25 +349,25 @@ func queueCompletes(b *pgx.Batch, rs []*request) {
 
 // plainComplete reports whether r records a completion with no attempt
 // to append: the common end, which queueCompletes takes many at a time.
-func plainComplete(r *request) bool {
-	return r.kind == reqOp && r.op.Kind == store.OpComplete && r.op.Attempt.Start == 0
+func plainComplete(r *store.Request) bool {
+	return r.Kind == store.Apply && r.Op.Kind == store.OpComplete && r.Op.Attempt.Start == 0
 }
 
 // queueOne queues a request other than an insert, a start or a plain
 // completion.
-func queueOne(b *pgx.Batch, r *request) {
-	switch r.kind {
-	case reqOp:
-		queueOp(b, &r.op)
-	case reqState:
-		table, row := stateTable(r.name)
-		b.Queue(putState(table), row, r.value)
-	case reqSeen:
-		b.Queue(qSeen, r.ids)
-	case reqPrune:
-		r.pruned = 0
-		b.Queue(qPrune, r.op.At, r.op.NotBefore, pruneBatch).Exec(func(ct pgconn.CommandTag) error {
-			r.pruned = ct.RowsAffected()
+func queueOne(b *pgx.Batch, r *store.Request) {
+	switch r.Kind {
+	case store.Apply:
+		queueOp(b, &r.Op)
+	case store.Put:
+		table, row := stateTable(r.Name)
+		b.Queue(putState(table), row, r.Value)
+	case store.Seen:
+		b.Queue(qSeen, r.IDs)
+	case store.Prune:
+		r.Pruned = 0
+		b.Queue(qPrune, r.Op.At, r.Op.NotBefore, store.PruneBatch).Exec(func(ct pgconn.CommandTag) error {
+			r.Pruned = ct.RowsAffected()
 			return nil
 		})
 	}

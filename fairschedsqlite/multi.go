@@ -125,9 +125,9 @@ func (w *writer) insertAll(ctx context.Context, jobs []*store.Job) error {
 // startAll records the starts rs, maxRows per statement, and gives each
 // its job's arguments, or errNotQueued. The store counts attempts itself
 // (attempt + 1, as the scheduler does).
-func (w *writer) startAll(ctx context.Context, rs []*request) error {
+func (w *writer) startAll(ctx context.Context, rs []*store.Request) error {
 	args := make([]any, 0, 1+maxRows)
-	waiting := make(map[int64]*request, min(len(rs), maxRows))
+	waiting := make(map[int64]*store.Request, min(len(rs), maxRows))
 	for len(rs) > 0 {
 		n := min(len(rs), maxRows)
 		st, err := w.timedStmt(ctx, multiStart, multiStartAt, rs[:n], &args)
@@ -136,8 +136,8 @@ func (w *writer) startAll(ctx context.Context, rs []*request) error {
 		}
 		clear(waiting)
 		for _, r := range rs[:n] {
-			waiting[r.op.ID] = r
-			r.args = nil
+			waiting[r.Op.ID] = r
+			r.Args = nil
 		}
 		res, err := st.QueryContext(ctx, args...)
 		if err != nil {
@@ -151,7 +151,7 @@ func (w *writer) startAll(ctx context.Context, rs []*request) error {
 				return err
 			}
 			if r := waiting[id]; r != nil {
-				r.args = a
+				r.Args = a
 			}
 		}
 		if err := res.Close(); err != nil {
@@ -161,8 +161,8 @@ func (w *writer) startAll(ctx context.Context, rs []*request) error {
 			return err
 		}
 		for _, r := range rs[:n] {
-			if r.args == nil { // no row came back
-				r.err = fmt.Errorf("%w: job %d", errNotQueued, r.op.ID)
+			if r.Args == nil { // no row came back
+				r.Err = fmt.Errorf("%w: job %d", errNotQueued, r.Op.ID)
 			}
 		}
 		rs = rs[n:]
@@ -172,7 +172,7 @@ func (w *writer) startAll(ctx context.Context, rs []*request) error {
 
 // completeAll records the completions rs (ops without an attempt to
 // append), maxRows per statement.
-func (w *writer) completeAll(ctx context.Context, rs []*request) error {
+func (w *writer) completeAll(ctx context.Context, rs []*store.Request) error {
 	args := make([]any, 0, 2*maxRows)
 	for len(rs) > 0 {
 		n := min(len(rs), maxRows)
@@ -194,22 +194,22 @@ func (w *writer) completeAll(ctx context.Context, rs []*request) error {
 // the statement of kind at gives them all the earliest: a time off by
 // less than a millisecond, for a statement cheaper than byID's CASE by a
 // sixth of the writer's work.
-func (w *writer) timedStmt(ctx context.Context, each, at multiKind, rs []*request, args *[]any) (*sql.Stmt, error) {
+func (w *writer) timedStmt(ctx context.Context, each, at multiKind, rs []*store.Request, args *[]any) (*sql.Stmt, error) {
 	a := (*args)[:0]
-	lo, hi := rs[0].op.At, rs[0].op.At
+	lo, hi := rs[0].Op.At, rs[0].Op.At
 	for _, r := range rs[1:] {
-		lo, hi = min(lo, r.op.At), max(hi, r.op.At)
+		lo, hi = min(lo, r.Op.At), max(hi, r.Op.At)
 	}
 	if hi-lo < 1000 {
 		a = append(a, lo)
 		for _, r := range rs {
-			a = append(a, r.op.ID)
+			a = append(a, r.Op.ID)
 		}
 		*args = a
 		return w.multiStmt(ctx, at, len(rs))
 	}
 	for _, r := range rs {
-		a = append(a, r.op.ID, r.op.At)
+		a = append(a, r.Op.ID, r.Op.At)
 	}
 	*args = a
 	return w.multiStmt(ctx, each, len(rs))
@@ -217,6 +217,6 @@ func (w *writer) timedStmt(ctx context.Context, each, at multiKind, rs []*reques
 
 // plainComplete reports whether r records a completion with no attempt
 // to append: the common end, which completeAll takes many at a time.
-func plainComplete(r *request) bool {
-	return r.kind == reqOp && r.op.Kind == store.OpComplete && r.op.Attempt.Start == 0
+func plainComplete(r *store.Request) bool {
+	return r.Kind == store.Apply && r.Op.Kind == store.OpComplete && r.Op.Attempt.Start == 0
 }

@@ -77,10 +77,11 @@ var ErrInUse = errors.New("fairschedsqlite: the database is in use by another pr
 // Scheduler at a time; close it after the Scheduler. Its methods other
 // than DB and Close are for the scheduler, not to be called directly.
 type Store struct {
+	writes // Insert, Start, Post, Flush, PutState: queued on w
 	db     *sql.DB
 	owner  *os.File // holds the owner lock
 	w      *writer
-	pruner *pruner
+	pruner *store.Pruner
 	watch  *watcher
 	ownsDB bool // Open opened db: Close closes it
 
@@ -188,12 +189,12 @@ func open(db *sql.DB, owner *os.File, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Store{db: db, owner: owner, w: w, watch: newWatcher(db)}
+	st := &Store{writes: writes{B: w.b}, db: db, owner: owner, w: w, watch: newWatcher(db)}
 	w.watch = st.watch
 	if o.Retention == 0 {
 		o.Retention = defaultRetention
 	}
-	st.pruner = startPruner(w, o.Retention, o.DeadRetention)
+	st.pruner = store.StartPruner(store.PruneThrough(w.b), o.Retention, o.DeadRetention)
 	return st, nil
 }
 
@@ -208,7 +209,7 @@ func (st *Store) DB() *sql.DB { return st.db }
 // do nothing and return its error.
 func (st *Store) Close() error {
 	st.closeOnce.Do(func() {
-		st.pruner.stop()
+		st.pruner.Stop()
 		st.watch.stop()
 		err := st.w.close()
 		if st.ownsDB {
@@ -274,7 +275,7 @@ FROM fairsched_jobs `+where, args...)
 		return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
 	}
 	defer rows.Close()
-	var intern interner
+	var intern store.Interner
 	for rows.Next() {
 		j := new(store.Job)
 		var typ, key string
@@ -283,7 +284,7 @@ FROM fairsched_jobs `+where, args...)
 			&j.Attempt, &j.Allowed, &j.Started, &j.Finished, &j.Err, &attempts, &after, &needs, &j.Stood); err != nil {
 			return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
 		}
-		j.Type, j.Key, j.Ref = intern.of(typ), intern.of(key), intern.of(j.Ref)
+		j.Type, j.Key, j.Ref = intern.Of(typ), intern.Of(key), intern.Of(j.Ref)
 		if j.State == store.Queued && j.Started != 0 { // an attempt started (multiStart)
 			j.State = store.Running
 		}
@@ -310,52 +311,6 @@ FROM fairsched_jobs `+where, args...)
 		return fmt.Errorf("fairschedsqlite: reading jobs: %w", err)
 	}
 	return nil
-}
-
-// interner keeps one copy of each type, key and ID read (up to a bound),
-// so that a million recovered jobs of a few keys do not hold a million
-// copies.
-type interner map[string]string
-
-func (in *interner) of(s string) string {
-	if *in == nil {
-		*in = make(map[string]string)
-	}
-	if c, ok := (*in)[s]; ok {
-		return c
-	}
-	if len(*in) < 1<<16 {
-		(*in)[s] = s
-	}
-	return s
-}
-
-// Insert is for the scheduler: it stores jobs, assigning their IDs, and
-// returns once they are committed.
-func (st *Store) Insert(ctx context.Context, state *store.StateWrite, jobs ...*store.Job) error {
-	return st.w.do(&request{kind: reqInsert, jobs: jobs, state: state})
-}
-
-// Start is for the scheduler: it records that an attempt of job id
-// starts, and returns the job's arguments once that is committed.
-func (st *Store) Start(ctx context.Context, id int64, at int64) ([]byte, error) {
-	r := &request{kind: reqStart, op: store.Op{ID: id, At: at}}
-	if err := st.w.do(r); err != nil {
-		return nil, err
-	}
-	return r.args, r.err
-}
-
-// Post is for the scheduler: it records op in a transaction to come.
-func (st *Store) Post(op store.Op) { st.w.post(&request{kind: reqOp, op: op}) }
-
-// Flush is for the scheduler: it waits for every op posted before.
-func (st *Store) Flush(ctx context.Context) error { return st.w.flush() }
-
-// PutState is for the scheduler: it records value under name in a
-// transaction to come.
-func (st *Store) PutState(name string, value []byte) {
-	st.w.post(&request{kind: reqState, name: name, value: value})
 }
 
 // State is for the scheduler: it returns the value last put under name,

@@ -131,7 +131,7 @@ BEGIN SELECT RAISE(ABORT, 'no'); END`)
 }
 
 // Finished jobs are deleted once past their retention, dead ones past
-// theirs, in batches of pruneBatch; unfinished ones never.
+// theirs, in batches of store.PruneBatch; unfinished ones never.
 func TestPrune(t *testing.T) {
 	st, err := Open(filepath.Join(t.TempDir(), "jobs.db"), Options{Retention: time.Hour, DeadRetention: 2 * time.Hour})
 	require.NoError(t, err)
@@ -139,7 +139,7 @@ func TestPrune(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) int64 { return t0.Add(d).UnixMicro() }
-	const old = 2*pruneBatch + 500
+	const old = 2*store.PruneBatch + 500
 	jobs := make([]*store.Job, old+4)
 	for i := range jobs {
 		jobs[i] = &store.Job{Type: "t", Submitted: at(0), Args: []byte(`1`)}
@@ -160,14 +160,14 @@ func TestPrune(t *testing.T) {
 	require.NoError(t, st.Flush(ctx))
 
 	commits := st.w.commits.Load()
-	n, err := st.pruner.prune(t0.Add(90 * time.Minute))
+	n, err := st.pruner.Prune(t0.Add(90 * time.Minute))
 	require.NoError(t, err)
 	assert.EqualValues(t, old+1, n, "the old finished jobs and the dead job past its 2 hours")
-	assert.EqualValues(t, 3, st.w.commits.Load()-commits, "in batches of %d: 1000, 1000, 501", pruneBatch)
+	assert.EqualValues(t, 3, st.w.commits.Load()-commits, "in batches of %d: 1000, 1000, 501", store.PruneBatch)
 	assert.Equal(t, []int64{rest[0].ID, rest[1].ID, rest[3].ID}, column(t, st, "SELECT id FROM fairsched_jobs ORDER BY id"))
-	assert.Equal(t, time.Minute, pruneInterval(24*time.Hour, 0))
-	assert.Equal(t, time.Second, pruneInterval(-1, 5*time.Second))
-	assert.Equal(t, 6*time.Minute/10, pruneInterval(6*time.Minute, 0))
+	assert.Equal(t, time.Minute, store.PruneInterval(24*time.Hour, 0))
+	assert.Equal(t, time.Second, store.PruneInterval(-1, 5*time.Second))
+	assert.Equal(t, 6*time.Minute/10, store.PruneInterval(6*time.Minute, 0))
 }
 
 // column returns the one integer column query selects, row by row.

@@ -20,34 +20,14 @@ import (
 // writes never holds the write lock for long.
 const maxBatch = 1000
 
-type reqKind uint8
-
-const (
-	reqInsert reqKind = iota + 1
-	reqStart
-	reqOp
-	reqPrune
-	reqState
-)
-
-// request is one write, and, once applied, its result.
-type request struct {
-	kind   reqKind
-	jobs   []*store.Job      // reqInsert
-	state  *store.StateWrite // reqInsert: a state to put with the jobs
-	op     store.Op          // reqOp; reqStart: ID and At
-	args   []byte            // reqStart: the job's arguments
-	err    error             // reqStart: the job was not queued
-	pruned int64             // reqPrune: the jobs deleted
-	name   string            // reqState
-	value  []byte            // reqState
-}
+// writes are the Store's methods that queue its writes (internal/store).
+type writes = store.Writes
 
 // writer applies requests on its connection.
 type writer struct {
 	conn    *sql.Conn
 	stmts   map[string]*sql.Stmt
-	b       *store.Batcher[*request]
+	b       *store.Batcher[*store.Request]
 	commits atomic.Int64         // transactions committed, for the benchmarks
 	watch   *watcher             // told of the IDs the writer inserts
 	ids     []int64              // the IDs inserted by the transaction being applied
@@ -55,7 +35,7 @@ type writer struct {
 	// What applyAll sorts a transaction's requests into, kept for reuse.
 	jobs                    []*store.Job
 	touched                 map[int64]int // requests per job
-	starts, completes, rest []*request
+	starts, completes, rest []*store.Request
 }
 
 func newWriter(ctx context.Context, db *sql.DB, o Options) (*writer, error) {
@@ -82,9 +62,10 @@ func newWriter(ctx context.Context, db *sql.DB, o Options) (*writer, error) {
 	return w, nil
 }
 
-func (w *writer) do(r *request) error { return w.b.Do(r) }
-func (w *writer) post(r *request)     { w.b.Post(r) }
-func (w *writer) flush() error        { return w.b.Flush() }
+func (w *writer) do(r *store.Request) error { return w.b.Do(r) }
+
+func (w *writer) post(r *store.Request) { w.b.Post(r) }
+func (w *writer) flush() error          { return w.b.Flush() }
 
 func (w *writer) close() error {
 	err := w.b.Close()
@@ -144,7 +125,7 @@ var errNotQueued = errors.New("fairschedsqlite: the job is not queued in the sto
 // through database/sql's Tx, whose Stmt would prepare every statement
 // again in every transaction: SQL parsing was a third of the writer's
 // time.
-func (w *writer) apply(rs []*request) error {
+func (w *writer) apply(rs []*store.Request) error {
 	ctx := context.Background()
 	if _, err := w.stmts[qBegin].ExecContext(ctx); err != nil {
 		return fmt.Errorf("fairschedsqlite: %w", err)
@@ -179,15 +160,15 @@ func (w *writer) apply(rs []*request) error {
 // plain completions, of the jobs that have no other request in rs, each
 // kind together (multi.go); then the rest in order, consecutive requests
 // of one kind together.
-func (w *writer) applyAll(ctx context.Context, rs []*request) error {
+func (w *writer) applyAll(ctx context.Context, rs []*store.Request) error {
 	w.jobs = w.jobs[:0]
 	clear(w.touched)
 	for _, r := range rs {
-		switch r.kind {
-		case reqInsert:
-			w.jobs = append(w.jobs, r.jobs...)
-		case reqStart, reqOp:
-			w.touched[r.op.ID]++
+		switch r.Kind {
+		case store.Insert:
+			w.jobs = append(w.jobs, r.Jobs...)
+		case store.Start, store.Apply:
+			w.touched[r.Op.ID]++
 		}
 	}
 	if len(w.jobs) > 0 {
@@ -197,8 +178,8 @@ func (w *writer) applyAll(ctx context.Context, rs []*request) error {
 			return err
 		}
 		for _, r := range rs {
-			if r.kind == reqInsert && r.state != nil {
-				if _, err := w.stmts[qPutState].ExecContext(ctx, r.state.Name, r.state.Value(r.jobs)); err != nil {
+			if r.Kind == store.Insert && r.State != nil {
+				if _, err := w.stmts[qPutState].ExecContext(ctx, r.State.Name, r.State.Value(r.Jobs)); err != nil {
 					return err
 				}
 			}
@@ -207,10 +188,10 @@ func (w *writer) applyAll(ctx context.Context, rs []*request) error {
 	starts, completes, rest := w.starts[:0], w.completes[:0], w.rest[:0]
 	for _, r := range rs {
 		switch {
-		case r.kind == reqInsert:
-		case r.kind == reqStart && w.touched[r.op.ID] == 1:
+		case r.Kind == store.Insert:
+		case r.Kind == store.Start && w.touched[r.Op.ID] == 1:
 			starts = append(starts, r)
-		case plainComplete(r) && w.touched[r.op.ID] == 1:
+		case plainComplete(r) && w.touched[r.Op.ID] == 1:
 			completes = append(completes, r)
 		default:
 			rest = append(rest, r)
@@ -228,8 +209,8 @@ func (w *writer) applyAll(ctx context.Context, rs []*request) error {
 		n := 1
 		var err error
 		switch r := rest[0]; {
-		case r.kind == reqStart:
-			for n < len(rest) && rest[n].kind == reqStart {
+		case r.Kind == store.Start:
+			for n < len(rest) && rest[n].Kind == store.Start {
 				n++
 			}
 			err = w.startAll(ctx, rest[:n])
@@ -251,19 +232,19 @@ func (w *writer) applyAll(ctx context.Context, rs []*request) error {
 
 // applyOne applies a request other than an insert (applyAll inserts
 // first, all together).
-func (w *writer) applyOne(ctx context.Context, r *request) error {
-	switch r.kind {
-	case reqOp:
-		return w.applyOp(ctx, &r.op)
-	case reqState:
-		_, err := w.stmts[qPutState].ExecContext(ctx, r.name, r.value)
+func (w *writer) applyOne(ctx context.Context, r *store.Request) error {
+	switch r.Kind {
+	case store.Apply:
+		return w.applyOp(ctx, &r.Op)
+	case store.Put:
+		_, err := w.stmts[qPutState].ExecContext(ctx, r.Name, r.Value)
 		return err
-	case reqPrune:
-		res, err := w.stmts[qPrune].ExecContext(ctx, r.op.At, r.op.NotBefore, pruneBatch)
+	case store.Prune:
+		res, err := w.stmts[qPrune].ExecContext(ctx, r.Op.At, r.Op.NotBefore, store.PruneBatch)
 		if err != nil {
 			return err
 		}
-		r.pruned, err = res.RowsAffected()
+		r.Pruned, err = res.RowsAffected()
 		return err
 	}
 	return nil
