@@ -540,6 +540,7 @@ func TestDurableRestartKeepsOrderAndFairness(t *testing.T) {
 func TestDurableEnqueueFails(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t)
+	require.NoError(t, fairschedpg.Migrate(context.Background(), pool)) // without the test's short timeout
 	st, err := fairschedpg.OpenPool(context.Background(), pool, fairschedpg.Options{StatementTimeout: 200 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })

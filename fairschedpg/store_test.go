@@ -18,9 +18,13 @@ import (
 )
 
 // openTest opens a Store on a fresh schema, closed when the test ends.
+// The schema is made first, without the test's statement timeout: a
+// test's short one is for its own statements, and migrating on a loaded
+// machine may take longer.
 func openTest(t *testing.T, opts ...Options) (*Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.Pool(t)
+	require.NoError(t, Migrate(context.Background(), pool))
 	st, err := OpenPool(context.Background(), pool, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
