@@ -271,6 +271,9 @@ func (e *Engine) closeAside(j *Job, o Outcome, now int64) {
 	if j.is(flagTimed) {
 		e.untime(j)
 	}
+	if j.is(flagBound) {
+		e.unbind(j)
+	}
 	if k := j.lane.key; k.pending == 0 && k.running == 0 && k.aside == 0 {
 		e.markIdle(k, now)
 	}

@@ -138,6 +138,11 @@
 //     blocks, in wait lanes; it shuts when, past the jobs it skips,
 //     the next of them may not backfill and opens when units of it are
 //     released or its claimant starts (below);
+//   - no free replica to run on, once replicas are set (replicas.go,
+//     below): like a conflict lock, the gate of the replica the job is
+//     bound to, or of its type, holds it, shut by the order when it finds
+//     every replica the gate's jobs may run on full, and opened when a
+//     slot frees on one of them;
 //   - a job's own gates that take it out of fair share as well (a
 //     not-before time, dependencies, a pause): the job is set aside,
 //     StateDelayed, StateBlocked or StatePaused, counted apart (naside: admission limits still count
@@ -252,6 +257,51 @@
 // C's resources (at most their units, configured) and is kept until
 // those holders change (Engine.claimStarts).
 //
+// # Replicas: capacity and packing
+//
+// One engine may decide for many processes, replicas (replicas.go): each
+// has a capacity and the types it has handlers for, and once one is set
+// (SetReplica) a job starts only if a known replica it may run on (its
+// own, for a job bound to one by Times.Replica; else one that serves its
+// type) runs fewer jobs than its capacity, and it is placed on the first
+// such replica by name (Job.Replica). Packing is then no search: the
+// replicas are kept in a list by name, r of them, and placing a job or
+// asking whether it has a replica is a walk of it, O(r); a replica's
+// count is every job placed on it until its attempt ends, kept whether
+// the replica is known or was removed.
+//
+// No head-of-line blocking, and no scan. The jobs that may run on the
+// same replicas are alike for this rule: those bound to one replica, and
+// those of one type bound to none. Each such class has a gate, the
+// replica's (a record is kept for a name bound but not known, while it
+// holds jobs) and the type's (typeState.rgate). When the order reaches a
+// job, past every other hard limit, and finds no free replica for it, it
+// holds the job in its class's gate and shuts the gate: every job held
+// there is blocked as much, since its replicas are the same, all full.
+// The jobs behind are looked at as past any gate.
+//
+// Found again when a slot frees. A shut gate's replicas are all full (or
+// none is known), and stay so until one of these: a job placed on one of
+// them ends, the replica was full and now has a free slot; or SetReplica
+// makes one known, raises its capacity or gives it the type. Each opens
+// the replica's own gate and the gates of the types it serves: their jobs
+// compete where they are, as a conflict lock's waiters do, and the first
+// of them the order reaches that finds no slot again shuts its gate,
+// with every job in it, at once. A slot that frees on a replica that was
+// not full opens nothing: no shut gate has it among its replicas, since a
+// gate shuts only when all of its replicas are full. Removing a replica,
+// lowering a capacity or taking a type away only makes jobs more blocked:
+// a shut gate stays rightly shut, and an open one shuts when the order
+// next reaches one of its jobs.
+//
+// Costs: holding a job O(log n); shutting a gate O(L log n) for the L
+// lanes its jobs come from, however many jobs those are; a slot freeing
+// on a full replica O(T + G·L log n) for the T types and the G gates it
+// opens; SetReplica as much plus O(r), RemoveReplica O(r); the order's
+// look at a job O(r). With no replica ever set none of it runs: Enqueue
+// reads Times.Replica, and start, the end of an attempt and pick look at
+// one flag each, as for named resources (Engine.placing).
+//
 // # Time
 //
 // The engine reads no clock: every call that depends on time takes now.
@@ -305,6 +355,7 @@
 //
 // Verify checks every invariant of these structures (each heap's order
 // and handles, every count against a recount, the grace queue, the hard
-// limits) in O(n). The tests call it after every step of the scenario,
+// limits, each replica's count and that a shut replica gate's replicas
+// are all full) in O(n). The tests call it after every step of the scenario,
 // differential and fuzz runs.
 package engine

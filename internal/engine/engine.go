@@ -86,6 +86,10 @@ type Times struct {
 	AttemptEnded int64
 	After        []*Job
 	Needs        []Need // the job's own needs, in place of its type's; nil: its type's
+	// Replica binds the job to the replica of that name (replicas.go): a
+	// closure runs where it was submitted. "": any replica with a handler
+	// for its type. Ignored while no replica was ever set.
+	Replica string
 }
 
 // Engine is the whole decision state of a scheduler and the order of
@@ -154,6 +158,16 @@ type Engine struct {
 	unblocked   bool // a claim ended as a job left the queue (Cancel's answer)
 	ownNeeds    map[*Job][]need
 	nown        int
+	// Replicas (replicas.go): whether one was ever set; the known ones,
+	// by name; every record by name (known, or counting running jobs, or
+	// holding jobs bound to it); the jobs bound to one, by name; the
+	// replica each running job runs on.
+	replicated    bool
+	placing       bool // resources configured or replicated: a start takes units or a place (order.go, placeable)
+	replicas      []*replica
+	replicaByName map[string]*replica
+	boundTo       map[*Job]string
+	placedOn      map[*Job]*replica
 	// Jobs admitted and being written down by the caller (Reserve): they
 	// count against MaxQueue and their keys' MaxPending until Unreserve.
 	reserved     int
@@ -315,6 +329,9 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 	e.seq++
 	j.seq, j.sub, j.uidx = e.seq, sub, -1
 	j.lane = e.laneOf(t, k, now)
+	if tm.Replica != "" {
+		e.bind(j, tm.Replica)
+	}
 	if own != nil {
 		if e.ownNeeds == nil {
 			e.ownNeeds = make(map[*Job][]need)
@@ -690,6 +707,18 @@ func (e *Engine) eachPending(f func(*Job) bool) bool {
 	for _, r := range e.resources {
 		for _, g := range r.gates() {
 			if !eachHeld(g, f) {
+				return false
+			}
+		}
+	}
+	if e.replicated {
+		for _, t := range e.types {
+			if !eachHeld(&t.rgate, f) {
+				return false
+			}
+		}
+		for _, r := range e.replicaByName {
+			if !eachHeld(&r.gate, f) {
 				return false
 			}
 		}

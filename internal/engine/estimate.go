@@ -15,8 +15,9 @@ package engine
 //     served at the key's weighted share w/W of the tier; meanwhile the
 //     tier serves W/w times as much, but never more than it has queued;
 //   - each limit the job is under (the slots, its tier's cap, its type's
-//     cap, its key's cap, a held conflict lock) serves the work ahead of
-//     it at its capacity, and the slowest of them sets the wait.
+//     cap, its key's cap, a held conflict lock, and once replicas are set
+//     the capacity of those it may run on) serves the work ahead of it at
+//     its capacity, and the slowest of them sets the wait.
 //
 // It ignores aging, reservations and work submitted later, so it is an
 // estimate for telling a client when to retry, not a promise.
@@ -26,13 +27,19 @@ package engine
 // once.
 // It reports false if d's type is unknown.
 func (e *Engine) EstimateWait(d *Desc, now int64) (int64, bool) {
+	return e.EstimateWaitOn(d, "", now)
+}
+
+// EstimateWaitOn is EstimateWait for a job bound to replica
+// (Times.Replica; "": none).
+func (e *Engine) EstimateWaitOn(d *Desc, replica string, now int64) (int64, bool) {
 	t := e.anyType
 	if d.Type != "" {
 		if t = e.types[d.Type]; t == nil {
 			return 0, false
 		}
 	}
-	if e.WouldStart(d, nil, now) {
+	if e.WouldStartOn(d, nil, replica, now) {
 		return 0, true
 	}
 	k := e.anyKey
@@ -83,6 +90,12 @@ func (e *Engine) EstimateWait(d *Desc, now int64) (int64, bool) {
 	limit(t.limit, float64(t.running)*t.typical/2+float64(t.pending)*t.typical)
 	if k != nil {
 		limit(cfg.MaxConcurrency, float64(k.running)*t.typical/2+keyQueued)
+	}
+	if e.replicated {
+		// The replicas it may run on serve the work ahead of it as the
+		// slots do; with none known (or none with a slot), as one slot.
+		slots, left := e.replicaCapacity(replica, t)
+		limit(max(slots, 1), left+higher+ahead)
 	}
 	if g := t.cfg.ConflictGroup; g != "" {
 		if lk := e.conflicts[conflictKey{g, d.ID}]; lk != nil && lk.holder != nil {

@@ -31,14 +31,15 @@ import "github.com/fairsched/fairsched/internal/iheap"
 // now. Shutting or opening a gate costs O(L log n) for the L lanes its
 // jobs come from, however many jobs those are.
 //
-// A pause, a rate limit, a dependency, a not-before time or a named
-// resource is one more gate of one of these scopes.
+// A pause, a rate limit, a dependency, a not-before time, a named
+// resource or replica capacity is one more gate of one of these scopes.
 
 // gate is a key's cap or a conflict lock, as it holds jobs.
 type gate struct {
 	shut  bool
 	waits map[*lane]*waitLane // by the lane the held jobs come from; made for the first
 	res   *resource           // a resource's gates: the resource
+	rep   *replica            // a replica's gate (replicas.go): the replica
 }
 
 // What holds a parked job: Job.held.
@@ -46,6 +47,7 @@ const (
 	heldByKey      uint8 = iota + 1 // its key's cap: keyState.cap
 	heldByLock                      // its conflict lock: conflictLock.gate
 	heldByResource                  // a resource's gate (resources.go): Engine.resHeld
+	heldByReplica                   // its replica's gate, or its type's (replicas.go)
 )
 
 // waitLane holds the jobs a gate holds that come from one lane, in that
@@ -78,6 +80,11 @@ func (e *Engine) gateOf(j *Job) *gate {
 		return &j.lane.key.cap
 	case heldByResource:
 		return e.resHeld[j]
+	case heldByReplica:
+		if j.is(flagBound) {
+			return &e.replicaByName[e.boundTo[j]].gate
+		}
+		return &j.lane.typ.rgate
 	}
 	return &e.lockOf(j).gate
 }
@@ -131,8 +138,11 @@ func (e *Engine) unhold(j *Job) {
 	}
 	delete(g.waits, j.lane)
 	j.lane.held = swapRemove(j.lane.held, w.heldIdx, func(x *waitLane, i int) { x.heldIdx = i })
-	if by == heldByLock {
+	switch {
+	case by == heldByLock:
 		e.dropLockIfUnused(j)
+	case g.rep != nil:
+		e.dropReplicaIfUnused(g.rep)
 	}
 }
 

@@ -286,7 +286,8 @@ func (e *Engine) Held(j *Job) bool {
 }
 
 // WouldStart reports whether a job described by d, enqueued now, would
-// start at once: whether it passes every hard limit, taking units held for
+// start at once: whether it passes every hard limit, has a free replica
+// to run on once replicas are set (replicas.go), taking units held for
 // another job only as backfill allows (resources.go). Jobs already pending
 // do not stand in its way, since after every call that may start one none
 // that could is left waiting. It creates nothing. An unknown type answers
@@ -295,6 +296,12 @@ func (e *Engine) Held(j *Job) bool {
 // needs are the job's own needs of resources, in place of its type's, or
 // nil; now is the time it would be enqueued, after what fell due.
 func (e *Engine) WouldStart(d *Desc, needs []Need, now int64) bool {
+	return e.WouldStartOn(d, needs, "", now)
+}
+
+// WouldStartOn is WouldStart for a job bound to replica (Times.Replica;
+// "": none).
+func (e *Engine) WouldStartOn(d *Desc, needs []Need, replica string, now int64) bool {
 	t := e.anyType
 	if d.Type != "" {
 		if t = e.types[d.Type]; t == nil {
@@ -318,6 +325,9 @@ func (e *Engine) WouldStart(d *Desc, needs []Need, now int64) bool {
 		if lk := e.conflicts[conflictKey{g, d.ID}]; lk != nil && lk.holder != nil {
 			return false
 		}
+	}
+	if e.replicated && !e.wouldHaveReplica(replica, t) {
+		return false
 	}
 	resolved := t.needs
 	if needs != nil {

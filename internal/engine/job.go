@@ -63,7 +63,7 @@ type Job struct {
 	held    uint8 // parked: the gate that holds it, heldByKey or heldByLock; paused: pausedByKey or pausedByType
 	kind    Kind
 	inGrace bool     // has an entry in the grace queue, numbered at
-	flags   jobFlags // flagTimed, flagLinked
+	flags   jobFlags // flagTimed, flagLinked, flagBound, flagPlaced
 	// Tag is the caller's: the engine never reads or writes it. The
 	// run-time layer keeps there what it was told of the job.
 	Tag  uint8
@@ -116,6 +116,8 @@ type jobFlags uint8
 const (
 	flagTimed  jobFlags = 1 << iota // has timers (Engine.timed): a not-before time or a start deadline
 	flagLinked                      // has a node in the dependency graph (Engine.deps)
+	flagBound                       // bound to a replica (Engine.boundTo, replicas.go)
+	flagPlaced                      // running on a replica (Engine.placedOn)
 )
 
 // is reports whether j has flag f.

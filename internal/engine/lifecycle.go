@@ -106,8 +106,13 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 	if e.rated {
 		e.takeTokens(j, now)
 	}
-	if e.resources != nil {
-		e.takeUnits(j, now)
+	if e.placing {
+		if e.resources != nil {
+			e.takeUnits(j, now)
+		}
+		if e.replicated {
+			e.place(j)
+		}
 	}
 	if k.blocked() && !k.cap.shut {
 		e.capKey(k)
@@ -156,8 +161,13 @@ func (e *Engine) stop(j *Job, o Outcome, now int64) {
 		k.pausedRunning--
 	}
 	e.release(lk)
-	if e.resources != nil {
-		e.releaseUnits(j, now)
+	if e.placing {
+		if e.resources != nil {
+			e.releaseUnits(j, now)
+		}
+		if j.is(flagPlaced) {
+			e.unplace(j)
+		}
 	}
 	if k.cap.shut && !k.blocked() {
 		e.uncapKey(k)
@@ -181,8 +191,13 @@ func (e *Engine) end(j *Job, o Outcome, now int64) {
 	if e.nown > 0 {
 		e.forgetNeeds(j)
 	}
-	if j.is(flagTimed) {
-		e.untime(j)
+	if j.flags&(flagTimed|flagBound) != 0 {
+		if j.is(flagTimed) {
+			e.untime(j)
+		}
+		if j.is(flagBound) {
+			e.unbind(j)
+		}
 	}
 	e.settle(j, now)
 	if j.is(flagLinked) {

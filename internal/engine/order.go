@@ -91,7 +91,13 @@ func (e *Engine) full() bool {
 // admissible reports whether j passes every hard limit now.
 func (e *Engine) admissible(j *Job) bool {
 	return !e.full() && !j.lane.typ.blocked() && !j.lane.key.blocked() && e.conflict(j) == nil &&
-		(e.resources == nil || e.fits(j))
+		(!e.placing || e.placeable(j))
+}
+
+// placeable reports whether j has a free replica to run on, once one was
+// set, and the units it needs, if resources are configured.
+func (e *Engine) placeable(j *Job) bool {
+	return (!e.replicated || e.replicaFor(j) != nil) && (e.resources == nil || e.fits(j))
 }
 
 // firstUrgent returns the most urgent job that no type or tier cap
@@ -136,8 +142,9 @@ func (e *Engine) firstUrgent(now int64) *Job {
 
 // parkIfBlocked has the gate that blocks a job a step found hold it, and
 // reports whether one did: its key's cap, which only the urgent step can
-// find shut, its conflict lock, which a queued job may find held, or a
-// resource short of units or held for another job (resources.go).
+// find shut, its conflict lock, which a queued job may find held, no free
+// replica to run on (replicas.go), or a resource short of units or held
+// for another job (resources.go).
 func (e *Engine) parkIfBlocked(j *Job, now int64) bool {
 	if k := j.lane.key; k.cap.shut {
 		e.hold(j, &k.cap, heldByKey, now)
@@ -145,6 +152,10 @@ func (e *Engine) parkIfBlocked(j *Job, now int64) bool {
 	}
 	if lk := e.conflict(j); lk != nil {
 		e.hold(j, &lk.gate, heldByLock, now)
+		return true
+	}
+	if e.replicated && e.replicaFor(j) == nil {
+		e.holdForReplica(j, now)
 		return true
 	}
 	if e.resources != nil {

@@ -46,9 +46,10 @@ import (
 // (taken out of the type heaps) and the wait lanes of shut gates
 // (detached). A shut key runs its cap or has an empty token bucket, and a
 // shut conflict lock has a running holder, so they are found from the
-// running jobs and the empty buckets, and the resources' gates from the
-// resources: O(r + b + R) for r running jobs, b empty buckets and R
-// resources, plus O(L) for the L lanes the shut gates hold jobs from,
+// running jobs and the empty buckets, the resources' gates from the
+// resources, and the replica gates from the types and the replicas'
+// records: O(r + b + R + T + P) for r running jobs, b empty buckets, R
+// resources, T types and P replicas' records, plus O(L) for the L lanes the shut gates hold jobs from,
 // which enter the merge at once. The engine counts the shut keys
 // (nkeysShut), so the search for them stops once it has found them all,
 // and reads no running job's record when none is shut.
@@ -64,7 +65,7 @@ import (
 // ceiling to the capped ones, which is why it may change the engine
 // (never its decisions).
 //
-// O((offset+limit) log(offset+limit) + r + b + R + L + types), amortised
+// O((offset+limit) log(offset+limit) + r + b + R + L + types + P), amortised
 // over the aging moves: see above. Its length is at most Pending() - offset.
 func (e *Engine) QueueOrder(now int64, offset, limit int) []*Job {
 	var out []*Job
@@ -314,6 +315,18 @@ func (w *orderWalk) findShut() {
 		for _, g := range r.gates() {
 			if g.shut {
 				w.gates = append(w.gates, g)
+			}
+		}
+	}
+	if e.replicated {
+		for _, t := range e.types {
+			if t.rgate.shut {
+				w.gates = append(w.gates, &t.rgate)
+			}
+		}
+		for _, r := range e.replicaByName {
+			if r.gate.shut {
+				w.gates = append(w.gates, &r.gate)
 			}
 		}
 	}

@@ -91,6 +91,7 @@ func (e *Engine) setResources(caps map[string]int) {
 		r.skipped.shut, r.short.shut, r.tooBig.shut = true, true, true
 		if e.resources == nil {
 			e.resources = make(map[string]*resource)
+			e.placing = true
 		}
 		e.resources[name] = r
 	}

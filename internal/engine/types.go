@@ -44,6 +44,9 @@ type typeState struct {
 
 	bucket bucket // its rate limit (ratelimit.go)
 	needs  []need // units of resources its jobs need, by resource name (resources.go)
+	// rgate holds its jobs bound to no replica that the order found with
+	// no free replica to run on (replicas.go).
+	rgate gate
 
 	stats typeCounters
 

@@ -236,6 +236,13 @@ func (e *Engine) Verify(now int64) error {
 			nheld += n
 		}
 	}
+	for _, g := range e.replicaGates() {
+		n, err := e.verifyGate(g, heldByReplica, "replica gate", pending, now)
+		if err != nil {
+			return err
+		}
+		nheld += n
+	}
 	if queued != e.nqueued {
 		return errorf("nqueued %d, counted %d", e.nqueued, queued)
 	}
@@ -297,11 +304,14 @@ func (e *Engine) Verify(now int64) error {
 	if err := e.verifyRates(now); err != nil {
 		return err
 	}
+	if err := e.verifyReplicas(); err != nil {
+		return err
+	}
 	if err := e.verifyResources(); err != nil {
 		return err
 	}
 	sum := 0
-	for _, n := range e.WaitCounts() {
+	for _, n := range e.WaitCountsAll() {
 		sum += n
 	}
 	if sum != e.npending+e.naside {
@@ -446,6 +456,9 @@ func (e *Engine) verifyAside(asideKey map[*keyState]int, asideType map[*typeStat
 			waits += len(g.waits)
 		}
 	}
+	for _, g := range e.replicaGates() {
+		waits += len(g.waits)
+	}
 	if listed != waits {
 		return errorf("%d wait lanes, %d listed by their lanes", waits, listed)
 	}
@@ -572,6 +585,7 @@ func (e *Engine) allGates() []*gate {
 	for _, r := range e.resources {
 		gates = append(gates, r.gates()...)
 	}
+	gates = append(gates, e.replicaGates()...)
 	return gates
 }
 
@@ -1052,6 +1066,80 @@ func (e *Engine) verifyResources() error {
 	for j := range e.ownNeeds {
 		if j.state == StateDone {
 			return errorf("job %d: ended with needs of its own kept", j.seq)
+		}
+	}
+	return nil
+}
+
+// verifyReplicas checks the replicas (replicas.go): the known ones are
+// listed by name, at their places; a record not known counts running
+// jobs or holds jobs bound to it; each replica counts the running jobs
+// placed on it, and only running jobs are placed, a bound one on its
+// replica, only once one was set; only jobs that have not ended are bound;
+// a replica gate holds only jobs it is the gate of, and it is shut only
+// while every replica they may run on runs its capacity.
+func (e *Engine) verifyReplicas() error {
+	if !e.replicated && (len(e.replicaByName) > 0 || len(e.placedOn) > 0) {
+		return errorf("replicas kept, none ever set")
+	}
+	for i, r := range e.replicas {
+		if !r.known || r.idx != i || e.replicaByName[r.name] != r || i > 0 && e.replicas[i-1].name >= r.name {
+			return errorf("replica %q listed at %d: known %v, idx %d", r.name, i, r.known, r.idx)
+		}
+	}
+	running := map[*replica]int{}
+	for j, r := range e.placedOn {
+		if j.state != StateRunning || !j.is(flagPlaced) {
+			return errorf("job %d placed on replica %q in state %d", j.seq, r.name, j.state)
+		}
+		if j.is(flagBound) && e.boundTo[j] != r.name { // (a replica's types may change after a start)
+			return errorf("job %d bound to %q placed on replica %q", j.seq, e.boundTo[j], r.name)
+		}
+		running[r]++
+	}
+	for _, rj := range e.running {
+		if rj.j.is(flagPlaced) != (e.placedOn[rj.j] != nil) {
+			return errorf("job %d: placed %v, on %v", rj.j.seq, rj.j.is(flagPlaced), e.placedOn[rj.j])
+		}
+	}
+	known := 0
+	for name, r := range e.replicaByName {
+		if r.name != name || r.gate.rep != r {
+			return errorf("replica %q filed under %q", r.name, name)
+		}
+		if running[r] != r.running {
+			return errorf("replica %q: running %d, counted %d", name, r.running, running[r])
+		}
+		if r.known {
+			known++
+		} else if r.running == 0 && len(r.gate.waits) == 0 {
+			return errorf("replica %q: neither known nor used, kept", name)
+		}
+		for _, j := range appendHeld(nil, &r.gate) {
+			if !j.is(flagBound) || e.boundTo[j] != name {
+				return errorf("replica %q holds job %d, bound to %q", name, j.seq, e.boundTo[j])
+			}
+		}
+		if r.gate.shut && r.free() {
+			return errorf("replica %q: its gate is shut, and it has a free slot", name)
+		}
+	}
+	if known != len(e.replicas) {
+		return errorf("%d replicas known, %d listed", known, len(e.replicas))
+	}
+	for j := range e.boundTo {
+		if !j.is(flagBound) || j.state == StateDone || j.state == StateNew {
+			return errorf("job %d bound in state %d", j.seq, j.state)
+		}
+	}
+	for _, t := range e.types {
+		for _, j := range appendHeld(nil, &t.rgate) {
+			if j.is(flagBound) {
+				return errorf("type %q's replica gate holds job %d, bound to %q", t.name, j.seq, e.boundTo[j])
+			}
+		}
+		if t.rgate.shut && e.typeReplicaWhy(t) == WhyTurn {
+			return errorf("type %q: its replica gate is shut, and a replica for it has a free slot", t.name)
 		}
 	}
 	return nil

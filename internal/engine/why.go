@@ -18,7 +18,16 @@ const (
 	WhyConflict // a running job with its conflict group and ID
 	WhyResource
 	WhyTurn // a free slot, or the jobs ahead of it in the order
-	NumWhys
+	NumWhys // the reasons of one process: WaitCounts' (the run-time layer names NumWhys itself)
+)
+
+// The reasons of replicas (replicas.go), numbered after NumWhys and the
+// run-time layer's reason: in the order of what holds a job they come
+// after WhyResource and before WhyTurn.
+const (
+	WhyReplicasFull Why = NumWhys + 1 + iota // every replica it may run on runs its capacity
+	WhyNoReplica                             // no replica it may run on is known
+	NumReasons                               // WaitCountsAll's length
 )
 
 // WaitInfo says what holds a waiting job: Why, and for WhyConflict the
@@ -60,6 +69,9 @@ func (e *Engine) WhyWaiting(j *Job) WaitInfo {
 			return WaitInfo{Why: WhyResource, Resource: r.name}
 		}
 	}
+	if e.replicated {
+		return WaitInfo{Why: e.replicaWhy(j)}
+	}
 	return WaitInfo{Why: WhyTurn}
 }
 
@@ -86,9 +98,18 @@ func laneWhy(l *lane) Why {
 // conflict holder is held by that lock. A queued job whose conflict
 // holder started after it queued counts as waiting its turn until the
 // dispatcher reaches it (WhyWaiting, looking at the job, names the
-// conflict at once). O(lanes + their wait lanes).
+// conflict at once). O(lanes + their wait lanes). The jobs held for a
+// replica are counted in WaitCountsAll.
 func (e *Engine) WaitCounts() [NumWhys]int {
-	var n [NumWhys]int
+	all := e.WaitCountsAll()
+	return [NumWhys]int(all[:NumWhys])
+}
+
+// WaitCountsAll is WaitCounts with the reasons of replicas: a job held
+// for a replica counts by what its replicas are now (replicaWhy). O(lanes
+// + their wait lanes, times r for those held for a replica).
+func (e *Engine) WaitCountsAll() [NumReasons]int {
+	var n [NumReasons]int
 	n[WhyNotBefore] = e.naside - e.npaused - e.nblocked
 	n[WhyDependency] = e.nblocked
 	n[WhyPaused] = e.npaused
@@ -109,6 +130,10 @@ func (e *Engine) WaitCounts() [NumWhys]int {
 				switch {
 				case !w.gate.shut || w.gate == &k.cap:
 					n[WhyTurn] += w.n
+				case w.gate.rep != nil:
+					n[e.boundWhy(w.gate.rep)] += w.n
+				case w.gate == &w.typ.rgate:
+					n[e.typeReplicaWhy(w.typ)] += w.n
 				case w.gate.res != nil:
 					n[WhyResource] += w.n
 				default:
