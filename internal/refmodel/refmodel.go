@@ -57,6 +57,11 @@
 //   - Rate limits (ratelimit.go): a job whose key's or type's token bucket
 //     has no token at now is not eligible; a job that starts takes one
 //     from each.
+//   - Replicas (replicas.go): once one is set, a job starts only if a
+//     known replica it may run on (its own, for a job bound to one; else
+//     one with a handler for its type) runs fewer jobs than its capacity,
+//     and runs on the first such replica by name. It is a hard limit,
+//     looked at after the others and before named resources.
 //   - Named resources (resources.go): a job starts only when every
 //     resource it needs has its units free and is not claimed by another
 //     job; the first job by the order that finds one short, passing every
@@ -166,6 +171,7 @@ type Job struct {
 	NotBefore, StartBy int64
 	After              []uint64       // the jobs it runs after, by number (deps.go)
 	Needs              map[string]int // its own needs of resources; nil: its type's
+	Replica            string         // the replica it is bound to; "": none (replicas.go)
 }
 
 // Kind is the step of the order that started a job.
@@ -190,9 +196,10 @@ func (k Kind) String() string {
 
 // Start records one job start.
 type Start struct {
-	Seq  uint64
-	At   int64 // µs
-	Kind Kind
+	Seq     uint64
+	At      int64 // µs
+	Kind    Kind
+	Replica string // the replica it runs on; "" while none was ever set
 }
 
 // FlowID names a flow: one key's share of one tier.
@@ -235,6 +242,12 @@ type Model struct {
 	stopped    map[string]bool
 	backfilled int
 	passed     int // of them, while a job that needs the resource was skipped
+	// The known replicas by name, whether one was ever set, and how many
+	// times the order passed over a job for lack of a free one
+	// (replicas.go).
+	replicas    map[string]*replica
+	replicated  bool
+	replicaHeld int
 
 	starts []Start // not yet taken by TakeStarts
 }
@@ -266,6 +279,8 @@ type job struct {
 	needs    map[string]int // units of resources it needs (resources.go)
 	skipped  string         // the claimed resource whose backfill skipped it; "": none (resources.go)
 	end      int64          // running: its start plus its cost estimate then, µs (resources.go)
+	replica  string         // the replica it is bound to; "": none (replicas.go)
+	on       string         // running: the replica it runs on; "": none (replicas.go)
 	retry    bool           // delayed by a retry's backoff: it keeps its aging clock
 	deadline int64          // start deadline; 0: none
 	running  bool
@@ -464,7 +479,8 @@ func (m *Model) submit(now int64, d Job) (uint64, bool) {
 		k.flows[t.Tier] = &flow{v: m.floor[t.Tier]}
 	}
 	m.seq++
-	j := &job{seq: m.seq, typName: d.Type, typ: t, id: d.ID, key: k, base: clamp(base), sub: now, deadline: deadline, needs: needs}
+	j := &job{seq: m.seq, typName: d.Type, typ: t, id: d.ID, key: k, base: clamp(base), sub: now, deadline: deadline, needs: needs,
+		replica: d.Replica}
 	// Its own gates, in order: a job it runs after that did not complete
 	// ends it at once; then a not-before time, dependencies left, a pause.
 	if !m.link(j, d.After) {
@@ -697,7 +713,8 @@ func (m *Model) Retry(now int64, seq uint64, notBefore int64) {
 	}
 	m.failed(j, now)
 	m.released(j)
-	j.running, j.delayed, j.retry, j.notBefore = false, true, true, notBefore
+	j.running, j.delayed, j.retry, j.notBefore, j.on = false, true, true, notBefore, ""
+
 	m.standIfPaused(j, now)
 	m.account(j, now)
 	m.ended(j, now)
@@ -955,7 +972,14 @@ func (m *Model) pick(now int64) (*job, Kind, bool) {
 	order := m.candidates(now)
 	u := m.usage()
 	for _, c := range order {
-		if m.hasTokens(c.j, now) && u.admits(m, c.j) && m.takeResources(c.j, now) {
+		if !m.hasTokens(c.j, now) || !u.admits(m, c.j) {
+			continue
+		}
+		if !m.hasReplica(c.j) {
+			m.replicaHeld++
+			continue
+		}
+		if m.takeResources(c.j, now) {
 			return c.j, c.key.step, true
 		}
 	}
@@ -1045,6 +1069,9 @@ func (u usage) admits(m *Model, j *job) bool {
 // weight.
 func (m *Model) start(j *job, kind Kind, now int64) {
 	j.running, j.kind, j.start = true, kind, now
+	if m.replicated {
+		j.on, _ = m.freeReplica(j)
+	}
 	j.end = now + micros(m.estimate(j))
 	m.unclaim(j)
 	m.takeTokens(j, now)
@@ -1056,7 +1083,7 @@ func (m *Model) start(j *job, kind Kind, now int64) {
 		}
 		m.charge(f, j.est, j.guess, j.w)
 	}
-	m.starts = append(m.starts, Start{Seq: j.seq, At: now, Kind: kind})
+	m.starts = append(m.starts, Start{Seq: j.seq, At: now, Kind: kind, Replica: j.on})
 }
 
 // estimate returns the learned cost of j's (type, ID) in seconds, or the

@@ -17,11 +17,13 @@ const (
 	WhyKeyCap
 	WhyConflict
 	WhyResource
+	WhyReplicasFull
+	WhyNoReplica
 	WhyTurn
 )
 
 var whyNames = [...]string{"not-waiting", "not-before", "dependency", "paused", "rate", "tier-cap",
-	"type-cap", "key-cap", "conflict", "resource", "turn"}
+	"type-cap", "key-cap", "conflict", "resource", "replicas-full", "no-replica", "turn"}
 
 func (w Why) String() string { return whyNames[w] }
 
@@ -68,6 +70,9 @@ func (m *Model) Why(now int64, seq uint64) WaitInfo {
 	}
 	if r := m.resourceWhy(j); r != "" {
 		return WaitInfo{Why: WhyResource, Resource: r}
+	}
+	if why, ok := m.replicaWhy(j); ok {
+		return WaitInfo{Why: why}
 	}
 	return WaitInfo{Why: WhyTurn}
 }
