@@ -66,6 +66,9 @@ func (w *diffWorkload) goString() string {
 		if j.Batch != 0 {
 			times += fmt.Sprintf(", Batch: %d", j.Batch)
 		}
+		if j.Replica != "" {
+			times += fmt.Sprintf(", Replica: %q", j.Replica)
+		}
 		needs := ""
 		if j.Job.Needs != nil {
 			needs = fmt.Sprintf(", Needs: %#v", j.Job.Needs)
@@ -82,6 +85,8 @@ func (w *diffWorkload) goString() string {
 				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Reset: true},\n", c.At/diffUnit)
 			case c.Limit != nil:
 				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Limit: %s},\n", c.At/diffUnit, c.Limit.goString())
+			case c.Replica != nil:
+				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Replica: &%s},\n", c.At/diffUnit, c.Replica.goString())
 			case c.Resource != nil:
 				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Resource: &diffResource{%q, %d}},\n", c.At/diffUnit, c.Resource.Name, c.Resource.N)
 			case c.Pause != nil:
@@ -94,6 +99,13 @@ func (w *diffWorkload) goString() string {
 			default:
 				fmt.Fprintf(&b, "\t\t{At: %d * diffUnit, Key: %q, Weight: %v},\n", c.At/diffUnit, c.Key, c.Weight)
 			}
+		}
+		b.WriteString("\t},\n")
+	}
+	if len(w.Replicas) > 0 {
+		b.WriteString("\tReplicas: []diffReplica{\n")
+		for _, r := range w.Replicas {
+			fmt.Fprintf(&b, "\t\t%s,\n", r.goString())
 		}
 		b.WriteString("\t},\n")
 	}

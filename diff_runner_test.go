@@ -27,12 +27,18 @@ type diffOptions struct {
 
 // diffStart is one start as seen by the driver.
 type diffStart struct {
-	Job  int
-	At   time.Duration
-	Kind string
+	Job     int
+	At      time.Duration
+	Kind    string
+	Replica string // the replica it runs on, if any
 }
 
-func (s diffStart) String() string { return fmt.Sprintf("%v j%d %s", s.At, s.Job, s.Kind) }
+func (s diffStart) String() string {
+	if s.Replica != "" {
+		return fmt.Sprintf("%v j%d %s on %s", s.At, s.Job, s.Kind, s.Replica)
+	}
+	return fmt.Sprintf("%v j%d %s", s.At, s.Job, s.Kind)
+}
 
 // diffJobRun is the driver's view of one job of the workload.
 type diffJobRun struct {
@@ -50,8 +56,9 @@ type diffJobRun struct {
 	of        int
 	attached  int
 	detached  bool
-	completed bool // ended, its function having returned nil
-	batched   bool // taken in with its batch, before its own arrival event
+	completed bool   // ended, its function having returned nil
+	batched   bool   // taken in with its batch, before its own arrival event
+	replica   string // the replica its attempt runs on, as the system said
 }
 
 // errDiffInvalid marks a workload whose configuration New rejects; the
@@ -102,6 +109,9 @@ type diffRunner struct {
 		tier   map[Tier]int
 		typ    map[string]int
 		res    map[string]int
+		// The replicas known, and whether one was ever set.
+		replicas   map[string]diffReplica
+		replicated bool
 	}
 
 	// The periodic job: when its next occurrence is (-1: none), and its
@@ -170,6 +180,27 @@ func (w *diffWorkload) resumesLeft() []diffKeyChange {
 	for _, name := range slices.Sorted(maps.Keys(w.Cfg.Resources)) {
 		if slices.ContainsFunc(changes, func(c diffKeyChange) bool { return c.Resource != nil && c.Resource.Name == name }) {
 			out = append(out, diffKeyChange{At: end + diffUnits(1), Resource: &diffResource{name, w.Cfg.Resources[name]}})
+		}
+	}
+	// A job that no replica may run waits for one: every replica named
+	// is set last with a slot and every type.
+	if w.hasReplicas() {
+		named := map[string]bool{}
+		for _, rep := range w.Replicas {
+			named[rep.Name] = true
+		}
+		for _, c := range changes {
+			if c.Replica != nil {
+				named[c.Replica.Name] = true
+			}
+		}
+		for _, j := range w.Jobs {
+			if j.Replica != "" {
+				named[j.Replica] = true
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(named)) {
+			out = append(out, diffKeyChange{At: end + diffUnits(1), Replica: &diffReplica{Name: name, Capacity: 1}})
 		}
 	}
 	return out
@@ -244,6 +275,17 @@ func (r *diffRunner) run() error {
 	}
 	r.caps.global, r.caps.tier, r.caps.typ = r.w.Cfg.MaxConcurrency, maps.Clone(r.w.Cfg.TierLimits), map[string]int{}
 	r.caps.res = maps.Clone(r.w.Cfg.Resources)
+	r.caps.replicas = map[string]diffReplica{}
+	if de, ok := r.sys.(*diffEngine); ok {
+		de.replicaOf = func(i int) string { return r.w.Jobs[i].Replica }
+	} else if r.w.hasReplicas() {
+		return fmt.Errorf("%w: the Scheduler has no replicas yet", errDiffInvalid)
+	}
+	for _, rep := range r.w.Replicas {
+		if err := r.setReplica(rep); err != nil {
+			return err
+		}
+	}
 	if r.caps.tier == nil {
 		r.caps.tier = map[Tier]int{}
 	}
@@ -427,6 +469,10 @@ func (r *diffRunner) change(c diffKeyChange) error {
 		r.caps.res[c.Resource.Name] = c.Resource.N
 	case c.Pause != nil:
 		if err := r.pause(c.Key, *c.Pause); err != nil {
+			return err
+		}
+	case c.Replica != nil:
+		if err := r.setReplica(*c.Replica); err != nil {
 			return err
 		}
 	case c.Limit != nil:
@@ -936,7 +982,7 @@ func (r *diffRunner) sync() error {
 	if r.ref != nil {
 		var want []diffStart
 		for _, st := range r.ref.TakeStarts() {
-			want = append(want, diffStart{r.refJob(st.Seq), time.Duration(st.At) * time.Microsecond, st.Kind.String()})
+			want = append(want, diffStart{r.refJob(st.Seq), time.Duration(st.At) * time.Microsecond, st.Kind.String(), st.Replica})
 		}
 		r.model = append(r.model, want...)
 		if !slices.Equal(got, want) {
@@ -983,7 +1029,8 @@ func (r *diffRunner) takeStarts(running []*engine.Job) ([]diffStart, error) {
 				delete(r.openJoin, dupKey{d.Type, d.ID})
 			}
 			r.order = append(r.order, i)
-			got = append(got, diffStart{i, r.now, diffKindName(j.Kind())})
+			jr.replica = j.Replica()
+			got = append(got, diffStart{i, r.now, diffKindName(j.Kind()), jr.replica})
 		}
 	}
 	return got, err
@@ -1071,7 +1118,16 @@ func (r *diffRunner) checkLimits(started []diffStart) error {
 	if len(started) > 0 && over(all, r.caps.global) {
 		return fmt.Errorf("%d running, MaxConcurrency %d", all, r.caps.global)
 	}
+	onReplica := map[string]int{}
+	for _, i := range r.order {
+		if !r.jobs[i].ended {
+			onReplica[r.jobs[i].replica]++
+		}
+	}
 	for _, st := range started {
+		if err := r.checkReplica(st.Job, onReplica); err != nil {
+			return err
+		}
 		// No job starts before every job it runs after completed.
 		for _, k := range r.w.Jobs[st.Job].After {
 			if r.jobs[k].accepted && !r.jobs[k].completed {
@@ -1266,3 +1322,59 @@ func (r *diffRunner) final() error {
 // dupKey is a job's identity for its type's DuplicatePolicy: its type
 // and ID.
 type dupKey struct{ typ, id string }
+
+// setReplica sets or removes a replica on both sides.
+func (r *diffRunner) setReplica(rep diffReplica) error {
+	now := r.now.Microseconds()
+	if rep.Remove {
+		ok, err := r.sys.removeReplica(rep.Name)
+		r.trace = append(r.trace, fmt.Sprintf("%v RemoveReplica(%q): %v, %v", r.now, rep.Name, ok, err))
+		if err != nil {
+			return err
+		}
+		if r.ref != nil {
+			if want := r.ref.RemoveReplica(now, rep.Name); ok != want {
+				return fmt.Errorf("at %v RemoveReplica(%q): the system says %v, the reference %v", r.now, rep.Name, ok, want)
+			}
+		}
+		delete(r.caps.replicas, rep.Name)
+		return r.sync()
+	}
+	err := r.sys.setReplica(rep.Name, rep.Capacity, rep.Types)
+	r.trace = append(r.trace, fmt.Sprintf("%v SetReplica(%q, %d, %#v): %v", r.now, rep.Name, rep.Capacity, rep.Types, err))
+	if err != nil {
+		return err
+	}
+	if r.ref != nil {
+		r.ref.SetReplica(now, rep.Name, rep.Capacity, rep.Types)
+	}
+	r.caps.replicas[rep.Name], r.caps.replicated = rep, true
+	return r.sync()
+}
+
+// checkReplica checks, from the driver's own record, that job i, which
+// just started, runs on a replica once one was set, a known one it may
+// run on, whose capacity its running jobs do not exceed, and on none
+// before.
+func (r *diffRunner) checkReplica(i int, onReplica map[string]int) error {
+	name := r.jobs[i].replica
+	if !r.caps.replicated {
+		if name != "" {
+			return fmt.Errorf("j%d runs on replica %q, none was set", i, name)
+		}
+		return nil
+	}
+	rep, known := r.caps.replicas[name]
+	d := r.w.Jobs[i]
+	switch {
+	case !known:
+		return fmt.Errorf("j%d runs on replica %q, not known", i, name)
+	case d.Replica != "" && d.Replica != name:
+		return fmt.Errorf("j%d, bound to replica %q, runs on %q", i, d.Replica, name)
+	case d.Replica == "" && rep.Types != nil && !slices.Contains(rep.Types, d.Job.Type):
+		return fmt.Errorf("j%d of type %q runs on replica %q, which has no handler for it", i, d.Job.Type, name)
+	case onReplica[name] > rep.Capacity:
+		return fmt.Errorf("replica %q: %d running, capacity %d", name, onReplica[name], rep.Capacity)
+	}
+	return nil
+}

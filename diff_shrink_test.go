@@ -58,6 +58,14 @@ func diffSimplifications(w *diffWorkload) []*diffWorkload {
 	for i := range w.Changes {
 		edit(func(c *diffWorkload) { c.Changes = slices.Delete(c.Changes, i, i+1) })
 	}
+	for i := range w.Replicas {
+		edit(func(c *diffWorkload) { c.Replicas = slices.Delete(c.Replicas, i, i+1) })
+	}
+	for i, j := range w.Jobs {
+		if j.Replica != "" {
+			edit(func(c *diffWorkload) { c.Jobs[i].Replica = "" })
+		}
+	}
 	cfg := w.Cfg
 	if cfg.Aging != (AgingConfig{}) {
 		edit(func(c *diffWorkload) { c.Cfg.Aging = AgingConfig{} })
@@ -153,7 +161,7 @@ func diffSimplifications(w *diffWorkload) []*diffWorkload {
 }
 
 func (w *diffWorkload) clone() *diffWorkload {
-	c := &diffWorkload{Cfg: w.Cfg, Jobs: slices.Clone(w.Jobs), Changes: slices.Clone(w.Changes)}
+	c := &diffWorkload{Cfg: w.Cfg, Jobs: slices.Clone(w.Jobs), Changes: slices.Clone(w.Changes), Replicas: slices.Clone(w.Replicas)}
 	if w.Periodic != nil {
 		p := *w.Periodic
 		c.Periodic = &p

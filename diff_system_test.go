@@ -11,6 +11,7 @@ import (
 
 	"github.com/fairsched/fairsched/internal/clock"
 	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/refmodel"
 	"github.com/fairsched/fairsched/internal/rt"
 )
 
@@ -56,6 +57,10 @@ type diffSystem interface {
 	setTierLimit(t Tier, n int) error
 	setTypeLimit(name string, n int) error
 	setResource(name string, n int) error
+	// setReplica and removeReplica set and remove a replica (the engine
+	// alone: the Scheduler has none yet).
+	setReplica(name string, capacity int, types []string) error
+	removeReplica(name string) (bool, error)
 	// pause pauses (or resumes) a type if typ is not nil, else a key.
 	pause(key string, typ *string, resume bool) error
 	// waiting returns what holds each waiting job, by sequence number.
@@ -458,6 +463,11 @@ func (d *diffScheduler) superseded(i int) error {
 
 func (d *diffScheduler) setResource(name string, n int) error { return d.s.SetResource(name, n) }
 
+var errDiffNoReplicas = errors.New("the Scheduler has no replicas yet")
+
+func (d *diffScheduler) setReplica(string, int, []string) error { return errDiffNoReplicas }
+func (d *diffScheduler) removeReplica(string) (bool, error)     { return false, errDiffNoReplicas }
+
 func (d *diffScheduler) pause(key string, typ *string, resume bool) error {
 	switch {
 	case typ != nil && resume:
@@ -533,6 +543,7 @@ type diffEngine struct {
 	endSeqs   map[uint64]int
 	expired   []*engine.Job          // by a Due a submission called first, for due to report
 	toReplace map[dupKey]*engine.Job // of Supersede types: the job to replace
+	replicaOf func(i int) string     // the replica job i is bound to; nil: none
 }
 
 func newDiffEngine(cfg Config, clk *clock.Fake) (*diffEngine, error) {
@@ -592,6 +603,9 @@ func (d *diffEngine) submit(i int, desc Job, after []int) (uint64, error) {
 	j := new(engine.Job)
 	ed := engine.Desc{Type: desc.Type, ID: desc.ID, Key: desc.Key, Priority: desc.Priority}
 	var tm engine.Times
+	if d.replicaOf != nil {
+		tm.Replica = d.replicaOf(i)
+	}
 	for _, k := range after {
 		tm.After = append(tm.After, d.jobs[k])
 	}
@@ -611,7 +625,7 @@ func (d *diffEngine) submit(i int, desc Job, after []int) (uint64, error) {
 	if !desc.StartBy.IsZero() {
 		tm.StartBy = desc.StartBy.Sub(d.t0).Microseconds()
 	}
-	would := d.e.WouldStart(&ed, tm.Needs, d.now()) && tm.NotBefore <= d.now() && !d.waitsForAny(tm.After)
+	would := d.e.WouldStartOn(&ed, tm.Needs, tm.Replica, d.now()) && tm.NotBefore <= d.now() && !d.waitsForAny(tm.After)
 	// WouldStart does not know that the job it asks about would replace
 	// one, whose claim on resources then ends.
 	old := d.toReplace[dupKey{desc.Type, desc.ID}]
@@ -776,9 +790,21 @@ func (d *diffEngine) waiting() map[uint64]diffWhy {
 	out := map[uint64]diffWhy{}
 	for _, j := range d.e.PendingJobs() {
 		w := d.e.WhyWaiting(j)
-		out[j.Seq()] = diffWhy{WaitReason(w.Why).String(), w.On, w.Resource}
+		out[j.Seq()] = diffWhy{diffWhyName(w.Why), w.On, w.Resource}
 	}
 	return out
+}
+
+// diffWhyName names a reason as the reference model does: the Scheduler's
+// names, and the replicas' reasons, which it does not name yet.
+func diffWhyName(w engine.Why) string {
+	switch w {
+	case engine.WhyReplicasFull:
+		return refmodel.WhyReplicasFull.String()
+	case engine.WhyNoReplica:
+		return refmodel.WhyNoReplica.String()
+	}
+	return WaitReason(w).String()
 }
 
 func (d *diffEngine) order() []uint64 {
@@ -809,6 +835,18 @@ func (d *diffEngine) superseded(i int) error {
 		return fmt.Errorf("j%d superseded, but in state %d, outcome %d", i, j.State(), j.Outcome())
 	}
 	return nil
+}
+
+func (d *diffEngine) setReplica(name string, capacity int, types []string) error {
+	d.e.SetReplica(name, capacity, types, d.now())
+	d.dispatch()
+	return nil
+}
+
+func (d *diffEngine) removeReplica(name string) (bool, error) {
+	ok := d.e.RemoveReplica(name, d.now())
+	d.dispatch()
+	return ok, nil
 }
 
 func (d *diffEngine) setResource(name string, n int) error {

@@ -51,6 +51,32 @@ type diffWorkload struct {
 	Jobs     []diffJob
 	Changes  []diffKeyChange
 	Periodic *diffPeriodic // at most one
+	// Replicas are set before the first event (the engine alone: the
+	// Scheduler has none yet).
+	Replicas []diffReplica
+}
+
+// diffReplica sets replica Name's capacity and the job types it has
+// handlers for (nil: every type), or removes it if Remove.
+type diffReplica struct {
+	Name     string
+	Capacity int
+	Types    []string
+	Remove   bool
+}
+
+// goString renders the replica as a Go expression of this package.
+func (r diffReplica) goString() string {
+	if r.Remove {
+		return fmt.Sprintf("diffReplica{Name: %q, Remove: true}", r.Name)
+	}
+	return fmt.Sprintf("diffReplica{Name: %q, Capacity: %d, Types: %#v}", r.Name, r.Capacity, r.Types)
+}
+
+// hasReplicas reports whether the workload names a replica.
+func (w *diffWorkload) hasReplicas() bool {
+	return len(w.Replicas) > 0 || slices.ContainsFunc(w.Changes, func(c diffKeyChange) bool { return c.Replica != nil }) ||
+		slices.ContainsFunc(w.Jobs, func(j diffJob) bool { return j.Replica != "" })
 }
 
 // diffPeriodic is a periodic job: scheduled at Start, an occurrence every
@@ -95,6 +121,8 @@ type diffJob struct {
 	// Batch and At, in one SubmitMany, in workload order, as the first of
 	// them arrives. A job's After names no job of its own batch.
 	Batch int
+	// Replica binds the job to that replica (the engine alone).
+	Replica string
 }
 
 // diffKeyChange is a run-time change of the keys' configuration:
@@ -110,6 +138,7 @@ type diffKeyChange struct {
 	Limit    *diffLimit // a change of the global, a tier's or a type's limit instead
 	Pause    *diffPause // a pause or resume of Key, or of a type, instead
 	Resource *diffResource
+	Replica  *diffReplica // a replica set or removed, instead
 }
 
 // diffResource sets a resource's capacity to N.
@@ -558,7 +587,7 @@ func (j diffJob) job(t0 time.Time) Job {
 // refJob returns the job as submitted to the reference model, its times
 // in µs of the run.
 func (j diffJob) refJob() refmodel.Job {
-	d := refmodel.Job{Type: j.Job.Type, ID: j.Job.ID, Key: j.Job.Key, Priority: j.Job.Priority, Needs: j.Job.Needs}
+	d := refmodel.Job{Type: j.Job.Type, ID: j.Job.ID, Key: j.Job.Key, Priority: j.Job.Priority, Needs: j.Job.Needs, Replica: j.Replica}
 	if j.Delay > 0 {
 		d.NotBefore = (j.At + j.Delay).Microseconds()
 	}
@@ -605,4 +634,56 @@ func diffRefConfig(c Config) refmodel.Config {
 func diffRefKey(kc KeyConfig) refmodel.Key {
 	return refmodel.Key{Weight: kc.Weight, MinSlots: kc.MinSlots, MaxConcurrency: kc.MaxConcurrency,
 		MaxPending: kc.MaxPending, Rate: refmodel.Rate(kc.Rate)}
+}
+
+// diffAddReplicas adds replicas to w, for the engine alone, with
+// probability 2/3: one to three, of random capacities (0 among them) and
+// types, set before the first event, jobs bound to them (and to one never
+// set), and replicas set, changed and removed during the run.
+func diffAddReplicas(src diffSource, w *diffWorkload) {
+	if !diffChance(src, 2, 3) {
+		return
+	}
+	names := []string{"p0", "p1", "p2"}[:1+src.intn(3)]
+	types := []string{""}
+	for _, name := range slices.Sorted(maps.Keys(w.Cfg.Types)) {
+		if name != "" {
+			types = append(types, name)
+		}
+	}
+	replica := func(name string) diffReplica {
+		r := diffReplica{Name: name, Capacity: diffPick(src, 1, 2, 1, 3, 0)}
+		if diffChance(src, 1, 2) {
+			r.Types = []string{}
+			for _, t := range types {
+				if diffChance(src, 2, 3) {
+					r.Types = append(r.Types, t)
+				}
+			}
+		}
+		return r
+	}
+	for _, name := range names {
+		if diffChance(src, 3, 4) {
+			w.Replicas = append(w.Replicas, replica(name))
+		}
+	}
+	span := time.Duration(0)
+	for i := range w.Jobs {
+		span = max(span, w.Jobs[i].At)
+		if diffChance(src, 1, 4) {
+			w.Jobs[i].Replica = diffPick(src, append(names, "p9")...)
+		}
+	}
+	for range src.intn(5) {
+		c := diffKeyChange{At: diffUnits(src.intn(int(span/diffUnit) + 2))}
+		name := diffPick(src, names...)
+		if diffChance(src, 1, 3) {
+			c.Replica = &diffReplica{Name: name, Remove: true}
+		} else {
+			r := replica(name)
+			c.Replica = &r
+		}
+		w.Changes = append(w.Changes, c)
+	}
 }

@@ -77,20 +77,31 @@ func TestDifferential(t *testing.T) {
 // The seeds are split over two parallel subtests, one per core here. One
 // in twenty of the workloads at least must let jobs use units held for
 // another (backfill), and as many let a job do so past one that may not
-// (lookahead), so that the rules are tried and not only stated.
+// (lookahead), so that the rules are tried and not only stated. Two
+// thirds of the workloads run replicas (diffAddReplicas), and one in ten
+// at least must have a job the order passed over for lack of a free
+// replica, and as many a job that ran on another than the first.
 func TestDifferentialEngine(t *testing.T) {
 	const parts = 2
 	seeds := 2 * diffSeeds()
-	var backfilled, passed atomic.Int64
+	var backfilled, passed, replicaHeld, packed atomic.Int64
 	t.Run("parts", func(t *testing.T) {
 		for part := range uint64(parts) {
 			t.Run(fmt.Sprintf("part=%d", part), func(t *testing.T) {
 				t.Parallel()
 				for seed := part; seed < uint64(seeds); seed += parts {
-					w := diffGenerate(diffRandSource{rand.New(rand.NewPCG(seed, 0xe9))}, 60, seed%4 == 3)
+					src := diffRandSource{rand.New(rand.NewPCG(seed, 0xe9))}
+					w := diffGenerate(src, 60, seed%4 == 3)
+					diffAddReplicas(src, w)
 					r := diffCheck(t, fmt.Sprintf("seed %d", seed), w, diffOptions{engine: true, ref: true, stats: true, hook: true})
 					if r.ref.Backfills() > 0 {
 						backfilled.Add(1)
+					}
+					if r.ref.ReplicaHeld() > 0 {
+						replicaHeld.Add(1)
+					}
+					if slices.ContainsFunc(r.real, func(s diffStart) bool { return s.Replica != "" && s.Replica != "p0" }) {
+						packed.Add(1)
 					}
 					if r.ref.BackfillsPast() > 0 {
 						passed.Add(1)
@@ -101,6 +112,11 @@ func TestDifferentialEngine(t *testing.T) {
 	})
 	n, past := int(backfilled.Load()), int(passed.Load())
 	t.Logf("%d of %d workloads backfilled, %d past a job that may not", n, seeds, past)
+	held, other := int(replicaHeld.Load()), int(packed.Load())
+	t.Logf("%d of %d workloads passed over a job for lack of a free replica, %d ran one past the first replica", held, seeds, other)
+	if held < seeds/10 || other < seeds/10 {
+		t.Errorf("%d and %d of %d workloads held a job for a replica and ran one past the first, want one in ten at least", held, other, seeds)
+	}
 	if n < seeds/20 {
 		t.Errorf("%d of %d workloads backfilled, want one in twenty at least", n, seeds)
 	}
@@ -137,12 +153,14 @@ func TestDifferentialGeneratesUrgentAtOnce(t *testing.T) {
 }
 
 // TestDifferentialOrder is TestDifferentialEngine, on its first half of
-// workloads, comparing after every event the queue as the engine lists it
+// workloads (replicas included), comparing after every event the queue as the engine lists it
 // (QueueOrder) with the order the reference model ranks it in: its
 // urgent, reserved and fair steps, every limit ignored.
 func TestDifferentialOrder(t *testing.T) {
 	for seed := range uint64(diffSeeds()) {
-		w := diffGenerate(diffRandSource{rand.New(rand.NewPCG(seed, 0xe9))}, 60, seed%4 == 3)
+		src := diffRandSource{rand.New(rand.NewPCG(seed, 0xe9))}
+		w := diffGenerate(src, 60, seed%4 == 3)
+		diffAddReplicas(src, w)
 		diffCheck(t, fmt.Sprintf("seed %d", seed), w, diffOptions{engine: true, ref: true, order: true})
 	}
 }

@@ -23,6 +23,16 @@ func fuzzWorkload(data []byte) *diffWorkload {
 	return diffGenerate(src, fuzzMaxJobs, forget)
 }
 
+// fuzzEngineWorkload decodes data as fuzzWorkload does, then replicas
+// from the bytes left (diffAddReplicas): the engine alone runs them.
+func fuzzEngineWorkload(data []byte) *diffWorkload {
+	src := &diffByteSource{b: data}
+	forget := src.intn(2) == 1
+	w := diffGenerate(src, fuzzMaxJobs, forget)
+	diffAddReplicas(src, w)
+	return w
+}
+
 // fuzzRecorder is a diffSource that draws from a PRNG and records each
 // choice as the byte a diffByteSource decodes back to the same choice, so
 // that a random workload becomes a fuzz input.
@@ -53,6 +63,21 @@ func fuzzSeeds() [][]byte {
 		forget := seed%2 == 1
 		rec.out = append(rec.out, byte(seed%2))
 		diffGenerate(rec, fuzzMaxJobs, forget)
+		seeds = append(seeds, rec.out)
+	}
+	return seeds
+}
+
+// fuzzEngineSeeds are fuzzSeeds and the encodings of as many workloads
+// with replicas, from another PRNG stream.
+func fuzzEngineSeeds() [][]byte {
+	seeds := fuzzSeeds()
+	for seed := range uint64(12) {
+		rec := &fuzzRecorder{r: rand.New(rand.NewPCG(seed, 0x9e9))}
+		forget := seed%2 == 1
+		rec.out = append(rec.out, byte(seed%2))
+		w := diffGenerate(rec, fuzzMaxJobs, forget)
+		diffAddReplicas(rec, w)
 		seeds = append(seeds, rec.out)
 	}
 	return seeds
@@ -97,13 +122,14 @@ func FuzzDifferential(f *testing.F) {
 
 // FuzzEngine is FuzzDifferential on the engine alone, called directly as
 // the Scheduler calls it: with no goroutine to wait for, the fuzzer tries
-// far more workloads in the time.
+// far more workloads in the time. Its workloads also run replicas
+// (fuzzEngineWorkload), which the Scheduler does not have yet.
 func FuzzEngine(f *testing.F) {
-	for _, s := range fuzzSeeds() {
+	for _, s := range fuzzEngineSeeds() {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		w := fuzzWorkload(data)
+		w := fuzzEngineWorkload(data)
 		r := newDiffRunner(w, diffOptions{engine: true, ref: true, stats: true, hook: true})
 		if err := r.run(); err != nil {
 			t.Fatal(r.report(err))
@@ -121,5 +147,19 @@ func TestFuzzSeedsDecode(t *testing.T) {
 		if got := fuzzWorkload(data).goString(); got != want {
 			t.Errorf("seed %d decodes to\n%s\nwant\n%s", i, got, want)
 		}
+	}
+}
+
+// TestFuzzEngineSeedsHaveReplicas checks that FuzzEngine's own seeds
+// decode to workloads with replicas, most of them.
+func TestFuzzEngineSeedsHaveReplicas(t *testing.T) {
+	n := 0
+	for _, data := range fuzzEngineSeeds()[len(fuzzSeeds()):] {
+		if fuzzEngineWorkload(data).hasReplicas() {
+			n++
+		}
+	}
+	if n < 6 {
+		t.Errorf("%d of FuzzEngine's 12 seeds of its own have replicas, want 6 at least", n)
 	}
 }
