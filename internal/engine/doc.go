@@ -299,8 +299,9 @@
 // on a full replica O(T + G·L log n) for the T types and the G gates it
 // opens; SetReplica as much plus O(r), RemoveReplica O(r); the order's
 // look at a job O(r). With no replica ever set none of it runs: Enqueue
-// reads Times.Replica, and start, the end of an attempt and pick look at
-// one flag each, as for named resources (Engine.placing).
+// reads Times.Replica, a job's end and pick test one flag each, and
+// start, the end of an attempt and a lone job's admission test one they
+// share with named resources (Engine.placing).
 //
 // # Time
 //

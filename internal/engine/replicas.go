@@ -56,8 +56,10 @@ import (
 // a full replica O(T + G·L log n) for the G gates it opens (its own and
 // its types') and the L lanes their jobs come from, however many jobs
 // those are; SetReplica O(r + T + G·L log n), RemoveReplica O(r). With no
-// replica ever set, a job pays one test in Enqueue (its Times.Replica),
-// start and the end of its attempt (a flag), and pick one more.
+// replica ever set, a job pays a test in Enqueue (its Times.Replica) and
+// one as it ends (a flag, with its timers'), and pick one more; start,
+// the end of an attempt and the admission of a lone job test a flag they
+// share with named resources (Engine.placing).
 
 // replica is one replica's record.
 type replica struct {

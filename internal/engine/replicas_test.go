@@ -97,3 +97,82 @@ func TestReplicasPack(t *testing.T) {
 		t.Fatalf("replicas %+v", got)
 	}
 }
+
+// TestReplicasWouldStart: WouldStart and EstimateWait know the replicas:
+// no free slot on those a job may run on, it would wait, and its wait is
+// estimated at their capacity; a job bound to a replica not known, or
+// with a slot, as that one says.
+func TestReplicasWouldStart(t *testing.T) {
+	e := newTestEngine(t, Config{})
+	var now int64
+	d := &Desc{Type: "t"}
+	if !e.WouldStart(d, nil, now) {
+		t.Fatal("no replica ever set: it would start")
+	}
+	e.SetReplica("a", 1, nil, now)
+	e.SetReplica("b", 1, []string{}, now) // only jobs bound to it
+	j := new(Job)
+	e.Enqueue(j, d, nil, now)
+	if j.Replica() != "a" {
+		t.Fatalf("on %q, want a", j.Replica())
+	}
+	if e.WouldStart(d, nil, now) {
+		t.Fatal("a is full, b has no handler: it would not start")
+	}
+	if !e.WouldStartOn(d, nil, "b", now) || e.WouldStartOn(d, nil, "c", now) {
+		t.Fatal("bound to b it would start, to c not")
+	}
+	wait, ok := e.EstimateWait(d, now)
+	if !ok || wait != 5e5 { // a's running job has half its typical second left
+		t.Fatalf("wait %d, %v; want 500000", wait, ok)
+	}
+	if wait, _ := e.EstimateWaitOn(d, "b", now); wait != 0 {
+		t.Fatalf("bound to b: wait %d, want 0", wait)
+	}
+	if err := e.Verify(now); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReplicasHoldOutOfSight: jobs bound to a full replica are held out
+// of sight, so the jobs behind them start elsewhere; a slot freeing on a
+// replica that was not full opens nothing; one freeing on theirs lets
+// one of them start, and the rest are held again at once.
+func TestReplicasHoldOutOfSight(t *testing.T) {
+	e := newTestEngine(t, Config{})
+	var now int64
+	e.SetReplica("a", 1, nil, now)
+	e.SetReplica("b", 2, nil, now)
+	enqueue := func(replica string) *Job {
+		j := new(Job)
+		e.Enqueue(j, &Desc{Type: "t"}, &Times{Replica: replica}, now)
+		for e.Next(now) != nil {
+		}
+		return j
+	}
+	first := enqueue("a")
+	for range 1000 {
+		enqueue("a")
+	}
+	if n := e.Summary().Parked; n != 1000 {
+		t.Fatalf("%d held, want 1000", n)
+	}
+	other := enqueue("")
+	if other.Replica() != "b" {
+		t.Fatalf("the unbound job is on %q, want b", other.Replica())
+	}
+	e.Finish(other, Completed, now)
+	if j := e.Next(now); j != nil || e.Summary().Parked != 1000 {
+		t.Fatalf("a slot freed on b: started %v, %d held", j, e.Summary().Parked)
+	}
+	e.Finish(first, Completed, now)
+	if j := e.Next(now); j == nil || j.Replica() != "a" {
+		t.Fatalf("a slot freed on a: started %v", j)
+	}
+	if j := e.Next(now); j != nil || e.Summary().Parked != 999 {
+		t.Fatalf("then started %v, %d held", j, e.Summary().Parked)
+	}
+	if err := e.Verify(now); err != nil {
+		t.Fatal(err)
+	}
+}
