@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Replicas: capacity and packing (docs/design.md, Replicas). Many
+// Replicas: capacity and packing (doc.go, Replicas). Many
 // processes may run one scheduler's jobs, one engine deciding for all of
 // them; each process is a replica with a capacity, the most jobs it runs
 // at once, and the job types it has handlers for. The rule, once a

@@ -2,7 +2,7 @@ package refmodel
 
 import "slices"
 
-// Replicas (docs/design.md, Replicas): many processes run one scheduler's
+// Replicas (internal/engine, doc.go: Replicas): many processes run one scheduler's
 // jobs, each a replica with a capacity and the job types it has handlers
 // for. Once a replica was ever set, and not before:
 //
