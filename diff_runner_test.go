@@ -1340,13 +1340,18 @@ func (r *diffRunner) setReplica(rep diffReplica) error {
 		delete(r.caps.replicas, rep.Name)
 		return r.sync()
 	}
-	err := r.sys.setReplica(rep.Name, rep.Capacity, rep.Types)
-	r.trace = append(r.trace, fmt.Sprintf("%v SetReplica(%q, %d, %#v): %v", r.now, rep.Name, rep.Capacity, rep.Types, err))
+	ok, err := r.sys.setReplica(rep.Name, rep.Capacity, rep.Types)
+	r.trace = append(r.trace, fmt.Sprintf("%v SetReplica(%q, %d, %#v): %v %v", r.now, rep.Name, rep.Capacity, rep.Types, ok, err))
 	if err != nil {
 		return err
 	}
 	if r.ref != nil {
-		r.ref.SetReplica(now, rep.Name, rep.Capacity, rep.Types)
+		if want := r.ref.SetReplica(now, rep.Name, rep.Capacity, rep.Types); ok != want {
+			return fmt.Errorf("at %v SetReplica(%q): the system says %v, the reference %v", r.now, rep.Name, ok, want)
+		}
+	}
+	if !ok {
+		return r.sync()
 	}
 	r.caps.replicas[rep.Name], r.caps.replicated = rep, true
 	return r.sync()

@@ -59,7 +59,7 @@ type diffSystem interface {
 	setResource(name string, n int) error
 	// setReplica and removeReplica set and remove a replica (the engine
 	// alone: the Scheduler has none yet).
-	setReplica(name string, capacity int, types []string) error
+	setReplica(name string, capacity int, types []string) (bool, error)
 	removeReplica(name string) (bool, error)
 	// pause pauses (or resumes) a type if typ is not nil, else a key.
 	pause(key string, typ *string, resume bool) error
@@ -465,8 +465,10 @@ func (d *diffScheduler) setResource(name string, n int) error { return d.s.SetRe
 
 var errDiffNoReplicas = errors.New("the Scheduler has no replicas yet")
 
-func (d *diffScheduler) setReplica(string, int, []string) error { return errDiffNoReplicas }
-func (d *diffScheduler) removeReplica(string) (bool, error)     { return false, errDiffNoReplicas }
+func (d *diffScheduler) setReplica(string, int, []string) (bool, error) {
+	return false, errDiffNoReplicas
+}
+func (d *diffScheduler) removeReplica(string) (bool, error) { return false, errDiffNoReplicas }
 
 func (d *diffScheduler) pause(key string, typ *string, resume bool) error {
 	switch {
@@ -837,10 +839,10 @@ func (d *diffEngine) superseded(i int) error {
 	return nil
 }
 
-func (d *diffEngine) setReplica(name string, capacity int, types []string) error {
-	d.e.SetReplica(name, capacity, types, d.now())
+func (d *diffEngine) setReplica(name string, capacity int, types []string) (bool, error) {
+	ok := d.e.SetReplica(name, capacity, types, d.now())
 	d.dispatch()
-	return nil
+	return ok, nil
 }
 
 func (d *diffEngine) removeReplica(name string) (bool, error) {

@@ -268,7 +268,9 @@
 // replicas are kept in a list by name, r of them, and placing a job or
 // asking whether it has a replica is a walk of it, O(r); a replica's
 // count is every job placed on it until its attempt ends, kept whether
-// the replica is known or was removed.
+// the replica is known or was removed. A job is placed as it starts: the
+// jobs running when the first replica is set were placed on none and
+// count on none, so replicas are to be set before jobs run.
 //
 // No head-of-line blocking, and no scan. The jobs that may run on the
 // same replicas are alike for this rule: those bound to one replica, and

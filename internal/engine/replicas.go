@@ -81,9 +81,14 @@ func (r *replica) serves(t *typeState) bool { return r.types == nil || r.types[t
 // SetReplica makes replica name known, with capacity (the most jobs it
 // runs at once, >= 0) and the job types it has handlers for (nil: every
 // type), or changes them; its running jobs keep counting. From the first
-// call on, every job runs on a replica (replicas.go). The caller
-// dispatches after it: jobs may start. O(r + T + G·L log n).
-func (e *Engine) SetReplica(name string, capacity int, types []string, now int64) {
+// call on, every job runs on a replica (replicas.go). It reports false,
+// changing nothing, for the name "", which means no replica: a job bound
+// to none, or placed on none. The caller dispatches after it: jobs may
+// start. O(r + T + G·L log n).
+func (e *Engine) SetReplica(name string, capacity int, types []string, now int64) bool {
+	if name == "" {
+		return false
+	}
 	e.replicated, e.placing = true, true
 	r := e.replicaRecord(name)
 	if !r.known {
@@ -105,6 +110,7 @@ func (e *Engine) SetReplica(name string, capacity int, types []string, now int64
 	if r.free() {
 		e.replicaFreed(r)
 	}
+	return true
 }
 
 // RemoveReplica forgets replica name and reports whether it was known:

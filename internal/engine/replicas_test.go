@@ -176,3 +176,22 @@ func TestReplicasHoldOutOfSight(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The name "" is no replica: SetReplica refuses it and changes nothing,
+// so jobs still start without one.
+func TestReplicaNamedNothing(t *testing.T) {
+	e := newTestEngine(t, Config{MaxConcurrency: 4})
+	if e.SetReplica("", 1, nil, 0) {
+		t.Fatal(`SetReplica("") was taken`)
+	}
+	j := new(Job)
+	if r := e.Enqueue(j, &Desc{}, nil, 1); r != nil {
+		t.Fatal(r)
+	}
+	if !j.Running() || j.Replica() != "" {
+		t.Fatalf("running %v on %q: with no replica set, a job starts on none", j.Running(), j.Replica())
+	}
+	if err := e.Verify(1); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -22,8 +22,13 @@ const (
 )
 
 // The reasons of replicas (replicas.go), numbered after NumWhys and the
-// run-time layer's reason: in the order of what holds a job they come
-// after WhyResource and before WhyTurn.
+// run-time layer's reason. WhyWaiting names a configured limit first, so
+// a job short of a resource's units and of a replica's slot waits for the
+// resource there; the order, though, holds such a job in its replica gate
+// (replicas are looked at before resources), and WaitCountsAll counts
+// jobs where they are held: there it counts as WhyReplicasFull. The
+// overflow hook of the replicas must count as WhyWaiting names, and will
+// need the two to agree.
 const (
 	WhyReplicasFull Why = NumWhys + 1 + iota // every replica it may run on runs its capacity
 	WhyNoReplica                             // no replica it may run on is known

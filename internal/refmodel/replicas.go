@@ -26,8 +26,12 @@ type replica struct {
 
 // SetReplica makes replica name known, with capacity and the job types
 // it has handlers for (nil: every type), or changes them. Then it
-// dispatches.
-func (m *Model) SetReplica(now int64, name string, capacity int, types []string) {
+// dispatches. It reports false, changing nothing, for the name "", which
+// is no replica.
+func (m *Model) SetReplica(now int64, name string, capacity int, types []string) bool {
+	if name == "" {
+		return false // "" is no replica
+	}
 	if m.replicas == nil {
 		m.replicas = map[string]*replica{}
 	}
@@ -40,6 +44,7 @@ func (m *Model) SetReplica(now int64, name string, capacity int, types []string)
 	}
 	m.replicas[name], m.replicated = r, true
 	m.dispatch(now)
+	return true
 }
 
 // RemoveReplica forgets replica name and reports whether it was known.
