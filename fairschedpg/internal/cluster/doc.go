@@ -51,9 +51,10 @@
 // start of the statement that acquired or renewed it, plus the lease's
 // time: the database set expires from a clock reading taken after that
 // start). Before then, a leader that could not renew stops granting; the
-// same goes for a replica's heartbeat and the runs it holds (SPEC's
-// self-fencing). Only the rate of the two clocks matters, not their
-// offset.
+// same goes for a replica's heartbeat and the runs it holds: a replica
+// that cannot renew cancels its own runs before its lease could lapse
+// (self-fencing), so that none runs twice at once. Only the rate of the
+// two clocks matters, not their offset.
 //
 // # The database's clock
 //
