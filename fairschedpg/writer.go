@@ -36,12 +36,11 @@ type writer struct {
 	b       *store.Batcher[*store.Request]
 	commits atomic.Int64 // transactions committed, for the tests
 	// What applyAll sorts a transaction's requests into, kept for reuse.
-	touched                 map[int64]int // requests per job
-	starts, completes, rest []*store.Request
+	groups store.Groups
 }
 
 func newWriter(st *Store) *writer {
-	w := &writer{st: st, touched: make(map[int64]int)}
+	w := &writer{st: st}
 	w.b = store.NewBatcher(maxBatch, w.apply)
 	return w
 }
@@ -239,57 +238,13 @@ func needsOf(j *store.Job) *string {
 	return &s
 }
 
-// queueRest queues every request of rs but the inserts. Requests about
-// different jobs commute, so they need not be applied in the order they
-// came, only each job's in its order: the starts, and the plain
-// completions, of the jobs that have no other request in rs, each kind
-// together; then the rest in order, consecutive starts or plain
-// completions together.
+// queueRest queues every request of rs but the inserts, in the groups
+// of store.Groups.
 func (w *writer) queueRest(b *pgx.Batch, rs []*store.Request) {
-	clear(w.touched)
-	for _, r := range rs {
-		if r.Kind == store.Start || r.Kind == store.Apply {
-			w.touched[r.Op.ID]++
-		}
-	}
-	starts, completes, rest := w.starts[:0], w.completes[:0], w.rest[:0]
-	for _, r := range rs {
-		switch {
-		case r.Kind == store.Insert:
-		case r.Kind == store.Start && w.touched[r.Op.ID] == 1:
-			starts = append(starts, r)
-		case plainComplete(r) && w.touched[r.Op.ID] == 1:
-			completes = append(completes, r)
-		default:
-			rest = append(rest, r)
-		}
-	}
-	defer func() { // the slices kept for the next transaction
-		clear(starts)
-		clear(completes)
-		clear(rest)
-		w.starts, w.completes, w.rest = starts[:0], completes[:0], rest[:0]
-	}()
-	queueStarts(b, starts)
-	queueCompletes(b, completes)
-	for todo := rest; len(todo) > 0; {
-		n := 1
-		switch r := todo[0]; {
-		case r.Kind == store.Start:
-			for n < len(todo) && todo[n].Kind == store.Start {
-				n++
-			}
-			queueStarts(b, todo[:n])
-		case plainComplete(r):
-			for n < len(todo) && plainComplete(todo[n]) {
-				n++
-			}
-			queueCompletes(b, todo[:n])
-		default:
-			queueOne(b, r)
-		}
-		todo = todo[n:]
-	}
+	w.groups.Apply(rs,
+		func(rs []*store.Request) error { queueStarts(b, rs); return nil },
+		func(rs []*store.Request) error { queueCompletes(b, rs); return nil },
+		func(r *store.Request) error { queueOne(b, r); return nil })
 }
 
 // queueStarts queues the starts rs, maxRows per statement; each request
@@ -345,12 +300,6 @@ func queueCompletes(b *pgx.Batch, rs []*store.Request) {
 		b.Queue(qComplete, ids, ats)
 		rs = rs[n:]
 	}
-}
-
-// plainComplete reports whether r records a completion with no attempt
-// to append: the common end, which queueCompletes takes many at a time.
-func plainComplete(r *store.Request) bool {
-	return r.Kind == store.Apply && r.Op.Kind == store.OpComplete && r.Op.Attempt.Start == 0
 }
 
 // queueOne queues a request other than an insert, a start or a plain

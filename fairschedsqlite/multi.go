@@ -214,9 +214,3 @@ func (w *writer) timedStmt(ctx context.Context, each, at multiKind, rs []*store.
 	*args = a
 	return w.multiStmt(ctx, each, len(rs))
 }
-
-// plainComplete reports whether r records a completion with no attempt
-// to append: the common end, which completeAll takes many at a time.
-func plainComplete(r *store.Request) bool {
-	return r.Kind == store.Apply && r.Op.Kind == store.OpComplete && r.Op.Attempt.Start == 0
-}

@@ -33,9 +33,8 @@ type writer struct {
 	ids     []int64              // the IDs inserted by the transaction being applied
 	multi   map[[2]int]*sql.Stmt // multi.go: by kind and row count
 	// What applyAll sorts a transaction's requests into, kept for reuse.
-	jobs                    []*store.Job
-	touched                 map[int64]int // requests per job
-	starts, completes, rest []*store.Request
+	jobs   []*store.Job
+	groups store.Groups
 }
 
 func newWriter(ctx context.Context, db *sql.DB, o Options) (*writer, error) {
@@ -49,7 +48,7 @@ func newWriter(ctx context.Context, db *sql.DB, o Options) (*writer, error) {
 		conn.Close()
 		return nil, fmt.Errorf("fairschedsqlite: %w", err)
 	}
-	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), touched: make(map[int64]int)}
+	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt)}
 	for _, q := range statements {
 		st, err := conn.PrepareContext(ctx, q)
 		if err != nil {
@@ -153,22 +152,15 @@ func (w *writer) apply(rs []*store.Request) error {
 	return nil
 }
 
-// applyAll applies rs. Requests about different jobs commute, so they
-// need not be applied in the order they came, only each job's in its
-// order: first every insert (no other request can name a job not yet
-// inserted), in one statement per maxRows jobs; then the starts, and the
-// plain completions, of the jobs that have no other request in rs, each
-// kind together (multi.go); then the rest in order, consecutive requests
-// of one kind together.
+// applyAll applies rs: first every insert (no other request can name a
+// job not yet inserted), in one statement per maxRows jobs; then the
+// other requests in the groups of store.Groups (multi.go writes a group
+// in one statement).
 func (w *writer) applyAll(ctx context.Context, rs []*store.Request) error {
 	w.jobs = w.jobs[:0]
-	clear(w.touched)
 	for _, r := range rs {
-		switch r.Kind {
-		case store.Insert:
+		if r.Kind == store.Insert {
 			w.jobs = append(w.jobs, r.Jobs...)
-		case store.Start, store.Apply:
-			w.touched[r.Op.ID]++
 		}
 	}
 	if len(w.jobs) > 0 {
@@ -185,49 +177,10 @@ func (w *writer) applyAll(ctx context.Context, rs []*store.Request) error {
 			}
 		}
 	}
-	starts, completes, rest := w.starts[:0], w.completes[:0], w.rest[:0]
-	for _, r := range rs {
-		switch {
-		case r.Kind == store.Insert:
-		case r.Kind == store.Start && w.touched[r.Op.ID] == 1:
-			starts = append(starts, r)
-		case plainComplete(r) && w.touched[r.Op.ID] == 1:
-			completes = append(completes, r)
-		default:
-			rest = append(rest, r)
-		}
-	}
-	w.starts, w.completes, w.rest = starts, completes, rest // kept for the next transaction
-	defer func() { clear(starts); clear(completes); clear(rest) }()
-	if err := w.startAll(ctx, starts); err != nil {
-		return err
-	}
-	if err := w.completeAll(ctx, completes); err != nil {
-		return err
-	}
-	for len(rest) > 0 {
-		n := 1
-		var err error
-		switch r := rest[0]; {
-		case r.Kind == store.Start:
-			for n < len(rest) && rest[n].Kind == store.Start {
-				n++
-			}
-			err = w.startAll(ctx, rest[:n])
-		case plainComplete(r):
-			for n < len(rest) && plainComplete(rest[n]) {
-				n++
-			}
-			err = w.completeAll(ctx, rest[:n])
-		default:
-			err = w.applyOne(ctx, r)
-		}
-		if err != nil {
-			return err
-		}
-		rest = rest[n:]
-	}
-	return nil
+	return w.groups.Apply(rs,
+		func(rs []*store.Request) error { return w.startAll(ctx, rs) },
+		func(rs []*store.Request) error { return w.completeAll(ctx, rs) },
+		func(r *store.Request) error { return w.applyOne(ctx, r) })
 }
 
 // applyOne applies a request other than an insert (applyAll inserts
