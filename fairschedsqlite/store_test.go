@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/internal/store"
+	"github.com/fairsched/fairsched/internal/storetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -29,20 +30,6 @@ func openTest(t *testing.T) *Store {
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	return st
-}
-
-// recovered returns what Recover gives back, by ID.
-func recovered(t *testing.T, st *Store) map[int64]*store.Job {
-	t.Helper()
-	out := make(map[int64]*store.Job)
-	var last int64
-	require.NoError(t, st.Recover(context.Background(), func(j *store.Job) error {
-		require.Greater(t, j.ID, last, "in ID order")
-		last = j.ID
-		out[j.ID] = j
-		return nil
-	}))
-	return out
 }
 
 // Every op moves a job's record as its name says, and Recover gives back
@@ -78,7 +65,7 @@ func TestOpsAndRecover(t *testing.T) {
 	st.Post(store.Op{Kind: store.OpClock, ID: 5, At: 150})
 	require.NoError(t, st.Flush(ctx))
 
-	got := recovered(t, st)
+	got := storetest.Recovered(t, st)
 	require.Len(t, got, 3, "1 waits for its retry, 5 was interrupted, 6 was queued again by hand")
 	assert.Equal(t, &store.Job{ID: 1, Type: "mail", Key: "k", Ref: "r", Priority: 60, Submitted: 100, NotBefore: 400,
 		StartBy: 9000, State: store.Queued, Attempt: 1, Attempts: []store.Attempt{failed}}, got[1])
@@ -95,7 +82,7 @@ func TestOpsAndRecover(t *testing.T) {
 	// A running job is recovered as running, with its start.
 	_, err = st.Start(ctx, 5, 500)
 	require.NoError(t, err)
-	got = recovered(t, st)
+	got = storetest.Recovered(t, st)
 	assert.Equal(t, store.Running, got[5].State)
 	assert.EqualValues(t, 500, got[5].Started)
 }
@@ -205,7 +192,7 @@ INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, args) VA
 	var v int
 	require.NoError(t, st.DB().QueryRow("PRAGMA user_version").Scan(&v))
 	assert.Equal(t, schemaVersion, v)
-	got := recovered(t, st)
+	got := storetest.Recovered(t, st)
 	require.Len(t, got, 1, "the job of the old schema is kept")
 	assert.Equal(t, "mail", got[1].Type)
 	st.PutState("fair", []byte(`{}`))

@@ -56,8 +56,9 @@ func opened(t *testing.T, open Opener) store.Store {
 	return st
 }
 
-// recovered returns what Recover gives back, by ID, checking its order.
-func recovered(t *testing.T, st store.Store) map[int64]*store.Job {
+// Recovered returns what st's Recover gives back, by ID, checking that it
+// comes in ID order.
+func Recovered(t *testing.T, st store.Store) map[int64]*store.Job {
 	t.Helper()
 	out := make(map[int64]*store.Job)
 	var last int64
@@ -126,7 +127,7 @@ func opsAndRecover(t *testing.T, open Opener) {
 	st.Post(store.Op{Kind: store.OpPriority, ID: id(5), Allowed: 80})
 	require.NoError(t, st.Flush(ctx))
 
-	got := recovered(t, st)
+	got := Recovered(t, st)
 	require.Len(t, got, 3, "1 waits for its retry, 5 was interrupted, 6 was queued again by hand")
 	assert.Equal(t, &store.Job{ID: id(1), Type: "mail", Key: "k", Ref: "r", Priority: 60, Submitted: 100, NotBefore: 400,
 		StartBy: 9000, State: store.Queued, Attempt: 1, Attempts: []store.Attempt{failed}, Stood: 7}, got[id(1)])
@@ -148,7 +149,7 @@ func opsAndRecover(t *testing.T, open Opener) {
 	// A running job is recovered as running, with its start.
 	_, err = st.Start(ctx, id(5), 500)
 	require.NoError(t, err)
-	got = recovered(t, st)
+	got = Recovered(t, st)
 	assert.Equal(t, store.Running, got[id(5)].State)
 	assert.EqualValues(t, 500, got[id(5)].Started)
 	assert.Equal(t, 1, got[id(5)].Attempt)
@@ -186,7 +187,7 @@ func startRefused(t *testing.T, open Opener) {
 	assert.Error(t, err, "completed")
 	_, err = st.Start(ctx, jobs[1].ID+1000, 12)
 	assert.Error(t, err, "no such job")
-	got := recovered(t, st)
+	got := Recovered(t, st)
 	require.Len(t, got, 1)
 	assert.Equal(t, 1, got[jobs[0].ID].Attempt, "the refused start counted no attempt")
 	assert.EqualValues(t, 10, got[jobs[0].ID].Started)
@@ -267,7 +268,7 @@ func afterAndNeeds(t *testing.T, open Opener) {
 	has, err = st.HasDependencies(ctx)
 	require.NoError(t, err)
 	assert.True(t, has)
-	got := recovered(t, st)
+	got := Recovered(t, st)
 	assert.Equal(t, []int64{first.ID}, got[jobs[0].ID].After)
 	assert.Equal(t, map[string]int{"gpu": 2, "db": 1}, got[jobs[0].ID].Needs)
 	assert.NotNil(t, got[jobs[1].ID].Needs, "no resources, not its type's")
@@ -337,7 +338,7 @@ func reopen(t *testing.T, open Opener) {
 	require.NoError(t, st.Close(), "twice: harmless")
 
 	st = opened(t, open)
-	got := recovered(t, st)
+	got := Recovered(t, st)
 	require.Len(t, got, 2)
 	assert.Equal(t, store.Running, got[jobs[0].ID].State, "its process stopped while it ran")
 	assert.Equal(t, store.Queued, got[jobs[2].ID].State)
@@ -395,7 +396,7 @@ func concurrentWrites(t *testing.T, open Opener) {
 			seen[id] = true
 		}
 	}
-	got := recovered(t, st)
+	got := Recovered(t, st)
 	require.Len(t, got, writers*each, "the retried jobs; the completed ones are finished")
 	for _, g := range ids {
 		for i := 0; i < len(g); i += 2 {
@@ -427,7 +428,7 @@ func manyInOneInsert(t *testing.T, open Opener) {
 		require.NoError(t, err)
 		assert.JSONEq(t, fmt.Sprintf(`{"n":%d}`, i), string(args))
 	}
-	got := recovered(t, st)
+	got := Recovered(t, st)
 	assert.Len(t, got, len(jobs))
 	assert.EqualValues(t, 100+999, got[jobs[999].ID].Submitted)
 }

@@ -46,7 +46,7 @@ func watching[T any](t *testing.T, open Opener) (txStore[T], <-chan *store.Job) 
 	st := opened(t, open)
 	ins, ok := st.(txStore[T])
 	require.True(t, ok, "%T is a TxInserter of the transactions given", st)
-	recovered(t, st)
+	Recovered(t, st)
 	got := make(chan *store.Job, 100)
 	require.NoError(t, ins.Watch(func(j *store.Job) { got <- j }))
 	return ins, got
@@ -115,7 +115,7 @@ func rolledBackNever[T any](t *testing.T, open Opener, tx Tx[T]) {
 	}
 	require.NoError(t, st.Close())
 	again := opened(t, open)
-	got2 := recovered(t, again)
+	got2 := Recovered(t, again)
 	assert.Len(t, got2, 1)
 	assert.NotNil(t, got2[kept[0].ID])
 }
