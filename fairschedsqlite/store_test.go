@@ -118,43 +118,13 @@ BEGIN SELECT RAISE(ABORT, 'no'); END`)
 }
 
 // Finished jobs are deleted once past their retention, dead ones past
-// theirs, in batches of store.PruneBatch; unfinished ones never.
+// theirs (internal/storetest).
 func TestPrune(t *testing.T) {
 	st, err := Open(filepath.Join(t.TempDir(), "jobs.db"), Options{Retention: time.Hour, DeadRetention: 2 * time.Hour})
 	require.NoError(t, err)
 	defer st.Close()
-	ctx := context.Background()
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(d time.Duration) int64 { return t0.Add(d).UnixMicro() }
-	const old = 2*store.PruneBatch + 500
-	jobs := make([]*store.Job, old+4)
-	for i := range jobs {
-		jobs[i] = &store.Job{Type: "t", Submitted: at(0), Args: []byte(`1`)}
-	}
-	require.NoError(t, st.Insert(ctx, nil, jobs...))
-	for _, j := range jobs[:old] { // completed or ended 90 minutes before the prune
-		kind := store.OpComplete
-		if j.ID%2 == 0 {
-			kind = store.OpEnd
-		}
-		st.Post(store.Op{Kind: kind, ID: j.ID, At: at(0)})
-	}
-	rest := jobs[old:]
-	st.Post(store.Op{Kind: store.OpComplete, ID: rest[0].ID, At: at(time.Hour)})        // 30 minutes before
-	st.Post(store.Op{Kind: store.OpDead, ID: rest[1].ID, At: at(0), Err: "x"})          // 90 minutes before
-	st.Post(store.Op{Kind: store.OpDead, ID: rest[2].ID, At: at(-time.Hour), Err: "x"}) // 150 minutes before
-	// rest[3] is queued.
-	require.NoError(t, st.Flush(ctx))
-
-	commits := st.w.commits.Load()
-	n, err := st.pruner.Prune(t0.Add(90 * time.Minute))
-	require.NoError(t, err)
-	assert.EqualValues(t, old+1, n, "the old finished jobs and the dead job past its 2 hours")
-	assert.EqualValues(t, 3, st.w.commits.Load()-commits, "in batches of %d: 1000, 1000, 501", store.PruneBatch)
-	assert.Equal(t, []int64{rest[0].ID, rest[1].ID, rest[3].ID}, column(t, st, "SELECT id FROM fairsched_jobs ORDER BY id"))
-	assert.Equal(t, time.Minute, store.PruneInterval(24*time.Hour, 0))
-	assert.Equal(t, time.Second, store.PruneInterval(-1, 5*time.Second))
-	assert.Equal(t, 6*time.Minute/10, store.PruneInterval(6*time.Minute, 0))
+	storetest.Prune(t, storetest.Pruned{Store: st, Prune: st.pruner.Prune, Commits: st.w.commits.Load,
+		IDs: func() []int64 { return column(t, st, "SELECT id FROM fairsched_jobs ORDER BY id") }})
 }
 
 // column returns the one integer column query selects, row by row.
