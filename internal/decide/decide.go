@@ -56,7 +56,9 @@
 //
 // # Decisions elsewhere: what replicas will add
 //
-// This is the plan the interface is shaped for; none of it is built yet.
+// This is the plan the interface is shaped for. Of it, only the engine's
+// rule of replica capacity is built (below); the run-time layer's paths
+// are not.
 // With replicas on one database, the leader's process holds the engine
 // for the cluster and its Runtime asks Local, as one process does; a
 // server of the leader's admits into the same engine what the other
@@ -89,9 +91,10 @@
 //     store's Start), runs the handler and reports the end; its own
 //     Runtime applies no policy to it.
 //
-// A replica's capacity becomes a cap of the order beside the type and
-// key caps (in the reference model too), counting everything running
-// there, RunSync closures included. A new leader rebuilds its engine from
+// A replica's capacity is a cap of the order beside the type and key
+// caps, counting everything running there, RunSync closures included:
+// the engine has it (SetReplica, Times.Replica, Job.Replica; its doc.go),
+// and so has the reference model, but no Decider passes it on yet. A new leader rebuilds its engine from
 // the database: the durable jobs, the requests of closures still
 // waiting, and the attempts running, which count against every limit
 // until their replica is declared dead and they are lost (ErrLost), to
