@@ -1,0 +1,157 @@
+package decide
+
+import (
+	"sync"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// The messages between a replica's decisions (Remote) and the leader's
+// (Leader), as data: what a database's module carries between processes
+// (a Link). The protocol, for maintainers:
+//
+// A replica's closures live and die with its process, so the replica,
+// not the database, is the record of them: it asks the leader for each
+// one (Ask), reports each attempt's end (End, Retry) and each job it
+// gives up on (Cancel), and the leader answers with grants (Grant) and
+// with the jobs it ended without running (Ended: refused at admission,
+// past a start deadline). Every message carries the leader's term its
+// sender knows, and a receiver drops a message of an older term than its
+// own. A new leader has none of the replicas' jobs: it starts its term
+// by asking every live replica for them (Resync), and each answers with
+// everything it has asked for and not seen end (one Hello, then an Ask
+// for each job waiting and a Running for each job granted). The leader
+// grants nothing, to anyone, until every live replica has answered or
+// has been declared dead: until then it cannot know what runs, and a
+// limit could be exceeded. The same exchange repairs a lost message: a
+// Link that may have dropped messages (its connection to the database
+// broke) says so (Lost), and the side it told asks for, or sends, the
+// whole state again.
+//
+// Messages from one sender arrive in the order sent; a batch sent
+// together arrives together (a Link sends it in one transaction).
+
+// MsgKind says what a message is.
+type MsgKind uint8
+
+// The messages. To the leader: Ask, Running, Hello, End, Retry, Cancel,
+// Raise. From the leader: Grant, Ended, Resync.
+const (
+	// Ask: admit job Seq of the replica, described by Desc, Needs and
+	// its times, and grant it to that replica. In a Hello, a job waiting.
+	Ask MsgKind = iota + 1
+	// Running: in a Hello, job Seq, described as an Ask, runs on the
+	// replica: the leader counts it against every limit.
+	Running
+	// Hello: the replica's jobs follow, N of them (Ask, Running), in
+	// the same batch; the leader forgets what it knew of the replica's
+	// jobs before.
+	Hello
+	// End: job Seq's attempt ended, and with it the job, with Outcome.
+	End
+	// Retry: job Seq's attempt ended; it runs again, not before
+	// NotBefore.
+	Retry
+	// Cancel: the replica gives up job Seq, granted or not.
+	Cancel
+	// Raise: job Seq's base priority is raised to Priority.
+	Raise
+	// Grant: job Seq may start.
+	Grant
+	// Ended: job Seq ended without running: Outcome Expired (past its
+	// start deadline), or refused at admission (Refusal.Reason).
+	Ended
+	// Resync: the leader asks the replica for a Hello.
+	Resync
+)
+
+// Msg is one message. Which fields mean something depends on Kind.
+type Msg struct {
+	Kind MsgKind
+	// Term is the leader's term as the sender knows it.
+	Term uint64
+	// Replica is the replica that sent the message or that it is for.
+	Replica string
+	// Seq is the job: its number in the replica's engine.
+	Seq uint64
+	// Ask and Running: the job's description, and its times as
+	// durations in µs, so that no two processes' clocks need agree (only
+	// their rates): Age is how long ago, at the sending, the job was
+	// submitted; NotBefore and StartBy are after its submission (0:
+	// none). Running's Ran is how long ago it started. Retry's NotBefore
+	// is after the sending.
+	Desc      engine.Desc
+	Needs     []engine.Need // nil: its type's
+	Age       int64
+	NotBefore int64
+	StartBy   int64
+	Ran       int64
+	// Priority is Raise's new base priority; N is Hello's count of jobs.
+	Priority int
+	N        int
+	Outcome  engine.Outcome
+	Refusal  engine.RefusalReason
+}
+
+// Link carries messages between processes: a replica's to the leader,
+// the leader's each to the replica its Replica names. Send must not
+// block on I/O: it hands the batch over, and the Link delivers it, in
+// order and whole, to the receiving process's Receiver. A leader's Link
+// sends only while its term is the database's (fenced, as its writes).
+type Link interface {
+	Send(msgs []Msg)
+}
+
+// Receiver is handed what a Link delivers. Receive is called with one
+// batch at a time, in the order sent. Lost says that messages may have
+// been dropped (the Link's connection broke and was made again): the
+// receiver asks for, or sends, the whole state again.
+type Receiver interface {
+	Receive(msgs []Msg)
+	Lost()
+}
+
+// Outbox holds the messages a decider sends, taken with the run-time
+// layer's lock held, until a goroutine of its owner's sends them: a
+// decider never waits for I/O under the lock. It is safe for concurrent
+// use; the zero value is ready.
+type Outbox struct {
+	mu      sync.Mutex
+	msgs    []Msg
+	pending chan struct{} // receives once when msgs becomes non-empty
+}
+
+// Put adds m, and signals Pending if the outbox was empty.
+func (o *Outbox) Put(m Msg) {
+	o.mu.Lock()
+	if o.pending == nil {
+		o.pending = make(chan struct{}, 1)
+	}
+	o.msgs = append(o.msgs, m)
+	if len(o.msgs) == 1 {
+		select {
+		case o.pending <- struct{}{}:
+		default:
+		}
+	}
+	o.mu.Unlock()
+}
+
+// Pending returns a channel that receives when messages wait.
+func (o *Outbox) Pending() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.pending == nil {
+		o.pending = make(chan struct{}, 1)
+	}
+	return o.pending
+}
+
+// Take returns the messages held, in the order put, and holds none.
+func (o *Outbox) Take() []Msg {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	msgs := o.msgs
+	o.msgs = nil
+	return msgs
+}
