@@ -230,11 +230,16 @@ type Decider interface {
 	WouldStart(d engine.Desc, needs []engine.Need, now int64) bool
 }
 
-// Grantee is handed the grants: with the run-time layer's lock held,
-// within Grant, or within the run-time layer's Deliver for grants that
-// come later.
+// Grantee is handed the grants, and the jobs the decisions ended without
+// granting them that they did not return from a call (Enqueue, Due):
+// with the run-time layer's lock held, within Grant, or within the
+// run-time layer's Deliver for what comes later.
 type Grantee interface {
 	Granted(j *engine.Job)
+	// Ended ends j, never granted, at now: refused at admission (r), or
+	// past its start deadline (r nil, o Expired). A job the run-time
+	// layer took out first (Cancel) is not ended again.
+	Ended(j *engine.Job, o engine.Outcome, r *engine.Refusal, now int64)
 }
 
 // Change is a change of the decisions' configuration, as data: what the

@@ -14,6 +14,10 @@ type grants []*engine.Job
 
 func (g *grants) Granted(j *engine.Job) { *g = append(*g, j) }
 
+func (g *grants) Ended(j *engine.Job, o engine.Outcome, r *engine.Refusal, now int64) {
+	panic("decide: the engine's own decisions end nothing through the Grantee")
+}
+
 func newLocal(t *testing.T, slots int) (*Local, *grants) {
 	t.Helper()
 	g := &grants{}

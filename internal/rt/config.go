@@ -27,9 +27,9 @@ type Config struct {
 	Errors Errors
 	// Decider, if set, makes the decisions the Runtime asks in place of
 	// the engine's in-process ones, from the engine, the Grantee to hand
-	// grants to within Grant, and deliver for grants that come later (the
-	// Runtime's Deliver): the tests' stand-in for decisions taken elsewhere.
-	Decider func(e *engine.Engine, g decide.Grantee, deliver func(grants func() []*engine.Job)) decide.Decider
+	// grants to within Grant, and deliver for what comes later (the
+	// Runtime's Deliver): decisions taken elsewhere.
+	Decider func(e *engine.Engine, g decide.Grantee, deliver func(apply func(now int64))) decide.Decider
 	// Signals is set by the tests only.
 	Signals *Signals
 }

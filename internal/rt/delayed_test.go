@@ -31,7 +31,8 @@ import (
 type delayed struct {
 	*decide.Local // every decision but the grants' hand-over
 	inner         *decide.Local
-	deliver       func(func() []*engine.Job)
+	g             decide.Grantee // the Runtime's
+	deliver       func(func(now int64))
 	held          []*engine.Job // granted, not handed over; guarded by the Runtime's lock
 	// holding receives, without blocking, each time a grant is held.
 	holding chan struct{}
@@ -41,8 +42,8 @@ type delayed struct {
 	done    chan struct{}
 }
 
-func newDelayed(e *engine.Engine, deliver func(func() []*engine.Job), auto bool) *delayed {
-	d := &delayed{deliver: deliver, holding: make(chan struct{}, 1<<16), release: make(chan struct{}),
+func newDelayed(e *engine.Engine, g decide.Grantee, deliver func(func(now int64)), auto bool) *delayed {
+	d := &delayed{g: g, deliver: deliver, holding: make(chan struct{}, 1<<16), release: make(chan struct{}),
 		auto: auto, stop: make(chan struct{}), done: make(chan struct{})}
 	d.inner = decide.NewLocal(e, d)
 	d.Local = d.inner
@@ -67,16 +68,18 @@ func (d *delayed) run() {
 				return
 			}
 		}
-		d.deliver(d.take)
+		d.deliver(d.handOver)
 	}
 }
 
-// take returns the held grants and holds none; Deliver calls it with the
-// Runtime's lock held.
-func (d *delayed) take() []*engine.Job {
+// handOver hands the held grants to the Runtime and holds none; Deliver
+// calls it with the Runtime's lock held.
+func (d *delayed) handOver(int64) {
 	js := d.held
 	d.held = nil
-	return js
+	for _, j := range js {
+		d.g.Granted(j)
+	}
 }
 
 func (d *delayed) hold(j *engine.Job) {
@@ -86,6 +89,11 @@ func (d *delayed) hold(j *engine.Job) {
 
 // Granted holds what the engine grants.
 func (d *delayed) Granted(j *engine.Job) { d.hold(j) }
+
+// Ended passes on what the engine ends: it hands over none.
+func (d *delayed) Ended(j *engine.Job, o engine.Outcome, r *engine.Refusal, now int64) {
+	d.g.Ended(j, o, r, now)
+}
 
 func (d *delayed) Enqueue(j *engine.Job, desc engine.Desc, tm *engine.Times, now int64) (bool, *engine.Refusal) {
 	startsNow, r := d.inner.Enqueue(j, desc, tm, now)
@@ -141,8 +149,8 @@ func newDelayedRuntime(t *testing.T, slots int, auto bool) (*Runtime, *delayed) 
 	r, err := New(Config{
 		Engine: engine.Config{MaxConcurrency: slots, CostAlpha: 0.3, DefaultCost: 1, IdleTTL: int64(10 * time.Minute / time.Microsecond)},
 		Errors: testErrors,
-		Decider: func(e *engine.Engine, _ decide.Grantee, deliver func(func() []*engine.Job)) decide.Decider {
-			d = newDelayed(e, deliver, auto)
+		Decider: func(e *engine.Engine, g decide.Grantee, deliver func(func(now int64))) decide.Decider {
+			d = newDelayed(e, g, deliver, auto)
 			return d
 		},
 	})
@@ -367,8 +375,8 @@ func TestDelayedShutdownRunsAGrantOnItsWay(t *testing.T) {
 			mailed.Add(1)
 			return nil
 		}}},
-		Decider: func(e *engine.Engine, _ decide.Grantee, deliver func(func() []*engine.Job)) decide.Decider {
-			d = newDelayed(e, deliver, false)
+		Decider: func(e *engine.Engine, g decide.Grantee, deliver func(func(now int64))) decide.Decider {
+			d = newDelayed(e, g, deliver, false)
 			return d
 		},
 	})

@@ -87,25 +87,29 @@ func (s *Runtime) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 		}
 		return nil
 	}
-	var err error
-	switch r.Reason {
-	case engine.RefusedUnknownType:
-		err = errUnknownType(desc.Type)
-	case engine.RefusedClosed:
-		err = ErrClosed
-	case engine.RefusedNeverStarts:
-		err = fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
-			ErrStartDeadline, s.timeOf(r.Deadline).Format(time.RFC3339Nano))
-	case engine.RefusedUnknownResource, engine.RefusedTooMuch:
-		err = needsError(r)
-	default:
-		wait, _ := s.estimateLocked(desc, now)
-		err = s.cfg.Errors.QueueFull(QueueFull{
-			KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size, Wait: wait,
-		})
-	}
+	err := s.refusalError(r, desc, now)
 	s.rejectedLocked(desc, r.Reason != engine.RefusedUnknownType, err, now)
 	return err
+}
+
+// refusalError returns the error of a job described by desc that the
+// decisions refused, with r, at now.
+func (s *Runtime) refusalError(r *engine.Refusal, desc *Job, now int64) error {
+	switch r.Reason {
+	case engine.RefusedUnknownType:
+		return errUnknownType(desc.Type)
+	case engine.RefusedClosed:
+		return ErrClosed
+	case engine.RefusedNeverStarts:
+		return fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
+			ErrStartDeadline, s.timeOf(r.Deadline).Format(time.RFC3339Nano))
+	case engine.RefusedUnknownResource, engine.RefusedTooMuch:
+		return needsError(r)
+	}
+	wait, _ := s.estimateLocked(desc, now)
+	return s.cfg.Errors.QueueFull(QueueFull{
+		KeyLimit: r.Reason == engine.RefusedKeyFull, Key: desc.Key, Limit: r.Limit, Size: r.Size, Wait: wait,
+	})
 }
 
 // needsError is the error of a job refused for the resources it needs.
@@ -189,18 +193,36 @@ type grantee Runtime
 // Granted starts j, granted; the lock is held.
 func (g *grantee) Granted(j *engine.Job) { (*Runtime)(g).grantedLocked(taskOf(j)) }
 
-// Deliver hands over grants that came after the call that asked for them,
-// from decisions taken elsewhere: grants, called with the lock held,
-// returns them, and each starts as if granted within dispatchLocked.
-func (s *Runtime) Deliver(grants func() []*engine.Job) {
+// Ended ends j, which the decisions ended without granting it at now:
+// refused at admission (r), or past its start deadline; the lock is held.
+func (g *grantee) Ended(j *engine.Job, o engine.Outcome, r *engine.Refusal, now int64) {
+	s := (*Runtime)(g)
+	t := taskOf(j)
+	if !t.waiting() {
+		return // taken out here first: Cancel, Close
+	}
+	var err error
+	if r != nil {
+		desc := &Job{Type: j.Type(), ID: j.ID(), Key: j.Key()}
+		err = s.refusalError(r, desc, now)
+		s.rejectedLocked(desc, r.Reason != engine.RefusedUnknownType, err, now)
+	} else {
+		err = s.expiredError(j, now)
+	}
+	setResultLocked(t, err)
+	s.endedLocked(t)
+}
+
+// Deliver applies, with the lock held, what decisions taken elsewhere
+// sent after the call that asked: apply hands grants and ends to the
+// Grantee, at now. The clock timer is set again after it, for what the
+// decisions now wait for.
+func (s *Runtime) Deliver(apply func(now int64)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, j := range grants() {
-		s.grantedLocked(taskOf(j))
-	}
-	if s.eng.Rated() {
-		s.armLocked(s.nowLocked())
-	}
+	now := s.nowLocked()
+	apply(now)
+	s.armLocked(now)
 }
 
 // startedLocked readies a job the engine started to run.
