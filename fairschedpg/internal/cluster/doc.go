@@ -87,6 +87,14 @@
 // registration counter, or the sweep run at registration) before it can
 // grant jobs.
 //
+// # The link
+//
+// A Link (link.go, where its design is) carries the messages between
+// the replicas' decisions and the leader's (internal/decide's wire.go)
+// over LISTEN/NOTIFY: a batch in one transaction, cut into
+// notifications and joined again, a leader's fenced by its term as its
+// writes are, and a listener that reconnects and says so (Lost).
+//
 // # Where the store interface should live (open)
 //
 // The store interface is internal/store in the root module, and the
