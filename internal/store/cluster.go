@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/decide"
+)
+
+// Cluster is what a store that many replicas share offers them, beside
+// the durable jobs: a registry of replicas, one leader at a time under a
+// lease, and links for the messages between the replicas' decisions and
+// the leader's (internal/decide, wire.go). Every time that crosses
+// replicas (a lease's expiry, a heartbeat's age) is the database's
+// clock; the caller measures what it must know of them by its own
+// monotonic clock, from before the call that set them: only the rates of
+// two clocks need agree.
+//
+// The logic (when to heartbeat, campaign, renew, sweep; what the leader
+// decides) is the caller's, the same for any database; a store
+// implements these calls in its database's terms. Its methods are safe
+// for concurrent use.
+type Cluster interface {
+	// Register records replica name, live, with capacity slots (at least
+	// 1) and a heartbeat now: again after a restart, or after it was
+	// declared dead.
+	Register(ctx context.Context, name string, capacity int) error
+	// Heartbeat records that replica name is alive now. It fails with
+	// ErrReplicaDead if a leader declared it dead, ErrNotRegistered if it
+	// is not registered.
+	Heartbeat(ctx context.Context, name string) error
+	// Deregister removes replica name: it left.
+	Deregister(ctx context.Context, name string) error
+	// Replicas returns every replica registered, by name.
+	Replicas(ctx context.Context) ([]ReplicaRecord, error)
+	// Campaign makes replica name the leader for ttl if no one holds the
+	// lease, and returns its leadership; nil if another holds it.
+	Campaign(ctx context.Context, name string, ttl time.Duration) (Leadership, error)
+	// ReplicaLink returns replica name's Link: what it sends goes to the
+	// leader of the moment; what the leader sends it is handed to recv.
+	ReplicaLink(ctx context.Context, name string, recv decide.Receiver) (ClosingLink, error)
+}
+
+// Leadership is one term of a replica as the leader. Every write it
+// makes is fenced by its term, in the statement that makes it: once the
+// lease was lost (lapsed and taken, or refused at a renewal), each
+// fails with ErrFenced and the leadership is over for good.
+type Leadership interface {
+	// Term is the lease's term: it grows with every new leader.
+	Term() uint64
+	// Renew extends the lease by its ttl from now, or fails with
+	// ErrFenced.
+	Renew(ctx context.Context) error
+	// Sweep declares dead every live replica whose last heartbeat is
+	// older than lapse, and returns their names.
+	Sweep(ctx context.Context, lapse time.Duration) ([]string, error)
+	// StepDown gives the lease up at once, so that a successor need not
+	// wait for it to lapse.
+	StepDown(ctx context.Context) error
+	// Link returns the leader's Link: what the replicas send is handed to
+	// recv, and what it sends each replica is fenced by the term;
+	// onFenced is called once if a send is refused.
+	Link(ctx context.Context, recv decide.Receiver, onFenced func()) (ClosingLink, error)
+}
+
+// ClosingLink is a Link that holds connections until closed; Close
+// returns once no call to its Receiver is in progress.
+type ClosingLink interface {
+	decide.Link
+	Close()
+}
+
+// ReplicaRecord is one replica as the registry has it.
+type ReplicaRecord struct {
+	Name     string
+	Capacity int
+	Live     bool // false: declared dead
+}
+
+// The cluster's errors, which a store returns wrapped.
+var (
+	ErrFenced        = errors.New("fairsched: this replica's term as the leader is over")
+	ErrReplicaDead   = errors.New("fairsched: this replica was declared dead: it must stop its runs and register again")
+	ErrNotRegistered = errors.New("fairsched: this replica is not registered")
+)
