@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fairsched/fairsched/internal/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -24,8 +25,9 @@ type Querier interface {
 // ErrFenced is returned for a leader's write, or a renewal, refused
 // because its term is over: the lease lapsed, or another replica took
 // it. The replica must step down: stop granting, and rebuild nothing
-// from what it holds in memory.
-var ErrFenced = errors.New("fairschedpg: fenced: this replica's term as leader is over; it must step down")
+// from what it holds in memory. It is the store interface's error, so
+// that the caller, written for any database, tells it by errors.Is.
+var ErrFenced = store.ErrFenced
 
 // Lease is one replica's side of the leader's lease: whether it holds
 // it, in which term, and until when by its own clock. Its methods are

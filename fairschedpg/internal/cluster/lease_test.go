@@ -189,7 +189,7 @@ func TestLapsedLeaseIsTakenOver(t *testing.T) {
 	assert.Equal(t, int64(1), term)
 	n, err = put(ctx, a, pool, "fair", "a2")
 	require.ErrorIs(t, err, ErrFenced)
-	assert.EqualError(t, err, "fairschedpg: fenced: this replica's term as leader is over; it must step down (a's term 1)")
+	assert.EqualError(t, err, "fairsched: this replica's term as the leader is over (a's term 1)")
 	assert.Zero(t, n)
 	_, held = a.Term()
 	assert.False(t, held, "a learned it must step down")

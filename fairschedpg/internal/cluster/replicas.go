@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fairsched/fairsched/internal/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -16,11 +17,13 @@ var ErrCapacity = errors.New("fairschedpg: a replica's capacity must be at least
 // ErrReplicaDead is returned by Heartbeat for a replica that a leader
 // declared dead: its running jobs are lost attempts, granted again
 // elsewhere; it must stop what it runs, and register again to take part.
-var ErrReplicaDead = errors.New("fairschedpg: this replica was declared dead: it must stop its runs and register again")
+// It is the store interface's error, as ErrNotRegistered and ErrFenced
+// are.
+var ErrReplicaDead = store.ErrReplicaDead
 
 // ErrNotRegistered is returned by Heartbeat for a replica that is not
 // registered (or deregistered).
-var ErrNotRegistered = errors.New("fairschedpg: this replica is not registered")
+var ErrNotRegistered = store.ErrNotRegistered
 
 // Replica is a row of the registry.
 type Replica struct {

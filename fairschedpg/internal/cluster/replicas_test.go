@@ -107,7 +107,7 @@ func TestSweep(t *testing.T) {
 
 	err = Heartbeat(ctx, pool, "b")
 	require.ErrorIs(t, err, ErrReplicaDead)
-	assert.EqualError(t, err, `fairschedpg: this replica was declared dead: it must stop its runs and register again: "b"`)
+	assert.EqualError(t, err, `fairsched: this replica was declared dead: it must stop its runs and register again: "b"`)
 	dead, err = Sweep(ctx, leader, pool, 10*time.Second)
 	require.NoError(t, err)
 	assert.Empty(t, dead, "declared once")
