@@ -83,6 +83,7 @@ type Store struct {
 	w         *writer
 	watch     *watcher
 	pruner    *store.Pruner
+	shared    bool // a replica's: the schema's lock is held shared
 
 	closeOnce sync.Once
 	closeErr  error
@@ -123,13 +124,19 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Store, error) {
 // version of this module wrote it, and with the server's or the
 // network's error otherwise.
 func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts ...Options) (*Store, error) {
-	o := options(opts)
+	return openPool(ctx, pool, options(opts), false)
+}
+
+// openPool is OpenPool; shared opens a replica's Store, which takes the
+// schema's lock shared (watch.go): any number of replicas' Stores hold
+// it together, and none while a Store of one process holds it.
+func openPool(ctx context.Context, pool *pgxpool.Pool, o Options, shared bool) (*Store, error) {
 	mctx, cancel := context.WithTimeout(ctx, o.StatementTimeout)
 	defer cancel()
 	if _, err := schema.Migrate(mctx, pool); err != nil {
 		return nil, err
 	}
-	st := &Store{pool: pool, o: o}
+	st := &Store{pool: pool, o: o, shared: shared}
 	if err := pool.QueryRow(mctx, `SELECT current_schema()`).Scan(&st.schema); err != nil {
 		return nil, fmt.Errorf("fairschedpg: %w", err)
 	}

@@ -162,6 +162,41 @@ func TestInUse(t *testing.T) {
 	require.NoError(t, second.Close())
 }
 
+// Replicas' Stores share a schema, each on a pool of its own (a process
+// of its own); a Store of one process is refused while any is open, and
+// refuses them while it is.
+func TestInUseShared(t *testing.T) {
+	t.Parallel()
+	_, name := pgtest.PoolSchema(t)
+	ctx := context.Background()
+	process := func() *pgxpool.Pool {
+		pool, err := pgxpool.NewWithConfig(ctx, pgtest.Config(t, name))
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		return pool
+	}
+	short := options([]Options{{StatementTimeout: 100 * time.Millisecond}})
+	a, err := openPool(ctx, process(), options(nil), true)
+	require.NoError(t, err)
+	b, err := openPool(ctx, process(), options(nil), true)
+	require.NoError(t, err, "two replicas' Stores on one schema")
+	_, err = OpenPool(ctx, process(), short)
+	require.ErrorIs(t, err, ErrInUse, "one process's Store, while replicas' are open")
+	require.NoError(t, a.Close())
+	_, err = OpenPool(ctx, process(), short)
+	require.ErrorIs(t, err, ErrInUse, "while one replica's is open")
+	require.NoError(t, b.Close())
+
+	one, err := OpenPool(ctx, process())
+	require.NoError(t, err, "once none is open")
+	_, err = openPool(ctx, process(), short, true)
+	require.ErrorIs(t, err, ErrInUse, "a replica's Store, while one process's is open")
+	require.NoError(t, one.Close())
+	c, err := openPool(ctx, process(), options(nil), true)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+}
+
 // Open makes a pool of its own from a DSN, and Close closes it; a DSN
 // that cannot connect, or does not parse, is an error, not a hang.
 func TestOpenDSN(t *testing.T) {

@@ -40,6 +40,18 @@ import (
 // session's backend if it has not); the watcher reconnects and takes the
 // lock again, and if another Store took it meanwhile, every write of this
 // one fails from then on (ErrInUse).
+//
+// What the lock protects is the one-process mode's premise: the Store's
+// scheduler is the only one on the schema, so a job found running at
+// Recover was its dead predecessor's (a lost attempt, started again), the
+// jobs of callers' transactions are all its own to take, and its writes
+// need no fence. Many replicas on one schema keep none of that; they
+// have the leader's lease, its term's fence and the registry instead. A
+// replica's Store (shared) therefore takes the same lock shared: any
+// number of replicas' Stores hold it together, and a Store of one process
+// is refused while any does, as they are while it does (ErrInUse either
+// way). Not yet public: which constructor or option opens a replica's
+// Store waits for the cluster's run-time layer.
 
 // takeBatch is the most unseen jobs one look takes.
 const takeBatch = 1000
@@ -133,7 +145,11 @@ func (w *watcher) connect(ctx context.Context) (*pgx.Conn, error) {
 		conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND backend_start = $2`,
 			w.last.pid, w.last.start)
 	}
-	_, err = conn.Exec(ctx, `SELECT pg_advisory_lock($1, hashtext($2))`, storeLockKey, st.schema)
+	lock := `SELECT pg_advisory_lock($1, hashtext($2))`
+	if st.shared {
+		lock = `SELECT pg_advisory_lock_shared($1, hashtext($2))`
+	}
+	_, err = conn.Exec(ctx, lock, storeLockKey, st.schema)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "55P03" || pgErr.Code == "57014") { // lock_not_available, query_canceled: the wait timed out
 		conn.Close(context.Background())
