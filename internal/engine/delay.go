@@ -190,6 +190,9 @@ func (e *Engine) Due(now int64) []*Job {
 // waits, keeps its sequence number and its aging clock, and is bounded by
 // its start deadline, if it has one, which may expire it first. O(log n).
 func (e *Engine) Retry(j *Job, notBefore, now int64) {
+	if j.Elsewhere() {
+		panic("engine: Retry of a held record: RequeueHeld puts it back")
+	}
 	e.stop(j, Failed, now)
 	e.counters.Retries++
 	j.lane.typ.stats.retries++

@@ -305,6 +305,22 @@
 // start, the end of an attempt and a lone job's admission test one they
 // share with named resources (Engine.placing).
 //
+// # Jobs decided elsewhere
+//
+// When one engine, the leader's, decides for many replicas, a replica's
+// own engine decides nothing, yet its run-time layer needs a record for
+// each closure it runs, with the identity Enqueue gives. Hold makes one,
+// a held record (held.go): its lane (type and key), ID, base priority and
+// a sequence number from Enqueue's counter, and nothing else. It waits
+// or runs elsewhere (StateElsewhere; StateRunning with flagElsewhere
+// once StartHeld) until EndHeld, in no order, gate, count or flow, and is
+// not told to the Observer: the leader counts it. The engine lists the
+// held records (Engine.elsewhere), so that Idle waits for them and
+// Verify checks them; each call is O(1). The engine never reaches a lane
+// through a held record but for its accessors, so a key with nothing
+// else is idle and forgotten as any is, and a record keeping its
+// forgotten lane reads its names from it and changes nothing.
+//
 // # Time
 //
 // The engine reads no clock: every call that depends on time takes now.

@@ -140,6 +140,7 @@ type Engine struct {
 	capped    bool                 // some tier or type has had a cap: pick looks for an open type first (anyOpen)
 	lateGrace timeline             // grace ends of retried jobs (delay.go)
 	running   []runningJob         // Job.idx is the position
+	elsewhere []*Job               // the held records not ended (held.go); Job.idx is the position
 	walker    orderWalk            // QueueOrder's buffers, kept for the next page
 	seq       uint64               // the last sequence number handed out
 	stamp     uint64               // the last flow stamp handed out
@@ -333,11 +334,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 		e.bind(j, tm.Replica)
 	}
 	if own != nil {
-		if e.ownNeeds == nil {
-			e.ownNeeds = make(map[*Job][]need)
-		}
-		e.ownNeeds[j] = own
-		e.nown++
+		e.keepNeeds(j, own)
 	}
 	e.counters.Submitted++
 	if e.obs != nil {
@@ -366,6 +363,48 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 		e.setDeadline(j, deadline)
 	}
 	return nil
+}
+
+// admitType returns the type named name, or the refusal of a job of it:
+// the type is unknown, or the engine no longer accepts work; each counted
+// as a refusal. Hold and Adopt call it and name; Enqueue, on the path of
+// every job, does the same inline, where even the inlined calls cost it
+// instructions (scripts/ir.sh).
+func (e *Engine) admitType(name string) (*typeState, *Refusal) {
+	t := e.anyType
+	if name != "" {
+		if t = e.types[name]; t == nil {
+			e.counters.RejectedUnknownType++
+			return nil, &Refusal{Reason: RefusedUnknownType}
+		}
+	}
+	if e.closing {
+		t.stats.rejectedClosed++
+		return nil, &Refusal{Reason: RefusedClosed}
+	}
+	return t, nil
+}
+
+// name gives j, described by d, of type t, being admitted, its identity
+// but its lane: its ID, base priority, sequence number and submission
+// time sub.
+func (e *Engine) name(j *Job, d *Desc, t *typeState, sub int64) {
+	j.id = d.ID
+	j.base = uint8(t.priority)
+	if d.Priority != 0 {
+		j.base = uint8(clampPriority(d.Priority))
+	}
+	e.seq++
+	j.seq, j.sub, j.uidx = e.seq, sub, -1
+}
+
+// keepNeeds keeps own, j's needs in place of its type's.
+func (e *Engine) keepNeeds(j *Job, own []need) {
+	if e.ownNeeds == nil {
+		e.ownNeeds = make(map[*Job][]need)
+	}
+	e.ownNeeds[j] = own
+	e.nown++
 }
 
 // setAside sets aside an accepted job that has a gate of its own to wait
@@ -581,7 +620,9 @@ func (e *Engine) Next(now int64) *Job {
 func (e *Engine) CanStart() bool { return e.npending > 0 && !e.full() }
 
 // Finish ends a running job. With NotRun its function did not run (its
-// caller gave up as it started), so no cost is learnt. O(log n).
+// caller gave up as it started), so no cost is learnt. O(log n). j must
+// not be a held record (held.go), which EndHeld ends: Finish, on the path
+// of every job, does not check.
 func (e *Engine) Finish(j *Job, o Outcome, now int64) {
 	e.finish(j, o, now)
 }
@@ -590,6 +631,9 @@ func (e *Engine) Finish(j *Job, o Outcome, now int64) {
 // as not run, and reports whether other jobs may start now: it had
 // claimed a resource (resources.go). O(log n).
 func (e *Engine) Cancel(j *Job, now int64) bool {
+	if j.Elsewhere() {
+		panic("engine: Cancel of a held record: EndHeld ends it")
+	}
 	e.unblocked = false
 	e.removeQueued(j, now)
 	return e.unblocked
@@ -624,8 +668,12 @@ func (e *Engine) Pending() int { return e.npending }
 // Running returns the number of jobs holding a slot.
 func (e *Engine) Running() int { return e.nrunning }
 
-// Idle reports whether nothing is pending or running.
-func (e *Engine) Idle() bool { return e.npending == 0 && e.naside == 0 && e.nrunning == 0 }
+// Idle reports whether nothing is pending or running, and no held record
+// (Hold) waits or runs elsewhere: a caller that waits for the engine to
+// drain waits for those too.
+func (e *Engine) Idle() bool {
+	return e.npending == 0 && e.naside == 0 && e.nrunning == 0 && len(e.elsewhere) == 0
+}
 
 // runningJob is a running job and the conflict lock it holds, if any.
 type runningJob struct {

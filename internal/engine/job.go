@@ -13,6 +13,9 @@ const (
 	StateDelayed              // accepted, not before a time (delay.go): outside every order
 	StatePaused               // accepted, its key or type paused (pause.go): outside every order
 	StateBlocked              // accepted, waiting for the jobs it runs after (deps.go): outside every order
+	// StateElsewhere: a record of a job another engine decides (Hold,
+	// held.go), not running there: in no order and no count.
+	StateElsewhere
 )
 
 // Kind is the step of the order that started a job, which decides how it
@@ -63,11 +66,11 @@ type Job struct {
 	held    uint8 // parked: the gate that holds it, heldByKey or heldByLock; paused: pausedByKey or pausedByType
 	kind    Kind
 	inGrace bool     // has an entry in the grace queue, numbered at
-	flags   jobFlags // flagTimed, flagLinked, flagBound, flagPlaced
+	flags   jobFlags // flagTimed, flagLinked, flagBound, flagPlaced, flagElsewhere, flagAdopted
 	// Tag is the caller's: the engine never reads or writes it. The
 	// run-time layer keeps there what it was told of the job.
 	Tag  uint8
-	idx  int32 // handle in a (wait) lane heap; position in the run or the running list
+	idx  int32 // handle in a (wait) lane heap; position in the run, the running list or the held records (Engine.elsewhere)
 	uidx int32 // handle in its type's or wait lane's urgent order (urgent.go); -1 when absent
 	// at is, while the job is pending and inGrace, the number of its entry
 	// in the grace queue; once it has started, its start time in µs; set
@@ -118,6 +121,12 @@ const (
 	flagLinked                      // has a node in the dependency graph (Engine.deps)
 	flagBound                       // bound to a replica (Engine.boundTo, replicas.go)
 	flagPlaced                      // running on a replica (Engine.placedOn)
+	// flagElsewhere: a held record (held.go) granted elsewhere, so
+	// StateRunning, but in no count and not in the running list.
+	flagElsewhere
+	// flagAdopted: its attempt was adopted running (Adopt, adopt.go), not
+	// started by the order; it may share its conflict lock.
+	flagAdopted
 )
 
 // is reports whether j has flag f.

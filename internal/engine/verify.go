@@ -310,6 +310,9 @@ func (e *Engine) Verify(now int64) error {
 	if err := e.verifyResources(); err != nil {
 		return err
 	}
+	if err := e.verifyElsewhere(); err != nil {
+		return err
+	}
 	sum := 0
 	for _, n := range e.WaitCountsAll() {
 		sum += n
