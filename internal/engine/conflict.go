@@ -1,5 +1,7 @@
 package engine
 
+import "slices"
+
 // Conflict groups. Two jobs conflict when their types share a non-empty
 // conflict group and the jobs share an ID: at most one of them runs at a
 // time. Each (group, ID) with a job running or waiting has a lock, a gate
@@ -10,6 +12,13 @@ package engine
 // A holder's end and the next start thus cost O(L log n) for the L lanes
 // the waiters come from, however many they are: with one client's
 // thousand clones of one repository, L is 1.
+//
+// The order never starts a job whose lock is held, but Adopt starts a job
+// whatever holds it (adopt.go): a new leader may learn of two jobs of one
+// (group, ID) running, granted by leaders that disagreed. The lock then
+// has more than one holder, and stays shut until the last of them ends;
+// the normal path pays one branch for it as a job starts and one as it
+// ends.
 
 type conflictKey struct {
 	group string
@@ -21,6 +30,9 @@ type conflictLock struct {
 	gate
 	key    conflictKey
 	holder *Job // running; nil while the waiters compete
+	// more are its other running holders, adopted while it was held:
+	// almost always none.
+	more []*Job
 }
 
 // lockOf returns the lock of j's (group, ID), or nil if j's type has no
@@ -44,7 +56,8 @@ func (e *Engine) conflict(j *Job) *conflictLock {
 }
 
 // acquire makes j, starting, the holder of its lock, which shuts it, and
-// returns the lock, or nil if j's type has no conflict group.
+// returns the lock, or nil if j's type has no conflict group. A job
+// adopted while the lock is held becomes one more holder.
 func (e *Engine) acquire(j *Job) *conflictLock {
 	g := j.lane.typ.cfg.ConflictGroup
 	if g == "" {
@@ -56,15 +69,24 @@ func (e *Engine) acquire(j *Job) *conflictLock {
 		lk = &conflictLock{key: k}
 		e.conflicts[k] = lk
 	}
+	if lk.holder != nil { // only Adopt starts a job whose lock is held
+		lk.more = append(lk.more, j)
+		return lk
+	}
 	lk.holder = j
 	e.shut(&lk.gate)
 	return lk
 }
 
-// release ends the hold of a job that ended on lock lk (nil if it had
-// none): the lock opens, or goes if no job waits on it.
-func (e *Engine) release(lk *conflictLock) {
+// release ends the hold of job j, whose attempt ended, on lock lk (nil if
+// it had none): the lock opens, or goes if no job waits on it, unless
+// another holder still runs.
+func (e *Engine) release(lk *conflictLock, j *Job) {
 	if lk == nil {
+		return
+	}
+	if len(lk.more) > 0 {
+		lk.drop(j)
 		return
 	}
 	lk.holder = nil
@@ -80,4 +102,17 @@ func (e *Engine) dropLockIfUnused(j *Job) {
 	if lk := e.lockOf(j); lk != nil && lk.holder == nil && len(lk.waits) == 0 {
 		delete(e.conflicts, lk.key)
 	}
+}
+
+// drop takes j out of the holders of lk, which has more than one: the
+// lock stays held, by another. O(holders).
+func (lk *conflictLock) drop(j *Job) {
+	last := len(lk.more) - 1
+	if lk.holder == j {
+		lk.holder = lk.more[last]
+	} else {
+		lk.more[slices.Index(lk.more, j)] = lk.more[last]
+	}
+	lk.more[last] = nil
+	lk.more = lk.more[:last]
 }

@@ -160,7 +160,7 @@ func (e *Engine) stop(j *Job, o Outcome, now int64) {
 	if t.paused {
 		k.pausedRunning--
 	}
-	e.release(lk)
+	e.release(lk, j)
 	if e.placing {
 		if e.resources != nil {
 			e.releaseUnits(j, now)

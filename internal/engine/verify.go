@@ -10,11 +10,13 @@ import (
 )
 
 // Verify checks every invariant of the engine's structures at now, and
-// that no two running jobs share a conflict lock, returning the first
-// violation. For tests, after every step; O(n). (The caps bind when a job
-// starts, and SetMaxConcurrency, SetTierLimit, SetTypeLimit and SetKey may
-// lower one below what already runs, so running > cap is not a violation
-// here; the tests check every start against the caps in force.)
+// that no two running jobs share a conflict lock (but jobs adopted
+// running, Adopt), returning the first violation. For tests, after every
+// step; O(n). (The caps bind when a job starts, and SetMaxConcurrency,
+// SetTierLimit, SetTypeLimit and SetKey may lower one below what already
+// runs, as Adopt may raise what runs above one, so running > cap is not a
+// violation here; the tests check every start against the caps in
+// force.)
 func (e *Engine) Verify(now int64) error {
 	laneIdx := func(l *lane) int { return l.tyIdx }
 	actIdx := func(f *flow) int { return f.actIdx }
@@ -27,7 +29,7 @@ func (e *Engine) Verify(now int64) error {
 	if len(e.running) != e.nrunning {
 		return errorf("running list %d != nrunning %d", len(e.running), e.nrunning)
 	}
-	holders := map[conflictKey]*Job{}
+	holders := map[conflictKey][]*Job{}
 	tierRun := map[*tierState]int{}
 	typeRun := map[*typeState]int{}
 	keyRun := map[*keyState]int{}
@@ -53,15 +55,29 @@ func (e *Engine) Verify(now int64) error {
 		}
 		if g := j.lane.typ.cfg.ConflictGroup; g != "" {
 			ck := conflictKey{g, j.id}
-			if other := holders[ck]; other != nil {
-				return errorf("conflict overlap on %v: jobs %d and %d", ck, other.seq, j.seq)
-			}
-			holders[ck] = j
-			if lk := e.conflicts[ck]; lk == nil || lk.holder != j || r.lock != lk {
+			if lk := e.conflicts[ck]; lk == nil || r.lock != lk || lk.holder != j && !slices.Contains(lk.more, j) {
 				return errorf("job %d runs in conflict group %v but does not hold its lock", j.seq, ck)
 			}
+			holders[ck] = append(holders[ck], j)
 		} else if r.lock != nil {
 			return errorf("job %d runs outside a conflict group but holds a lock", j.seq)
+		}
+	}
+	// Two running jobs share a lock only if all but one were adopted
+	// running (Adopt): the order never starts a job whose lock is held.
+	for ck, js := range holders {
+		if lk := e.conflicts[ck]; len(js) != 1+len(lk.more) {
+			return errorf("conflict lock %v: %d holders listed, %d run", ck, 1+len(lk.more), len(js))
+		}
+		var started *Job
+		for _, j := range js {
+			if j.is(flagAdopted) {
+				continue
+			}
+			if started != nil {
+				return errorf("conflict overlap on %v: jobs %d and %d", ck, started.seq, j.seq)
+			}
+			started = j
 		}
 	}
 	for _, t := range e.tiers {
@@ -208,8 +224,8 @@ func (e *Engine) Verify(now int64) error {
 		if lk.holder == nil && len(lk.waits) == 0 {
 			return errorf("empty conflict lock %v kept", ck)
 		}
-		if lk.shut != (lk.holder != nil) {
-			return errorf("conflict lock %v: shut %v, held %v", ck, lk.shut, lk.holder != nil)
+		if lk.shut != (lk.holder != nil) || lk.holder == nil && len(lk.more) > 0 {
+			return errorf("conflict lock %v: shut %v, held %v, %d more holders", ck, lk.shut, lk.holder != nil, len(lk.more))
 		}
 		n, err := e.verifyGate(&lk.gate, heldByLock, "conflict lock", pending, now)
 		if err != nil {
