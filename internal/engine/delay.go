@@ -194,6 +194,7 @@ func (e *Engine) Retry(j *Job, notBefore, now int64) {
 		panic("engine: Retry of a held record: RequeueHeld puts it back")
 	}
 	e.stop(j, Failed, now)
+	j.set(flagAdopted, false) // the order starts its next attempt
 	e.counters.Retries++
 	j.lane.typ.stats.retries++
 	if e.obs != nil {

@@ -321,6 +321,25 @@
 // else is idle and forgotten as any is, and a record keeping its
 // forgotten lane reads its names from it and changes nothing.
 //
+// The other way round, a new leader learns from the replicas the jobs
+// the leader before it granted that still run, and a leader rebuilding
+// from a store finds attempts still running: Adopt (adopt.go) admits
+// such a job as Enqueue does a restored one and starts it at once,
+// whatever holds, since it runs already. It counts against every limit
+// from then on and may leave the engine above one (the global limit, a
+// cap, a resource's units, a replica's capacity, its conflict lock held
+// by another), as lowering a limit under running jobs does: every limit
+// is a test of running >= limit, so the order starts nothing the limit
+// holds until enough jobs end, and no structure assumes running <=
+// limit (a key's cap gate shuts at once and opens below the cap; a
+// replica's gate opens as a slot frees on it from full; a resource's
+// units count free only past the excess). A conflict lock with two
+// holders stays shut until the last ends (conflict.go). The job starts
+// at its own start time: its charge, as a Fair start's (a Reserved one's
+// if its key is below its reservation), is corrected, and its cost
+// learnt, from then. It takes no rate-limit token, and goes on its own
+// replica, full or not known. O(log n), as Enqueue, plus O(r).
+//
 // # Time
 //
 // The engine reads no clock: every call that depends on time takes now.

@@ -191,13 +191,14 @@ func (e *Engine) end(j *Job, o Outcome, now int64) {
 	if e.nown > 0 {
 		e.forgetNeeds(j)
 	}
-	if j.flags&(flagTimed|flagBound) != 0 {
+	if j.flags&(flagTimed|flagBound|flagAdopted) != 0 {
 		if j.is(flagTimed) {
 			e.untime(j)
 		}
 		if j.is(flagBound) {
 			e.unbind(j)
 		}
+		j.set(flagAdopted, false) // the record may be enqueued again
 	}
 	e.settle(j, now)
 	if j.is(flagLinked) {

@@ -54,8 +54,12 @@ func newRateline() iheap.Keyed[*bucket] {
 }
 
 // takeTokens takes a token from j's key's and type's buckets, if they
-// have a rate, as j starts at now, and shuts what it empties.
+// have a rate, as j starts at now, and shuts what it empties. A job
+// adopted running (adopt.go) takes none: the leader that granted it did.
 func (e *Engine) takeTokens(j *Job, now int64) {
+	if j.is(flagAdopted) {
+		return
+	}
 	if b := &j.lane.typ.bucket; b.rate.Period > 0 && b.take(now) {
 		e.emptied(b)
 	}

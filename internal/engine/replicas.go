@@ -253,9 +253,17 @@ func (e *Engine) holdForReplica(j *Job, now int64) {
 	e.hold(j, g, heldByReplica, now)
 }
 
-// place puts j, starting, on the first free replica it may run on.
+// place puts j, starting, on the first free replica it may run on. A job
+// adopted running (adopt.go) that has none goes on its own replica, full
+// or not known, or, bound to none, on none.
 func (e *Engine) place(j *Job) {
 	r := e.replicaFor(j)
+	if r == nil && j.is(flagAdopted) {
+		if !j.is(flagBound) {
+			return
+		}
+		r = e.replicaRecord(e.boundTo[j])
+	}
 	r.running++
 	if e.placedOn == nil {
 		e.placedOn = make(map[*Job]*replica)

@@ -842,8 +842,8 @@ func (e *Engine) verifyLaneHeaps(l *lane, state State, now int64) (int, error) {
 	}
 	p := &e.aging
 	for _, j := range jobs {
-		if j.state != state || j.lane.typ != l.typ || j.lane.key != l.key {
-			return 0, errorf("job %d in a lane heap has state %d", j.seq, j.state)
+		if j.state != state || j.lane.typ != l.typ || j.lane.key != l.key || j.is(flagAdopted) {
+			return 0, errorf("job %d in a lane heap has state %d, adopted %v", j.seq, j.state, j.is(flagAdopted))
 		}
 		// Each job's place is its phase's: fixed (its run or heap) in its
 		// grace period, and for ever when it is based at or above the
