@@ -155,3 +155,45 @@ func (o *Outbox) Take() []Msg {
 	o.msgs = nil
 	return msgs
 }
+
+// Pump sends over link what out holds, from the calling goroutine, as it
+// comes, until stop is closed; what is held then is sent before it
+// returns.
+func (o *Outbox) Pump(link Link, stop <-chan struct{}) {
+	pending := o.Pending()
+	for {
+		select {
+		case <-pending:
+			if msgs := o.Take(); len(msgs) > 0 {
+				link.Send(msgs)
+			}
+		case <-stop:
+			if msgs := o.Take(); len(msgs) > 0 {
+				link.Send(msgs)
+			}
+			return
+		}
+	}
+}
+
+// Receiving is a decider that takes messages (Leader, Remote), at the
+// run-time layer's instant.
+type Receiving interface {
+	Receive(msgs []Msg, now int64)
+	Lost(now int64)
+}
+
+// ReceiverOf returns the Receiver that hands what a Link delivers to d,
+// through deliver (the run-time layer's Deliver: under its lock, at its
+// instant).
+func ReceiverOf(d Receiving, deliver func(apply func(now int64))) Receiver {
+	return receiver{d, deliver}
+}
+
+type receiver struct {
+	d       Receiving
+	deliver func(func(int64))
+}
+
+func (r receiver) Receive(msgs []Msg) { r.deliver(func(now int64) { r.d.Receive(msgs, now) }) }
+func (r receiver) Lost()              { r.deliver(r.d.Lost) }

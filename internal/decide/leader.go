@@ -1,0 +1,431 @@
+package decide
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// Leader is the Decider of the replica that leads: its engine decides for
+// the whole cluster. Its own process's jobs it decides as Local does,
+// each bound to this replica (a closure runs where it was submitted);
+// the other replicas' jobs it holds as stand-ins, admitted from their
+// messages (wire.go), each bound to its replica, and their grants and
+// ends go back as messages. Every replica's capacity bounds what runs on
+// it, this one's included.
+//
+// A term begins with Begin: the leader asks every live replica for its
+// jobs (Resync) and grants nothing until each has answered (Hello) or
+// was removed (declared dead): before that, a job running on a replica
+// it has not heard from would count against no limit. A replica added
+// later is asked alone, and until it answers only its own jobs wait.
+type Leader struct {
+	local *Local // the engine's decisions; its grants come to the Leader
+	e     *engine.Engine
+	g     Grantee // the run-time layer's
+	out   *Outbox
+	name  string // this replica's
+	// capacity is this replica's; it counts in the engine once the term
+	// is ready (0 until then, so that nothing starts).
+	capacity int
+	term     uint64
+	closing  bool         // StopAccepting: this process's jobs are refused
+	times    engine.Times // this process's jobs' times, when it gives none
+	// replicas are the other live replicas and their capacities;
+	// awaiting, those whose Hello this term has not come. While Begin's
+	// are awaited (blocking), nothing is granted.
+	replicas map[string]int
+	awaiting map[string]bool
+	blocking int
+	stand    map[standKey]*standIn
+	byJob    map[*engine.Job]*standIn
+}
+
+// TagStandIn is the engine record's Tag of a stand-in: the run-time
+// layer's own tags are below it.
+const TagStandIn uint8 = 0xff
+
+// standKey names another replica's job: the replica, and its number
+// there.
+type standKey struct {
+	replica string
+	seq     uint64
+}
+
+// standIn is the leader's record of another replica's job.
+type standIn struct {
+	j   engine.Job
+	key standKey
+}
+
+// NewLeader returns the Decider of replica name, of capacity slots, which
+// leads: e decides for the cluster, g is handed this process's grants and
+// out carries the other replicas'. Nothing starts before Begin.
+func NewLeader(name string, capacity int, e *engine.Engine, g Grantee, out *Outbox) *Leader {
+	l := &Leader{e: e, g: g, out: out, name: name, capacity: capacity,
+		replicas: make(map[string]int), awaiting: make(map[string]bool),
+		stand: make(map[standKey]*standIn), byJob: make(map[*engine.Job]*standIn)}
+	l.local = NewLocal(e, l)
+	l.times.Replica = name
+	e.SetReplica(name, 0, nil, 0) // known and full: the rule of replicas holds from the start
+	return l
+}
+
+// Begin begins term, in which the other live replicas are replicas (their
+// capacities by name), at now: each is asked for its jobs, and nothing is
+// granted until all have answered.
+func (l *Leader) Begin(term uint64, replicas map[string]int, now int64) {
+	l.term = term
+	for _, name := range slices.Sorted(maps.Keys(replicas)) {
+		l.replicas[name] = replicas[name]
+		l.awaiting[name] = true
+		l.out.Put(Msg{Kind: Resync, Term: term, Replica: name})
+	}
+	l.blocking = len(replicas)
+	if l.blocking == 0 {
+		l.ready(now)
+	}
+}
+
+// ready makes this replica's capacity, and that of every replica heard
+// from, count: the term's grants begin.
+func (l *Leader) ready(now int64) {
+	l.e.SetReplica(l.name, l.capacity, nil, now)
+	for name, c := range l.replicas {
+		if !l.awaiting[name] {
+			l.e.SetReplica(name, c, nil, now)
+		}
+	}
+	l.Grant(now)
+}
+
+// AddReplica adds replica name, of capacity slots, at now, and asks it
+// for its jobs; a replica known already has its capacity changed.
+func (l *Leader) AddReplica(name string, capacity int, now int64) {
+	if _, known := l.replicas[name]; known {
+		l.replicas[name] = capacity
+		if !l.awaiting[name] && l.blocking == 0 {
+			l.e.SetReplica(name, capacity, nil, now)
+			l.Grant(now)
+		}
+		return
+	}
+	l.replicas[name] = capacity
+	l.awaiting[name] = true
+	l.out.Put(Msg{Kind: Resync, Term: l.term, Replica: name})
+}
+
+// RemoveReplica removes replica name at now, declared dead: its jobs end,
+// the running ones lost, and what they held is free.
+func (l *Leader) RemoveReplica(name string, now int64) {
+	if _, known := l.replicas[name]; !known {
+		return
+	}
+	delete(l.replicas, name)
+	l.heard(name, now)
+	l.e.RemoveReplica(name, now)
+	l.forget(name, now)
+	l.Grant(now)
+}
+
+// ReplicaNames returns the replicas the leader knows besides its own, by
+// name.
+func (l *Leader) ReplicaNames() []string { return slices.Sorted(maps.Keys(l.replicas)) }
+
+// heard notes that replica name no longer holds the term's grants back.
+func (l *Leader) heard(name string, now int64) {
+	if !l.awaiting[name] {
+		return
+	}
+	delete(l.awaiting, name)
+	if l.blocking > 0 {
+		if l.blocking--; l.blocking == 0 {
+			l.ready(now)
+		}
+	}
+}
+
+// forget ends every stand-in of replica name at now, in order of their
+// numbers.
+func (l *Leader) forget(name string, now int64) {
+	var ss []*standIn
+	for k, s := range l.stand {
+		if k.replica == name {
+			ss = append(ss, s)
+		}
+	}
+	slices.SortFunc(ss, func(a, b *standIn) int { return int(a.key.seq) - int(b.key.seq) })
+	for _, s := range ss {
+		l.drop(s, now)
+	}
+}
+
+// drop ends stand-in s at now, lost if it ran, and forgets it.
+func (l *Leader) drop(s *standIn, now int64) {
+	switch {
+	case s.j.Running():
+		l.e.Finish(&s.j, engine.NotRun, now)
+	case s.j.Waiting():
+		l.e.Cancel(&s.j, now)
+	}
+	delete(l.stand, s.key)
+	delete(l.byJob, &s.j)
+}
+
+// Receive applies the other replicas' messages at now, then grants what
+// may start. A message of another term than the leader's is dropped: one
+// sent before the replica heard of this term is in its Hello.
+func (l *Leader) Receive(msgs []Msg, now int64) {
+	var inHello map[string]int // the jobs of a Hello still to come, by replica
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Term != l.term {
+			continue
+		}
+		if _, known := l.replicas[m.Replica]; !known {
+			continue // removed, or not yet added: it will be asked
+		}
+		k := standKey{m.Replica, m.Seq}
+		restored := false
+		if (m.Kind == Ask || m.Kind == Running) && inHello[m.Replica] > 0 {
+			inHello[m.Replica]--
+			restored = true
+		}
+		switch m.Kind {
+		case Hello:
+			l.forget(m.Replica, now)
+			if inHello == nil {
+				inHello = make(map[string]int)
+			}
+			inHello[m.Replica] = m.N
+			if !l.awaiting[m.Replica] {
+				continue
+			}
+			if l.blocking == 0 {
+				l.e.SetReplica(m.Replica, l.replicas[m.Replica], nil, now)
+			}
+			l.heard(m.Replica, now)
+		case Ask:
+			if l.awaiting[m.Replica] || l.stand[k] != nil {
+				continue // its Hello will ask again; or asked twice
+			}
+			l.admit(k, m, restored, now)
+		case Running:
+			if l.stand[k] == nil {
+				l.adopt(k, m, now)
+			}
+		case End:
+			if s := l.stand[k]; s != nil && s.j.Running() {
+				l.e.Finish(&s.j, m.Outcome, now)
+				delete(l.stand, k)
+				delete(l.byJob, &s.j)
+			}
+		case Retry:
+			if s := l.stand[k]; s != nil && s.j.Running() {
+				l.e.Retry(&s.j, now+m.NotBefore, now)
+			}
+		case Cancel:
+			if s := l.stand[k]; s != nil {
+				l.drop(s, now)
+			}
+		case Raise:
+			if s := l.stand[k]; s != nil && s.j.Waiting() {
+				l.e.Raise(&s.j, m.Priority, now)
+			}
+		}
+	}
+	l.Grant(now)
+}
+
+// Lost says messages from the replicas may have been missed: each is
+// asked again for its jobs, and its answer replaces what was known.
+func (l *Leader) Lost(now int64) {
+	for _, name := range slices.Sorted(maps.Keys(l.replicas)) {
+		l.out.Put(Msg{Kind: Resync, Term: l.term, Replica: name})
+	}
+}
+
+// admit admits another replica's job k, asked by m at now. A job asked
+// for again (restored: in a Hello) keeps its submission time, and no
+// admission limit refuses it: it was admitted once.
+func (l *Leader) admit(k standKey, m *Msg, restored bool, now int64) {
+	s := &standIn{key: k}
+	s.j.Tag = TagStandIn
+	sub := now - m.Age
+	tm := engine.Times{Replica: k.replica, Needs: m.Needs}
+	if restored {
+		tm.Submitted = max(sub, 1)
+	}
+	if m.NotBefore > 0 {
+		tm.NotBefore = sub + m.NotBefore
+	}
+	if m.StartBy > 0 {
+		tm.StartBy = sub + m.StartBy
+	}
+	if r := l.e.Enqueue(&s.j, &m.Desc, &tm, now); r != nil {
+		l.out.Put(Msg{Kind: Ended, Term: l.term, Replica: k.replica, Seq: k.seq, Refusal: r.Reason})
+		return
+	}
+	l.stand[k], l.byJob[&s.j] = s, s
+	if s.j.Running() {
+		l.Granted(&s.j)
+	}
+}
+
+// adopt counts another replica's job k, running there as m says, against
+// every limit from now.
+func (l *Leader) adopt(k standKey, m *Msg, now int64) {
+	s := &standIn{key: k}
+	s.j.Tag = TagStandIn
+	tm := engine.Times{Replica: k.replica, Needs: m.Needs}
+	if r := l.e.Adopt(&s.j, &m.Desc, &tm, now-m.Ran, now); r != nil {
+		return // a type this leader does not know: nothing here to count it by
+	}
+	l.stand[k], l.byJob[&s.j] = s, s
+}
+
+// Granted hands a grant over: a stand-in's to its replica, a job of this
+// process's to the run-time layer.
+func (l *Leader) Granted(j *engine.Job) {
+	if j.Tag != TagStandIn {
+		l.g.Granted(j)
+		return
+	}
+	s := l.byJob[j]
+	l.out.Put(Msg{Kind: Grant, Term: l.term, Replica: s.key.replica, Seq: s.key.seq})
+}
+
+// Ended is never called: the engine's decisions end nothing through the
+// Grantee.
+func (l *Leader) Ended(j *engine.Job, o engine.Outcome, r *engine.Refusal, now int64) {
+	l.g.Ended(j, o, r, now)
+}
+
+// Enqueue admits a job of this process, bound to this replica.
+func (l *Leader) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int64) (bool, *engine.Refusal) {
+	if l.closing {
+		return false, &engine.Refusal{Reason: engine.RefusedClosed}
+	}
+	if tm == nil {
+		tm = &l.times
+	} else {
+		tm.Replica = l.name
+	}
+	return l.local.Enqueue(j, d, tm, now)
+}
+
+// Grant grants what may start at now, once the term is ready.
+func (l *Leader) Grant(now int64) {
+	if l.blocking == 0 {
+		l.local.Grant(now)
+	}
+}
+
+// Finish, Retry, Cancel and Raise are the engine's, for this process's
+// jobs.
+func (l *Leader) Finish(j *engine.Job, o engine.Outcome, now int64) { l.local.Finish(j, o, now) }
+func (l *Leader) Retry(j *engine.Job, notBefore, now int64)         { l.local.Retry(j, notBefore, now) }
+func (l *Leader) Cancel(j *engine.Job, now int64) bool              { return l.local.Cancel(j, now) }
+func (l *Leader) Raise(j *engine.Job, p int, now int64)             { l.local.Raise(j, p, now) }
+
+// NextDue is the engine's: the cluster's jobs' times.
+func (l *Leader) NextDue() (int64, bool) { return l.local.NextDue() }
+
+// Due applies what fell due by now: the stand-ins past their start
+// deadline end on their replica; this process's are returned.
+func (l *Leader) Due(now int64) []*engine.Job {
+	expired := l.local.Due(now)
+	own := expired[:0]
+	for _, j := range expired {
+		if j.Tag != TagStandIn {
+			own = append(own, j)
+			continue
+		}
+		s := l.byJob[j]
+		l.out.Put(Msg{Kind: Ended, Term: l.term, Replica: s.key.replica, Seq: s.key.seq, Outcome: engine.Expired})
+		delete(l.stand, s.key)
+		delete(l.byJob, j)
+	}
+	return own
+}
+
+// The disabled pairs, the configuration, a batch's admission and the job
+// types are the engine's, as in one process.
+func (l *Leader) Failed(k Pair, r DisableRule, now int64) (Span, bool) {
+	return l.local.Failed(k, r, now)
+}
+func (l *Leader) Disable(k Pair, span Span, now int64)              { l.local.Disable(k, span, now) }
+func (l *Leader) Enable(k Pair)                                     { l.local.Enable(k) }
+func (l *Leader) Pairs() *Pairs                                     { return l.local.Pairs() }
+func (l *Leader) Configure(c Change, now int64) bool                { return l.local.Configure(c, now) }
+func (l *Leader) Room(n int, perKey map[string]int) *engine.Refusal { return l.local.Room(n, perKey) }
+func (l *Leader) Reserve(n int, perKey map[string]int)              { l.local.Reserve(n, perKey) }
+func (l *Leader) Unreserve(n int, perKey map[string]int)            { l.local.Unreserve(n, perKey) }
+func (l *Leader) Rejected(name string, closed bool, n int)          { l.local.Rejected(name, closed, n) }
+func (l *Leader) RejectedUnknownType()                              { l.local.RejectedUnknownType() }
+func (l *Leader) RegisterType(name string, c engine.Type) error     { return l.local.RegisterType(name, c) }
+func (l *Leader) TypeTier(name string) (int, bool)                  { return l.local.TypeTier(name) }
+func (l *Leader) BasePriority(d engine.Desc) (int, bool)            { return l.local.BasePriority(d) }
+func (l *Leader) DeadlineOf(name string, startBy, submitted int64) int64 {
+	return l.local.DeadlineOf(name, startBy, submitted)
+}
+func (l *Leader) NeedsRefusal(name string, needs []engine.Need) *engine.Refusal {
+	return l.local.NeedsRefusal(name, needs)
+}
+func (l *Leader) Reserved(name string, minSlots int) (int, int, int) {
+	return l.local.Reserved(name, minSlots)
+}
+
+// Find returns this process's job numbered seq, not ended.
+func (l *Leader) Find(seq uint64) *engine.Job {
+	if j := l.local.Find(seq); j != nil && j.Tag != TagStandIn {
+		return j
+	}
+	return nil
+}
+
+// Each calls f with this process's jobs not ended.
+func (l *Leader) Each(f func(j *engine.Job, granted bool)) {
+	l.local.Each(func(j *engine.Job, granted bool) {
+		if j.Tag != TagStandIn {
+			f(j, granted)
+		}
+	})
+}
+
+// FindRunning returns the first running job of this process that match
+// reports true for, and the effective priority it started at.
+func (l *Leader) FindRunning(match func(*engine.Job) bool) (*engine.Job, int) {
+	return l.local.FindRunning(func(j *engine.Job) bool { return j.Tag != TagStandIn && match(j) })
+}
+
+// Idle reports whether this process has no job not ended.
+func (l *Leader) Idle() bool {
+	s := l.e.Summary()
+	return s.Running+s.Pending+s.Delayed+s.Paused+s.Blocked == len(l.stand)
+}
+
+// StopAccepting refuses this process's later jobs; the other replicas'
+// are still admitted.
+func (l *Leader) StopAccepting() { l.closing = true }
+
+// The reads are the engine's: the cluster's.
+func (l *Leader) Figures(maxKeys int, pausedOf []string) Figures {
+	return l.local.Figures(maxKeys, pausedOf)
+}
+func (l *Leader) Page(li *Listing, offset, limit int, now int64) {
+	l.local.Page(li, offset, limit, now)
+}
+func (l *Leader) Snapshot(li *Listing, now int64) { l.local.Snapshot(li, now) }
+func (l *Leader) EstimateWait(d engine.Desc, now int64) (int64, bool) {
+	return l.local.EstimateWait(d, now)
+}
+func (l *Leader) WouldStart(d engine.Desc, needs []engine.Need, now int64) bool {
+	return l.blocking == 0 && l.local.WouldStart(d, needs, now)
+}
+
+var (
+	_ Decider = (*Leader)(nil)
+	_ Grantee = (*Leader)(nil)
+)

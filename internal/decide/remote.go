@@ -1,0 +1,331 @@
+package decide
+
+import (
+	"slices"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// Remote is the Decider of a replica that is not the leader: the
+// decisions are the leader's, in another process, asked through messages
+// (wire.go). Its engine keeps a record of each of the replica's jobs for
+// their identity (engine.Hold), and answers what every replica answers
+// alike from the configuration (the job types); the leader decides the
+// rest. Its calls never wait: what they send goes to the Outbox, and the
+// leader's answers come back through Receive, under the run-time layer's
+// lock (its Deliver).
+//
+// What it does not carry yet, and answers from this replica alone: the
+// admission of a batch as a whole (Room, Reserve), the disabled pairs,
+// changes of the configuration, and the reads (Figures, Page, Snapshot,
+// EstimateWait), which know only this replica's jobs. WouldStart is
+// false: no grant comes in the call.
+type Remote struct {
+	e    *engine.Engine
+	own  *Local // e as a Decider: for the reads and the configuration
+	g    Grantee
+	out  *Outbox
+	name string // this replica's
+	// term is the leader's as last heard: 0 until a leader asked for the
+	// replica's jobs (Resync). Until then nothing is sent: the first
+	// leader's Resync will have it all.
+	term   uint64
+	jobs   map[uint64]*remoteJob // admitted and not ended, by number
+	pairs  Pairs
+	fenced bool // grants are dropped (Fence)
+}
+
+// remoteJob is what a replica keeps of one of its jobs while the leader
+// decides it: enough to ask for it again (Hello).
+type remoteJob struct {
+	j         *engine.Job
+	d         engine.Desc
+	needs     []engine.Need
+	notBefore int64 // absolute, the replica's time; 0: none
+	startBy   int64
+	granted   bool
+}
+
+// NewRemote returns the Decider of replica name, which sends what the
+// leader must know to out and keeps its jobs' records in e, handing the
+// leader's answers to g.
+func NewRemote(name string, e *engine.Engine, g Grantee, out *Outbox) *Remote {
+	return &Remote{e: e, own: NewLocal(e, g), g: g, out: out, name: name, jobs: make(map[uint64]*remoteJob)}
+}
+
+// Enqueue asks the leader for j; it is never granted in the call. The
+// leader's refusal, if any, comes later (Grantee.Ended). Dependencies
+// between jobs (tm.After) are not carried to a leader yet: such a job is
+// refused as a type unknown to the cluster would be.
+func (r *Remote) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int64) (bool, *engine.Refusal) {
+	if tm != nil && tm.After != nil {
+		return false, &engine.Refusal{Reason: engine.RefusedUnknownType}
+	}
+	if ref := r.e.Hold(j, &d, now); ref != nil {
+		return false, ref
+	}
+	rj := &remoteJob{j: j, d: d}
+	if tm != nil {
+		rj.needs, rj.notBefore, rj.startBy = tm.Needs, tm.NotBefore, tm.StartBy
+	}
+	r.jobs[j.Seq()] = rj
+	if r.term != 0 {
+		r.out.Put(r.ask(Ask, rj, now))
+	}
+	return false, nil
+}
+
+// ask returns the message that describes rj at now: an Ask, or a
+// Running for a Hello.
+func (r *Remote) ask(kind MsgKind, rj *remoteJob, now int64) Msg {
+	sub := rj.j.Submitted()
+	m := Msg{Kind: kind, Term: r.term, Replica: r.name, Seq: rj.j.Seq(), Desc: rj.d, Needs: rj.needs, Age: now - sub}
+	if rj.notBefore > sub {
+		m.NotBefore = rj.notBefore - sub
+	}
+	if rj.startBy > 0 {
+		m.StartBy = max(rj.startBy-sub, 1)
+	}
+	if kind == Running {
+		m.Ran = now - rj.j.Started()
+	}
+	return m
+}
+
+// Receive applies the leader's messages at now: grants, jobs it ended,
+// and its requests for this replica's jobs. A message of an older term
+// than the newest heard is dropped.
+func (r *Remote) Receive(msgs []Msg, now int64) {
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Term < r.term || m.Replica != r.name {
+			continue
+		}
+		switch m.Kind {
+		case Resync:
+			r.term = m.Term
+			r.hello(now)
+		case Grant:
+			rj := r.jobs[m.Seq]
+			if m.Term != r.term || rj == nil || rj.granted || r.fenced {
+				continue // given up here first: the leader has the Cancel; or fenced: Unfence tells the leader
+			}
+			rj.granted = true
+			r.e.StartHeld(rj.j, now)
+			r.g.Granted(rj.j)
+		case Ended:
+			rj := r.jobs[m.Seq]
+			if m.Term != r.term || rj == nil || rj.granted {
+				continue
+			}
+			delete(r.jobs, m.Seq)
+			var ref *engine.Refusal
+			if m.Refusal != engine.Accepted {
+				ref = &engine.Refusal{Reason: m.Refusal}
+			}
+			o := m.Outcome
+			if o == 0 {
+				o = engine.NotRun
+			}
+			r.e.EndHeld(rj.j, o, now)
+			r.g.Ended(rj.j, o, ref, now)
+		}
+	}
+}
+
+// Lost says the leader's messages may have been missed: the replica
+// sends its whole state again, which the leader takes in place of what
+// it knew.
+func (r *Remote) Lost(now int64) {
+	if r.term != 0 {
+		r.hello(now)
+	}
+}
+
+// hello sends the leader every job of the replica not ended, in order of
+// their numbers: the waiting ones to ask for again, the granted ones
+// running.
+func (r *Remote) hello(now int64) {
+	seqs := make([]uint64, 0, len(r.jobs))
+	for seq := range r.jobs {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	r.out.Put(Msg{Kind: Hello, Term: r.term, Replica: r.name, N: len(seqs)})
+	for _, seq := range seqs {
+		rj := r.jobs[seq]
+		kind := Ask
+		if rj.granted {
+			kind = Running
+		}
+		r.out.Put(r.ask(kind, rj, now))
+	}
+}
+
+// send sends the leader a message about job j, if a leader is known.
+func (r *Remote) send(kind MsgKind, j *engine.Job, m Msg) {
+	if r.term == 0 {
+		return
+	}
+	m.Kind, m.Term, m.Replica, m.Seq = kind, r.term, r.name, j.Seq()
+	r.out.Put(m)
+}
+
+// Grant does nothing: the leader grants.
+func (r *Remote) Grant(int64) {}
+
+// Finish reports j's end.
+func (r *Remote) Finish(j *engine.Job, o engine.Outcome, now int64) {
+	delete(r.jobs, j.Seq())
+	r.e.EndHeld(j, o, now)
+	r.send(End, j, Msg{Outcome: o})
+}
+
+// Retry reports j's attempt's end; j asks again, not before notBefore.
+func (r *Remote) Retry(j *engine.Job, notBefore, now int64) {
+	rj := r.jobs[j.Seq()]
+	rj.granted = false
+	rj.notBefore = notBefore
+	r.e.RequeueHeld(j)
+	r.send(Retry, j, Msg{NotBefore: max(notBefore-now, 0)})
+}
+
+// Cancel gives j up, granted by the leader or not: a grant that comes
+// after is dropped, and the leader frees what it held.
+func (r *Remote) Cancel(j *engine.Job, now int64) bool {
+	delete(r.jobs, j.Seq())
+	r.e.EndHeld(j, engine.NotRun, now)
+	r.send(Cancel, j, Msg{})
+	return false
+}
+
+// Raise asks the leader to raise j's base priority to p.
+func (r *Remote) Raise(j *engine.Job, p int, now int64) {
+	if rj := r.jobs[j.Seq()]; rj != nil && p > rj.d.Priority {
+		rj.d.Priority = p
+		r.send(Raise, j, Msg{Priority: p})
+	}
+}
+
+// NextDue reports nothing: the leader keeps the jobs' times.
+func (r *Remote) NextDue() (int64, bool) { return 0, false }
+
+// Due has nothing to apply.
+func (r *Remote) Due(int64) []*engine.Job { return nil }
+
+// Failed counts a failure of k on this replica.
+func (r *Remote) Failed(k Pair, rule DisableRule, now int64) (Span, bool) {
+	return r.pairs.Failed(k, rule, now)
+}
+
+// Disable disables k on this replica.
+func (r *Remote) Disable(k Pair, span Span, now int64) { r.pairs.Disable(k, span, now) }
+
+// Enable enables k on this replica.
+func (r *Remote) Enable(k Pair) { r.pairs.Enable(k) }
+
+// Pairs returns this replica's disabled pairs.
+func (r *Remote) Pairs() *Pairs { return &r.pairs }
+
+// Configure applies c to this replica's engine only.
+func (r *Remote) Configure(c Change, now int64) bool { return r.own.Configure(c, now) }
+
+// Room, Reserve and Unreserve are this replica's engine's, which holds
+// none of the cluster's jobs.
+func (r *Remote) Room(n int, perKey map[string]int) *engine.Refusal { return r.e.Room(n, perKey) }
+func (r *Remote) Reserve(n int, perKey map[string]int)              { r.e.Reserve(n, perKey) }
+func (r *Remote) Unreserve(n int, perKey map[string]int)            { r.e.Unreserve(n, perKey) }
+
+// Rejected and RejectedUnknownType count on this replica's engine.
+func (r *Remote) Rejected(name string, closed bool, n int) { r.e.Rejected(name, closed, n) }
+func (r *Remote) RejectedUnknownType()                     { r.e.RejectedUnknownType() }
+
+// The job types are the configuration's, the same on every replica.
+func (r *Remote) RegisterType(name string, c engine.Type) error { return r.e.RegisterType(name, c) }
+func (r *Remote) TypeTier(name string) (int, bool)              { return r.e.TypeTier(name) }
+func (r *Remote) BasePriority(d engine.Desc) (int, bool)        { return r.e.BasePriority(&d) }
+func (r *Remote) DeadlineOf(name string, startBy, submitted int64) int64 {
+	return r.e.DeadlineOf(name, startBy, submitted)
+}
+func (r *Remote) NeedsRefusal(name string, needs []engine.Need) *engine.Refusal {
+	return r.e.NeedsRefusal(name, needs)
+}
+func (r *Remote) Reserved(name string, minSlots int) (int, int, int) {
+	return r.e.ReservedWith(name, minSlots), r.e.ReservedTotal(), r.e.MaxConcurrency()
+}
+
+// Find returns this replica's job numbered seq, not ended.
+func (r *Remote) Find(seq uint64) *engine.Job {
+	if rj := r.jobs[seq]; rj != nil {
+		return rj.j
+	}
+	return nil
+}
+
+// Each calls f with this replica's jobs not ended, in order of their
+// numbers, listed before the first call (f may end them).
+func (r *Remote) Each(f func(j *engine.Job, granted bool)) {
+	rjs := make([]*remoteJob, 0, len(r.jobs))
+	for _, rj := range r.jobs {
+		rjs = append(rjs, rj)
+	}
+	slices.SortFunc(rjs, func(a, b *remoteJob) int { return int(a.j.Seq()) - int(b.j.Seq()) })
+	granted := make([]bool, len(rjs))
+	for i, rj := range rjs {
+		granted[i] = rj.granted
+	}
+	for i, rj := range rjs {
+		f(rj.j, granted[i])
+	}
+}
+
+// FindRunning returns the first granted job, by number, that match
+// reports true for, and its base priority (the leader knows its
+// effective one).
+func (r *Remote) FindRunning(match func(*engine.Job) bool) (*engine.Job, int) {
+	var found *engine.Job
+	for _, rj := range r.jobs {
+		if rj.granted && match(rj.j) && (found == nil || rj.j.Seq() < found.Seq()) {
+			found = rj.j
+		}
+	}
+	if found == nil {
+		return nil, 0
+	}
+	return found, found.Base()
+}
+
+// Idle reports whether this replica has no job not ended.
+func (r *Remote) Idle() bool { return len(r.jobs) == 0 }
+
+// StopAccepting refuses this replica's later jobs.
+func (r *Remote) StopAccepting() { r.e.StopAccepting() }
+
+// Figures, Page, Snapshot and EstimateWait read this replica's engine.
+func (r *Remote) Figures(maxKeys int, pausedOf []string) Figures {
+	return r.own.Figures(maxKeys, pausedOf)
+}
+func (r *Remote) Page(l *Listing, offset, limit int, now int64) { r.own.Page(l, offset, limit, now) }
+func (r *Remote) Snapshot(l *Listing, now int64)                { r.own.Snapshot(l, now) }
+func (r *Remote) EstimateWait(d engine.Desc, now int64) (int64, bool) {
+	return r.e.EstimateWait(&d, now)
+}
+
+// WouldStart is false: no grant comes within the call.
+func (r *Remote) WouldStart(engine.Desc, []engine.Need, int64) bool { return false }
+
+var _ Decider = (*Remote)(nil)
+
+// Fence drops the leader's grants from now on: the replica stopped its
+// runs, as it could not renew its registration (internal/cluster).
+func (r *Remote) Fence() { r.fenced = true }
+
+// Unfence takes grants again, at now, and sends the leader the whole
+// state, which replaces what it knew: a grant dropped meanwhile is asked
+// for again.
+func (r *Remote) Unfence(now int64) {
+	if r.fenced {
+		r.fenced = false
+		r.Lost(now)
+	}
+}
