@@ -3,6 +3,7 @@ package rt
 import (
 	"log/slog"
 
+	"github.com/fairsched/fairsched/internal/cluster"
 	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/fairsched/fairsched/internal/store"
@@ -30,6 +31,10 @@ type Config struct {
 	// grants to within Grant, and deliver for what comes later (the
 	// Runtime's Deliver): decisions taken elsewhere.
 	Decider func(e *engine.Engine, g decide.Grantee, deliver func(apply func(now int64))) decide.Decider
+	// Cluster, if set, makes the scheduler a replica of a cluster that
+	// shares a database (internal/cluster): its decisions are the
+	// leader's, and it takes its turn to lead. New sets its NewEngine.
+	Cluster *cluster.Config
 	// Signals is set by the tests only.
 	Signals *Signals
 }

@@ -246,6 +246,9 @@ func (s *Runtime) work(t *task) {
 	for t != nil {
 		err := s.runAttempt(t)
 		cancelled := err != nil && t.ctx.Err() != nil // by its Handle or Close, while it ran
+		if cancelled {
+			err, cancelled = lostAttempt(err, t.ctx.Err())
+		}
 		t.ctx.end()
 		s.mu.Lock()
 		now := s.nowLocked()

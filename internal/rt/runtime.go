@@ -3,6 +3,7 @@ package rt
 import (
 	"sync"
 
+	"github.com/fairsched/fairsched/internal/cluster"
 	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
 )
@@ -50,6 +51,13 @@ type Runtime struct {
 	// periodic holds the schedules running (periodic.go).
 	periodic           map[interface{ stopLocked() }]struct{}
 	skippedOccurrences uint64
+
+	// A replica of a cluster's (Config.Cluster): its Decider, what it
+	// sends the leader, and its part in the cluster. Set by New, then
+	// read-only.
+	remote *decide.Remote
+	outbox *decide.Outbox
+	node   *cluster.Node
 
 	wg     sync.WaitGroup // job goroutines
 	events *eventSink     // nil without Config.OnEvent

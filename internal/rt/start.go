@@ -1,9 +1,11 @@
 package rt
 
 import (
+	"context"
 	"maps"
 	"slices"
 
+	"github.com/fairsched/fairsched/internal/cluster"
 	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
 )
@@ -23,7 +25,12 @@ func New(cfg Config) (*Runtime, error) {
 	s.dead = newDeadJobs(cfg.DeadJobs, &s.timebase, s.events)
 	s.eng = engine.New(cfg.Engine, obs)
 	s.inProc = decide.NewLocal(s.eng, (*grantee)(s))
-	if cfg.Decider != nil {
+	switch {
+	case cfg.Cluster != nil:
+		s.outbox = new(decide.Outbox)
+		s.remote = decide.NewRemote(cfg.Cluster.Name, s.eng, (*grantee)(s), s.outbox)
+		s.dec = s.remote
+	case cfg.Decider != nil:
 		s.dec = cfg.Decider(s.eng, (*grantee)(s), s.Deliver)
 	}
 	s.disabling.dec = s.decider()
@@ -42,5 +49,32 @@ func New(cfg Config) (*Runtime, error) {
 			return nil, err
 		}
 	}
+	if cfg.Cluster != nil {
+		if err := s.join(); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// join starts the scheduler's part in its cluster. The leader's engine,
+// made as each term begins, is configured as this one was at New: the
+// same limits, and the job types of Config.Types.
+func (s *Runtime) join() error {
+	c := *s.cfg.Cluster
+	c.NewEngine = func() *engine.Engine {
+		e := engine.New(s.cfg.Engine, nil)
+		for _, name := range slices.Sorted(maps.Keys(s.cfg.Types)) {
+			if err := e.RegisterType(name, s.cfg.Types[name].Engine); err != nil {
+				panic("fairsched: internal error: a job type registered at New is refused by the leader's engine: " + err.Error())
+			}
+		}
+		return e
+	}
+	n, err := cluster.Start(context.Background(), c, s.remote, s.outbox, s)
+	if err != nil {
+		return err
+	}
+	s.node = n
+	return nil
 }

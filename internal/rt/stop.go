@@ -48,6 +48,9 @@ func (s *Runtime) Shutdown(ctx context.Context) error {
 	if err := s.flushStore(ctx); err != nil {
 		return err
 	}
+	if err := s.leaveCluster(ctx); err != nil {
+		return err
+	}
 	return s.closeEvents(ctx)
 }
 
@@ -84,6 +87,9 @@ func (s *Runtime) Close() error {
 	<-idle
 	s.wg.Wait()
 	err := s.flushStore(context.Background())
+	if cerr := s.leaveCluster(context.Background()); err == nil {
+		err = cerr
+	}
 	if cerr := s.closeEvents(context.Background()); err == nil {
 		err = cerr
 	}

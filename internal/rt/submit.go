@@ -108,6 +108,9 @@ func (s *Runtime) runStarted(ctx context.Context, t *task, fn func(context.Conte
 		jc := t.ctx
 		err := s.call(t, fn)
 		cancelled := err != nil && jc.Err() != nil // the caller's context ended, or Close
+		if cancelled {
+			err, cancelled = lostAttempt(err, jc.Err())
+		}
 		jc.end()
 		s.mu.Lock()
 		now := s.nowLocked()

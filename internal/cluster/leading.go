@@ -1,0 +1,166 @@
+package cluster
+
+import (
+	"sync"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/decide"
+	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/store"
+)
+
+// leading is one term of this replica as the leader: an engine of its
+// own for the cluster, the Leader over it, and the leader's link. Its
+// engine's time is µs of this process's monotonic clock since the term
+// began: the messages carry durations, never instants.
+type leading struct {
+	// Set by newLeading, then read-only.
+	n      *Node
+	ship   store.Leadership
+	epoch  time.Time
+	stopAt *time.Timer   // fires when the lease could lapse within Grace
+	stop   chan struct{} // closed by end: the pump stops
+	pumped chan struct{}
+
+	mu sync.Mutex
+	// Guarded by mu.
+	e      *engine.Engine
+	leader *decide.Leader
+	out    decide.Outbox
+	link   store.ClosingLink
+	timer  *time.Timer // the engine's next due time
+	over   bool        // end was called: nothing is applied any more
+}
+
+func newLeading(n *Node, ship store.Leadership) *leading {
+	l := &leading{n: n, ship: ship, epoch: time.Now(), stop: make(chan struct{}), pumped: make(chan struct{})}
+	l.e = n.cfg.NewEngine()
+	l.leader = decide.NewLeader(n.cfg.Name, n.cfg.Capacity, l.e, noGrantee{}, &l.out)
+	return l
+}
+
+// begin begins the term, won by a call that started at start, with the
+// live replicas' capacities.
+func (l *leading) begin(live map[string]int, start time.Time) {
+	l.stopAt = time.AfterFunc(l.n.fenceDelay(start), l.n.onFenced)
+	go func() {
+		defer close(l.pumped)
+		l.out.Pump(downLink{l}, l.stop)
+	}()
+	others := make(map[string]int, len(live))
+	for name, c := range live {
+		others[name] = c
+	}
+	l.do(func(now int64) { l.leader.Begin(l.ship.Term(), others, now) })
+}
+
+// renewed notes a renewal of the lease by a call that started at start.
+func (l *leading) renewed(start time.Time) { l.stopAt.Reset(l.n.fenceDelay(start)) }
+
+// now returns the engine's time: µs since the term began, from 1.
+func (l *leading) now() int64 { return time.Since(l.epoch).Microseconds() + 1 }
+
+// do applies f to the leader at now, with the lock held, and sets the
+// timer for what the engine waits for next.
+func (l *leading) do(f func(now int64)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.over {
+		return
+	}
+	now := l.now()
+	f(now)
+	l.armLocked(now)
+}
+
+// armLocked sets the timer to the engine's next due time.
+func (l *leading) armLocked(now int64) {
+	due, ok := l.leader.NextDue()
+	if !ok {
+		return
+	}
+	d := time.Duration(max(due-now, 0)) * time.Microsecond
+	if l.timer == nil {
+		l.timer = time.AfterFunc(d, l.onTimer)
+	} else {
+		l.timer.Reset(d)
+	}
+}
+
+func (l *leading) onTimer() {
+	l.do(func(now int64) {
+		l.leader.Due(now)
+		l.leader.Grant(now)
+	})
+}
+
+// Receive and Lost take the replicas' messages (decide.Receiver).
+func (l *leading) Receive(msgs []decide.Msg) { l.do(func(now int64) { l.leader.Receive(msgs, now) }) }
+func (l *leading) Lost()                     { l.do(l.leader.Lost) }
+
+// update brings the leader's replicas up to the registry's: those swept
+// dead and those no longer live are removed (their jobs lost), new ones
+// added, capacities changed.
+func (l *leading) update(recs []store.ReplicaRecord, dead []string) {
+	l.do(func(now int64) {
+		self := l.n.cfg.Name
+		for _, name := range dead {
+			if name != self {
+				l.leader.RemoveReplica(name, now)
+			}
+		}
+		live := make(map[string]bool, len(recs))
+		for _, r := range recs {
+			if r.Name != self && r.Live {
+				live[r.Name] = true
+				l.leader.AddReplica(r.Name, r.Capacity, now)
+			}
+		}
+		for _, name := range l.leader.ReplicaNames() {
+			if name != self && !live[name] {
+				l.leader.RemoveReplica(name, now) // declared dead, or gone
+			}
+		}
+	})
+}
+
+// end ends the term: nothing more is applied or sent.
+func (l *leading) end() {
+	l.mu.Lock()
+	l.over = true
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.mu.Unlock()
+	if l.stopAt != nil {
+		l.stopAt.Stop()
+	}
+	close(l.stop)
+	<-l.pumped
+	if l.link != nil {
+		l.link.Close()
+	}
+}
+
+// downLink sends what the Leader sends: to this process's replica within
+// the process, to the others over the database.
+type downLink struct{ l *leading }
+
+func (d downLink) Send(msgs []decide.Msg) {
+	n := d.l.n
+	self := n.cfg.Name
+	for len(msgs) > 0 {
+		here := msgs[0].Replica == self
+		k := 1
+		for k < len(msgs) && (msgs[k].Replica == self) == here {
+			k++
+		}
+		batch := msgs[:k:k]
+		if here {
+			n.host.Deliver(func(now int64) { n.remote.Receive(batch, now) })
+		} else {
+			d.l.link.Send(batch)
+		}
+		msgs = msgs[k:]
+	}
+}

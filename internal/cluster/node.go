@@ -1,0 +1,355 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/decide"
+	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/store"
+)
+
+// Config configures one replica's Node.
+type Config struct {
+	// Name is the replica's, unique in the cluster; Capacity the most
+	// jobs it runs at once, at least 1.
+	Name     string
+	Capacity int
+	// Lease is the leader's lease and a replica's registration (doc.go,
+	// Times); Grace how long a handler may take to return once its
+	// context ended.
+	Lease, Grace time.Duration
+	Store        store.Cluster
+	Logger       *slog.Logger
+	// NewEngine returns an engine configured as every replica's: the
+	// leader's, made as it begins a term.
+	NewEngine func() *engine.Engine
+	// OnLead, if set, is called with the term each time the replica
+	// begins to lead, once its term has begun.
+	OnLead func(term uint64)
+}
+
+// Host is what the replica's run-time layer offers its Node.
+type Host interface {
+	// Deliver applies apply under the run-time layer's lock, at its
+	// instant (rt.Runtime.Deliver).
+	Deliver(apply func(now int64))
+	// Lose cancels the run of every job granted to this replica: each
+	// attempt fails with ErrLost. Called with no lock held.
+	Lose()
+}
+
+// Node is one replica's part in the cluster. Start makes one; Stop ends
+// it. It is safe for concurrent use.
+type Node struct {
+	// Set by Start, then read-only.
+	cfg    Config
+	remote *decide.Remote
+	out    *decide.Outbox // the Remote's
+	host   Host
+	link   store.ClosingLink // the replica's, over the database
+	log    *slog.Logger
+
+	stop     chan struct{} // closed by Stop
+	stopOnce sync.Once
+	stopErr  error
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	fenceAt  *time.Timer // fires when the registration could lapse within Grace
+	// resign receives when the leader's term must end: its lease was
+	// refused, or could lapse within Grace.
+	resign chan struct{}
+
+	mu     sync.Mutex
+	lead   *leading // while this replica leads
+	fenced bool     // its runs were stopped; grants are dropped
+}
+
+// Start registers the replica and starts its part: its link, its
+// heartbeats, and its campaigns for the lease. remote is the replica's
+// Decider, which sends on out, and host its run-time layer.
+func Start(ctx context.Context, cfg Config, remote *decide.Remote, out *decide.Outbox, host Host) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	n := &Node{cfg: cfg, remote: remote, out: out, host: host, log: cfg.Logger,
+		stop: make(chan struct{}), resign: make(chan struct{}, 1)}
+	start := time.Now()
+	if err := cfg.Store.Register(ctx, cfg.Name, cfg.Capacity); err != nil {
+		return nil, err
+	}
+	link, err := cfg.Store.ReplicaLink(ctx, cfg.Name, decide.ReceiverOf(remote, host.Deliver))
+	if err != nil {
+		_ = cfg.Store.Deregister(ctx, cfg.Name)
+		return nil, err
+	}
+	n.link = link
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.fenceAt = time.AfterFunc(n.fenceDelay(start), n.fence)
+	n.wg.Add(2)
+	go func() {
+		defer n.wg.Done()
+		out.Pump(upLink{n}, n.stop)
+	}()
+	go n.run()
+	return n, nil
+}
+
+// Stop ends the replica's part: it stops leading (giving the lease up),
+// stops sending and deregisters. The run-time layer has ended its jobs
+// first (Close). Calls after the first return its error.
+func (n *Node) Stop(ctx context.Context) error {
+	n.stopOnce.Do(func() {
+		close(n.stop)
+		n.cancel()
+		n.fenceAt.Stop()
+		n.wg.Wait()
+		n.stopLeading(true)
+		n.link.Close()
+		n.stopErr = n.cfg.Store.Deregister(ctx, n.cfg.Name)
+	})
+	return n.stopErr
+}
+
+// Leading reports whether this replica leads, and in which term.
+func (n *Node) Leading() (uint64, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.lead == nil {
+		return 0, false
+	}
+	return n.lead.ship.Term(), true
+}
+
+// every is how often the replica heartbeats and the leader renews.
+func (n *Node) every() time.Duration { return n.cfg.Lease / 5 }
+
+// fenceDelay returns how long after now the replica fences itself, given
+// a registration renewed by a call that started at start.
+func (n *Node) fenceDelay(start time.Time) time.Duration {
+	return time.Until(start.Add(n.cfg.Lease - n.cfg.Grace))
+}
+
+// run heartbeats, campaigns and, while leading, renews and sweeps, every
+// Lease/5, until Stop.
+func (n *Node) run() {
+	defer n.wg.Done()
+	tick := time.NewTicker(n.every())
+	defer tick.Stop()
+	for {
+		n.heartbeat()
+		n.leadership()
+		select {
+		case <-n.stop:
+			return
+		case <-n.resign:
+			n.stopLeading(false)
+		case <-tick.C:
+		}
+	}
+}
+
+// call runs one call to the store under a timeout of one period.
+func (n *Node) call(f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(n.ctx, n.every())
+	defer cancel()
+	return f(ctx)
+}
+
+// heartbeat renews the replica's registration, or registers it again if
+// it was declared dead (its runs stopped first).
+func (n *Node) heartbeat() {
+	start := time.Now()
+	err := n.call(func(ctx context.Context) error { return n.cfg.Store.Heartbeat(ctx, n.cfg.Name) })
+	if errors.Is(err, store.ErrReplicaDead) || errors.Is(err, store.ErrNotRegistered) {
+		n.fence()
+		start = time.Now()
+		err = n.call(func(ctx context.Context) error { return n.cfg.Store.Register(ctx, n.cfg.Name, n.cfg.Capacity) })
+	}
+	if err != nil {
+		if n.ctx.Err() == nil {
+			n.log.Warn("fairsched: a replica's heartbeat failed", "replica", n.cfg.Name, "err", err)
+		}
+		return
+	}
+	n.fenceAt.Reset(n.fenceDelay(start))
+	n.mu.Lock()
+	fenced := n.fenced
+	n.fenced = false
+	n.mu.Unlock()
+	if fenced {
+		n.host.Deliver(n.remote.Unfence)
+	}
+}
+
+// fence stops the replica's runs, once per lapse: its registration could
+// lapse within Grace, or has.
+func (n *Node) fence() {
+	n.mu.Lock()
+	if n.fenced {
+		n.mu.Unlock()
+		return
+	}
+	n.fenced = true
+	n.mu.Unlock()
+	n.log.Warn("fairsched: a replica stops its runs: it could not renew its registration", "replica", n.cfg.Name)
+	n.host.Deliver(func(int64) { n.remote.Fence() })
+	n.host.Lose()
+	select {
+	case n.resign <- struct{}{}: // a leader that cannot heartbeat stops leading too
+	default:
+	}
+}
+
+// leadership campaigns for the lease, or, while leading, renews it and
+// keeps the leader's replicas up to date with the registry.
+func (n *Node) leadership() {
+	n.mu.Lock()
+	l, fenced := n.lead, n.fenced
+	n.mu.Unlock()
+	if l == nil {
+		if fenced {
+			return
+		}
+		start := time.Now()
+		var ship store.Leadership
+		err := n.call(func(ctx context.Context) (err error) {
+			ship, err = n.cfg.Store.Campaign(ctx, n.cfg.Name, n.cfg.Lease)
+			return err
+		})
+		if err != nil || ship == nil {
+			return
+		}
+		if err := n.startLeading(ship, start); err != nil && n.ctx.Err() == nil {
+			n.log.Warn("fairsched: a replica could not begin to lead", "replica", n.cfg.Name, "err", err)
+		}
+		return
+	}
+	start := time.Now()
+	err := n.call(l.ship.Renew)
+	switch {
+	case errors.Is(err, store.ErrFenced):
+		n.stopLeading(false)
+		return
+	case err == nil:
+		l.renewed(start)
+	}
+	var dead []string
+	if err := n.call(func(ctx context.Context) (err error) {
+		dead, err = l.ship.Sweep(ctx, n.cfg.Lease)
+		return err
+	}); err != nil {
+		return
+	}
+	var recs []store.ReplicaRecord
+	if err := n.call(func(ctx context.Context) (err error) {
+		recs, err = n.cfg.Store.Replicas(ctx)
+		return err
+	}); err != nil {
+		return
+	}
+	l.update(recs, dead)
+}
+
+// startLeading begins a term with ship, won by a call that started at
+// start.
+func (n *Node) startLeading(ship store.Leadership, start time.Time) error {
+	var recs []store.ReplicaRecord
+	if err := n.call(func(ctx context.Context) (err error) {
+		recs, err = n.cfg.Store.Replicas(ctx)
+		return err
+	}); err != nil {
+		n.stepDown(ship)
+		return err
+	}
+	l := newLeading(n, ship)
+	var link store.ClosingLink
+	if err := n.call(func(ctx context.Context) (err error) {
+		link, err = ship.Link(ctx, l, n.onFenced)
+		return err
+	}); err != nil {
+		n.stepDown(ship)
+		return err
+	}
+	l.link = link
+	live := map[string]int{n.cfg.Name: n.cfg.Capacity}
+	for _, r := range recs {
+		if r.Live {
+			live[r.Name] = r.Capacity
+		}
+	}
+	n.mu.Lock()
+	n.lead = l
+	n.mu.Unlock()
+	l.begin(live, start)
+	n.log.Info("fairsched: a replica leads", "replica", n.cfg.Name, "term", ship.Term())
+	if n.cfg.OnLead != nil {
+		n.cfg.OnLead(ship.Term())
+	}
+	return nil
+}
+
+// onFenced is called by the leader's link when a send was refused.
+func (n *Node) onFenced() {
+	select {
+	case n.resign <- struct{}{}:
+	default:
+	}
+}
+
+// stopLeading ends this replica's term, if it leads: the leader's engine
+// and link are dropped; with resign, the lease is given up at once.
+func (n *Node) stopLeading(resign bool) {
+	n.mu.Lock()
+	l := n.lead
+	n.lead = nil
+	n.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.end()
+	if resign {
+		n.stepDown(l.ship)
+	}
+	n.log.Info("fairsched: a replica stops leading", "replica", n.cfg.Name, "term", l.ship.Term())
+}
+
+// stepDown gives ship's lease up, at once.
+func (n *Node) stepDown(ship store.Leadership) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.every())
+	defer cancel()
+	if err := ship.StepDown(ctx); err != nil && !errors.Is(err, store.ErrFenced) {
+		n.log.Warn("fairsched: a leader could not give its lease up", "replica", n.cfg.Name, "err", err)
+	}
+}
+
+// upLink sends what the replica's Remote sends the leader: within the
+// process while it leads, else over the database.
+type upLink struct{ n *Node }
+
+func (u upLink) Send(msgs []decide.Msg) {
+	u.n.mu.Lock()
+	l := u.n.lead
+	u.n.mu.Unlock()
+	if l != nil {
+		l.Receive(msgs)
+		return
+	}
+	u.n.link.Send(msgs)
+}
+
+// noGrantee is the leader's engine's Grantee: it has no job of this
+// process's own, only stand-ins.
+type noGrantee struct{}
+
+func (noGrantee) Granted(j *engine.Job) {
+	panic(fmt.Sprintf("cluster: the leader's engine granted job %d, which is no replica's", j.Seq()))
+}
+func (noGrantee) Ended(j *engine.Job, _ engine.Outcome, _ *engine.Refusal, _ int64) {
+	panic(fmt.Sprintf("cluster: the leader's engine ended job %d, which is no replica's", j.Seq()))
+}

@@ -1,0 +1,259 @@
+package rt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsched/fairsched/internal/decide"
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// Replicas in one process: a leader's Runtime and others' on one Hub,
+// each a scheduler of its own whose decisions are the leader's. The
+// cluster's limits hold across them, each replica's capacity bounds what
+// runs there, and every job runs once.
+
+// testReplica is one replica of a test cluster.
+type testReplica struct {
+	name     string
+	rt       *Runtime
+	out      *decide.Outbox
+	stop     chan struct{}
+	pumped   chan struct{}
+	leader   *decide.Leader // set on the leader
+	remote   *decide.Remote // set on the others
+	capacity int
+	signals  *Signals
+}
+
+// newTestReplicas starts a cluster on hub: the leader "l" and the
+// replicas named, each of capacity slots, every scheduler configured
+// with ecfg, in term 1.
+func newTestReplicas(t *testing.T, hub *decide.Hub, ecfg engine.Config, capacity int, names ...string) []*testReplica {
+	t.Helper()
+	var all []*testReplica
+	for i, name := range append([]string{"l"}, names...) {
+		tr := &testReplica{name: name, out: &decide.Outbox{}, stop: make(chan struct{}), pumped: make(chan struct{}),
+			capacity: capacity, signals: NewSignals()}
+		var recv decide.Receiving
+		r, err := New(Config{
+			Engine:  ecfg,
+			Errors:  testErrors,
+			Signals: tr.signals,
+			Decider: func(e *engine.Engine, g decide.Grantee, deliver func(func(now int64))) decide.Decider {
+				if i == 0 {
+					tr.leader = decide.NewLeader(name, capacity, e, g, tr.out)
+					recv = tr.leader
+					return tr.leader
+				}
+				tr.remote = decide.NewRemote(name, e, g, tr.out)
+				recv = tr.remote
+				return tr.remote
+			},
+		})
+		require.NoError(t, err)
+		tr.rt = r
+		link := hub.Join(name, decide.ReceiverOf(recv, r.Deliver))
+		go func() {
+			defer close(tr.pumped)
+			tr.out.Pump(link, tr.stop)
+		}()
+		all = append(all, tr)
+	}
+	hub.Lead("l")
+	others := map[string]int{}
+	for _, name := range names {
+		others[name] = capacity
+	}
+	all[0].rt.Deliver(func(now int64) { all[0].leader.Begin(1, others, now) })
+	t.Cleanup(func() {
+		for _, tr := range all {
+			assert.NoError(t, tr.rt.Close())
+		}
+		for _, tr := range all {
+			close(tr.stop)
+			<-tr.pumped
+		}
+		hub.Close()
+	})
+	return all
+}
+
+func replicaEngineConfig(slots int) engine.Config {
+	return engine.Config{MaxConcurrency: slots, CostAlpha: 0.3, DefaultCost: 1, IdleTTL: int64(10 * time.Minute / time.Microsecond)}
+}
+
+// concurrency counts the functions running at once, in all and per
+// replica, and the most seen.
+type concurrency struct {
+	running, most atomic.Int32
+	per           map[string]*atomic.Int32
+	perMost       map[string]*atomic.Int32
+	ran           atomic.Int32
+}
+
+func newConcurrency(names []string) *concurrency {
+	c := &concurrency{per: map[string]*atomic.Int32{}, perMost: map[string]*atomic.Int32{}}
+	for _, n := range names {
+		c.per[n], c.perMost[n] = &atomic.Int32{}, &atomic.Int32{}
+	}
+	return c
+}
+
+func raise(most *atomic.Int32, n int32) {
+	for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+	}
+}
+
+// enter counts a function starting on replica name; the returned func
+// counts its end.
+func (c *concurrency) enter(name string) func() {
+	raise(&c.most, c.running.Add(1))
+	raise(c.perMost[name], c.per[name].Add(1))
+	return func() {
+		c.per[name].Add(-1)
+		c.running.Add(-1)
+		c.ran.Add(1)
+	}
+}
+
+// RunSync callers on three replicas share the cluster's 4 slots: never
+// more run at once, in all or on one replica (capacity 2), and all do:
+// the slots fill, since the first 4 wait for the test to let them end.
+func TestReplicasShareTheLimit(t *testing.T) {
+	const slots, perReplica = 4, 30
+	hub := decide.NewHub()
+	rs := newTestReplicas(t, hub, replicaEngineConfig(slots), 2, "a", "b")
+	names := []string{"l", "a", "b"}
+	c := newConcurrency(names)
+	started := make(chan struct{}, 3*perReplica)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*perReplica)
+	for _, tr := range rs {
+		for range perReplica {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- tr.rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error {
+					done := c.enter(tr.name)
+					defer done()
+					started <- struct{}{}
+					<-release
+					return nil
+				})
+			}()
+		}
+	}
+	for range slots {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the cluster's %d slots did not fill: %d running", slots, c.running.Load())
+		}
+	}
+	assert.Equal(t, int32(slots), c.running.Load(), "the slots are full")
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int32(3*perReplica), c.ran.Load(), "every job ran once")
+	assert.Equal(t, int32(slots), c.most.Load(), "never more than the cluster's slots at once")
+	for _, n := range names {
+		assert.LessOrEqual(t, c.perMost[n].Load(), int32(2), "replica %s over its capacity", n)
+	}
+}
+
+// Submit jobs on replicas run on the replica that submitted them, within
+// the same limits, and their Handles see them end.
+func TestReplicasSubmit(t *testing.T) {
+	const slots, perReplica = 3, 40
+	hub := decide.NewHub()
+	rs := newTestReplicas(t, hub, replicaEngineConfig(slots), 2, "a", "b")
+	c := newConcurrency([]string{"l", "a", "b"})
+	var handles []Handle
+	for _, tr := range rs {
+		for i := range perReplica {
+			h, err := tr.rt.Submit(context.Background(), &Job{Key: fmt.Sprint("k", i%3)}, func(context.Context) error {
+				defer c.enter(tr.name)()
+				return nil
+			})
+			require.NoError(t, err)
+			handles = append(handles, h)
+		}
+	}
+	for _, h := range handles {
+		require.NoError(t, h.Wait(context.Background()))
+	}
+	assert.Equal(t, int32(3*perReplica), c.ran.Load())
+	assert.LessOrEqual(t, c.most.Load(), int32(slots))
+}
+
+// The leader's queue bound refuses a replica's job: its RunSync returns
+// the queue-full error, as it would in one process. (The leader's own
+// jobs fill the queue: its Runtime tells when each is admitted.)
+func TestReplicasRefusal(t *testing.T) {
+	cfg := replicaEngineConfig(1)
+	cfg.MaxQueue = 1
+	hub := decide.NewHub()
+	rs := newTestReplicas(t, hub, cfg, 1, "a")
+	hold := make(chan struct{})
+	running := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- rs[0].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error {
+			close(running)
+			<-hold
+			return nil
+		})
+	}()
+	<-running
+	<-rs[0].signals.Accepted
+	second := make(chan error, 1)
+	go func() {
+		second <- rs[0].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error { return nil })
+	}()
+	<-rs[0].signals.Accepted // queued: the queue is full
+	refused := rs[1].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error { return nil })
+	assert.ErrorContains(t, refused, "queue full")
+	close(hold)
+	require.NoError(t, <-first)
+	require.NoError(t, <-second)
+}
+
+// A RunSync whose caller gives up while it waits for the leader leaves
+// nothing behind: the leader frees what it held, and the job never runs.
+func TestReplicasCallerGivesUp(t *testing.T) {
+	hub := decide.NewHub()
+	rs := newTestReplicas(t, hub, replicaEngineConfig(1), 1, "a")
+	hold := make(chan struct{})
+	running := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- rs[0].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error {
+			close(running)
+			<-hold
+			return nil
+		})
+	}()
+	<-running
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var ran atomic.Bool
+	err := rs[1].rt.RunSync(ctx, &Job{Key: "k"}, func(context.Context) error { ran.Store(true); return nil })
+	assert.True(t, errors.Is(err, context.Canceled))
+	close(hold)
+	require.NoError(t, <-first)
+	assert.NoError(t, rs[1].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error { return nil }))
+	assert.False(t, ran.Load())
+}
