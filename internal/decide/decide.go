@@ -54,56 +54,57 @@
 // a grant in the call: with decisions elsewhere none comes, and it
 // answers ErrWouldWait.
 //
-// # Decisions elsewhere: what replicas will add
+// # Decisions elsewhere: replicas
 //
-// This is the plan the interface is shaped for. Of it, only the engine's
-// rule of replica capacity is built (below); the run-time layer's paths
-// are not.
-// With replicas on one database, the leader's process holds the engine
-// for the cluster and its Runtime asks Local, as one process does; a
-// server of the leader's admits into the same engine what the other
-// replicas ask for. A replica's Runtime asks a decider elsewhere, whose
-// calls never wait for the database under the lock: they append to an
-// outbox that a goroutine of its own commits in batches (group commit),
-// and the leader's answers come back through Deliver. The run-time layer
-// grows three paths for it:
+// With replicas on one database, one of them leads: a Leader (leader.go)
+// over an engine decides for all, and every replica's Runtime asks a
+// Remote (remote.go), whose calls never wait under the lock: what they
+// send goes to an Outbox that a goroutine sends (the database's module
+// batches it per transaction), and the leader's answers come back
+// through the run-time layer's Deliver. The messages and their protocol
+// are wire.go's; internal/cluster runs a replica's part (membership,
+// leadership, self-fencing) and carries them.
 //
-//   - Admission asked first. A remote Enqueue cannot wait for the leader
-//     under the lock, and a caller must still learn of a full queue from
-//     its call. So a replica's ways in ask the leader before they take
-//     the lock (one request for a batch, all or none), and the leader
-//     answers admitted, refused, or admitted and granted at once when a
-//     slot is free (one round trip for an uncontended RunSync). Under
-//     the lock, Enqueue then only binds the job to its admission, and
-//     its answer is never a refusal: the life under the lock stays as it
-//     is. A Close between the two takes the admission back (Cancel).
-//   - Granted elsewhere. The leader's engine holds records of jobs its
-//     Runtime did not submit: a stand-in for each replica's closure, and
-//     the durable jobs, restored from the database as at a restart. A
-//     closure's grant goes to its replica; a durable job's to the first
+//   - Closures. A replica's closures live and die with its process, so
+//     the replica is their record: its Remote keeps a held record of
+//     each (engine.Hold: an identity, in no order), asks the leader for
+//     it, and reports its end. The leader admits it as a stand-in bound
+//     to that replica, so that every limit and the replica's capacity
+//     count it, and sends back the grant, or the end of a job it never
+//     granted (refused at admission, past its start deadline), which
+//     the Grantee hears as Ended. A refusal therefore comes after the
+//     call: Submit returns a Handle whose job then ends with the
+//     refusal's error, where one process returns the error from Submit.
+//   - A new term. The leader's engine starts empty: it asks every live
+//     replica for its jobs and grants nothing until each has answered
+//     (running jobs adopted, engine.Adopt, so they count from the first
+//     grant) or was declared dead. A lost link is repaired the same way.
+//   - Replica capacity is a cap of the order beside the type and key
+//     caps, counting everything running on a replica (the engine's
+//     SetReplica, Times.Replica, Job.Replica; its doc.go).
+//
+// Still to come, and planned so:
+//
+//   - Durable jobs. The leader's engine will hold them too, restored
+//     from the database as at a restart, and grant each to the first
 //     replica, in a stable order (packing), that has its handler and a
-//     free slot of its capacity, the leader included. The leader's
-//     Runtime keeps the durable job's task and applies the policies
-//     (retries, disabled pairs, dead jobs) to the attempt's end that the
-//     replica reports, fenced by the attempt's number.
-//   - Run here, admitted elsewhere. A replica granted a durable job it
-//     did not admit makes a task for that attempt (its arguments from the
-//     store's Start), runs the handler and reports the end; its own
-//     Runtime applies no policy to it.
-//
-// A replica's capacity is a cap of the order beside the type and key
-// caps, counting everything running there, RunSync closures included:
-// the engine has it (SetReplica, Times.Replica, Job.Replica; its doc.go),
-// and so has the reference model, but no Decider passes it on yet. A new leader rebuilds its engine from
-// the database: the durable jobs, the requests of closures still
-// waiting, and the attempts running, which count against every limit
-// until their replica is declared dead and they are lost (ErrLost), to
-// be retried by policy. The lease, its term fencing and the database's
-// clock are fairschedpg's (its internal/cluster). The leader's server,
-// the decider elsewhere and their loops are to be this module's, one
-// logic for any database, behind a public interface that a database's
-// module implements in SQL, so that the nested module depends on a
-// promise rather than on internal packages.
+//     free slot; the replica granted makes a task for that attempt (its
+//     arguments from the store's Start), runs the handler and reports
+//     the end, fenced by the attempt's number, and the policies
+//     (retries, disabled pairs, dead jobs) are applied where the job's
+//     record is kept.
+//   - Admission asked first, so that a replica's Submit learns of a full
+//     queue from its call: the ways in would ask the leader before they
+//     take the lock (one request for a batch, all or none).
+//   - The reads (Figures, Page, Snapshot, EstimateWait) and the run-time
+//     changes of the configuration are the leader's; a Remote answers
+//     them from its own process until they are published to every
+//     replica. TryRunSync on a Remote answers ErrWouldWait.
+//   - The leader's own process's jobs could be decided in the call, as
+//     Local does (Leader's Enqueue and the rest serve them, and the
+//     tests use it); internal/cluster routes them through messages
+//     within the process for now, so that a change of leader moves no
+//     job between engines.
 package decide
 
 import "github.com/fairsched/fairsched/internal/engine"
