@@ -40,12 +40,19 @@ type led struct {
 // close it.
 func startReplica(t *testing.T, schema, name string, capacity, slots int, lease time.Duration, leads chan<- led) *rt.Runtime {
 	t.Helper()
-	st := replicaStore(t, schema)
+	return startReplicaWith(t, schema, cluster.Config{Name: name, Capacity: capacity, Lease: lease, Grace: lease / 5,
+		OnLead: func(term uint64) { leads <- led{name, term} }}, slots)
+}
+
+// startReplicaWith starts the replica c configures, on schema, in a
+// cluster whose every scheduler has slots slots.
+func startReplicaWith(t *testing.T, schema string, c cluster.Config, slots int) *rt.Runtime {
+	t.Helper()
+	c.Store = replicaStore(t, schema)
 	r, err := rt.New(rt.Config{
-		Engine: engine.Config{MaxConcurrency: slots, CostAlpha: 0.3, DefaultCost: 1, IdleTTL: int64(10 * time.Minute / time.Microsecond)},
-		Errors: replicaErrors,
-		Cluster: &cluster.Config{Name: name, Capacity: capacity, Lease: lease, Grace: lease / 5, Store: st,
-			OnLead: func(term uint64) { leads <- led{name, term} }},
+		Engine:  engine.Config{MaxConcurrency: slots, CostAlpha: 0.3, DefaultCost: 1, IdleTTL: int64(10 * time.Minute / time.Microsecond)},
+		Errors:  replicaErrors,
+		Cluster: &c,
 	})
 	require.NoError(t, err)
 	var once sync.Once
@@ -148,4 +155,43 @@ func TestReplicasLeaderLeaves(t *testing.T) {
 	for _, r := range rs {
 		require.NoError(t, r.RunSync(context.Background(), &rt.Job{Key: "k"}, func(context.Context) error { return nil }))
 	}
+}
+
+// The leader calls the overflow hook once work waits for a replica's
+// free slot, and for nothing else, past OverflowAfter: here one job of
+// three, with two replicas of one slot each and room under every limit.
+func TestReplicasOverflowHook(t *testing.T) {
+	schema := clusterSchema(t)
+	spilled := make(chan int, 16)
+	hook := func(_ context.Context, waiting int) error { spilled <- waiting; return nil }
+	rs := map[string]*rt.Runtime{}
+	for _, name := range []string{"r1", "r2"} {
+		rs[name] = startReplicaWith(t, schema, cluster.Config{Name: name, Capacity: 1, Lease: time.Second, Grace: 200 * time.Millisecond,
+			Overflow: hook, OverflowAfter: 300 * time.Millisecond, OverflowEvery: time.Hour}, 10)
+	}
+	release := make(chan struct{})
+	started := make(chan string, 3)
+	var wg sync.WaitGroup
+	for _, name := range []string{"r1", "r1", "r2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, rs[name].RunSync(context.Background(), &rt.Job{Key: "k"}, func(context.Context) error {
+				started <- name
+				<-release
+				return nil
+			}))
+		}()
+	}
+	<-started
+	<-started // r1's slot and r2's are taken; r1's second caller waits for capacity
+	select {
+	case waiting := <-spilled:
+		assert.Equal(t, 1, waiting, "one job waits for a free slot")
+	case <-time.After(time.Minute):
+		t.Fatal("the overflow hook was not called")
+	}
+	close(release)
+	wg.Wait()
+	assert.Empty(t, spilled, "once per OverflowEvery")
 }

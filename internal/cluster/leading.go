@@ -30,10 +30,12 @@ type leading struct {
 	link   store.ClosingLink
 	timer  *time.Timer // the engine's next due time
 	over   bool        // end was called: nothing is applied any more
+	spill  overflow    // when the overflow hook is due
 }
 
 func newLeading(n *Node, ship store.Leadership) *leading {
-	l := &leading{n: n, ship: ship, epoch: time.Now(), stop: make(chan struct{}), pumped: make(chan struct{})}
+	l := &leading{n: n, ship: ship, epoch: time.Now(), stop: make(chan struct{}), pumped: make(chan struct{}),
+		spill: overflow{after: n.cfg.OverflowAfter, every: n.cfg.OverflowEvery}}
 	l.e = n.cfg.NewEngine()
 	l.leader = decide.NewLeader(n.cfg.Name, n.cfg.Capacity, l.e, noGrantee{}, &l.out)
 	return l

@@ -31,6 +31,12 @@ type Config struct {
 	// OnLead, if set, is called with the term each time the replica
 	// begins to lead, once its term has begun.
 	OnLead func(term uint64)
+	// Overflow, if set, is called by the leader when jobs have waited
+	// for a replica's free slot, and for nothing else, for OverflowAfter
+	// or longer, at most once every OverflowEvery, with how many wait so:
+	// another replica would start them (overflow.go).
+	Overflow                     func(ctx context.Context, waiting int) error
+	OverflowAfter, OverflowEvery time.Duration
 }
 
 // Host is what the replica's run-time layer offers its Node.
@@ -254,6 +260,9 @@ func (n *Node) leadership() {
 		return
 	}
 	l.update(recs, dead)
+	if n.cfg.Overflow != nil {
+		l.checkOverflow()
+	}
 }
 
 // startLeading begins a term with ship, won by a call that started at

@@ -69,7 +69,7 @@ func newTestCluster(t *testing.T, cfg engine.Config, leaderCap int, names ...str
 	c.leader = NewLeader("l", leaderCap, c.le, c.lp, c.lout)
 	for _, name := range names {
 		n := &replicaNode{e: engine.New(cfg, nil), p: &party{}, out: &Outbox{}}
-		n.r = NewRemote(name, n.e, n.p, n.out)
+		n.r = NewRemote(name, n.e, n.p, n.out, 1)
 		c.nodes[name] = n
 	}
 	return c
@@ -360,4 +360,30 @@ func TestClusterCancelRacesGrant(t *testing.T) {
 	assert.Equal(t, 0, c.le.Summary().Running, "the leader freed the slot")
 	var lj engine.Job
 	assert.True(t, c.submitLeader(&lj, "k"))
+}
+
+// A replica counts its own busy and idle time: busy while at least one
+// of its jobs runs, however many, idle otherwise.
+func TestClusterReplicaUsage(t *testing.T) {
+	c := newTestCluster(t, testEngineConfig(4), 4, "a")
+	c.leader.Begin(1, map[string]int{"a": 4}, c.tick())
+	c.flush()
+	n := c.nodes["a"]
+	var aj [2]engine.Job
+	c.submit("a", &aj[0], "k")
+	c.submit("a", &aj[1], "k")
+	c.flush() // both granted at c.now
+	granted := c.now
+	running, busy, idle := n.r.Usage(c.now)
+	assert.Equal(t, 2, running)
+	assert.Equal(t, int64(0), busy)
+	assert.Equal(t, granted-1, idle, "idle from its beginning, at 1, to the grants")
+	n.r.Finish(&aj[0], engine.Completed, c.tick())
+	n.r.Finish(&aj[1], engine.Completed, c.tick())
+	ended := c.now
+	c.tick()
+	running, busy, idle = n.r.Usage(c.now)
+	assert.Equal(t, 0, running)
+	assert.Equal(t, ended-granted, busy, "busy from the first grant to the last end")
+	assert.Equal(t, c.now-1-busy, idle)
 }

@@ -129,6 +129,11 @@ func (l *Leader) RemoveReplica(name string, now int64) {
 	l.Grant(now)
 }
 
+// WaitingForCapacity returns how many jobs wait only because every
+// replica that may run them runs its capacity: what another replica
+// would start. O(lanes), as engine.WaitCountsAll.
+func (l *Leader) WaitingForCapacity() int { return l.e.WaitCountsAll()[engine.WhyReplicasFull] }
+
 // ReplicaNames returns the replicas the leader knows besides its own, by
 // name.
 func (l *Leader) ReplicaNames() []string { return slices.Sorted(maps.Keys(l.replicas)) }

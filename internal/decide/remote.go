@@ -33,6 +33,12 @@ type Remote struct {
 	jobs   map[uint64]*remoteJob // admitted and not ended, by number
 	pairs  Pairs
 	fenced bool // grants are dropped (Fence)
+	// What the replica's slots did: how many of its jobs run (granted,
+	// not ended), and how long, since it began at began, it had at least
+	// one running (busy) or none (idle), to since.
+	running      int
+	busy, idle   int64
+	began, since int64
 }
 
 // remoteJob is what a replica keeps of one of its jobs while the leader
@@ -46,11 +52,38 @@ type remoteJob struct {
 	granted   bool
 }
 
-// NewRemote returns the Decider of replica name, which sends what the
-// leader must know to out and keeps its jobs' records in e, handing the
-// leader's answers to g.
-func NewRemote(name string, e *engine.Engine, g Grantee, out *Outbox) *Remote {
-	return &Remote{e: e, own: NewLocal(e, g), g: g, out: out, name: name, jobs: make(map[uint64]*remoteJob)}
+// NewRemote returns the Decider of replica name, which begins at now,
+// sends what the leader must know to out and keeps its jobs' records in
+// e, handing the leader's answers to g.
+func NewRemote(name string, e *engine.Engine, g Grantee, out *Outbox, now int64) *Remote {
+	return &Remote{e: e, own: NewLocal(e, g), g: g, out: out, name: name, jobs: make(map[uint64]*remoteJob),
+		began: now, since: now}
+}
+
+// Usage returns, at now, how many of the replica's jobs run, and how
+// long, in µs since it began, it ran at least one (busy) and none (idle):
+// the replica's own figures, which no other replica counts.
+func (r *Remote) Usage(now int64) (running int, busy, idle int64) {
+	busy, idle = r.busy, r.idle
+	if r.running > 0 {
+		busy += now - r.since
+	} else {
+		idle += now - r.since
+	}
+	return r.running, busy, idle
+}
+
+// ran counts delta more jobs running at now.
+func (r *Remote) ran(delta int, now int64) {
+	switch was := r.running; {
+	case was == 0 && delta > 0:
+		r.idle += now - r.since
+		r.since = now
+	case was > 0 && was+delta == 0:
+		r.busy += now - r.since
+		r.since = now
+	}
+	r.running += delta
 }
 
 // Enqueue asks the leader for j; it is never granted in the call. The
@@ -111,6 +144,7 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 				continue // given up here first: the leader has the Cancel; or fenced: Unfence tells the leader
 			}
 			rj.granted = true
+			r.ran(1, now)
 			r.e.StartHeld(rj.j, now)
 			r.g.Granted(rj.j)
 		case Ended:
@@ -177,6 +211,7 @@ func (r *Remote) Grant(int64) {}
 // Finish reports j's end.
 func (r *Remote) Finish(j *engine.Job, o engine.Outcome, now int64) {
 	delete(r.jobs, j.Seq())
+	r.ran(-1, now)
 	r.e.EndHeld(j, o, now)
 	r.send(End, j, Msg{Outcome: o})
 }
@@ -186,6 +221,7 @@ func (r *Remote) Retry(j *engine.Job, notBefore, now int64) {
 	rj := r.jobs[j.Seq()]
 	rj.granted = false
 	rj.notBefore = notBefore
+	r.ran(-1, now)
 	r.e.RequeueHeld(j)
 	r.send(Retry, j, Msg{NotBefore: max(notBefore-now, 0)})
 }
@@ -193,6 +229,9 @@ func (r *Remote) Retry(j *engine.Job, notBefore, now int64) {
 // Cancel gives j up, granted by the leader or not: a grant that comes
 // after is dropped, and the leader frees what it held.
 func (r *Remote) Cancel(j *engine.Job, now int64) bool {
+	if rj := r.jobs[j.Seq()]; rj != nil && rj.granted {
+		r.ran(-1, now)
+	}
 	delete(r.jobs, j.Seq())
 	r.e.EndHeld(j, engine.NotRun, now)
 	r.send(Cancel, j, Msg{})

@@ -54,7 +54,7 @@ func newTestReplicas(t *testing.T, hub *decide.Hub, ecfg engine.Config, capacity
 					recv = tr.leader
 					return tr.leader
 				}
-				tr.remote = decide.NewRemote(name, e, g, tr.out)
+				tr.remote = decide.NewRemote(name, e, g, tr.out, 1)
 				recv = tr.remote
 				return tr.remote
 			},

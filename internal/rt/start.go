@@ -28,7 +28,7 @@ func New(cfg Config) (*Runtime, error) {
 	switch {
 	case cfg.Cluster != nil:
 		s.outbox = new(decide.Outbox)
-		s.remote = decide.NewRemote(cfg.Cluster.Name, s.eng, (*grantee)(s), s.outbox)
+		s.remote = decide.NewRemote(cfg.Cluster.Name, s.eng, (*grantee)(s), s.outbox, s.nowLocked())
 		s.dec = s.remote
 	case cfg.Decider != nil:
 		s.dec = cfg.Decider(s.eng, (*grantee)(s), s.Deliver)
