@@ -362,8 +362,8 @@ func TestClusterCancelRacesGrant(t *testing.T) {
 	assert.True(t, c.submitLeader(&lj, "k"))
 }
 
-// A replica counts its own busy and idle time: busy while at least one
-// of its jobs runs, however many, idle otherwise.
+// A replica counts its own jobs, and its own busy and idle time: busy
+// while at least one of its jobs runs, however many, idle otherwise.
 func TestClusterReplicaUsage(t *testing.T) {
 	c := newTestCluster(t, testEngineConfig(4), 4, "a")
 	c.leader.Begin(1, map[string]int{"a": 4}, c.tick())
@@ -374,6 +374,9 @@ func TestClusterReplicaUsage(t *testing.T) {
 	c.submit("a", &aj[1], "k")
 	c.flush() // both granted at c.now
 	granted := c.now
+	f := n.r.Figures(10, nil)
+	assert.Equal(t, 2, f.Summary.Running, "the replica's figures count its own jobs")
+	assert.Equal(t, uint64(2), f.Summary.Submitted)
 	running, busy, idle := n.r.Usage(c.now)
 	assert.Equal(t, 2, running)
 	assert.Equal(t, int64(0), busy)
@@ -382,6 +385,9 @@ func TestClusterReplicaUsage(t *testing.T) {
 	n.r.Finish(&aj[1], engine.Completed, c.tick())
 	ended := c.now
 	c.tick()
+	f = n.r.Figures(10, nil)
+	assert.Equal(t, 0, f.Summary.Running+f.Summary.Pending)
+	assert.Equal(t, uint64(2), f.Summary.Completed)
 	running, busy, idle = n.r.Usage(c.now)
 	assert.Equal(t, 0, running)
 	assert.Equal(t, ended-granted, busy, "busy from the first grant to the last end")

@@ -39,6 +39,7 @@ type Remote struct {
 	running      int
 	busy, idle   int64
 	began, since int64
+	counts       engine.Counters // of its jobs: submitted, and how they ended
 }
 
 // remoteJob is what a replica keeps of one of its jobs while the leader
@@ -102,6 +103,7 @@ func (r *Remote) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int
 		rj.needs, rj.notBefore, rj.startBy = tm.Needs, tm.NotBefore, tm.StartBy
 	}
 	r.jobs[j.Seq()] = rj
+	r.counts.Submitted++
 	if r.term != 0 {
 		r.out.Put(r.ask(Ask, rj, now))
 	}
@@ -161,6 +163,11 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 			if o == 0 {
 				o = engine.NotRun
 			}
+			if o == engine.Expired {
+				r.counts.Expired++
+			} else {
+				r.counts.Cancelled++
+			}
 			r.e.EndHeld(rj.j, o, now)
 			r.g.Ended(rj.j, o, ref, now)
 		}
@@ -212,6 +219,14 @@ func (r *Remote) Grant(int64) {}
 func (r *Remote) Finish(j *engine.Job, o engine.Outcome, now int64) {
 	delete(r.jobs, j.Seq())
 	r.ran(-1, now)
+	switch o {
+	case engine.Completed:
+		r.counts.Completed++
+	case engine.Failed:
+		r.counts.Failed++
+	default:
+		r.counts.Cancelled++
+	}
 	r.e.EndHeld(j, o, now)
 	r.send(End, j, Msg{Outcome: o})
 }
@@ -222,6 +237,7 @@ func (r *Remote) Retry(j *engine.Job, notBefore, now int64) {
 	rj.granted = false
 	rj.notBefore = notBefore
 	r.ran(-1, now)
+	r.counts.Retries++
 	r.e.RequeueHeld(j)
 	r.send(Retry, j, Msg{NotBefore: max(notBefore-now, 0)})
 }
@@ -233,6 +249,7 @@ func (r *Remote) Cancel(j *engine.Job, now int64) bool {
 		r.ran(-1, now)
 	}
 	delete(r.jobs, j.Seq())
+	r.counts.Cancelled++
 	r.e.EndHeld(j, engine.NotRun, now)
 	r.send(Cancel, j, Msg{})
 	return false
@@ -340,10 +357,20 @@ func (r *Remote) Idle() bool { return len(r.jobs) == 0 }
 // StopAccepting refuses this replica's later jobs.
 func (r *Remote) StopAccepting() { r.e.StopAccepting() }
 
-// Figures, Page, Snapshot and EstimateWait read this replica's engine.
+// Figures are this replica's: its jobs running and waiting, and how its
+// jobs ended; why they wait, and the keys' and types' figures, are the
+// leader's (all its waiting jobs count as waiting their turn).
 func (r *Remote) Figures(maxKeys int, pausedOf []string) Figures {
-	return r.own.Figures(maxKeys, pausedOf)
+	f := r.own.Figures(maxKeys, pausedOf)
+	unknown := f.Summary.RejectedUnknownType
+	f.Summary.Counters = r.counts
+	f.Summary.RejectedUnknownType = unknown
+	f.Summary.Running, f.Summary.Pending = r.running, len(r.jobs)-r.running
+	f.Waiting[engine.WhyTurn] += f.Summary.Pending
+	return f
 }
+
+// Page, Snapshot and EstimateWait read this replica's engine.
 func (r *Remote) Page(l *Listing, offset, limit int, now int64) { r.own.Page(l, offset, limit, now) }
 func (r *Remote) Snapshot(l *Listing, now int64)                { r.own.Snapshot(l, now) }
 func (r *Remote) EstimateWait(d engine.Desc, now int64) (int64, bool) {
