@@ -268,6 +268,10 @@ type Config struct {
 	// they need a Store. A type of theirs that Types does not name is
 	// registered with the zero TypeConfig.
 	Handlers *Handlers
+	// Replica, if set, makes the scheduler one replica of several that
+	// share Store's database and behave as one scheduler (see Replica).
+	// nil: the scheduler is alone.
+	Replica *Replica
 
 	signals *rt.Signals // the package's tests only
 }
@@ -319,8 +323,14 @@ func (c *Config) validate() error {
 	if c.EventBuffer < 0 {
 		add("EventBuffer is %d; it must not be negative", c.EventBuffer)
 	}
-	if c.Handlers != nil && len(c.Handlers.m) > 0 && c.Store == nil {
+	durable := c.Handlers != nil && len(c.Handlers.m) > 0
+	if durable && c.Store == nil {
 		add("Handlers are set without a Store: durable jobs need one")
+	}
+	if c.Replica != nil {
+		if err := c.Replica.validate(c.Store, durable); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -535,6 +545,9 @@ func (c *Config) runtime() rt.Config {
 	}
 	for name, tc := range c.Types {
 		rc.Types[name] = tc.runtime()
+	}
+	if c.Replica != nil { // the Store is the replicas' meeting place, not a durable one
+		rc.Cluster, rc.Store = c.Replica.cluster(c.Store, c.Logger), nil
 	}
 	if c.Handlers != nil {
 		rc.Handlers = c.Handlers.m

@@ -3,6 +3,7 @@ package fairsched
 import (
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/fairsched/fairsched/internal/engine"
 )
@@ -107,6 +108,11 @@ type Stats struct {
 	// sums up the rest of the keys with work.
 	Keys      []KeyStats
 	OtherKeys KeySummary
+
+	// Replica is the replica's own part, if the scheduler is one of
+	// several (Config.Replica); nil otherwise. The figures above are then
+	// the replica's own jobs'.
+	Replica *ReplicaStats
 }
 
 // MaxListedKeys bounds how many unconfigured keys Stats lists by name.
@@ -207,6 +213,10 @@ func (s *Scheduler) Stats() Stats {
 		if n > 0 {
 			st.Waiting[WaitReason(why)] = n
 		}
+	}
+	if p := r.Replica; p != nil {
+		st.Replica = &ReplicaStats{Name: p.Name, Leader: p.Leader, Term: p.Term, Capacity: p.Capacity, Running: p.Running,
+			Busy: time.Duration(p.Busy) * time.Microsecond, Idle: time.Duration(p.Idle) * time.Microsecond}
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Resources)) {
 		st.Resources = append(st.Resources, ResourceStats{Name: name, Capacity: r.Resources[name][0], InUse: r.Resources[name][1]})

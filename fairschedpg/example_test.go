@@ -63,3 +63,31 @@ func ExampleOpenPool() {
 		log.Fatal(err)
 	}
 }
+
+// Replicas of one service behind a load balancer, one scheduler for all:
+// each process opens a replica's Store on the same database and names
+// itself, and the limits hold across them.
+func ExampleOpenReplica() {
+	ctx := context.Background()
+	st, err := fairschedpg.OpenReplica(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()         // after the Scheduler's Close
+	name, _ := os.Hostname() // unique per replica, and stable across its restarts
+	s, err := fairsched.New(fairsched.Config{
+		MaxConcurrency: 16, // for the whole cluster
+		Store:          st,
+		Replica:        &fairsched.Replica{Name: name, Capacity: 8},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	err = s.RunSync(ctx, fairsched.Job{Key: "tenant-7"}, func(ctx context.Context) error {
+		return nil // runs here, in one of the cluster's 16 slots
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+}

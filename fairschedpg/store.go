@@ -93,6 +93,12 @@ type Store struct {
 // as pgx reads it) with a pool of its own, and is OpenPool on it; Close
 // closes the pool.
 func Open(ctx context.Context, dsn string, opts ...Options) (*Store, error) {
+	return openDSN(ctx, dsn, func(pool *pgxpool.Pool) (*Store, error) { return OpenPool(ctx, pool, opts...) })
+}
+
+// openDSN connects to dsn with a pool of its own and opens a Store on it
+// with open; the Store closes the pool.
+func openDSN(ctx context.Context, dsn string, open func(*pgxpool.Pool) (*Store, error)) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("fairschedpg: %w", err)
@@ -101,7 +107,7 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fairschedpg: %w", err)
 	}
-	st, err := OpenPool(ctx, pool, opts...)
+	st, err := open(pool)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -125,6 +131,20 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Store, error) {
 // network's error otherwise.
 func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts ...Options) (*Store, error) {
 	return openPool(ctx, pool, options(opts), false)
+}
+
+// OpenReplica is Open for one replica of a cluster: several processes,
+// each with a Store of its own on one schema, whose schedulers behave as
+// one (fairsched.Config.Replica). Any number of replicas' Stores may be
+// open on a schema together, and none while a Store opened with Open or
+// OpenPool holds it (ErrInUse), nor that one while they do.
+func OpenReplica(ctx context.Context, dsn string, opts ...Options) (*Store, error) {
+	return openDSN(ctx, dsn, func(pool *pgxpool.Pool) (*Store, error) { return OpenReplicaPool(ctx, pool, opts...) })
+}
+
+// OpenReplicaPool is OpenPool for one replica of a cluster (OpenReplica).
+func OpenReplicaPool(ctx context.Context, pool *pgxpool.Pool, opts ...Options) (*Store, error) {
+	return openPool(ctx, pool, options(opts), true)
 }
 
 // openPool is OpenPool; shared opens a replica's Store, which takes the

@@ -29,6 +29,17 @@ type Stats struct {
 	Disabled                        int
 	DisabledTotal, DisabledRefusals uint64
 	EventsDropped                   uint64
+	// Replica is a replica's own part (Config.Cluster); nil otherwise.
+	Replica *ReplicaStats
+}
+
+// ReplicaStats are a replica's own figures; Busy and Idle in µs.
+type ReplicaStats struct {
+	Name              string
+	Leader            bool
+	Term              uint64
+	Capacity, Running int
+	Busy, Idle        int64
 }
 
 // Stats returns the scheduler's counts. It takes the lock for
@@ -52,6 +63,12 @@ func (s *Runtime) Stats(maxKeys int) Stats {
 		EventsDropped:    s.events.droppedCount(),
 	}
 	copy(st.Waiting[:], f.Waiting[:])
+	if s.remote != nil {
+		running, busy, idle := s.remote.Usage(s.nowLocked())
+		term, leader := s.node.Leading()
+		st.Replica = &ReplicaStats{Name: s.cfg.Cluster.Name, Leader: leader, Term: term,
+			Capacity: s.cfg.Cluster.Capacity, Running: running, Busy: busy, Idle: idle}
+	}
 	for _, n := range f.TypePaused {
 		st.Waiting[engine.WhyPaused] -= n
 		st.Waiting[WhyNoHandler] += n

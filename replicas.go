@@ -1,0 +1,154 @@
+package fairsched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/fairsched/fairsched/internal/cluster"
+	"github.com/fairsched/fairsched/internal/store"
+)
+
+// Replicas. A service that runs several processes (replicas behind a
+// load balancer) can make their schedulers one: each opens a replica's
+// Store on one database (fairschedpg.OpenReplica) and sets
+// Config.Replica, and every limit then holds across all of them, as if
+// one scheduler ran all their slots: MaxConcurrency, the tier, type and
+// key caps, fair share between keys, conflict groups and resources. A
+// RunSync or Submit function runs in the process that submitted it, and
+// each replica runs at most its Capacity of them at once.
+//
+// One replica at a time leads: it holds a lease in the database, renewed
+// while it lives, and decides for all. When it dies another takes over
+// within Lease: until then, the jobs that were running keep counting
+// against every limit, and those waiting keep waiting (their callers'
+// contexts aside). A replica that cannot reach the database for Lease
+// stops its own runs Grace before the others may count its slots as
+// free: their contexts end, and each such attempt fails with an error
+// matching ErrLost, retried by its type's Retry policy. So handlers are
+// expected to return within Grace once their context ends.
+//
+// Every replica must be configured alike (the same limits and job
+// types); the leader decides with its own configuration.
+//
+// What is not shared yet: durable jobs (Handlers) are refused in a
+// replica's Config; a refusal for a full queue ends the job after Submit
+// returned (its Handle reports it) rather than being Submit's error;
+// TryRunSync answers ErrWouldWait; Stats, Queue and EstimateWait tell of
+// the calling replica's own jobs; and run-time changes (SetMaxConcurrency
+// and the like) apply to that replica's view only.
+
+// Replica configures a scheduler as one replica of several (Config.Replica).
+type Replica struct {
+	// Name identifies the replica among the others: unique, and stable
+	// across its restarts (a pod's name, a host and port). Required.
+	Name string
+	// Capacity is the most jobs the replica runs at once, at least 1.
+	Capacity int
+	// Lease is how long a leader's lease, and a replica's registration,
+	// hold without renewal: a dead leader is replaced, and a dead
+	// replica's slots counted free, within it. 0 means DefaultLease.
+	// Every replica of a cluster must use the same.
+	Lease time.Duration
+	// Grace is how long a handler may take to return once its context
+	// ended: a replica that cannot renew its registration stops its runs
+	// this long before it could lapse. 0 means Lease/5; it must be less
+	// than Lease/2.
+	Grace time.Duration
+	// Overflow, if set, is called by the leader when jobs have waited for
+	// a free slot on a replica, and for nothing else (no limit, pause or
+	// time holds them), for OverflowAfter or longer, at most once every
+	// OverflowEvery, with how many wait so: a signal to start another
+	// replica. It runs on a goroutine of its own, with a context that
+	// ends after OverflowEvery; its error is logged (Config.Logger).
+	// Best effort: a change of leader starts the count again.
+	Overflow func(ctx context.Context, waiting int) error
+	// OverflowAfter and OverflowEvery: 0 means DefaultOverflowAfter and
+	// DefaultOverflowEvery.
+	OverflowAfter, OverflowEvery time.Duration
+}
+
+// The defaults of Replica.
+const (
+	DefaultLease         = 5 * time.Second
+	DefaultOverflowAfter = 30 * time.Second
+	DefaultOverflowEvery = 5 * time.Minute
+)
+
+// ReplicaStats are a replica's own figures, in Stats.Replica: no other
+// replica counts them, so summing the replicas' counts nothing twice.
+type ReplicaStats struct {
+	Name string
+	// Leader reports whether the replica leads, and Term its term then.
+	Leader bool
+	Term   uint64
+	// Capacity and Running: the most jobs it runs at once, and how many
+	// run now.
+	Capacity, Running int
+	// Busy and Idle are how long, since New, it ran at least one job,
+	// and none.
+	Busy, Idle time.Duration
+}
+
+// validate reports the problems with r as a scheduler with st's.
+func (r *Replica) validate(st Store, durable bool) error {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("fairsched: Replica: "+format, args...))
+	}
+	if r.Name == "" {
+		add("Name is empty; each replica needs a name of its own")
+	}
+	if r.Capacity < 1 {
+		add("Capacity is %d; a replica runs at least 1 job at once", r.Capacity)
+	}
+	if r.Lease < 0 {
+		add("Lease is %v; it must be 0 (DefaultLease) or positive", r.Lease)
+	}
+	lease := r.lease()
+	if r.Grace < 0 || r.Grace >= lease/2 && r.Grace != 0 {
+		add("Grace is %v; it must be 0 (Lease/5) or positive and less than Lease/2 (%v)", r.Grace, lease/2)
+	}
+	if r.OverflowAfter < 0 || r.OverflowEvery < 0 {
+		add("OverflowAfter and OverflowEvery must be 0 (their defaults) or positive")
+	}
+	if _, ok := st.(store.Cluster); !ok {
+		add("Config.Store is not one that replicas share: open it with fairschedpg.OpenReplica")
+	}
+	if durable {
+		add("durable jobs (Handlers) are not yet shared by replicas")
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Replica) lease() time.Duration {
+	if r.Lease == 0 {
+		return DefaultLease
+	}
+	return r.Lease
+}
+
+// cluster returns the replica's part, its defaults resolved, on st,
+// logging to logger (nil: nowhere).
+func (r *Replica) cluster(st Store, logger *slog.Logger) *cluster.Config {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &cluster.Config{
+		Name: r.Name, Capacity: r.Capacity, Lease: r.lease(), Grace: r.Grace,
+		Store: st.(store.Cluster), Logger: logger,
+		Overflow: r.Overflow, OverflowAfter: r.OverflowAfter, OverflowEvery: r.OverflowEvery,
+	}
+	if c.Grace == 0 {
+		c.Grace = c.Lease / 5
+	}
+	if c.OverflowAfter == 0 {
+		c.OverflowAfter = DefaultOverflowAfter
+	}
+	if c.OverflowEvery == 0 {
+		c.OverflowEvery = DefaultOverflowEvery
+	}
+	return c
+}
