@@ -61,6 +61,8 @@ type Collector struct {
 	keyWeight, keyAllocation, keyUtilisation, keyRunning, keyQueued *prometheus.Desc
 	otherKeys, otherRunning, otherQueued                            *prometheus.Desc
 
+	replicaCapacity, replicaRunning, replicaLeader, replicaBusy, replicaIdle *prometheus.Desc
+
 	all []*prometheus.Desc
 }
 
@@ -161,6 +163,17 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 		"Running jobs of the fairness keys not listed by name.")
 	c.otherQueued = desc("other_keys_queued_jobs",
 		"Queued jobs of the fairness keys not listed by name.")
+
+	c.replicaCapacity = desc("replica_capacity_slots",
+		"The most jobs the replica runs at once (Config.Replica); only for a replica, as are the replica_ metrics.", "replica")
+	c.replicaRunning = desc("replica_running_jobs",
+		"Jobs running on the replica.", "replica")
+	c.replicaLeader = desc("replica_leader",
+		"1 while the replica leads the cluster, 0 otherwise.", "replica")
+	c.replicaBusy = desc("replica_busy_seconds_total",
+		"Time the replica ran at least one job.", "replica")
+	c.replicaIdle = desc("replica_idle_seconds_total",
+		"Time the replica ran no job: a replica that packing leaves idle can be scaled down.", "replica")
 	return c
 }
 
@@ -258,6 +271,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.otherKeys, float64(other.Keys))
 	gauge(c.otherRunning, float64(other.Running))
 	gauge(c.otherQueued, float64(other.Queued))
+	if r := st.Replica; r != nil {
+		c.collectReplica(ch, r)
+	}
 }
 
 // constMetric is prometheus.MustNewConstMetric without the panic: a metric
@@ -297,4 +313,19 @@ func histogram(d *prometheus.Desc, h fairsched.Histogram) prometheus.Metric {
 // unused reports whether a job type has never had a job.
 func unused(t fairsched.TypeStats) bool {
 	return t.Started+t.Cancelled+t.Expired+t.DependencyFailed+t.Retries+t.Rejected == 0 && t.Running+t.Queued == 0
+}
+
+// collectReplica sends a replica's own figures, labelled with its name:
+// each replica's collector sends its own, so their sum counts nothing
+// twice.
+func (c *Collector) collectReplica(ch chan<- prometheus.Metric, r *fairsched.ReplicaStats) {
+	leader := 0.0
+	if r.Leader {
+		leader = 1
+	}
+	ch <- constMetric(c.replicaCapacity, prometheus.GaugeValue, float64(r.Capacity), []string{r.Name})
+	ch <- constMetric(c.replicaRunning, prometheus.GaugeValue, float64(r.Running), []string{r.Name})
+	ch <- constMetric(c.replicaLeader, prometheus.GaugeValue, leader, []string{r.Name})
+	ch <- constMetric(c.replicaBusy, prometheus.CounterValue, r.Busy.Seconds(), []string{r.Name})
+	ch <- constMetric(c.replicaIdle, prometheus.CounterValue, r.Idle.Seconds(), []string{r.Name})
 }

@@ -312,8 +312,9 @@ func TestDescribeMatchesCollect(t *testing.T) {
 		descs := make(chan *prometheus.Desc, 64)
 		c.Describe(descs)
 		close(descs)
-		if got, want := len(mfs), len(descs); got != want {
-			t.Errorf("gathered %d metric families, described %d", got, want)
+		const replicaOnly = 5 // the replica_ metrics: this scheduler is no replica
+		if got, want := len(mfs), len(descs)-replicaOnly; got != want {
+			t.Errorf("gathered %d metric families, described %d, %d of them a replica's", got, len(descs), replicaOnly)
 		}
 	})
 }
@@ -736,5 +737,40 @@ fairsched_key_running_jobs{key="b"} 2
 	s.ResumeKey("b")
 	for _, h := range hs {
 		<-h.Done()
+	}
+}
+
+// A replica's own figures are labelled with its name, its busy and idle
+// time as counters of seconds.
+func TestReplicaMetrics(t *testing.T) {
+	c := NewCollector(newScheduler(t, fairsched.Config{}))
+	ch := make(chan prometheus.Metric, 8)
+	c.collectReplica(ch, &fairsched.ReplicaStats{Name: "web-1", Leader: true, Term: 3, Capacity: 8, Running: 2,
+		Busy: 1500 * time.Millisecond, Idle: 4 * time.Second})
+	close(ch)
+	got := map[string]float64{}
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		if l := pb.GetLabel(); len(l) != 1 || l[0].GetName() != "replica" || l[0].GetValue() != "web-1" {
+			t.Errorf("%s: labels %v", m.Desc(), l)
+		}
+		name := m.Desc().String()
+		name = name[strings.Index(name, `"`)+1:]
+		name = name[:strings.Index(name, `"`)]
+		if pb.Counter != nil {
+			got[name] = pb.Counter.GetValue()
+		} else {
+			got[name] = pb.Gauge.GetValue()
+		}
+	}
+	want := map[string]float64{
+		"fairsched_replica_capacity_slots": 8, "fairsched_replica_running_jobs": 2, "fairsched_replica_leader": 1,
+		"fairsched_replica_busy_seconds_total": 1.5, "fairsched_replica_idle_seconds_total": 4,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }
