@@ -82,6 +82,16 @@
 //	fairsched_other_keys_running_jobs            gauge      their running jobs
 //	fairsched_other_keys_queued_jobs             gauge      their queued jobs
 //
+// A replica of several (fairsched.Config.Replica) adds its own figures,
+// labelled {replica}, which no other replica's collector sends; the
+// figures above are then its own jobs':
+//
+//	fairsched_replica_capacity_slots             gauge      {replica}: the most jobs it runs at once
+//	fairsched_replica_running_jobs               gauge      {replica}
+//	fairsched_replica_leader                     gauge      {replica}: 1 while it leads
+//	fairsched_replica_busy_seconds_total         counter    {replica}: time it ran at least one job
+//	fairsched_replica_idle_seconds_total         counter    {replica}: time it ran none
+//
 // Tiers are labelled by Tier.String ("background", "foreground", or the
 // number of any other tier), and the default job type and the empty
 // fairness key by the empty string, which Prometheus treats as the label
