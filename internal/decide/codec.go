@@ -15,7 +15,8 @@ import (
 // that follow (a uvarint, a bit per field, in the order of the field*
 // constants below), then those fields, in that order: unsigned numbers
 // as uvarints, signed ones as zig-zag varints, strings as a uvarint
-// length and their bytes, Outcome and Refusal as one byte each. A field
+// length and their bytes, Outcome and Refusal as one byte each, Sync
+// last. A field
 // left out is zero; Needs is in the mask when it is not nil, so that an
 // empty list (own needs: none) stays apart from nil (its type's needs),
 // and is a uvarint count, then each Need's Resource and Units. An Ask of
@@ -50,6 +51,7 @@ const (
 	fieldN
 	fieldOutcome
 	fieldRefusal
+	fieldSync
 	fieldAll = 1<<iota - 1
 )
 
@@ -115,6 +117,7 @@ func appendMsg(b []byte, m *Msg) []byte {
 	set(fieldN, m.N != 0)
 	set(fieldOutcome, m.Outcome != 0)
 	set(fieldRefusal, m.Refusal != 0)
+	set(fieldSync, m.Sync != 0)
 
 	b = append(b, byte(m.Kind))
 	b = binary.AppendUvarint(b, mask)
@@ -163,6 +166,9 @@ func appendMsg(b []byte, m *Msg) []byte {
 	}
 	if has(fieldRefusal) {
 		b = append(b, byte(m.Refusal))
+	}
+	if has(fieldSync) {
+		b = binary.AppendUvarint(b, m.Sync)
 	}
 	return b
 }
@@ -364,5 +370,8 @@ func (d *decoder) msg(m *Msg, prev []Msg) {
 	}
 	if has(fieldRefusal) {
 		m.Refusal = engine.RefusalReason(d.byte())
+	}
+	if has(fieldSync) {
+		m.Sync = d.uvarint()
 	}
 }

@@ -24,7 +24,7 @@ func sampleMsgs() []Msg {
 		{Kind: Cancel, Seq: 5},
 		{Kind: Raise, Seq: 6, Priority: math.MinInt32, Desc: engine.Desc{Priority: math.MaxInt32}},
 		{Kind: Grant, Term: 8, Replica: "replica-b", Seq: 9},
-		{Kind: Ended, Term: 8, Replica: "replica-b", Seq: 10, Refusal: engine.RefusalReason(3)},
+		{Kind: Ended, Term: 8, Replica: "replica-b", Seq: 10, Refusal: engine.RefusalReason(3), Sync: 4},
 		{Kind: Resync, Term: 8, Replica: "replica-b"},
 		{Kind: Ask},
 	}
@@ -164,14 +164,14 @@ func FuzzCodec(f *testing.F) {
 	for _, m := range sampleMsgs() {
 		f.Add(uint8(m.Kind), m.Term, m.Replica, m.Seq, m.Desc.Type, m.Desc.ID, m.Desc.Key, int64(m.Desc.Priority),
 			m.Needs != nil, "gpu", int64(2), uint8(len(m.Needs)), m.Age, m.NotBefore, m.StartBy, m.Ran,
-			int64(m.Priority), int64(m.N), uint8(m.Outcome), uint8(m.Refusal), uint16(100), []byte{})
+			int64(m.Priority), int64(m.N), uint8(m.Outcome), uint8(m.Refusal), m.Sync, uint16(100), []byte{})
 	}
 	good, _ := EncodeMsgs(sampleMsgs(), 8000)
 	f.Add(uint8(Ask), uint64(0), "", uint64(0), "", "", "", int64(0), false, "", int64(0), uint8(0),
-		int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), uint8(0), uint8(0), uint16(0), good[0])
+		int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), uint8(0), uint8(0), uint64(0), uint16(0), good[0])
 	f.Fuzz(func(t *testing.T, kind uint8, term uint64, replica string, seq uint64, typ, id, key string, descPrio int64,
 		hasNeeds bool, res string, units int64, nNeeds uint8, age, notBefore, startBy, ran, prio, n int64,
-		outcome, refusal uint8, room uint16, raw []byte) {
+		outcome, refusal uint8, sync uint64, room uint16, raw []byte) {
 		// Any bytes: no panic; what decodes encodes back to messages
 		// equal to it.
 		if msgs, err := DecodeMsgs(raw); err == nil && len(msgs) > 0 {
@@ -185,6 +185,7 @@ func FuzzCodec(f *testing.F) {
 			Desc: engine.Desc{Type: typ, ID: id, Key: key, Priority: int(descPrio)},
 			Age:  age, NotBefore: notBefore, StartBy: startBy, Ran: ran,
 			Priority: int(prio), N: int(n), Outcome: engine.Outcome(outcome), Refusal: engine.RefusalReason(refusal),
+			Sync: sync,
 		}
 		if hasNeeds {
 			m.Needs = []engine.Need{}

@@ -38,8 +38,13 @@ type Leader struct {
 	replicas map[string]int
 	awaiting map[string]bool
 	blocking int
-	stand    map[standKey]*standIn
-	byJob    map[*engine.Job]*standIn
+	// incarnation is each replica's registration as last given
+	// (AddReplica; 0: not known yet), and sync the number of the last
+	// Hello from it (Msg.Sync), which every Grant and Ended to it carry.
+	incarnation map[string]int64
+	sync        map[string]uint64
+	stand       map[standKey]*standIn
+	byJob       map[*engine.Job]*standIn
 }
 
 // TagStandIn is the engine record's Tag of a stand-in: the run-time
@@ -65,6 +70,7 @@ type standIn struct {
 func NewLeader(name string, capacity int, e *engine.Engine, g Grantee, out *Outbox) *Leader {
 	l := &Leader{e: e, g: g, out: out, name: name, capacity: capacity,
 		replicas: make(map[string]int), awaiting: make(map[string]bool),
+		incarnation: make(map[string]int64), sync: make(map[string]uint64),
 		stand: make(map[standKey]*standIn), byJob: make(map[*engine.Job]*standIn)}
 	l.local = NewLocal(e, l)
 	l.times.Replica = name
@@ -100,20 +106,38 @@ func (l *Leader) ready(now int64) {
 	l.Grant(now)
 }
 
-// AddReplica adds replica name, of capacity slots, at now, and asks it
-// for its jobs; a replica known already has its capacity changed.
-func (l *Leader) AddReplica(name string, capacity int, now int64) {
+// AddReplica adds replica name, of capacity slots, registered as its
+// incarnation (a number that changes when it registers again: 0, not
+// known), at now, and asks it for its jobs. A replica known already has
+// its capacity changed; if it registered again since (it restarted under
+// its name), its former self is removed first, its jobs lost.
+func (l *Leader) AddReplica(name string, capacity int, incarnation int64, now int64) {
 	if _, known := l.replicas[name]; known {
-		l.replicas[name] = capacity
-		if !l.awaiting[name] && l.blocking == 0 {
-			l.e.SetReplica(name, capacity, nil, now)
-			l.Grant(now)
+		if was := l.incarnation[name]; was == 0 || incarnation == 0 || was == incarnation {
+			if incarnation != 0 {
+				l.incarnation[name] = incarnation
+			}
+			l.replicas[name] = capacity
+			if !l.awaiting[name] && l.blocking == 0 {
+				l.e.SetReplica(name, capacity, nil, now)
+				l.Grant(now)
+			}
+			return
 		}
-		return
+		l.RemoveReplica(name, now)
 	}
 	l.replicas[name] = capacity
+	l.incarnation[name] = incarnation
 	l.awaiting[name] = true
 	l.out.Put(Msg{Kind: Resync, Term: l.term, Replica: name})
+}
+
+// Nudge asks again every replica that has not answered for its jobs: a
+// Resync, or the Hello that answered it, may have been lost.
+func (l *Leader) Nudge() {
+	for _, name := range slices.Sorted(maps.Keys(l.awaiting)) {
+		l.out.Put(Msg{Kind: Resync, Term: l.term, Replica: name})
+	}
 }
 
 // RemoveReplica removes replica name at now, declared dead: its jobs end,
@@ -123,6 +147,8 @@ func (l *Leader) RemoveReplica(name string, now int64) {
 		return
 	}
 	delete(l.replicas, name)
+	delete(l.incarnation, name)
+	delete(l.sync, name)
 	l.heard(name, now)
 	l.e.RemoveReplica(name, now)
 	l.forget(name, now)
@@ -183,13 +209,22 @@ func (l *Leader) drop(s *standIn, now int64) {
 // sent before the replica heard of this term is in its Hello.
 func (l *Leader) Receive(msgs []Msg, now int64) {
 	var inHello map[string]int // the jobs of a Hello still to come, by replica
+	var resynced map[string]bool
 	for i := range msgs {
 		m := &msgs[i]
-		if m.Term != l.term {
-			continue
-		}
 		if _, known := l.replicas[m.Replica]; !known {
 			continue // removed, or not yet added: it will be asked
+		}
+		if m.Term != l.term {
+			if m.Term < l.term && !resynced[m.Replica] {
+				// It has not heard of this term: its Resync was lost.
+				if resynced == nil {
+					resynced = make(map[string]bool)
+				}
+				resynced[m.Replica] = true
+				l.out.Put(Msg{Kind: Resync, Term: l.term, Replica: m.Replica})
+			}
+			continue
 		}
 		k := standKey{m.Replica, m.Seq}
 		restored := false
@@ -200,6 +235,7 @@ func (l *Leader) Receive(msgs []Msg, now int64) {
 		switch m.Kind {
 		case Hello:
 			l.forget(m.Replica, now)
+			l.sync[m.Replica] = m.Sync
 			if inHello == nil {
 				inHello = make(map[string]int)
 			}
@@ -240,7 +276,21 @@ func (l *Leader) Receive(msgs []Msg, now int64) {
 			}
 		}
 	}
+	l.catchUp(now)
 	l.Grant(now)
+}
+
+// catchUp applies what fell due by now before anything is granted: a
+// start deadline that passed ends its job, which must not start (a job
+// asked for again past its deadline, or a timer late). The leader's own
+// process's jobs that expire go to its Grantee.
+func (l *Leader) catchUp(now int64) {
+	if due, ok := l.e.NextDue(); !ok || due > now {
+		return
+	}
+	for _, j := range l.Due(now) {
+		l.g.Ended(j, engine.Expired, nil, now)
+	}
 }
 
 // Lost says messages from the replicas may have been missed: each is
@@ -269,7 +319,7 @@ func (l *Leader) admit(k standKey, m *Msg, restored bool, now int64) {
 		tm.StartBy = sub + m.StartBy
 	}
 	if r := l.e.Enqueue(&s.j, &m.Desc, &tm, now); r != nil {
-		l.out.Put(Msg{Kind: Ended, Term: l.term, Replica: k.replica, Seq: k.seq, Refusal: r.Reason})
+		l.out.Put(Msg{Kind: Ended, Term: l.term, Replica: k.replica, Seq: k.seq, Refusal: r.Reason, Sync: l.sync[k.replica]})
 		return
 	}
 	l.stand[k], l.byJob[&s.j] = s, s
@@ -283,8 +333,12 @@ func (l *Leader) admit(k standKey, m *Msg, restored bool, now int64) {
 func (l *Leader) adopt(k standKey, m *Msg, now int64) {
 	s := &standIn{key: k}
 	s.j.Tag = TagStandIn
-	tm := engine.Times{Replica: k.replica, Needs: m.Needs}
-	if r := l.e.Adopt(&s.j, &m.Desc, &tm, now-m.Ran, now); r != nil {
+	sub := now - m.Age
+	tm := engine.Times{Replica: k.replica, Needs: m.Needs, Submitted: max(sub, 1)}
+	if m.StartBy > 0 {
+		tm.StartBy = sub + m.StartBy // bounds its retries
+	}
+	if r := l.e.Adopt(&s.j, &m.Desc, &tm, max(now-m.Ran, 1), now); r != nil {
 		return // a type this leader does not know: nothing here to count it by
 	}
 	l.stand[k], l.byJob[&s.j] = s, s
@@ -298,7 +352,7 @@ func (l *Leader) Granted(j *engine.Job) {
 		return
 	}
 	s := l.byJob[j]
-	l.out.Put(Msg{Kind: Grant, Term: l.term, Replica: s.key.replica, Seq: s.key.seq})
+	l.out.Put(Msg{Kind: Grant, Term: l.term, Replica: s.key.replica, Seq: s.key.seq, Sync: l.sync[s.key.replica]})
 }
 
 // Ended is never called: the engine's decisions end nothing through the
@@ -348,7 +402,8 @@ func (l *Leader) Due(now int64) []*engine.Job {
 			continue
 		}
 		s := l.byJob[j]
-		l.out.Put(Msg{Kind: Ended, Term: l.term, Replica: s.key.replica, Seq: s.key.seq, Outcome: engine.Expired})
+		l.out.Put(Msg{Kind: Ended, Term: l.term, Replica: s.key.replica, Seq: s.key.seq, Outcome: engine.Expired,
+			Sync: l.sync[s.key.replica]})
 		delete(l.stand, s.key)
 		delete(l.byJob, j)
 	}

@@ -33,6 +33,9 @@ type Remote struct {
 	jobs   map[uint64]*remoteJob // admitted and not ended, by number
 	pairs  Pairs
 	fenced bool // grants are dropped (Fence)
+	// sync numbers the Hellos sent (Msg.Sync): a grant or an end decided
+	// on what an earlier one said is dropped.
+	sync uint64
 	// What the replica's slots did: how many of its jobs run (granted,
 	// not ended), and how long, since it began at began, it had at least
 	// one running (busy) or none (idle), to since.
@@ -142,7 +145,7 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 			r.hello(now)
 		case Grant:
 			rj := r.jobs[m.Seq]
-			if m.Term != r.term || rj == nil || rj.granted || r.fenced {
+			if m.Term != r.term || m.Sync < r.sync || rj == nil || rj.granted || r.fenced {
 				continue // given up here first: the leader has the Cancel; or fenced: Unfence tells the leader
 			}
 			rj.granted = true
@@ -151,7 +154,7 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 			r.g.Granted(rj.j)
 		case Ended:
 			rj := r.jobs[m.Seq]
-			if m.Term != r.term || rj == nil || rj.granted {
+			if m.Term != r.term || m.Sync < r.sync || rj == nil || rj.granted {
 				continue
 			}
 			delete(r.jobs, m.Seq)
@@ -184,23 +187,27 @@ func (r *Remote) Lost(now int64) {
 }
 
 // hello sends the leader every job of the replica not ended, in order of
-// their numbers: the waiting ones to ask for again, the granted ones
-// running.
+// their numbers, in one batch: the waiting ones to ask for again, the
+// granted ones running. Grants and ends the leader decided before it has
+// this Hello are dropped when they come (Msg.Sync).
 func (r *Remote) hello(now int64) {
 	seqs := make([]uint64, 0, len(r.jobs))
 	for seq := range r.jobs {
 		seqs = append(seqs, seq)
 	}
 	slices.Sort(seqs)
-	r.out.Put(Msg{Kind: Hello, Term: r.term, Replica: r.name, N: len(seqs)})
+	r.sync++
+	msgs := make([]Msg, 0, 1+len(seqs))
+	msgs = append(msgs, Msg{Kind: Hello, Term: r.term, Replica: r.name, N: len(seqs), Sync: r.sync})
 	for _, seq := range seqs {
 		rj := r.jobs[seq]
 		kind := Ask
 		if rj.granted {
 			kind = Running
 		}
-		r.out.Put(r.ask(kind, rj, now))
+		msgs = append(msgs, r.ask(kind, rj, now))
 	}
+	r.out.PutAll(msgs...) // one batch: the leader takes a Hello whole
 }
 
 // send sends the leader a message about job j, if a leader is known.
@@ -349,6 +356,15 @@ func (r *Remote) FindRunning(match func(*engine.Job) bool) (*engine.Job, int) {
 		return nil, 0
 	}
 	return found, found.Base()
+}
+
+// OwnNeeds returns the needs j, of this replica and not ended, was
+// asked for with in place of its type's, and whether it was.
+func (r *Remote) OwnNeeds(j *engine.Job) ([]engine.Need, bool) {
+	if rj := r.jobs[j.Seq()]; rj != nil && rj.needs != nil {
+		return rj.needs, true
+	}
+	return nil, false
 }
 
 // Idle reports whether this replica has no job not ended.

@@ -91,6 +91,13 @@ type Msg struct {
 	N        int
 	Outcome  engine.Outcome
 	Refusal  engine.RefusalReason
+	// Sync numbers a replica's Hellos, from 1; a Grant or an Ended
+	// carries the number of the last Hello the leader had from the
+	// replica when it sent it. A replica drops one of an older number:
+	// it was decided on what a later Hello replaced, and the leader will
+	// decide the job again (a grant crossing a Hello would otherwise run
+	// a job the leader no longer counts).
+	Sync uint64
 }
 
 // Link carries messages between processes: a replica's to the leader,
@@ -122,13 +129,18 @@ type Outbox struct {
 }
 
 // Put adds m, and signals Pending if the outbox was empty.
-func (o *Outbox) Put(m Msg) {
+func (o *Outbox) Put(m Msg) { o.PutAll(m) }
+
+// PutAll adds msgs at once: a Take takes all of them or none, so that
+// they are sent in one batch. It signals Pending if the outbox was empty.
+func (o *Outbox) PutAll(msgs ...Msg) {
 	o.mu.Lock()
 	if o.pending == nil {
 		o.pending = make(chan struct{}, 1)
 	}
-	o.msgs = append(o.msgs, m)
-	if len(o.msgs) == 1 {
+	was := len(o.msgs)
+	o.msgs = append(o.msgs, msgs...)
+	if was == 0 && len(o.msgs) > 0 {
 		select {
 		case o.pending <- struct{}{}:
 		default:

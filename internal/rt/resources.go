@@ -75,7 +75,13 @@ func ownNeeds(needs map[string]int) []engine.Need {
 // needsOf returns the needs j has in place of its type's, as Job.Needs
 // gives them: nil for its type's.
 func (s *Runtime) needsOf(j *engine.Job) map[string]int {
-	own, ok := s.eng.OwnNeeds(j)
+	var own []engine.Need
+	var ok bool
+	if s.remote != nil { // the record is held: its needs are the Remote's to tell
+		own, ok = s.remote.OwnNeeds(j)
+	} else {
+		own, ok = s.eng.OwnNeeds(j)
+	}
 	if !ok {
 		return nil
 	}
