@@ -54,7 +54,7 @@ func (st *Store) Replicas(ctx context.Context) ([]store.ReplicaRecord, error) {
 	}
 	out := make([]store.ReplicaRecord, len(rs))
 	for i, r := range rs {
-		out[i] = store.ReplicaRecord{Name: r.ID, Capacity: r.Capacity, Live: r.Live}
+		out[i] = store.ReplicaRecord{Name: r.ID, Capacity: r.Capacity, Live: r.Live, Incarnation: r.Registered}
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package fairschedpg
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -91,21 +92,31 @@ func TestClusterRegistry(t *testing.T) {
 	require.NoError(t, a.Heartbeat(ctx, "a"))
 	require.NoError(t, b.Heartbeat(ctx, "b"))
 	both := []store.ReplicaRecord{{Name: "a", Capacity: 2, Live: true}, {Name: "b", Capacity: 3, Live: true}}
+	var first []store.ReplicaRecord
 	for _, st := range []*Store{a, b} {
 		rs, err := st.Replicas(ctx)
 		require.NoError(t, err)
-		assert.Equal(t, both, rs)
+		first = rs
+		assert.Equal(t, both, withoutIncarnations(rs))
 	}
+	// Registering again (a restart under its name) is a new incarnation;
+	// a heartbeat is not.
+	require.NoError(t, a.Register(ctx, "a", 2))
+	require.NoError(t, b.Heartbeat(ctx, "b"))
+	again, err := a.Replicas(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, first[0].Incarnation, again[0].Incarnation, "a registered again")
+	assert.Equal(t, first[1].Incarnation, again[1].Incarnation, "b only heartbeat")
 
 	assert.EqualError(t, a.Register(ctx, "c", 0), `fairschedpg: a replica's capacity must be at least 1: replica "c" has 0`)
 	require.ErrorIs(t, a.Heartbeat(ctx, "c"), store.ErrNotRegistered)
 	require.NoError(t, b.Deregister(ctx, "b"))
-	err := b.Heartbeat(ctx, "b")
+	err = b.Heartbeat(ctx, "b")
 	require.ErrorIs(t, err, store.ErrNotRegistered)
 	assert.EqualError(t, err, `fairsched: this replica is not registered: "b"`)
 	rs, err := a.Replicas(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, both[:1], rs)
+	assert.Equal(t, both[:1], withoutIncarnations(rs))
 }
 
 // The registry's statements run under the Store's statement timeout, on
@@ -139,7 +150,7 @@ func TestClusterStatementTimeout(t *testing.T) {
 	require.NoError(t, errors.Join(all()...))
 	rs, err := st.Replicas(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []store.ReplicaRecord{{Name: "a", Capacity: 1, Live: true}}, rs)
+	assert.Equal(t, []store.ReplicaRecord{{Name: "a", Capacity: 1, Live: true}}, withoutIncarnations(rs))
 }
 
 func TestClusterCampaignBadInput(t *testing.T) {
@@ -314,7 +325,7 @@ func TestClusterSweep(t *testing.T) {
 	assert.EqualError(t, err, `fairsched: this replica was declared dead: it must stop its runs and register again: "b"`)
 	rs, err := b.Replicas(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []store.ReplicaRecord{{Name: "b", Capacity: 1, Live: false}, {Name: "c", Capacity: 1, Live: true}}, rs)
+	assert.Equal(t, []store.ReplicaRecord{{Name: "b", Capacity: 1, Live: false}, {Name: "c", Capacity: 1, Live: true}}, withoutIncarnations(rs))
 	dead, err = leader.Sweep(ctx, lapse)
 	require.NoError(t, err)
 	assert.Empty(t, dead, "a dead replica is declared so once")
@@ -323,7 +334,7 @@ func TestClusterSweep(t *testing.T) {
 	require.NoError(t, b.Heartbeat(ctx, "b"), "registered again, live again")
 	rs, err = c.Replicas(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []store.ReplicaRecord{{Name: "b", Capacity: 2, Live: true}, {Name: "c", Capacity: 1, Live: true}}, rs)
+	assert.Equal(t, []store.ReplicaRecord{{Name: "b", Capacity: 2, Live: true}, {Name: "c", Capacity: 1, Live: true}}, withoutIncarnations(rs))
 }
 
 // Messages go from replicas' Links to the leader's, and from the leader's
@@ -357,4 +368,17 @@ func TestClusterLink(t *testing.T) {
 	lead.Send([]decide.Msg{grant("b", 1), grant("a", 1), grant("b", 2)})
 	assert.Equal(t, []decide.Msg{grant("b", 1), grant("b", 2)}, toB.next(t))
 	assert.Equal(t, []decide.Msg{grant("a", 1)}, toA.next(t))
+}
+
+// withoutIncarnations returns rs with their incarnations zeroed, after
+// checking each has one.
+func withoutIncarnations(rs []store.ReplicaRecord) []store.ReplicaRecord {
+	out := slices.Clone(rs)
+	for i := range out {
+		if out[i].Incarnation == 0 {
+			panic("a replica registered has no incarnation")
+		}
+		out[i].Incarnation = 0
+	}
+	return out
 }

@@ -44,7 +44,7 @@ func newLeading(n *Node, ship store.Leadership) *leading {
 // begin begins the term, won by a call that started at start, with the
 // live replicas' capacities.
 func (l *leading) begin(live map[string]int, start time.Time) {
-	l.stopAt = time.AfterFunc(l.n.fenceDelay(start), l.n.onFenced)
+	l.stopAt = time.AfterFunc(l.n.fenceDelay(start), l.lapse)
 	go func() {
 		defer close(l.pumped)
 		l.out.Pump(downLink{l}, l.stop)
@@ -56,11 +56,33 @@ func (l *leading) begin(live map[string]int, start time.Time) {
 	l.do(func(now int64) { l.leader.Begin(l.ship.Term(), others, now) })
 }
 
+// lapse ends what the term may do when its lease could lapse within
+// Grace: nothing is applied or granted from then on, even before the
+// Node drops the term.
+func (l *leading) lapse() {
+	l.mu.Lock()
+	l.over = true
+	l.mu.Unlock()
+	l.n.resignTerm(l)
+}
+
+// current reports whether the term may still decide, in term.
+func (l *leading) current(term uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.over && l.ship.Term() == term
+}
+
 // renewed notes a renewal of the lease by a call that started at start.
 func (l *leading) renewed(start time.Time) { l.stopAt.Reset(l.n.fenceDelay(start)) }
 
-// now returns the engine's time: µs since the term began, from 1.
-func (l *leading) now() int64 { return time.Since(l.epoch).Microseconds() + 1 }
+// origin is where the leader's clock starts, in µs: the replicas tell
+// their jobs' times as ages, and a job submitted before the term began
+// must have a time after 0 (about 35 years of them).
+const origin = 1 << 50
+
+// now returns the engine's time: µs since the term began, from origin.
+func (l *leading) now() int64 { return origin + time.Since(l.epoch).Microseconds() }
 
 // do applies f to the leader at now, with the lock held, and sets the
 // timer for what the engine waits for next.
@@ -115,7 +137,7 @@ func (l *leading) update(recs []store.ReplicaRecord, dead []string) {
 		for _, r := range recs {
 			if r.Name != self && r.Live {
 				live[r.Name] = true
-				l.leader.AddReplica(r.Name, r.Capacity, now)
+				l.leader.AddReplica(r.Name, r.Capacity, r.Incarnation, now)
 			}
 		}
 		for _, name := range l.leader.ReplicaNames() {
@@ -123,6 +145,7 @@ func (l *leading) update(recs []store.ReplicaRecord, dead []string) {
 				l.leader.RemoveReplica(name, now) // declared dead, or gone
 			}
 		}
+		l.leader.Nudge() // a Resync, or its Hello, may have been lost
 	})
 }
 

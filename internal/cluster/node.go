@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairsched/fairsched/internal/decide"
@@ -67,13 +68,17 @@ type Node struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	fenceAt  *time.Timer // fires when the registration could lapse within Grace
-	// resign receives when the leader's term must end: its lease was
+	// resign receives when a term must end (resigned): its lease was
 	// refused, or could lapse within Grace.
 	resign chan struct{}
 
-	mu     sync.Mutex
-	lead   *leading // while this replica leads
-	fenced bool     // its runs were stopped; grants are dropped
+	mu       sync.Mutex
+	lead     *leading   // while this replica leads
+	resigned []*leading // terms to end, for the run loop
+	// fenced: its runs were stopped and grants are dropped. It changes
+	// only within the Host's Deliver, with the Remote's flag, so that a
+	// fence and an unfence never cross.
+	fenced atomic.Bool
 }
 
 // Start registers the replica and starts its part: its link, its
@@ -113,8 +118,8 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		close(n.stop)
 		n.cancel()
-		n.fenceAt.Stop()
 		n.wg.Wait()
+		n.fenceAt.Stop() // after the loop: a heartbeat in flight resets it
 		n.stopLeading(true)
 		n.link.Close()
 		n.stopErr = n.cfg.Store.Deregister(ctx, n.cfg.Name)
@@ -154,7 +159,13 @@ func (n *Node) run() {
 		case <-n.stop:
 			return
 		case <-n.resign:
-			n.stopLeading(false)
+			n.mu.Lock()
+			ls := n.resigned
+			n.resigned = nil
+			n.mu.Unlock()
+			for _, l := range ls {
+				n.stopTerm(l)
+			}
 		case <-tick.C:
 		}
 	}
@@ -184,31 +195,36 @@ func (n *Node) heartbeat() {
 		return
 	}
 	n.fenceAt.Reset(n.fenceDelay(start))
-	n.mu.Lock()
-	fenced := n.fenced
-	n.fenced = false
-	n.mu.Unlock()
-	if fenced {
-		n.host.Deliver(n.remote.Unfence)
+	if n.fenced.Load() {
+		n.host.Deliver(func(now int64) {
+			if n.fenced.Swap(false) {
+				n.remote.Unfence(now)
+			}
+		})
 	}
 }
 
 // fence stops the replica's runs, once per lapse: its registration could
-// lapse within Grace, or has.
+// lapse within Grace, or has. A leader that cannot heartbeat stops
+// leading too.
 func (n *Node) fence() {
-	n.mu.Lock()
-	if n.fenced {
-		n.mu.Unlock()
+	fenced := false
+	n.host.Deliver(func(int64) {
+		if !n.fenced.Swap(true) {
+			n.remote.Fence()
+			fenced = true
+		}
+	})
+	if !fenced {
 		return
 	}
-	n.fenced = true
-	n.mu.Unlock()
 	n.log.Warn("fairsched: a replica stops its runs: it could not renew its registration", "replica", n.cfg.Name)
-	n.host.Deliver(func(int64) { n.remote.Fence() })
 	n.host.Lose()
-	select {
-	case n.resign <- struct{}{}: // a leader that cannot heartbeat stops leading too
-	default:
+	n.mu.Lock()
+	l := n.lead
+	n.mu.Unlock()
+	if l != nil {
+		l.lapse()
 	}
 }
 
@@ -216,7 +232,7 @@ func (n *Node) fence() {
 // keeps the leader's replicas up to date with the registry.
 func (n *Node) leadership() {
 	n.mu.Lock()
-	l, fenced := n.lead, n.fenced
+	l, fenced := n.lead, n.fenced.Load()
 	n.mu.Unlock()
 	if l == nil {
 		if fenced {
@@ -240,7 +256,7 @@ func (n *Node) leadership() {
 	err := n.call(l.ship.Renew)
 	switch {
 	case errors.Is(err, store.ErrFenced):
-		n.stopLeading(false)
+		n.stopTerm(l)
 		return
 	case err == nil:
 		l.renewed(start)
@@ -279,7 +295,7 @@ func (n *Node) startLeading(ship store.Leadership, start time.Time) error {
 	l := newLeading(n, ship)
 	var link store.ClosingLink
 	if err := n.call(func(ctx context.Context) (err error) {
-		link, err = ship.Link(ctx, l, n.onFenced)
+		link, err = ship.Link(ctx, l, l.lapse)
 		return err
 	}); err != nil {
 		n.stepDown(ship)
@@ -303,11 +319,25 @@ func (n *Node) startLeading(ship store.Leadership, start time.Time) error {
 	return nil
 }
 
-// onFenced is called by the leader's link when a send was refused.
-func (n *Node) onFenced() {
+// resignTerm asks the run loop to end term l (its lease was refused, or
+// could lapse within Grace); a term that has ended already is left be.
+func (n *Node) resignTerm(l *leading) {
+	n.mu.Lock()
+	n.resigned = append(n.resigned, l)
+	n.mu.Unlock()
 	select {
 	case n.resign <- struct{}{}:
-	default:
+	default: // the loop will read what is resigned
+	}
+}
+
+// stopTerm ends term l if it is still this replica's.
+func (n *Node) stopTerm(l *leading) {
+	n.mu.Lock()
+	current := n.lead == l
+	n.mu.Unlock()
+	if current {
+		n.stopLeading(false)
 	}
 }
 
@@ -345,11 +375,18 @@ func (u upLink) Send(msgs []decide.Msg) {
 	u.n.mu.Lock()
 	l := u.n.lead
 	u.n.mu.Unlock()
-	if l != nil {
-		l.Receive(msgs)
-		return
+	for len(msgs) > 0 { // by runs of one term: a batch may straddle a new one
+		k := 1
+		for k < len(msgs) && msgs[k].Term == msgs[0].Term {
+			k++
+		}
+		if run := msgs[:k:k]; l != nil && l.current(run[0].Term) {
+			l.Receive(run)
+		} else {
+			u.n.link.Send(run) // to the leader of the term they are of, elsewhere
+		}
+		msgs = msgs[k:]
 	}
-	u.n.link.Send(msgs)
 }
 
 // noGrantee is the leader's engine's Grantee: it has no job of this

@@ -76,6 +76,9 @@ type ReplicaRecord struct {
 	Name     string
 	Capacity int
 	Live     bool // false: declared dead
+	// Incarnation changes each time the replica registers (again after
+	// a restart under its name): never 0.
+	Incarnation int64
 }
 
 // The cluster's errors, which a store returns wrapped.

@@ -33,6 +33,10 @@ type Replica struct {
 	// Since is how long ago, by the database's clock, its last
 	// heartbeat was (its registration counts as one).
 	Since time.Duration
+	// Registered is when it last registered, in µs since the epoch by
+	// the database's clock: it changes when the replica registers again
+	// (a restart under its name), and tells its two lives apart.
+	Registered int64
 }
 
 // Register records replica id, live, with capacity slots and a
@@ -96,14 +100,15 @@ func Deregister(ctx context.Context, q Querier, id string) error {
 // (the order in which grants pack).
 func Replicas(ctx context.Context, q Querier) ([]Replica, error) {
 	rows, err := q.Query(ctx, `
-SELECT id, capacity, state = 'live', clock_timestamp() - heartbeat
+SELECT id, capacity, state = 'live', clock_timestamp() - heartbeat,
+	(extract(epoch FROM registered) * 1000000)::bigint
 FROM fairsched_replicas ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("fairschedpg: reading the replicas: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Replica, error) {
 		var r Replica
-		err := row.Scan(&r.ID, &r.Capacity, &r.Live, &r.Since)
+		err := row.Scan(&r.ID, &r.Capacity, &r.Live, &r.Since, &r.Registered)
 		return r, err
 	})
 	if err != nil {

@@ -1,0 +1,113 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsched/fairsched/internal/decide"
+	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/store"
+)
+
+// A leadership that changes nothing in a database: the term is all it has.
+type termOnly struct{ term uint64 }
+
+func (s termOnly) Term() uint64                                         { return s.term }
+func (termOnly) Renew(context.Context) error                            { return nil }
+func (termOnly) Sweep(context.Context, time.Duration) ([]string, error) { return nil, nil }
+func (termOnly) StepDown(context.Context) error                         { return nil }
+func (termOnly) Link(context.Context, decide.Receiver, func()) (store.ClosingLink, error) {
+	return nil, nil
+}
+
+// sentLink keeps what is sent on it.
+type sentLink struct{ sent [][]decide.Msg }
+
+func (c *sentLink) Send(m []decide.Msg) { c.sent = append(c.sent, m) }
+func (c *sentLink) Close()              {}
+
+func testEngine() *engine.Engine {
+	return engine.New(engine.Config{MaxConcurrency: 1, CostAlpha: 0.3, DefaultCost: 1}, nil)
+}
+
+// What this replica sends in a term that is not its own leading's (a
+// stale term of its own still running here, a new one begun elsewhere)
+// goes over the database, to the leader of that term; what it sends in
+// its own term stays in the process.
+func TestUpLinkRoutesByTerm(t *testing.T) {
+	db := &sentLink{}
+	n := &Node{cfg: Config{Name: "a", Capacity: 1, NewEngine: testEngine}, link: db}
+	l := newLeading(n, termOnly{2})
+	l.link = &sentLink{}
+	n.lead = l
+	upLink{n}.Send([]decide.Msg{
+		{Kind: decide.End, Term: 2, Replica: "a", Seq: 1},
+		{Kind: decide.Hello, Term: 3, Replica: "a"},
+	})
+	require.Len(t, db.sent, 1, "term 3's Hello went to term 3's leader")
+	assert.Equal(t, uint64(3), db.sent[0][0].Term)
+	l.lapse()
+	upLink{n}.Send([]decide.Msg{{Kind: decide.End, Term: 2, Replica: "a", Seq: 2}})
+	assert.Len(t, db.sent, 2, "a term whose lease could lapse decides nothing more here")
+}
+
+// heartbeats is a registry whose heartbeats succeed.
+type heartbeats struct{ store.Cluster }
+
+func (heartbeats) Heartbeat(context.Context, string) error { return nil }
+
+// gatedHost holds the first Deliver until released.
+type gatedHost struct {
+	calls            int
+	entered, release chan struct{}
+}
+
+func (h *gatedHost) Deliver(apply func(int64)) {
+	h.calls++
+	if h.calls == 1 {
+		close(h.entered)
+		<-h.release
+	}
+	apply(1)
+}
+func (h *gatedHost) Lose() {}
+
+type countGrants struct{ n int }
+
+func (g *countGrants) Granted(*engine.Job)                                       { g.n++ }
+func (g *countGrants) Ended(*engine.Job, engine.Outcome, *engine.Refusal, int64) {}
+
+// A fence and a heartbeat that cross leave the Node and its Remote
+// agreeing, and the next heartbeat lifts the fence: grants are taken
+// again.
+func TestFenceAndHeartbeatCross(t *testing.T) {
+	g := &countGrants{}
+	r := decide.NewRemote("a", testEngine(), g, &decide.Outbox{}, 1)
+	var j engine.Job
+	_, ref := r.Enqueue(&j, engine.Desc{Key: "k"}, nil, 1)
+	require.Nil(t, ref)
+	r.Receive([]decide.Msg{{Kind: decide.Resync, Term: 1, Replica: "a"}}, 1)
+	h := &gatedHost{entered: make(chan struct{}), release: make(chan struct{})}
+	n := &Node{cfg: Config{Name: "a", Capacity: 1, Lease: time.Hour, Grace: time.Minute, Store: heartbeats{}},
+		log: slog.New(slog.DiscardHandler), remote: r, host: h, resign: make(chan struct{}, 1), ctx: context.Background()}
+	n.fenceAt = time.AfterFunc(time.Hour, func() {})
+	defer n.fenceAt.Stop()
+	done := make(chan struct{})
+	go func() { defer close(done); n.fence() }()
+	<-h.entered
+	n.heartbeat() // renewed while the fence is on its way
+	close(h.release)
+	<-done
+	assert.True(t, n.fenced.Load(), "fenced after all: the fence came last")
+	r.Receive([]decide.Msg{{Kind: decide.Grant, Term: 1, Replica: "a", Seq: j.Seq(), Sync: 1}}, 2)
+	assert.Zero(t, g.n, "fenced: the grant is dropped")
+	n.heartbeat()
+	assert.False(t, n.fenced.Load())
+	r.Receive([]decide.Msg{{Kind: decide.Grant, Term: 1, Replica: "a", Seq: j.Seq(), Sync: 2}}, 3)
+	assert.Equal(t, 1, g.n, "unfenced: its Hello said again what waits, and the grant is taken")
+}
