@@ -28,11 +28,11 @@ func TestReplicaValidation(t *testing.T) {
 			"Config.Store is not one that replicas share"}},
 		"a store of one process": {Config{Store: st, Replica: &Replica{Name: "a", Capacity: 1}},
 			[]string{"open it with fairschedpg.OpenReplica"}},
-		"negative lease":      {Config{Replica: &Replica{Name: "a", Capacity: 1, Lease: -time.Second}}, []string{"Lease is -1s"}},
-		"grace of half":       {Config{Replica: &Replica{Name: "a", Capacity: 1, Lease: 4 * time.Second, Grace: 2 * time.Second}}, []string{"Grace is 2s", "less than Lease/2 (2s)"}},
-		"grace past default":  {Config{Replica: &Replica{Name: "a", Capacity: 1, Grace: 3 * time.Second}}, []string{"Grace is 3s"}},
-		"negative overflow":   {Config{Replica: &Replica{Name: "a", Capacity: 1, OverflowEvery: -1}}, []string{"OverflowAfter and OverflowEvery"}},
-		"durable jobs":        {Config{Store: st, Handlers: &hs, Replica: &Replica{Name: "a", Capacity: 1}}, []string{"durable jobs (Handlers) are not yet shared"}},
+		"negative lease":     {Config{Replica: &Replica{Name: "a", Capacity: 1, Lease: -time.Second}}, []string{"Lease is -1s"}},
+		"grace of half":      {Config{Replica: &Replica{Name: "a", Capacity: 1, Lease: 4 * time.Second, Grace: 2 * time.Second}}, []string{"Grace is 2s", "less than Lease/2 (2s)"}},
+		"grace past default": {Config{Replica: &Replica{Name: "a", Capacity: 1, Grace: 3 * time.Second}}, []string{"Grace is 3s"}},
+		"negative overflow":  {Config{Replica: &Replica{Name: "a", Capacity: 1, OverflowEvery: -1}}, []string{"OverflowAfter and OverflowEvery"}},
+		"durable jobs":       {Config{Store: st, Handlers: &hs, Replica: &Replica{Name: "a", Capacity: 1}}, []string{"durable jobs (Handlers) are not yet shared"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := New(tc.cfg)
