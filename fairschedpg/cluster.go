@@ -28,9 +28,11 @@ var (
 )
 
 // Register is for the scheduler's replicas (store.Cluster): it records
-// replica name, live, with capacity slots (at least 1).
-func (st *Store) Register(ctx context.Context, name string, capacity int) error {
-	return cluster.Register(ctx, timed{st}, name, capacity)
+// replica name, live, with capacity slots (at least 1) and its
+// configuration's fingerprint, or fails with an error wrapping
+// store.ErrConfigMismatch if a live replica has another fingerprint.
+func (st *Store) Register(ctx context.Context, name string, capacity int, fingerprint string) error {
+	return cluster.Register(ctx, timed{st}, name, capacity, fingerprint)
 }
 
 // Heartbeat is for the scheduler's replicas: it records that replica name
@@ -135,6 +137,17 @@ func (q timed) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 	return tag, end(err)
 }
 
+// SendBatch runs b's statements in one transaction of their own, as a
+// statement's: Close reads the COMMIT's result and releases the
+// connection.
+func (q timed) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	br, end, err := q.st.sendAll(ctx, b.QueuedQueries)
+	if err != nil {
+		return failedBatch{err}
+	}
+	return &timedBatch{BatchResults: br, end: end}
+}
+
 func (q timed) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return timedRow{st: q.st, ctx: ctx, sql: sql, args: args}
 }
@@ -167,6 +180,36 @@ func (r timedRow) Scan(dest ...any) error {
 	}
 	return end(br.QueryRow().Scan(dest...))
 }
+
+// timedBatch is a batch's results of timed's: once closed, the
+// transaction ends, and Close says how.
+type timedBatch struct {
+	pgx.BatchResults
+	end  func(error) error
+	done bool
+	err  error
+}
+
+func (b *timedBatch) Close() error {
+	if !b.done {
+		b.done = true
+		b.err = b.end(nil)
+	}
+	return b.err
+}
+
+// failedBatch is the results of a batch that was not sent: each is err.
+type failedBatch struct{ err error }
+
+func (b failedBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
+func (b failedBatch) Query() (pgx.Rows, error)         { return nil, b.err }
+func (b failedBatch) QueryRow() pgx.Row                { return failedRow(b) }
+func (b failedBatch) Close() error                     { return b.err }
+func (b failedBatch) Tx() pgx.Tx                       { return nil }
+
+type failedRow struct{ err error }
+
+func (r failedRow) Scan(...any) error { return r.err }
 
 // timedRows are rows of timed's: once read, or closed, the transaction
 // ends, and Err says how.
@@ -211,6 +254,11 @@ func (r *timedRows) Err() error {
 // client-side error of the reading (pgx.ErrNoRows) comes back as it is:
 // the transaction committed.
 func (st *Store) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, func(error) error, error) {
+	return st.sendAll(ctx, []*pgx.QueuedQuery{{SQL: sql, Arguments: args}})
+}
+
+// sendAll is send for several statements, in one transaction.
+func (st *Store) sendAll(ctx context.Context, queries []*pgx.QueuedQuery) (pgx.BatchResults, func(error) error, error) {
 	ctx, cancel := st.stmtCtx(ctx)
 	conn, err := st.pool.Acquire(ctx)
 	if err != nil {
@@ -219,7 +267,7 @@ func (st *Store) send(ctx context.Context, sql string, args []any) (pgx.BatchRes
 	}
 	b := &pgx.Batch{}
 	st.begin(b, false)
-	b.Queue(sql, args...)
+	b.QueuedQueries = append(b.QueuedQueries, queries...)
 	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, b)
 	end := func(err error) error {

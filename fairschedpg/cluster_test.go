@@ -87,8 +87,8 @@ func TestClusterRegistry(t *testing.T) {
 	ctx := context.Background()
 	schema := clusterSchema(t)
 	a, b := replicaStore(t, schema), replicaStore(t, schema)
-	require.NoError(t, b.Register(ctx, "b", 3))
-	require.NoError(t, a.Register(ctx, "a", 2))
+	require.NoError(t, b.Register(ctx, "b", 3, "f"))
+	require.NoError(t, a.Register(ctx, "a", 2, "f"))
 	require.NoError(t, a.Heartbeat(ctx, "a"))
 	require.NoError(t, b.Heartbeat(ctx, "b"))
 	both := []store.ReplicaRecord{{Name: "a", Capacity: 2, Live: true}, {Name: "b", Capacity: 3, Live: true}}
@@ -108,7 +108,7 @@ func TestClusterRegistry(t *testing.T) {
 	assert.NotEqual(t, first[0].Incarnation, again[0].Incarnation, "a registered again")
 	assert.Equal(t, first[1].Incarnation, again[1].Incarnation, "b only heartbeat")
 
-	assert.EqualError(t, a.Register(ctx, "c", 0), `fairschedpg: a replica's capacity must be at least 1: replica "c" has 0`)
+	assert.EqualError(t, a.Register(ctx, "c", 0, "f"), `fairschedpg: a replica's capacity must be at least 1: replica "c" has 0`)
 	require.ErrorIs(t, a.Heartbeat(ctx, "c"), store.ErrNotRegistered)
 	require.NoError(t, b.Deregister(ctx, "b"))
 	err = b.Heartbeat(ctx, "b")
@@ -133,7 +133,7 @@ func TestClusterStatementTimeout(t *testing.T) {
 	st := replicaStoreOn(t, cfg, Options{StatementTimeout: 100 * time.Millisecond})
 	all := func() []error {
 		_, err := st.Replicas(ctx)
-		return []error{st.Register(ctx, "a", 1), st.Heartbeat(ctx, "a"), err}
+		return []error{st.Register(ctx, "a", 1, "f"), st.Heartbeat(ctx, "a"), err}
 	}
 	require.NoError(t, errors.Join(all()...))
 
@@ -303,8 +303,8 @@ func TestClusterSweep(t *testing.T) {
 	require.NotNil(t, leader)
 
 	const lapse = time.Second
-	require.NoError(t, b.Register(ctx, "b", 1))
-	require.NoError(t, c.Register(ctx, "c", 1))
+	require.NoError(t, b.Register(ctx, "b", 1, "f"))
+	require.NoError(t, c.Register(ctx, "c", 1, "f"))
 	registered := time.Now()
 	dead, err := leader.Sweep(ctx, lapse)
 	require.NoError(t, err)
@@ -330,7 +330,7 @@ func TestClusterSweep(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, dead, "a dead replica is declared so once")
 
-	require.NoError(t, b.Register(ctx, "b", 2))
+	require.NoError(t, b.Register(ctx, "b", 2, "f"))
 	require.NoError(t, b.Heartbeat(ctx, "b"), "registered again, live again")
 	rs, err = c.Replicas(ctx)
 	require.NoError(t, err)

@@ -20,6 +20,11 @@ type Config struct {
 	// jobs it runs at once, at least 1.
 	Name     string
 	Capacity int
+	// Fingerprint is the fingerprint of the configuration the replica
+	// decides by (rt.Fingerprint): it is refused, at Start and when it
+	// registers again, while a live replica has another (doc.go,
+	// Configuration).
+	Fingerprint string
 	// Lease is the leader's lease and a replica's registration (doc.go,
 	// Times); Grace how long a handler may take to return once its
 	// context ended.
@@ -91,7 +96,7 @@ func Start(ctx context.Context, cfg Config, remote *decide.Remote, out *decide.O
 	n := &Node{cfg: cfg, remote: remote, out: out, host: host, log: cfg.Logger,
 		stop: make(chan struct{}), resign: make(chan struct{}, 1)}
 	start := time.Now()
-	if err := cfg.Store.Register(ctx, cfg.Name, cfg.Capacity); err != nil {
+	if err := cfg.Store.Register(ctx, cfg.Name, cfg.Capacity, cfg.Fingerprint); err != nil {
 		return nil, err
 	}
 	link, err := cfg.Store.ReplicaLink(ctx, cfg.Name, decide.ReceiverOf(remote, host.Deliver))
@@ -186,9 +191,17 @@ func (n *Node) heartbeat() {
 	if errors.Is(err, store.ErrReplicaDead) || errors.Is(err, store.ErrNotRegistered) {
 		n.fence()
 		start = time.Now()
-		err = n.call(func(ctx context.Context) error { return n.cfg.Store.Register(ctx, n.cfg.Name, n.cfg.Capacity) })
+		err = n.call(func(ctx context.Context) error {
+			return n.cfg.Store.Register(ctx, n.cfg.Name, n.cfg.Capacity, n.cfg.Fingerprint)
+		})
 	}
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrConfigMismatch):
+		n.log.Error("fairsched: a replica declared dead cannot register again: it stays out of the cluster while a live replica has another configuration",
+			"replica", n.cfg.Name, "err", err)
+		return
+	default:
 		if n.ctx.Err() == nil {
 			n.log.Warn("fairsched: a replica's heartbeat failed", "replica", n.cfg.Name, "err", err)
 		}

@@ -33,7 +33,8 @@ type Config struct {
 	Decider func(e *engine.Engine, g decide.Grantee, deliver func(apply func(now int64))) decide.Decider
 	// Cluster, if set, makes the scheduler a replica of a cluster that
 	// shares a database (internal/cluster): its decisions are the
-	// leader's, and it takes its turn to lead. New sets its NewEngine.
+	// leader's, and it takes its turn to lead. New sets its NewEngine
+	// and its Fingerprint.
 	Cluster *cluster.Config
 	// Signals is set by the tests only.
 	Signals *Signals

@@ -23,9 +23,15 @@ import (
 // for concurrent use.
 type Cluster interface {
 	// Register records replica name, live, with capacity slots (at least
-	// 1) and a heartbeat now: again after a restart, or after it was
-	// declared dead.
-	Register(ctx context.Context, name string, capacity int) error
+	// 1), its configuration's fingerprint and a heartbeat now: again
+	// after a restart, or after it was declared dead. It refuses, with
+	// ErrConfigMismatch, and records nothing, while any live replica
+	// other than name is registered with another fingerprint: the leader
+	// decides for every replica by its own configuration, so all must
+	// have one (internal/cluster, doc.go, Configuration). The check and
+	// the record are atomic: of two replicas with different fingerprints
+	// registering at once, with no other live, one at most succeeds.
+	Register(ctx context.Context, name string, capacity int, fingerprint string) error
 	// Heartbeat records that replica name is alive now. It fails with
 	// ErrReplicaDead if a leader declared it dead, ErrNotRegistered if it
 	// is not registered.
@@ -86,4 +92,8 @@ var (
 	ErrFenced        = errors.New("fairsched: this replica's term as the leader is over")
 	ErrReplicaDead   = errors.New("fairsched: this replica was declared dead: it must stop its runs and register again")
 	ErrNotRegistered = errors.New("fairsched: this replica is not registered")
+	// ErrConfigMismatch: Register refused a replica whose configuration
+	// differs from the live replicas'. Its message names the replicas
+	// that differ and both fingerprints.
+	ErrConfigMismatch = errors.New("fairsched: this replica's configuration differs from the live replicas'")
 )

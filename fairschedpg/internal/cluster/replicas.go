@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fairsched/fairsched/internal/store"
@@ -39,27 +40,112 @@ type Replica struct {
 	Registered int64
 }
 
-// Register records replica id, live, with capacity slots and a
-// heartbeat now. A replica registered already under id (a restart, or
-// one declared dead that comes back) is live again with the capacity
-// given.
-func Register(ctx context.Context, q Querier, id string, capacity int) error {
+// ErrConfigMismatch is returned by Register for a replica whose
+// configuration's fingerprint differs from a live replica's. It is the
+// store interface's error.
+var ErrConfigMismatch = store.ErrConfigMismatch
+
+// registryLockKey is the first key of the advisory lock Register holds
+// for its transaction, the second being the schema's name's hash:
+// "fsrg" in ASCII (Migrate's and the Store's locks are others).
+const registryLockKey = 0x66737267
+
+// Batcher is what Register needs of a database: it runs a batch in one
+// transaction. A *pgxpool.Pool or a *pgx.Conn does (a batch is an
+// implicit transaction), a pgx.Tx (in itself), the Store's Querier (in a
+// transaction of its own).
+type Batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// Register records replica id, live, with capacity slots, its
+// configuration's fingerprint and a heartbeat now. A replica registered
+// already under id (a restart, or one declared dead that comes back) is
+// live again with the capacity and the fingerprint given.
+//
+// It records nothing, and fails with ErrConfigMismatch, if a live replica
+// other than id has another fingerprint. The check and the record are one
+// statement, after an advisory lock that every Register takes for its
+// transaction: in READ COMMITTED a statement sees what committed before
+// it began, so a Register that waited for the lock sees the one that
+// held it, and of two replicas with different fingerprints registering
+// at once, the second refuses. (One statement alone would not do: both
+// would check before either inserted, and both insert.) Nothing else
+// waits for the lock: a heartbeat changes no fingerprint, and a replica
+// declared dead or deregistered meanwhile can only make the check
+// refuse what it could have let in, never let in what it must refuse.
+func Register(ctx context.Context, db Batcher, id string, capacity int, fingerprint string) error {
 	if id == "" {
 		return errors.New("fairschedpg: a replica needs a name")
 	}
 	if capacity < 1 {
 		return fmt.Errorf("%w: replica %q has %d", ErrCapacity, id, capacity)
 	}
-	_, err := q.Exec(ctx, `
-INSERT INTO fairsched_replicas (id, capacity, heartbeat, state, registered)
-VALUES ($1, $2, clock_timestamp(), 'live', clock_timestamp())
-ON CONFLICT (id) DO UPDATE
-SET capacity = excluded.capacity, heartbeat = excluded.heartbeat, state = 'live', registered = excluded.registered, died = NULL`,
-		id, capacity)
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))`, registryLockKey)
+	b.Queue(`
+WITH other AS (
+	SELECT id, fingerprint FROM fairsched_replicas
+	WHERE state = 'live' AND id <> $1 AND fingerprint <> $3
+), reg AS (
+	INSERT INTO fairsched_replicas (id, capacity, fingerprint, heartbeat, state, registered)
+	SELECT $1, $2, $3, clock_timestamp(), 'live', clock_timestamp()
+	WHERE NOT EXISTS (SELECT FROM other)
+	ON CONFLICT (id) DO UPDATE
+	SET capacity = excluded.capacity, fingerprint = excluded.fingerprint, heartbeat = excluded.heartbeat,
+		state = 'live', registered = excluded.registered, died = NULL
+)
+SELECT id, fingerprint FROM other ORDER BY id`, id, capacity, fingerprint)
+	br := db.SendBatch(ctx, b)
+	var other [][2]string
+	_, err := br.Exec()
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			other, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) ([2]string, error) {
+				var r [2]string
+				err := row.Scan(&r[0], &r[1])
+				return r, err
+			})
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return fmt.Errorf("fairschedpg: registering replica %q: %w", id, err)
 	}
+	if len(other) > 0 {
+		return mismatch(id, fingerprint, other)
+	}
 	return nil
+}
+
+// mismatch is Register's error for replica id, of fingerprint fp, refused
+// for the live replicas other, each a name and a fingerprint: it names a
+// few, with the fingerprints' short forms.
+func mismatch(id, fp string, other [][2]string) error {
+	const most = 4
+	var b strings.Builder
+	for i, o := range other[:min(len(other), most)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q has %s", o[0], Short(o[1]))
+	}
+	if len(other) > most {
+		fmt.Fprintf(&b, ", and %d more", len(other)-most)
+	}
+	return fmt.Errorf("%w: replica %q has configuration %s; live replica %s", ErrConfigMismatch, id, Short(fp), b.String())
+}
+
+// Short returns a fingerprint's short form, for messages: its first 8
+// characters, quoted if empty.
+func Short(fp string) string {
+	if fp == "" {
+		return `""`
+	}
+	return fp[:min(len(fp), 8)]
 }
 
 // Heartbeat records that replica id is alive now, by the database's

@@ -90,14 +90,16 @@ CREATE TABLE fairsched_leader (
 );
 INSERT INTO fairsched_leader (term, holder, expires) VALUES (0, '', '-infinity');
 
--- The replicas, each with its capacity (slots) and last heartbeat.
+-- The replicas, each with its capacity (slots), its configuration's
+-- fingerprint and its last heartbeat.
 CREATE TABLE fairsched_replicas (
-	id         text        PRIMARY KEY,          -- the replica's name: packing offers work in this order
-	capacity   integer     NOT NULL CHECK (capacity > 0),
-	heartbeat  timestamptz NOT NULL,              -- the database's clock
-	state      text        NOT NULL CHECK (state IN ('live', 'dead')),
-	registered timestamptz NOT NULL,
-	died       timestamptz                        -- when a leader declared it dead
+	id          text        PRIMARY KEY,          -- the replica's name: packing offers work in this order
+	capacity    integer     NOT NULL CHECK (capacity > 0),
+	fingerprint text        NOT NULL,             -- the live replicas' are all one: a replica with another is refused
+	heartbeat   timestamptz NOT NULL,             -- the database's clock
+	state       text        NOT NULL CHECK (state IN ('live', 'dead')),
+	registered  timestamptz NOT NULL,
+	died        timestamptz                       -- when a leader declared it dead
 );
 `,
 }

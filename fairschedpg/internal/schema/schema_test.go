@@ -48,6 +48,20 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 	assert.Equal(t, []string{"id", "state", "type", "key", "ref", "priority", "submitted", "not_before", "start_by",
 		"attempt", "allowed", "started", "replica", "finished", "attempts", "error", "after", "needs", "stood", "args", "unseen"}, cols)
 
+	// The columns of a replica: its capacity, its configuration's
+	// fingerprint, its heartbeat.
+	cols = nil
+	rows, err = pool.Query(ctx, `SELECT column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'fairsched_replicas' ORDER BY ordinal_position`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		cols = append(cols, name)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{"id", "capacity", "fingerprint", "heartbeat", "state", "registered", "died"}, cols)
+
 	// One lease row, free, in term 0.
 	var n, term int
 	var free bool
@@ -59,8 +73,13 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 	// A second lease row, or a replica without capacity, is refused.
 	_, err = pool.Exec(ctx, `INSERT INTO fairsched_leader (one, term, holder, expires) VALUES (false, 0, '', now())`)
 	assert.Error(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO fairsched_replicas VALUES ('r', 0, now(), 'live', now(), NULL)`)
-	assert.Error(t, err)
+	const replica = `INSERT INTO fairsched_replicas (id, capacity, fingerprint, heartbeat, state, registered) VALUES ($1, $2, $3, now(), 'live', now())`
+	_, err = pool.Exec(ctx, replica, "r", 0, "f")
+	assert.ErrorContains(t, err, "capacity_check")
+	_, err = pool.Exec(ctx, replica, "r", 1, nil)
+	assert.ErrorContains(t, err, `"fingerprint"`, "a replica without a fingerprint")
+	_, err = pool.Exec(ctx, replica, "r", 1, "f")
+	assert.NoError(t, err, "one with both")
 }
 
 func TestMigrateTwiceDoesNothing(t *testing.T) {
