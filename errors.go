@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/internal/rt"
+	"github.com/fairsched/fairsched/internal/store"
 )
 
 // The errors of the package, in one place: sentinels to match with
@@ -83,6 +84,12 @@ var ErrLost = rt.ErrLost
 // ErrTxNotSupported is matched by EnqueueTx's error for a transaction of a
 // type the Store does not take.
 var ErrTxNotSupported = rt.ErrTxNotSupported
+
+// ErrConfigMismatch is matched by New's error for a replica
+// (Config.Replica) configured unlike the live replicas of its cluster:
+// other limits, keys, job types or their policies, or another Lease. Its
+// message names the replicas that differ.
+var ErrConfigMismatch = store.ErrConfigMismatch
 
 // ErrBatchTooLarge is matched (errors.Is) by SubmitMany's error for a
 // batch of more than MaxBatch jobs. Nothing was submitted.

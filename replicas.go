@@ -30,8 +30,11 @@ import (
 // matching ErrLost, retried by its type's Retry policy. So handlers are
 // expected to return within Grace once their context ends.
 //
-// Every replica must be configured alike (the same limits and job
-// types); the leader decides with its own configuration.
+// Every replica must be configured alike (the same limits, keys, job
+// types and their policies, and Lease): the leader decides with its own
+// configuration. New refuses a replica configured unlike the live ones,
+// with an error matching ErrConfigMismatch; so a deploy that changes the
+// configuration stops the old replicas before it starts the new ones.
 //
 // What is not shared yet: durable jobs (Handlers) are refused in a
 // replica's Config; a refusal for a full queue ends the job after Submit
@@ -50,7 +53,7 @@ type Replica struct {
 	// Lease is how long a leader's lease, and a replica's registration,
 	// hold without renewal: a dead leader is replaced, and a dead
 	// replica's slots counted free, within it. 0 means DefaultLease.
-	// Every replica of a cluster must use the same.
+	// Every replica of a cluster must use the same (ErrConfigMismatch).
 	Lease time.Duration
 	// Grace is how long a handler may take to return once its context
 	// ended: a replica that cannot renew its registration stops its runs

@@ -13,11 +13,12 @@ import (
 )
 
 // Fingerprint returns the fingerprint of what a cluster's leader decides
-// by: the engine's configuration and every job type's, with the type's
-// policies of the run-time layer. Replicas must agree on it
+// by: the engine's configuration e and every job type's, with the type's
+// policies of the run-time layer, and the lease (cluster.Config.Lease:
+// the leader declares dead a replica silent for its own, while the
+// replica fences itself by its own). Replicas must agree on it
 // (internal/cluster, doc.go, Configuration): it is 32 hex digits, the
-// first 16 bytes of the SHA-256 of an encoding of cfg.Engine and
-// cfg.Types.
+// first 16 bytes of the SHA-256 of an encoding of them.
 //
 // The encoding writes each field explicitly, as a tag of its own and its
 // value, in the order of the tags; maps as their entries sorted by key.
@@ -28,7 +29,7 @@ import (
 // two versions with one configuration still agree. A tag is never
 // reused; a field added gets the next one. The test enumerates the
 // structs' fields by reflection: a field not encoded here fails it.
-func Fingerprint(e engine.Config, types map[string]TypeConfig) string {
+func Fingerprint(e engine.Config, types map[string]TypeConfig, lease time.Duration) string {
 	var w fpWriter
 	w.buf = append(w.buf, "fairsched config 1\x00"...)
 	w.sub(1, func(w *fpWriter) { w.engineConfig(e) })
@@ -37,6 +38,7 @@ func Fingerprint(e engine.Config, types map[string]TypeConfig) string {
 			w.entry(name, func(w *fpWriter) { w.typeConfig(types[name]) })
 		}
 	})
+	w.dur(3, lease)
 	sum := sha256.Sum256(w.buf)
 	return hex.EncodeToString(sum[:16])
 }

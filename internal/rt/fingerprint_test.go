@@ -18,9 +18,10 @@ import (
 type fpInput struct {
 	Engine engine.Config
 	Types  map[string]TypeConfig
+	Lease  time.Duration
 }
 
-func (in fpInput) fingerprint() string { return Fingerprint(in.Engine, in.Types) }
+func (in fpInput) fingerprint() string { return Fingerprint(in.Engine, in.Types, in.Lease) }
 
 // fpBase returns a configuration with every map and list holding
 // entries, so that the walk reaches every field of every struct; reverse
@@ -50,6 +51,7 @@ func fpBase(reverse bool) fpInput {
 			BackfillLookahead: 8,
 		},
 		Types: map[string]TypeConfig{},
+		Lease: 5 * time.Second,
 	}
 	tiers := []int{0, 1, 2}
 	if reverse {
@@ -85,7 +87,7 @@ func TestFingerprintEqualConfigs(t *testing.T) {
 		assert.Equal(t, fa, b.fingerprint())
 	}
 	// A field at zero is not written: nil and empty maps are one.
-	assert.Equal(t, Fingerprint(engine.Config{}, nil), Fingerprint(engine.Config{TierLimits: map[int]int{}}, map[string]TypeConfig{}))
+	assert.Equal(t, Fingerprint(engine.Config{}, nil, 0), Fingerprint(engine.Config{TierLimits: map[int]int{}}, map[string]TypeConfig{}, 0))
 }
 
 // Changing any one field, anywhere, or adding, removing or renaming an

@@ -60,11 +60,11 @@ func New(cfg Config) (*Runtime, error) {
 // join starts the scheduler's part in its cluster. The leader's engine,
 // made as each term begins, is configured as this one was at New: the
 // same limits, and the job types of Config.Types. Their fingerprint, with
-// the types' policies, is the replica's: it is refused if a live replica
-// has another (store.ErrConfigMismatch), and New fails.
+// the types' policies and the lease, is the replica's: it is refused if a
+// live replica has another (store.ErrConfigMismatch), and New fails.
 func (s *Runtime) join() error {
 	c := *s.cfg.Cluster
-	c.Fingerprint = Fingerprint(s.cfg.Engine, s.cfg.Types)
+	c.Fingerprint = Fingerprint(s.cfg.Engine, s.cfg.Types, c.Lease)
 	c.NewEngine = func() *engine.Engine {
 		e := engine.New(s.cfg.Engine, nil)
 		for _, name := range slices.Sorted(maps.Keys(s.cfg.Types)) {
