@@ -25,6 +25,45 @@
 // over in the process, on the Outbox's pump, as the database's link
 // would (in order, by whole batches).
 //
+// # Configuration
+//
+// The leader decides for every replica with an engine of its own
+// (NewEngine), configured as its own process's; so the replicas must
+// agree on that configuration. Each registers with Config.Fingerprint
+// (rt.Fingerprint: the engine's configuration, every job type's with its
+// retry, disable and duplicate policies, and Lease), and the store
+// refuses one, with store.ErrConfigMismatch, while a live replica other
+// than itself has another, atomically: of two replicas of two
+// configurations registering at once, one at most succeeds. So the first
+// to register in a registry with no other live replica sets the
+// cluster's configuration. A replica refused at Start fails it (and the
+// scheduler's New); one refused as it registers again after it was
+// declared dead stays fenced, logs, and tries again at each heartbeat.
+// Each replica's own settings are not in it: Capacity, Grace, the
+// overflow hook, and its handlers (a durable job runs where a handler
+// is).
+//
+// The fingerprint is of the configuration at New. Changing a live
+// cluster's configuration is the business of the run-time changes
+// (SetMaxConcurrency, weights, pauses), once they reach the leader's
+// decisions and survive a failover (today they change the calling
+// replica's view only). A deploy that changes the configuration cannot
+// roll: its new replicas are refused while an old one is live. It stops
+// the old replicas first (they deregister at Close) and then starts the
+// new ones, and no decision is taken between the two. A rolling deploy of
+// the same configuration needs nothing, across versions too: a field
+// added to the configuration and left at zero does not change the
+// fingerprint.
+//
+// Open: a replica counts as live until a leader declares it dead. If
+// every replica dies at once (no Close, so none deregisters) and the
+// replicas started next have another configuration, none is let in to
+// lead and sweep the dead ones: they are refused until the rows are
+// deleted, or a replica of the old configuration starts and sweeps them.
+// Register could count only replicas whose heartbeat is younger than
+// the lease (it would need the lease: a column of the registry, or an
+// argument) and declare the others dead in its statement.
+//
 // # Times
 //
 // Lease is both the leader's lease and a replica's registration: a

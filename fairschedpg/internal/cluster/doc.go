@@ -72,9 +72,12 @@
 // # Replicas
 //
 // fairsched_replicas holds each replica's name, capacity (at least 1),
-// last heartbeat and state (live or dead). A replica registers (again
-// after a restart, or after it was declared dead) and heartbeats; one
-// that shuts down deregisters. The leader's Sweep declares dead, fenced
+// configuration's fingerprint, last heartbeat and state (live or dead).
+// A replica registers (again after a restart, or after it was declared
+// dead) and heartbeats; one that shuts down deregisters. Register refuses
+// (ErrConfigMismatch) a fingerprint other than a live replica's, checked
+// and recorded in one statement after an advisory lock every Register
+// takes for its transaction (replicas.go says why both are needed). The leader's Sweep declares dead, fenced
 // by its term, every live replica whose heartbeat is older than the
 // lapse it is given; a dead replica's heartbeat fails with
 // ErrReplicaDead, so it learns it must stop its runs. What the leader
