@@ -2,7 +2,9 @@ package fairschedpg_test
 
 import (
 	"context"
+	"log/slog"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,18 +22,7 @@ import (
 // refused.
 func TestReplicasConfigMismatch(t *testing.T) {
 	_, schema := pgtest.PoolSchema(t)
-	start := func(name string, maxConcurrency int) (*fairsched.Scheduler, error) {
-		t.Helper()
-		pool, err := pgxpool.NewWithConfig(context.Background(), pgtest.Config(t, schema))
-		require.NoError(t, err)
-		t.Cleanup(pool.Close)
-		st, err := fairschedpg.OpenReplicaPool(context.Background(), pool)
-		require.NoError(t, err)
-		t.Cleanup(func() { assert.NoError(t, st.Close()) })
-		return fairsched.New(fairsched.Config{MaxConcurrency: maxConcurrency, Store: st,
-			Types:   map[string]fairsched.TypeConfig{"mail": {MaxConcurrency: 1}},
-			Replica: &fairsched.Replica{Name: name, Capacity: 2, Lease: time.Second}})
-	}
+	start := startAs(t, schema, nil)
 	a, err := start("web-1", 4)
 	require.NoError(t, err)
 	b, err := start("web-2", 4)
@@ -55,3 +46,77 @@ func TestReplicasConfigMismatch(t *testing.T) {
 	require.NoError(t, c.RunSync(context.Background(), fairsched.Job{Type: "mail", Key: "k"}, func(context.Context) error { return nil }))
 	require.NoError(t, c.Close())
 }
+
+// startAs returns a function that starts a replica on schema, on a
+// Store of its own, with the MaxConcurrency given, logging to logger.
+func startAs(t *testing.T, schema string, logger *slog.Logger) func(name string, maxConcurrency int) (*fairsched.Scheduler, error) {
+	return func(name string, maxConcurrency int) (*fairsched.Scheduler, error) {
+		t.Helper()
+		pool, err := pgxpool.NewWithConfig(context.Background(), pgtest.Config(t, schema))
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		st, err := fairschedpg.OpenReplicaPool(context.Background(), pool)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, st.Close()) })
+		return fairsched.New(fairsched.Config{MaxConcurrency: maxConcurrency, Store: st, Logger: logger,
+			Types:   map[string]fairsched.TypeConfig{"mail": {MaxConcurrency: 1}},
+			Replica: &fairsched.Replica{Name: name, Capacity: 2, Lease: time.Second}})
+	}
+}
+
+// A replica declared dead registers again with its configuration: it is
+// refused while a live replica has another, stays out and says so, and
+// is let in once that one has gone.
+func TestReplicasConfigMismatchAfterDeath(t *testing.T) {
+	pool, schema := pgtest.PoolSchema(t)
+	tap := &logTap{records: make(chan string, 100)}
+	a, err := startAs(t, schema, slog.New(tap))("web-1", 4)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, a.Close()) })
+	ctx := context.Background()
+	require.NoError(t, a.RunSync(ctx, fairsched.Job{Key: "k"}, func(context.Context) error { return nil }))
+
+	// As a leader's sweep would, and a replica of another configuration
+	// registered then, in one transaction: web-1's next heartbeat finds
+	// itself dead, and its registration is refused.
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `UPDATE fairsched_replicas SET state = 'dead', died = now() WHERE id = 'web-1'`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO fairsched_replicas (id, capacity, fingerprint, heartbeat, state, registered)
+		VALUES ('web-9', 1, 'another', now() + interval '1 hour', 'live', now())`)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	for msg := ""; !strings.Contains(msg, "cannot register again"); {
+		select {
+		case msg = <-tap.records:
+		case <-time.After(time.Minute):
+			t.Fatal("web-1 did not say it was refused")
+		}
+	}
+	var live bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT state = 'live' FROM fairsched_replicas WHERE id = 'web-1'`).Scan(&live))
+	assert.False(t, live, "refused: nothing recorded")
+
+	// web-9 goes: web-1 registers again, leads, and runs.
+	_, err = pool.Exec(ctx, `DELETE FROM fairsched_replicas WHERE id = 'web-9'`)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute) // a deadlock's bound
+	defer cancel()
+	require.NoError(t, a.RunSync(ctx, fairsched.Job{Key: "k"}, func(context.Context) error { return nil }))
+}
+
+// logTap is a slog.Handler that passes each record's message on, if
+// there is room.
+type logTap struct{ records chan string }
+
+func (l *logTap) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logTap) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case l.records <- r.Message:
+	default:
+	}
+	return nil
+}
+func (l *logTap) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logTap) WithGroup(string) slog.Handler      { return l }
