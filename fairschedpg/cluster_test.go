@@ -101,7 +101,7 @@ func TestClusterRegistry(t *testing.T) {
 	}
 	// Registering again (a restart under its name) is a new incarnation;
 	// a heartbeat is not.
-	require.NoError(t, a.Register(ctx, "a", 2))
+	require.NoError(t, a.Register(ctx, "a", 2, "f"))
 	require.NoError(t, b.Heartbeat(ctx, "b"))
 	again, err := a.Replicas(ctx)
 	require.NoError(t, err)
