@@ -36,12 +36,16 @@ import (
 // with an error matching ErrConfigMismatch; so a deploy that changes the
 // configuration stops the old replicas before it starts the new ones.
 //
+// Submit on a replica returns once the leader has admitted the job (or
+// refused it: a full queue is Submit's error, as in one process), which
+// takes a round trip to the leader, and during a failover the time the
+// next leader takes.
+//
 // What is not shared yet: durable jobs (Handlers) are refused in a
-// replica's Config; a refusal for a full queue ends the job after Submit
-// returned (its Handle reports it) rather than being Submit's error;
-// TryRunSync answers ErrWouldWait; Stats, Queue and EstimateWait tell of
-// the calling replica's own jobs; and run-time changes (SetMaxConcurrency
-// and the like) apply to that replica's view only.
+// replica's Config; SubmitMany admits its jobs one by one, not all or
+// none; TryRunSync answers ErrWouldWait; Stats, Queue and EstimateWait
+// tell of the calling replica's own jobs; and run-time changes
+// (SetMaxConcurrency and the like) apply to that replica's view only.
 
 // Replica configures a scheduler as one replica of several (Config.Replica).
 type Replica struct {

@@ -393,3 +393,32 @@ func TestClusterReplicaUsage(t *testing.T) {
 	assert.Equal(t, ended-granted, busy, "busy from the first grant to the last end")
 	assert.Equal(t, c.now-1-busy, idle)
 }
+
+// A replica's caller can wait for the leader's answer to its job: true
+// once it is granted or admitted to wait, false once it is refused.
+func TestClusterAdmission(t *testing.T) {
+	cfg := testEngineConfig(1)
+	cfg.MaxQueue = 1
+	c := newTestCluster(t, cfg, 1, "a")
+	c.leader.Begin(1, map[string]int{"a": 1}, c.tick())
+	c.flush()
+	n := c.nodes["a"]
+	var x [3]engine.Job
+	var answers [3]<-chan bool
+	for i := range x {
+		c.submit("a", &x[i], "k")
+		answers[i] = n.r.Admission(&x[i])
+	}
+	for i := range answers {
+		select {
+		case <-answers[i]:
+			t.Fatalf("job %d answered before the leader heard of it", i)
+		default:
+		}
+	}
+	c.flush()
+	assert.True(t, <-answers[0], "granted")
+	assert.True(t, <-answers[1], "admitted to wait")
+	assert.False(t, <-answers[2], "refused: the queue holds one")
+	assert.Equal(t, 1, c.sent[Admitted])
+}

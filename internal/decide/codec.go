@@ -70,7 +70,7 @@ func EncodeMsgs(msgs []Msg, max int) ([][]byte, error) {
 	var cur []byte
 	var m []byte // one message's encoding, reused
 	for i := range msgs {
-		if k := msgs[i].Kind; k < Ask || k > Resync {
+		if k := msgs[i].Kind; k < Ask || k > lastKind {
 			return nil, fmt.Errorf("decide: message %d of %d: unknown kind %d", i, len(msgs), k)
 		}
 		m = appendMsg(m[:0], &msgs[i])
@@ -299,7 +299,7 @@ func (d *decoder) msg(m *Msg, prev []Msg) {
 		last = prev[len(prev)-1]
 	}
 	m.Kind = MsgKind(d.byte())
-	if d.err == nil && (m.Kind < Ask || m.Kind > Resync) {
+	if d.err == nil && (m.Kind < Ask || m.Kind > lastKind) {
 		d.fail(fmt.Errorf("unknown kind %d", m.Kind))
 		return
 	}

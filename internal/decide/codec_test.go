@@ -26,6 +26,7 @@ func sampleMsgs() []Msg {
 		{Kind: Grant, Term: 8, Replica: "replica-b", Seq: 9},
 		{Kind: Ended, Term: 8, Replica: "replica-b", Seq: 10, Refusal: engine.RefusalReason(3), Sync: 4},
 		{Kind: Resync, Term: 8, Replica: "replica-b"},
+		{Kind: Admitted, Term: 8, Replica: "replica-b", Seq: 11, Sync: 2},
 		{Kind: Ask},
 	}
 }
@@ -116,7 +117,7 @@ func TestCodecSizeBound(t *testing.T) {
 	if p, err := EncodeMsgs(msgs, size); !errors.Is(err, ErrMsgTooLarge) || p != nil {
 		t.Errorf("max below one message: %d payloads, %v; want ErrMsgTooLarge", len(p), err)
 	}
-	if _, err := EncodeMsgs([]Msg{{Kind: Resync + 1}}, 100); err == nil {
+	if _, err := EncodeMsgs([]Msg{{Kind: lastKind + 1}}, 100); err == nil {
 		t.Error("an unknown kind was encoded")
 	}
 	if _, err := EncodeMsgs([]Msg{{}}, 100); err == nil {
@@ -145,7 +146,7 @@ func TestCodecRefuses(t *testing.T) {
 		"empty":         {},
 		"version 2":     append([]byte{2}, p[1:]...),
 		"kind 0":        {codecVersion, 0, 0},
-		"kind unknown":  {codecVersion, byte(Resync + 1), 0},
+		"kind unknown":  {codecVersion, byte(lastKind + 1), 0},
 		"field unknown": {codecVersion, byte(Ask), 0x80, 0x80, 0x04},
 		"long string":   {codecVersion, byte(Ask), fieldReplica, 0xff, 0xff, 0xff, 0xff, 0x0f, 'a'},
 		"many needs":    {codecVersion, byte(Ask), 0x80, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0},
@@ -181,7 +182,7 @@ func FuzzCodec(f *testing.F) {
 			}
 		}
 		m := Msg{
-			Kind: Ask + MsgKind(kind%uint8(Resync)), Term: term, Replica: replica, Seq: seq,
+			Kind: Ask + MsgKind(kind%uint8(lastKind)), Term: term, Replica: replica, Seq: seq,
 			Desc: engine.Desc{Type: typ, ID: id, Key: key, Priority: int(descPrio)},
 			Age:  age, NotBefore: notBefore, StartBy: startBy, Ran: ran,
 			Priority: int(prio), N: int(n), Outcome: engine.Outcome(outcome), Refusal: engine.RefusalReason(refusal),

@@ -73,8 +73,9 @@
 //     count it, and sends back the grant, or the end of a job it never
 //     granted (refused at admission, past its start deadline), which
 //     the Grantee hears as Ended. A refusal therefore comes after the
-//     call: Submit returns a Handle whose job then ends with the
-//     refusal's error, where one process returns the error from Submit.
+//     call: a caller that must learn of it from its call (Submit) waits,
+//     without the lock, for the leader's answer (Remote.Admission: the
+//     leader says Admitted of a job it queues).
 //   - A new term. The leader's engine starts empty: it asks every live
 //     replica for its jobs and grants nothing until each has answered
 //     (running jobs adopted, engine.Adopt, so they count from the first
@@ -93,9 +94,8 @@
 //     the end, fenced by the attempt's number, and the policies
 //     (retries, disabled pairs, dead jobs) are applied where the job's
 //     record is kept.
-//   - Admission asked first, so that a replica's Submit learns of a full
-//     queue from its call: the ways in would ask the leader before they
-//     take the lock (one request for a batch, all or none).
+//   - A batch's admission, all or none: SubmitMany's jobs would be
+//     asked for in one request that the leader admits or refuses whole.
 //   - The reads (Figures, Page, Snapshot, EstimateWait) and the run-time
 //     changes of the configuration are the leader's; a Remote answers
 //     them from its own process until they are published to every

@@ -325,7 +325,9 @@ func (l *Leader) admit(k standKey, m *Msg, restored bool, now int64) {
 	l.stand[k], l.byJob[&s.j] = s, s
 	if s.j.Running() {
 		l.Granted(&s.j)
+		return
 	}
+	l.out.Put(Msg{Kind: Admitted, Term: l.term, Replica: k.replica, Seq: k.seq, Sync: l.sync[k.replica]})
 }
 
 // adopt counts another replica's job k, running there as m says, against

@@ -54,6 +54,9 @@ type remoteJob struct {
 	notBefore int64 // absolute, the replica's time; 0: none
 	startBy   int64
 	granted   bool
+	// admission, if a caller waits for the leader's answer (Admission),
+	// receives it: true, admitted; false, refused.
+	admission chan bool
 }
 
 // NewRemote returns the Decider of replica name, which begins at now,
@@ -143,11 +146,16 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 		case Resync:
 			r.term = m.Term
 			r.hello(now)
+		case Admitted:
+			if rj := r.jobs[m.Seq]; rj != nil && m.Term == r.term {
+				rj.answer(true)
+			}
 		case Grant:
 			rj := r.jobs[m.Seq]
 			if m.Term != r.term || m.Sync < r.sync || rj == nil || rj.granted || r.fenced {
 				continue // given up here first: the leader has the Cancel; or fenced: Unfence tells the leader
 			}
+			rj.answer(true)
 			rj.granted = true
 			r.ran(1, now)
 			r.e.StartHeld(rj.j, now)
@@ -171,6 +179,7 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 			} else {
 				r.counts.Cancelled++
 			}
+			rj.answer(ref == nil)
 			r.e.EndHeld(rj.j, o, now)
 			r.g.Ended(rj.j, o, ref, now)
 		}
@@ -252,8 +261,11 @@ func (r *Remote) Retry(j *engine.Job, notBefore, now int64) {
 // Cancel gives j up, granted by the leader or not: a grant that comes
 // after is dropped, and the leader frees what it held.
 func (r *Remote) Cancel(j *engine.Job, now int64) bool {
-	if rj := r.jobs[j.Seq()]; rj != nil && rj.granted {
-		r.ran(-1, now)
+	if rj := r.jobs[j.Seq()]; rj != nil {
+		if rj.granted {
+			r.ran(-1, now)
+		}
+		rj.answer(true) // not refused: the caller who waits has the job's end
 	}
 	delete(r.jobs, j.Seq())
 	r.counts.Cancelled++
@@ -356,6 +368,32 @@ func (r *Remote) FindRunning(match func(*engine.Job) bool) (*engine.Job, int) {
 		return nil, 0
 	}
 	return found, found.Base()
+}
+
+// Admission returns a channel that receives the leader's answer to j,
+// waiting: true once it is admitted (or granted, or ends without being
+// refused), false if the leader refused it (Grantee.Ended has ended it).
+// A caller that must know whether there was room for j (Submit) waits
+// on it without the lock.
+func (r *Remote) Admission(j *engine.Job) <-chan bool {
+	rj := r.jobs[j.Seq()]
+	if rj == nil {
+		ch := make(chan bool, 1)
+		ch <- true // ended already, and not by a refusal: that would have answered
+		return ch
+	}
+	if rj.admission == nil {
+		rj.admission = make(chan bool, 1)
+	}
+	return rj.admission
+}
+
+// answer gives a caller waiting for rj's admission the answer, once.
+func (rj *remoteJob) answer(admitted bool) {
+	if rj.admission != nil {
+		rj.admission <- admitted
+		rj.admission = nil
+	}
 }
 
 // OwnNeeds returns the needs j, of this replica and not ended, was

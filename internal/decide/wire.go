@@ -35,7 +35,7 @@ import (
 type MsgKind uint8
 
 // The messages. To the leader: Ask, Running, Hello, End, Retry, Cancel,
-// Raise. From the leader: Grant, Ended, Resync.
+// Raise. From the leader: Grant, Ended, Resync, Admitted.
 const (
 	// Ask: admit job Seq of the replica, described by Desc, Needs and
 	// its times, and grant it to that replica. In a Hello, a job waiting.
@@ -63,6 +63,11 @@ const (
 	Ended
 	// Resync: the leader asks the replica for a Hello.
 	Resync
+	// Admitted: job Seq was admitted, and waits for its grant: the
+	// caller that submitted it learns there is room for it.
+	Admitted
+
+	lastKind = Admitted
 )
 
 // Msg is one message. Which fields mean something depends on Kind.

@@ -257,3 +257,40 @@ func TestReplicasCallerGivesUp(t *testing.T) {
 	assert.NoError(t, rs[1].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error { return nil }))
 	assert.False(t, ran.Load())
 }
+
+// A replica's Submit returns once the leader admitted its job, so a full
+// queue is Submit's error, as in one process; an admitted job's Handle
+// sees it run.
+func TestReplicasSubmitLearnsOfAFullQueue(t *testing.T) {
+	cfg := replicaEngineConfig(1)
+	cfg.MaxQueue = 2
+	hub := decide.NewHub()
+	rs := newTestReplicas(t, hub, cfg, 1, "a")
+	hold := make(chan struct{})
+	running := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- rs[0].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error {
+			close(running)
+			<-hold
+			return nil
+		})
+	}()
+	<-running
+	ran := make(chan struct{})
+	h, err := rs[1].rt.Submit(context.Background(), &Job{Key: "k"}, func(context.Context) error { close(ran); return nil })
+	require.NoError(t, err, "room for one: admitted, it waits")
+	second := make(chan error, 1)
+	go func() {
+		second <- rs[0].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error { return nil })
+	}()
+	<-rs[0].signals.Accepted
+	<-rs[0].signals.Accepted // the leader's second job fills the queue
+	_, err = rs[1].rt.Submit(context.Background(), &Job{Key: "k"}, func(context.Context) error { return nil })
+	assert.ErrorContains(t, err, "queue full", "refused by the leader: Submit's error")
+	close(hold)
+	require.NoError(t, <-first)
+	require.NoError(t, h.Wait(context.Background()))
+	<-ran
+	require.NoError(t, <-second)
+}

@@ -32,6 +32,7 @@ func New(cfg Config) (*Runtime, error) {
 		s.dec = s.remote
 	case cfg.Decider != nil:
 		s.dec = cfg.Decider(s.eng, (*grantee)(s), s.Deliver)
+		s.remote, _ = s.dec.(*decide.Remote) // a replica's, in one process (the tests' cluster)
 	}
 	s.disabling.dec = s.decider()
 	s.disabling.pairs = s.disabling.dec.Pairs()

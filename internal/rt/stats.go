@@ -63,7 +63,7 @@ func (s *Runtime) Stats(maxKeys int) Stats {
 		EventsDropped:    s.events.droppedCount(),
 	}
 	copy(st.Waiting[:], f.Waiting[:])
-	if s.remote != nil {
+	if s.node != nil {
 		running, busy, idle := s.remote.Usage(s.nowLocked())
 		term, leader := s.node.Leading()
 		st.Replica = &ReplicaStats{Name: s.cfg.Cluster.Name, Leader: leader, Term: term,

@@ -212,8 +212,26 @@ func (s *Runtime) Submit(ctx context.Context, desc *Job, fn func(context.Context
 		s.raiseChildLocked(ctx, t, now)
 	}
 	s.launchLocked(t, now)
+	if s.remote != nil && t.waiting() {
+		return s.awaitAdmission(t, h)
+	}
 	s.mu.Unlock()
 	return h, nil
+}
+
+// awaitAdmission is Submit's end on a replica: it waits, with mu held on
+// entry and released, for the leader to admit waiting job t, or refuse
+// it, so that the caller learns of a full queue from Submit as in one
+// process. h is t's Handle.
+func (s *Runtime) awaitAdmission(t *task, h Handle) (Handle, error) {
+	answer := s.remote.Admission(&t.rec)
+	s.mu.Unlock()
+	if <-answer {
+		return h, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Handle{}, resultOf(t) // refused: Grantee.Ended ended it with the refusal's error
 }
 
 // runJoined is RunSync for a duplicate that joined job t as w: it waits
