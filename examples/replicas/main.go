@@ -1,0 +1,184 @@
+// Command replicas starts three replicas of one service on one PostgreSQL
+// database, each a process of its own whose scheduler is one replica of
+// a cluster, kills one of them with SIGKILL while they work, and shows
+// that the others go on (one of them leading, if the one killed led):
+// the cluster's limit of 4 jobs at once holds across the processes, and
+// every call of a replica still alive returns.
+//
+// It needs a PostgreSQL server: set DATABASE_URL (or FAIRSCHED_PG_DSN),
+// or start a throwaway one with the repository's scripts/pg.sh, which
+// prints the line to paste:
+//
+//	bash scripts/pg.sh start /tmp/pg
+//	cd examples/replicas && go run .
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fairsched/fairsched"
+	"github.com/fairsched/fairsched/fairschedpg"
+)
+
+func main() {
+	replica := flag.String("replica", "", "run as the replica of this name (the parent starts them)")
+	run := flag.Duration("for", 6*time.Second, "how long the replicas work")
+	flag.Parse()
+	dsn := os.Getenv("DATABASE_URL")
+	if dsn == "" {
+		dsn = os.Getenv("FAIRSCHED_PG_DSN")
+	}
+	if dsn == "" {
+		log.Fatal("set DATABASE_URL to a PostgreSQL database; for a throwaway server: bash scripts/pg.sh start /tmp/pg")
+	}
+	if *replica != "" {
+		runReplica(*replica, dsn)
+		return
+	}
+	parent(dsn, *run)
+}
+
+// parent starts three replicas, kills the first to lead once they have
+// worked a third of the time, and stops the others at the end.
+func parent(dsn string, run time.Duration) {
+	names := []string{"web-1", "web-2", "web-3"}
+	procs := map[string]*exec.Cmd{}
+	leads := make(chan string, 16)
+	var out sync.WaitGroup
+	for _, name := range names {
+		cmd := exec.Command(os.Args[0], "-replica", name)
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			log.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			log.Fatal(err)
+		}
+		procs[name] = cmd
+		out.Add(1)
+		go func() { // relay its lines, and tell who leads
+			defer out.Done()
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				line := sc.Text()
+				fmt.Printf("%-6s %s\n", name, line)
+				if strings.HasPrefix(line, "leads") {
+					leads <- name
+				}
+			}
+		}()
+	}
+	leader := <-leads
+	time.Sleep(run / 3) // let them work
+	fmt.Printf("-- killing %s (the leader) with SIGKILL\n", leader)
+	killed := time.Now()
+	if err := procs[leader].Process.Kill(); err != nil {
+		log.Fatal(err)
+	}
+	_ = procs[leader].Wait()
+	next := <-leads
+	fmt.Printf("-- %s leads, %v after the kill\n", next, time.Since(killed).Round(time.Millisecond))
+	time.Sleep(run * 2 / 3)
+	for name, cmd := range procs {
+		if name != leader {
+			_ = cmd.Process.Signal(syscall.SIGTERM) // each closes its scheduler and reports
+		}
+	}
+	for name, cmd := range procs {
+		if name != leader {
+			if err := cmd.Wait(); err != nil {
+				log.Fatalf("%s: %v", name, err)
+			}
+		}
+	}
+	out.Wait()
+}
+
+// runReplica is one replica: 8 callers submit short jobs until SIGTERM;
+// then it closes its scheduler and reports what its callers got.
+func runReplica(name, dsn string) {
+	ctx := context.Background()
+	st, err := fairschedpg.OpenReplica(ctx, dsn)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	s, err := fairsched.New(fairsched.Config{
+		MaxConcurrency: 4, // for the whole cluster
+		Store:          st,
+		Replica:        &fairsched.Replica{Name: name, Capacity: 2, Lease: 2 * time.Second},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM)
+	var calls, returned, lost atomic.Int64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				calls.Add(1)
+				err := s.RunSync(ctx, fairsched.Job{Key: fmt.Sprint("tenant-", i%3)}, func(ctx context.Context) error {
+					select {
+					case <-time.After(time.Duration(20+rand.IntN(30)) * time.Millisecond): // the work
+						return nil
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				})
+				returned.Add(1)
+				if errors.Is(err, fairsched.ErrLost) {
+					lost.Add(1)
+				}
+			}
+		}()
+	}
+	led := false
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			close(done)
+			wg.Wait()
+			if err := s.Close(); err != nil {
+				log.Fatal(err)
+			}
+			fmt.Printf("stopped: %d calls, %d returned (%d lost to fencing)\n", calls.Load(), returned.Load(), lost.Load())
+			return
+		case <-tick.C:
+			r := s.Stats().Replica
+			if r.Leader && !led {
+				fmt.Printf("leads, in term %d\n", r.Term)
+			}
+			led = r.Leader
+			fmt.Printf("running %d of its %d slots; busy %v, idle %v; %d calls returned\n",
+				r.Running, r.Capacity, r.Busy.Round(time.Millisecond), r.Idle.Round(time.Millisecond), returned.Load())
+		}
+	}
+}
