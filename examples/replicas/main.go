@@ -84,7 +84,7 @@ func parent(dsn string, run time.Duration) {
 			}
 		}()
 	}
-	leader := <-leads
+	leader := awaitLeader(leads)
 	time.Sleep(run / 3) // let them work
 	fmt.Printf("-- killing %s (the leader) with SIGKILL\n", leader)
 	killed := time.Now()
@@ -92,7 +92,7 @@ func parent(dsn string, run time.Duration) {
 		log.Fatal(err)
 	}
 	_ = procs[leader].Wait()
-	next := <-leads
+	next := awaitLeader(leads)
 	fmt.Printf("-- %s leads, %v after the kill\n", next, time.Since(killed).Round(time.Millisecond))
 	time.Sleep(run * 2 / 3)
 	for name, cmd := range procs {
@@ -108,6 +108,18 @@ func parent(dsn string, run time.Duration) {
 		}
 	}
 	out.Wait()
+}
+
+// awaitLeader returns the next replica to say it leads; a cluster with
+// no leader for a minute is a failure.
+func awaitLeader(leads <-chan string) string {
+	select {
+	case name := <-leads:
+		return name
+	case <-time.After(time.Minute):
+		log.Fatal("no replica leads")
+		return ""
+	}
 }
 
 // runReplica is one replica: 8 callers submit short jobs until SIGTERM;
