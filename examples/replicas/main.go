@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"math/rand/v2"
 	"os"
@@ -67,6 +68,9 @@ func parent(dsn string, run time.Duration) {
 			log.Fatal(err)
 		}
 		cmd.Stderr = os.Stderr
+		if _, err := cmd.StdinPipe(); err != nil { // closed when the parent ends: the replica ends too
+			log.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			log.Fatal(err)
 		}
@@ -141,6 +145,10 @@ func runReplica(name, dsn string) {
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM)
+	go func() { // the parent is gone: so is the replica
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(2)
+	}()
 	var calls, returned, lost atomic.Int64
 	done := make(chan struct{})
 	var wg sync.WaitGroup
