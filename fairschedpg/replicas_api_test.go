@@ -23,12 +23,7 @@ func TestReplicasThroughTheAPI(t *testing.T) {
 	_, schema := pgtest.PoolSchema(t)
 	var ss []*fairsched.Scheduler
 	for _, name := range []string{"web-1", "web-2"} {
-		pool, err := pgxpool.NewWithConfig(context.Background(), pgtest.Config(t, schema))
-		require.NoError(t, err)
-		t.Cleanup(pool.Close)
-		st, err := fairschedpg.OpenReplicaPool(context.Background(), pool)
-		require.NoError(t, err)
-		t.Cleanup(func() { assert.NoError(t, st.Close()) })
+		st := openReplicaStore(t, schema)
 		s, err := fairsched.New(fairsched.Config{MaxConcurrency: 2, Store: st,
 			Replica: &fairsched.Replica{Name: name, Capacity: 2, Lease: time.Second}})
 		require.NoError(t, err)
@@ -65,4 +60,17 @@ func TestReplicasThroughTheAPI(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, leaders)
+}
+
+// openReplicaStore opens a replica's Store on schema, on a pool of its
+// own, as a process of its own would; both close when the test ends.
+func openReplicaStore(t *testing.T, schema string) *fairschedpg.Store {
+	t.Helper()
+	pool, err := pgxpool.NewWithConfig(context.Background(), pgtest.Config(t, schema))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st, err := fairschedpg.OpenReplicaPool(context.Background(), pool)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, st.Close()) })
+	return st
 }

@@ -8,12 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsched/fairsched"
-	"github.com/fairsched/fairsched/fairschedpg"
 	"github.com/fairsched/fairsched/fairschedpg/internal/pgtest"
 )
 
@@ -52,12 +50,7 @@ func TestReplicasConfigMismatch(t *testing.T) {
 func startAs(t *testing.T, schema string, logger *slog.Logger) func(name string, maxConcurrency int) (*fairsched.Scheduler, error) {
 	return func(name string, maxConcurrency int) (*fairsched.Scheduler, error) {
 		t.Helper()
-		pool, err := pgxpool.NewWithConfig(context.Background(), pgtest.Config(t, schema))
-		require.NoError(t, err)
-		t.Cleanup(pool.Close)
-		st, err := fairschedpg.OpenReplicaPool(context.Background(), pool)
-		require.NoError(t, err)
-		t.Cleanup(func() { assert.NoError(t, st.Close()) })
+		st := openReplicaStore(t, schema)
 		return fairsched.New(fairsched.Config{MaxConcurrency: maxConcurrency, Store: st, Logger: logger,
 			Types:   map[string]fairsched.TypeConfig{"mail": {MaxConcurrency: 1}},
 			Replica: &fairsched.Replica{Name: name, Capacity: 2, Lease: time.Second}})

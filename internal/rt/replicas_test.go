@@ -207,17 +207,7 @@ func TestReplicasRefusal(t *testing.T) {
 	cfg.MaxQueue = 1
 	hub := decide.NewHub()
 	rs := newTestReplicas(t, hub, cfg, 1, "a")
-	hold := make(chan struct{})
-	running := make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- rs[0].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error {
-			close(running)
-			<-hold
-			return nil
-		})
-	}()
-	<-running
+	hold, first := holdASlot(rs[0].rt)
 	<-rs[0].signals.Accepted
 	second := make(chan error, 1)
 	go func() {
@@ -226,7 +216,7 @@ func TestReplicasRefusal(t *testing.T) {
 	<-rs[0].signals.Accepted // queued: the queue is full
 	refused := rs[1].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error { return nil })
 	assert.ErrorContains(t, refused, "queue full")
-	close(hold)
+	hold()
 	require.NoError(t, <-first)
 	require.NoError(t, <-second)
 }
@@ -236,23 +226,13 @@ func TestReplicasRefusal(t *testing.T) {
 func TestReplicasCallerGivesUp(t *testing.T) {
 	hub := decide.NewHub()
 	rs := newTestReplicas(t, hub, replicaEngineConfig(1), 1, "a")
-	hold := make(chan struct{})
-	running := make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- rs[0].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error {
-			close(running)
-			<-hold
-			return nil
-		})
-	}()
-	<-running
+	hold, first := holdASlot(rs[0].rt)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var ran atomic.Bool
 	err := rs[1].rt.RunSync(ctx, &Job{Key: "k"}, func(context.Context) error { ran.Store(true); return nil })
 	assert.True(t, errors.Is(err, context.Canceled))
-	close(hold)
+	hold()
 	require.NoError(t, <-first)
 	assert.NoError(t, rs[1].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error { return nil }))
 	assert.False(t, ran.Load())
@@ -266,17 +246,7 @@ func TestReplicasSubmitLearnsOfAFullQueue(t *testing.T) {
 	cfg.MaxQueue = 2
 	hub := decide.NewHub()
 	rs := newTestReplicas(t, hub, cfg, 1, "a")
-	hold := make(chan struct{})
-	running := make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- rs[0].rt.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error {
-			close(running)
-			<-hold
-			return nil
-		})
-	}()
-	<-running
+	hold, first := holdASlot(rs[0].rt)
 	ran := make(chan struct{})
 	h, err := rs[1].rt.Submit(context.Background(), &Job{Key: "k"}, func(context.Context) error { close(ran); return nil })
 	require.NoError(t, err, "room for one: admitted, it waits")
@@ -288,9 +258,26 @@ func TestReplicasSubmitLearnsOfAFullQueue(t *testing.T) {
 	<-rs[0].signals.Accepted // the leader's second job fills the queue
 	_, err = rs[1].rt.Submit(context.Background(), &Job{Key: "k"}, func(context.Context) error { return nil })
 	assert.ErrorContains(t, err, "queue full", "refused by the leader: Submit's error")
-	close(hold)
+	hold()
 	require.NoError(t, <-first)
 	require.NoError(t, h.Wait(context.Background()))
 	<-ran
 	require.NoError(t, <-second)
+}
+
+// holdASlot runs a RunSync on r that holds its slot until hold is
+// called, and returns once it runs; first receives its result.
+func holdASlot(r *Runtime) (hold func(), first <-chan error) {
+	release := make(chan struct{})
+	running := make(chan struct{})
+	result := make(chan error, 1)
+	go func() {
+		result <- r.RunSync(context.Background(), &Job{Key: "k"}, func(context.Context) error {
+			close(running)
+			<-release
+			return nil
+		})
+	}()
+	<-running
+	return func() { close(release) }, result
 }
