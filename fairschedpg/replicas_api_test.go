@@ -60,6 +60,9 @@ func TestReplicasThroughTheAPI(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, leaders)
+	assert.ErrorContains(t, ss[0].RegisterType("later", fairsched.TypeConfig{}), "registers its job types in Config.Types",
+		"the leader decides by the types every replica has from New")
+	assert.NoError(t, ss[0].RegisterType("", fairsched.TypeConfig{}), "a type known already, alike: nothing to do")
 }
 
 // openReplicaStore opens a replica's Store on schema, on a pool of its

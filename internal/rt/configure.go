@@ -154,5 +154,10 @@ func (s *Runtime) RegisterType(name string, c TypeConfig) error {
 	if s.closed {
 		return ErrClosed
 	}
+	if _, known := s.decider().TypeTier(name); !known && s.cfg.Cluster != nil {
+		// The leader decides with the types every replica has from New.
+		return errors.New("fairsched: job type " + strconv.Quote(name) +
+			": a replica of several registers its job types in Config.Types, alike on every replica")
+	}
 	return s.registerLocked(name, c)
 }
