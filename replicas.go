@@ -42,8 +42,8 @@ import (
 // next leader takes.
 //
 // What is not shared yet: durable jobs (Handlers) are refused in a
-// replica's Config; SubmitMany admits its jobs one by one, not all or
-// none; TryRunSync answers ErrWouldWait; Stats, Queue and EstimateWait
+// replica's Config, and so is a job that runs after others (Job.After);
+// SubmitMany admits its jobs one by one, not all or none; TryRunSync answers ErrWouldWait; Stats, Queue and EstimateWait
 // tell of the calling replica's own jobs; and run-time changes
 // (SetMaxConcurrency and the like) apply to that replica's view only.
 

@@ -95,12 +95,9 @@ func (r *Remote) ran(delta int, now int64) {
 
 // Enqueue asks the leader for j; it is never granted in the call. The
 // leader's refusal, if any, comes later (Grantee.Ended). Dependencies
-// between jobs (tm.After) are not carried to a leader yet: such a job is
-// refused as a type unknown to the cluster would be.
+// between jobs (tm.After) are not carried to a leader yet: the run-time
+// layer refuses such a job before it asks, and tm.After is ignored here.
 func (r *Remote) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int64) (bool, *engine.Refusal) {
-	if tm != nil && tm.After != nil {
-		return false, &engine.Refusal{Reason: engine.RefusedUnknownType}
-	}
 	if ref := r.e.Hold(j, &d, now); ref != nil {
 		return false, ref
 	}

@@ -54,6 +54,9 @@ func (s *Runtime) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 			tm.Needs = ownNeeds(desc.Needs)
 		}
 		if desc.After != nil {
+			if s.remote != nil {
+				return errAfterOnReplica
+			}
 			after, err := s.afterOf(desc)
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package rt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/fairsched/fairsched/internal/engine"
@@ -16,6 +17,10 @@ import (
 // handler sees context.Canceled, and the attempt fails with ErrLost, to
 // be retried by its type's policy.
 var errLostRun = fmt.Errorf("%w (%w: its replica could not renew its registration)", context.Canceled, ErrLost)
+
+// errAfterOnReplica refuses a replica's job that runs after others: the
+// leader does not carry dependencies yet.
+var errAfterOnReplica = errors.New("fairsched: a replica's job cannot run after others yet (Job.After)")
 
 // Lose cancels the run of every job granted to this replica: each
 // attempt fails with ErrLost (internal/cluster, Host).

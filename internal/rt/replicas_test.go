@@ -281,3 +281,14 @@ func holdASlot(r *Runtime) (hold func(), first <-chan error) {
 	<-running
 	return func() { close(release) }, result
 }
+
+// A replica's job that would run after others is refused with an error
+// that says why: the leader does not carry dependencies yet.
+func TestReplicasRefuseDependencies(t *testing.T) {
+	rs := newTestReplicas(t, decide.NewHub(), replicaEngineConfig(2), 1, "a")
+	h, err := rs[1].rt.Submit(context.Background(), &Job{Key: "k"}, func(context.Context) error { return nil })
+	require.NoError(t, err)
+	err = rs[1].rt.RunSync(context.Background(), &Job{Key: "k", After: []Handle{h}}, func(context.Context) error { return nil })
+	assert.ErrorIs(t, err, errAfterOnReplica)
+	require.NoError(t, h.Wait(context.Background()))
+}
