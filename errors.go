@@ -87,7 +87,8 @@ var ErrTxNotSupported = rt.ErrTxNotSupported
 
 // ErrConfigMismatch is matched by New's error for a replica
 // (Config.Replica) configured unlike the live replicas of its cluster:
-// other limits, keys, job types or their policies, or another Lease. Its
+// other limits, keys, job types or their policies, or another Lease. A
+// replica killed without Close counts as live until its Lease lapsed. Its
 // message names the replicas that differ.
 var ErrConfigMismatch = store.ErrConfigMismatch
 

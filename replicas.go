@@ -34,7 +34,10 @@ import (
 // types and their policies, and Lease): the leader decides with its own
 // configuration. New refuses a replica configured unlike the live ones,
 // with an error matching ErrConfigMismatch; so a deploy that changes the
-// configuration stops the old replicas before it starts the new ones.
+// configuration stops the old replicas before it starts the new ones. A
+// replica that stopped without Close (killed) counts as live until Lease
+// has passed since its last heartbeat, and no longer: a cluster killed
+// whole can start again with another configuration after Lease.
 //
 // Submit on a replica returns once the leader has admitted the job (or
 // refused it: a full queue is Submit's error, as in one process), which

@@ -28,16 +28,17 @@ var (
 )
 
 // Register is for the scheduler's replicas (store.Cluster): it records
-// replica name, live, with capacity slots (at least 1) and its
-// configuration's fingerprint, or fails with an error wrapping
-// store.ErrConfigMismatch if a live replica has another fingerprint.
-func (st *Store) Register(ctx context.Context, name string, capacity int, fingerprint string) error {
-	return cluster.Register(ctx, timed{st}, name, capacity, fingerprint)
+// replica name, live, with capacity slots (at least 1), its
+// configuration's fingerprint and its lease, or fails with an error
+// wrapping store.ErrConfigMismatch if a live replica, its registration
+// not lapsed, has another fingerprint.
+func (st *Store) Register(ctx context.Context, name string, capacity int, fingerprint string, lease time.Duration) error {
+	return cluster.Register(ctx, timed{st}, name, capacity, fingerprint, lease)
 }
 
 // Heartbeat is for the scheduler's replicas: it records that replica name
-// is alive, or fails with an error wrapping store.ErrReplicaDead or
-// store.ErrNotRegistered.
+// is alive, or fails with an error wrapping store.ErrReplicaDead (declared
+// dead, or its registration lapsed) or store.ErrNotRegistered.
 func (st *Store) Heartbeat(ctx context.Context, name string) error {
 	return cluster.Heartbeat(ctx, timed{st}, name)
 }

@@ -87,8 +87,8 @@ func TestClusterRegistry(t *testing.T) {
 	ctx := context.Background()
 	schema := clusterSchema(t)
 	a, b := replicaStore(t, schema), replicaStore(t, schema)
-	require.NoError(t, b.Register(ctx, "b", 3, "f"))
-	require.NoError(t, a.Register(ctx, "a", 2, "f"))
+	require.NoError(t, b.Register(ctx, "b", 3, "f", time.Minute))
+	require.NoError(t, a.Register(ctx, "a", 2, "f", time.Minute))
 	require.NoError(t, a.Heartbeat(ctx, "a"))
 	require.NoError(t, b.Heartbeat(ctx, "b"))
 	both := []store.ReplicaRecord{{Name: "a", Capacity: 2, Live: true}, {Name: "b", Capacity: 3, Live: true}}
@@ -101,14 +101,14 @@ func TestClusterRegistry(t *testing.T) {
 	}
 	// Registering again (a restart under its name) is a new incarnation;
 	// a heartbeat is not.
-	require.NoError(t, a.Register(ctx, "a", 2, "f"))
+	require.NoError(t, a.Register(ctx, "a", 2, "f", time.Minute))
 	require.NoError(t, b.Heartbeat(ctx, "b"))
 	again, err := a.Replicas(ctx)
 	require.NoError(t, err)
 	assert.NotEqual(t, first[0].Incarnation, again[0].Incarnation, "a registered again")
 	assert.Equal(t, first[1].Incarnation, again[1].Incarnation, "b only heartbeat")
 
-	assert.EqualError(t, a.Register(ctx, "c", 0, "f"), `fairschedpg: a replica's capacity must be at least 1: replica "c" has 0`)
+	assert.EqualError(t, a.Register(ctx, "c", 0, "f", time.Minute), `fairschedpg: a replica's capacity must be at least 1: replica "c" has 0`)
 	require.ErrorIs(t, a.Heartbeat(ctx, "c"), store.ErrNotRegistered)
 	require.NoError(t, b.Deregister(ctx, "b"))
 	err = b.Heartbeat(ctx, "b")
@@ -133,7 +133,7 @@ func TestClusterStatementTimeout(t *testing.T) {
 	st := replicaStoreOn(t, cfg, Options{StatementTimeout: 100 * time.Millisecond})
 	all := func() []error {
 		_, err := st.Replicas(ctx)
-		return []error{st.Register(ctx, "a", 1, "f"), st.Heartbeat(ctx, "a"), err}
+		return []error{st.Register(ctx, "a", 1, "f", time.Minute), st.Heartbeat(ctx, "a"), err}
 	}
 	require.NoError(t, errors.Join(all()...))
 
@@ -303,8 +303,8 @@ func TestClusterSweep(t *testing.T) {
 	require.NotNil(t, leader)
 
 	const lapse = time.Second
-	require.NoError(t, b.Register(ctx, "b", 1, "f"))
-	require.NoError(t, c.Register(ctx, "c", 1, "f"))
+	require.NoError(t, b.Register(ctx, "b", 1, "f", time.Minute))
+	require.NoError(t, c.Register(ctx, "c", 1, "f", time.Minute))
 	registered := time.Now()
 	dead, err := leader.Sweep(ctx, lapse)
 	require.NoError(t, err)
@@ -322,7 +322,7 @@ func TestClusterSweep(t *testing.T) {
 
 	err = b.Heartbeat(ctx, "b")
 	require.ErrorIs(t, err, store.ErrReplicaDead)
-	assert.EqualError(t, err, `fairsched: this replica was declared dead: it must stop its runs and register again: "b"`)
+	assert.EqualError(t, err, `fairsched: this replica is out of the cluster: it must stop its runs and register again: "b" was declared dead`)
 	rs, err := b.Replicas(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []store.ReplicaRecord{{Name: "b", Capacity: 1, Live: false}, {Name: "c", Capacity: 1, Live: true}}, withoutIncarnations(rs))
@@ -330,7 +330,7 @@ func TestClusterSweep(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, dead, "a dead replica is declared so once")
 
-	require.NoError(t, b.Register(ctx, "b", 2, "f"))
+	require.NoError(t, b.Register(ctx, "b", 2, "f", time.Minute))
 	require.NoError(t, b.Heartbeat(ctx, "b"), "registered again, live again")
 	rs, err = c.Replicas(ctx)
 	require.NoError(t, err)

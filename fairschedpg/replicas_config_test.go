@@ -45,6 +45,69 @@ func TestReplicasConfigMismatch(t *testing.T) {
 	require.NoError(t, c.Close())
 }
 
+// A cluster killed whole leaves its replicas live in the registry, with
+// no leader to sweep them: replicas of a new configuration are refused
+// until the old ones' registrations lapse, one lease after their last
+// heartbeat, and then start; one of the old configuration is refused
+// from then on.
+func TestReplicasConfigChangeAfterKill(t *testing.T) {
+	pool, schema := pgtest.PoolSchema(t)
+	start := startAs(t, schema, nil)
+	a, err := start("web-1", 4)
+	require.NoError(t, err)
+	b, err := start("web-2", 4)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, a.RunSync(ctx, fairsched.Job{Key: "k"}, func(context.Context) error { return nil }))
+
+	// What kill -9 of both leaves: their rows, live, as their last
+	// heartbeats left them. (They close here, and would deregister:
+	// their rows are put back as they were, with their own times.)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	rows, err := pool.Query(ctx, `SELECT id, capacity, fingerprint, lease, registered FROM fairsched_replicas`)
+	require.NoError(t, err)
+	type row struct {
+		id          string
+		capacity    int
+		fingerprint string
+		lease       time.Duration
+		registered  time.Time
+	}
+	var left []row
+	for rows.Next() {
+		var r row
+		require.NoError(t, rows.Scan(&r.id, &r.capacity, &r.fingerprint, &r.lease, &r.registered))
+		left = append(left, r)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, left, 2)
+	require.NoError(t, a.Close())
+	require.NoError(t, b.Close())
+	for _, r := range left {
+		_, err := pool.Exec(ctx, `INSERT INTO fairsched_replicas (id, capacity, fingerprint, lease, heartbeat, state, registered)
+			VALUES ($1, $2, $3, $4, clock_timestamp(), 'live', $5)`, r.id, r.capacity, r.fingerprint, r.lease, r.registered)
+		require.NoError(t, err)
+	}
+	killed := time.Now()
+
+	_, err = start("web-3", 5)
+	require.ErrorIs(t, err, fairsched.ErrConfigMismatch, "the killed replicas' registrations have not lapsed")
+	// Their last heartbeats are a lease (a second, startAs's) old once a
+	// lease has passed since they were written: time passing, not a
+	// synchronisation.
+	time.Sleep(time.Until(killed.Add(time.Second)))
+	c, err := start("web-3", 5)
+	require.NoError(t, err, "the killed replicas lapsed")
+	_, err = start("web-1", 4)
+	require.ErrorIs(t, err, fairsched.ErrConfigMismatch, "the old configuration, once the new one is live")
+	require.NoError(t, c.RunSync(ctx, fairsched.Job{Type: "mail", Key: "k"}, func(context.Context) error { return nil }))
+	var dead int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM fairsched_replicas WHERE id IN ('web-1', 'web-2') AND state = 'dead'`).Scan(&dead))
+	assert.Equal(t, 2, dead, "web-3, leading, swept them")
+	require.NoError(t, c.Close())
+}
+
 // startAs returns a function that starts a replica on schema, on a
 // Store of its own, with the MaxConcurrency given, logging to logger.
 func startAs(t *testing.T, schema string, logger *slog.Logger) func(name string, maxConcurrency int) (*fairsched.Scheduler, error) {
@@ -76,8 +139,8 @@ func TestReplicasConfigMismatchAfterDeath(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, `UPDATE fairsched_replicas SET state = 'dead', died = now() WHERE id = 'web-1'`)
 	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `INSERT INTO fairsched_replicas (id, capacity, fingerprint, heartbeat, state, registered)
-		VALUES ('web-9', 1, 'another', now() + interval '1 hour', 'live', now())`)
+	_, err = tx.Exec(ctx, `INSERT INTO fairsched_replicas (id, capacity, fingerprint, lease, heartbeat, state, registered)
+		VALUES ('web-9', 1, 'another', interval '1 hour', now() + interval '1 hour', 'live', now())`)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
 	for msg := ""; !strings.Contains(msg, "cannot register again"); {

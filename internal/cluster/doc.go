@@ -33,13 +33,13 @@
 // (rt.Fingerprint: the engine's configuration, every job type's with its
 // retry, disable and duplicate policies, and Lease), and the store
 // refuses one, with store.ErrConfigMismatch, while a live replica other
-// than itself has another, atomically: of two replicas of two
-// configurations registering at once, one at most succeeds. So the first
-// to register in a registry with no other live replica sets the
-// cluster's configuration. A replica refused at Start fails it (and the
-// scheduler's New); one refused as it registers again after it was
-// declared dead stays fenced, logs, and tries again at each heartbeat.
-// Each replica's own settings are not in it: Capacity, Grace, the
+// than itself, its registration not lapsed, has another, atomically: of
+// two replicas of two configurations registering at once, one at most
+// succeeds. So the first to register in a registry with no other live
+// replica sets the cluster's configuration. A replica refused at Start
+// fails it (and the scheduler's New); one refused as it registers again
+// after it was declared dead, or lapsed, stays fenced, logs, and tries
+// again at each heartbeat. Each replica's own settings are not in it: Capacity, Grace, the
 // overflow hook, and its handlers (a durable job runs where a handler
 // is).
 //
@@ -49,26 +49,41 @@
 // decisions and survive a failover (today they change the calling
 // replica's view only). A deploy that changes the configuration cannot
 // roll: its new replicas are refused while an old one is live. It stops
-// the old replicas first (they deregister at Close) and then starts the
-// new ones, and no decision is taken between the two. A rolling deploy of
+// the old replicas first (they deregister at Close; those killed lapse
+// after Lease) and then starts the new ones, and no decision is taken between the two. A rolling deploy of
 // the same configuration needs nothing, across versions too: a field
 // added to the configuration and left at zero does not change the
 // fingerprint.
 //
-// Open: a replica counts as live until a leader declares it dead. If
-// every replica dies at once (no Close, so none deregisters) and the
-// replicas started next have another configuration, none is let in to
-// lead and sweep the dead ones: they are refused until the rows are
-// deleted, or a replica of the old configuration starts and sweeps them.
-// Register could count only replicas whose heartbeat is younger than
-// the lease (it would need the lease: a column of the registry, or an
-// argument) and declare the others dead in its statement.
+// A replica counts as live until a leader declares it dead, but its
+// registration lapses on its own: once its last heartbeat is Lease old,
+// by the database's clock, Register ignores it when it checks the
+// fingerprints, and its own Heartbeat fails with store.ErrReplicaDead,
+// so that it registers again, and is checked, before it takes part
+// again. It has fenced itself by then (Times): a lapsed replica runs
+// nothing, whether or not a leader swept it. So a cluster killed whole
+// (no Close, no leader left to sweep) can start again with another
+// configuration once Lease has passed, and not before. Nothing but the
+// leader's sweep, fenced by its term, declares a replica dead: a lapsed
+// row stays live in the registry, and a leader that sees it drops it at
+// its next sweep, or as a new incarnation when it registers again.
 //
+// Each registration lapses by its own Lease, recorded with it (Register
+// takes it): the check judges the other replicas, whose configuration,
+// and so whose Lease, may differ from the registering one's, and a
+// heartbeat needs nothing but the row. Register and Heartbeat agree on
+// the instant of a lapse (fairschedpg: the registry's advisory lock,
+// exclusive for Register, shared for Heartbeat): a heartbeat that
+// crosses a Register that counted its replica as lapsed finds it lapsed
+// too, and cannot let back in what the check let another configuration
+// past.
+
 // # Times
 //
 // Lease is both the leader's lease and a replica's registration: a
-// replica whose last heartbeat is older than Lease, by the database's
-// clock, is declared dead by the leader's sweep. A replica heartbeats
+// replica whose last heartbeat is Lease old or older, by the database's
+// clock, has lapsed (Configuration) and is declared dead by the leader's
+// sweep. A replica heartbeats
 // and a leader renews every Lease/5. What each may still believe it
 // holds is measured by its own monotonic clock from before the call
 // that succeeded: until = start + Lease, which is no later than the

@@ -96,7 +96,7 @@ func Start(ctx context.Context, cfg Config, remote *decide.Remote, out *decide.O
 	n := &Node{cfg: cfg, remote: remote, out: out, host: host, log: cfg.Logger,
 		stop: make(chan struct{}), resign: make(chan struct{}, 1)}
 	start := time.Now()
-	if err := cfg.Store.Register(ctx, cfg.Name, cfg.Capacity, cfg.Fingerprint); err != nil {
+	if err := cfg.Store.Register(ctx, cfg.Name, cfg.Capacity, cfg.Fingerprint, cfg.Lease); err != nil {
 		return nil, err
 	}
 	link, err := cfg.Store.ReplicaLink(ctx, cfg.Name, decide.ReceiverOf(remote, host.Deliver))
@@ -184,7 +184,8 @@ func (n *Node) call(f func(ctx context.Context) error) error {
 }
 
 // heartbeat renews the replica's registration, or registers it again if
-// it was declared dead (its runs stopped first).
+// it was declared dead or lapsed (ErrReplicaDead), or is not registered
+// (its runs stopped first).
 func (n *Node) heartbeat() {
 	start := time.Now()
 	err := n.call(func(ctx context.Context) error { return n.cfg.Store.Heartbeat(ctx, n.cfg.Name) })
@@ -192,13 +193,13 @@ func (n *Node) heartbeat() {
 		n.fence()
 		start = time.Now()
 		err = n.call(func(ctx context.Context) error {
-			return n.cfg.Store.Register(ctx, n.cfg.Name, n.cfg.Capacity, n.cfg.Fingerprint)
+			return n.cfg.Store.Register(ctx, n.cfg.Name, n.cfg.Capacity, n.cfg.Fingerprint, n.cfg.Lease)
 		})
 	}
 	switch {
 	case err == nil:
 	case errors.Is(err, store.ErrConfigMismatch):
-		n.log.Error("fairsched: a replica declared dead cannot register again: it stays out of the cluster while a live replica has another configuration",
+		n.log.Error("fairsched: a replica out of the cluster cannot register again: it stays out while a live replica has another configuration",
 			"replica", n.cfg.Name, "err", err)
 		return
 	default:

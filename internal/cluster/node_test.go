@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -110,4 +111,49 @@ func TestFenceAndHeartbeatCross(t *testing.T) {
 	assert.False(t, n.fenced.Load())
 	r.Receive([]decide.Msg{{Kind: decide.Grant, Term: 1, Replica: "a", Seq: j.Seq(), Sync: 2}}, 3)
 	assert.Equal(t, 1, g.n, "unfenced: its Hello said again what waits, and the grant is taken")
+}
+
+// lapsing is a registry where the replica's registration lapsed: its
+// heartbeats fail, and Register answers with err, recording its lease.
+type lapsing struct {
+	store.Cluster
+	err    error
+	leases []time.Duration
+}
+
+func (*lapsing) Heartbeat(_ context.Context, name string) error {
+	return fmt.Errorf("%w: %q: its registration lapsed", store.ErrReplicaDead, name)
+}
+func (s *lapsing) Register(_ context.Context, _ string, _ int, _ string, lease time.Duration) error {
+	s.leases = append(s.leases, lease)
+	return s.err
+}
+
+// plainHost applies at once, and counts calls of Lose.
+type plainHost struct{ lost int }
+
+func (h *plainHost) Deliver(apply func(int64)) { apply(1) }
+func (h *plainHost) Lose()                     { h.lost++ }
+
+// A replica whose registration lapsed is told so by its heartbeat: it
+// stops its runs and registers again, with its lease; refused, it stays
+// fenced, and is let back in once its registration is accepted.
+func TestHeartbeatLapsedRegistersAgain(t *testing.T) {
+	g := &countGrants{}
+	r := decide.NewRemote("a", testEngine(), g, &decide.Outbox{}, 1)
+	reg := &lapsing{err: fmt.Errorf("%w: another", store.ErrConfigMismatch)}
+	h := &plainHost{}
+	n := &Node{cfg: Config{Name: "a", Capacity: 1, Lease: time.Hour, Grace: time.Minute, Store: reg},
+		log: slog.New(slog.DiscardHandler), remote: r, host: h, resign: make(chan struct{}, 1), ctx: context.Background()}
+	n.fenceAt = time.AfterFunc(time.Hour, func() {})
+	defer n.fenceAt.Stop()
+	n.heartbeat()
+	assert.True(t, n.fenced.Load(), "refused: fenced")
+	assert.Equal(t, 1, h.lost, "its runs stopped")
+	assert.Equal(t, []time.Duration{time.Hour}, reg.leases, "registered again, with its lease")
+	reg.err = nil
+	n.heartbeat()
+	assert.False(t, n.fenced.Load(), "registered again: unfenced")
+	assert.Equal(t, 1, h.lost, "stopped once")
+	assert.Equal(t, []time.Duration{time.Hour, time.Hour}, reg.leases)
 }

@@ -23,18 +23,31 @@ import (
 // for concurrent use.
 type Cluster interface {
 	// Register records replica name, live, with capacity slots (at least
-	// 1), its configuration's fingerprint and a heartbeat now: again
-	// after a restart, or after it was declared dead. It refuses, with
-	// ErrConfigMismatch, and records nothing, while any live replica
-	// other than name is registered with another fingerprint: the leader
+	// 1), its configuration's fingerprint, its lease and a heartbeat now:
+	// again after a restart, or after it was declared dead or its
+	// registration lapsed. It refuses, with ErrConfigMismatch, and records
+	// nothing, while any live replica other than name whose registration
+	// has not lapsed is registered with another fingerprint: the leader
 	// decides for every replica by its own configuration, so all must
 	// have one (internal/cluster, doc.go, Configuration). The check and
 	// the record are atomic: of two replicas with different fingerprints
 	// registering at once, with no other live, one at most succeeds.
-	Register(ctx context.Context, name string, capacity int, fingerprint string) error
+	//
+	// A registration lapses when its last heartbeat is lease old or
+	// older, by the database's clock: its replica fenced itself before
+	// (it stops its runs Grace before its lease, by its own clock), and
+	// counts for nothing more until it registers again, though it stays
+	// live in the registry until a leader's Sweep declares it dead. The
+	// lease is the replica's own (its configuration's, in its
+	// fingerprint): each registration lapses by its own.
+	Register(ctx context.Context, name string, capacity int, fingerprint string, lease time.Duration) error
 	// Heartbeat records that replica name is alive now. It fails with
-	// ErrReplicaDead if a leader declared it dead, ErrNotRegistered if it
-	// is not registered.
+	// ErrReplicaDead if a leader declared it dead or if its registration
+	// lapsed (both: it must stop its runs and register again, which
+	// checks its fingerprint), ErrNotRegistered if it is not registered.
+	// Once lapsed, a registration is not renewed: a heartbeat that
+	// crosses a Register does not let back in a replica whose lapse that
+	// Register counted on.
 	Heartbeat(ctx context.Context, name string) error
 	// Deregister removes replica name: it left.
 	Deregister(ctx context.Context, name string) error
@@ -89,8 +102,10 @@ type ReplicaRecord struct {
 
 // The cluster's errors, which a store returns wrapped.
 var (
-	ErrFenced        = errors.New("fairsched: this replica's term as the leader is over")
-	ErrReplicaDead   = errors.New("fairsched: this replica was declared dead: it must stop its runs and register again")
+	ErrFenced = errors.New("fairsched: this replica's term as the leader is over")
+	// ErrReplicaDead: the replica was declared dead, or its registration
+	// lapsed. Its message says which.
+	ErrReplicaDead   = errors.New("fairsched: this replica is out of the cluster: it must stop its runs and register again")
 	ErrNotRegistered = errors.New("fairsched: this replica is not registered")
 	// ErrConfigMismatch: Register refused a replica whose configuration
 	// differs from the live replicas'. Its message names the replicas

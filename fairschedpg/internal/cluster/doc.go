@@ -72,15 +72,19 @@
 // # Replicas
 //
 // fairsched_replicas holds each replica's name, capacity (at least 1),
-// configuration's fingerprint, last heartbeat and state (live or dead).
-// A replica registers (again after a restart, or after it was declared
-// dead) and heartbeats; one that shuts down deregisters. Register refuses
-// (ErrConfigMismatch) a fingerprint other than a live replica's, checked
-// and recorded in one statement after an advisory lock every Register
-// takes for its transaction (replicas.go says why both are needed). The leader's Sweep declares dead, fenced
-// by its term, every live replica whose heartbeat is older than the
-// lapse it is given; a dead replica's heartbeat fails with
-// ErrReplicaDead, so it learns it must stop its runs. What the leader
+// configuration's fingerprint, lease, last heartbeat and state (live or
+// dead). A replica registers (again after a restart, or after it was
+// declared dead or lapsed) and heartbeats; one that shuts down
+// deregisters. A registration whose heartbeat is its own lease old has
+// lapsed: Register ignores it and Heartbeat refuses it (ErrReplicaDead),
+// though it stays live. Register refuses (ErrConfigMismatch) a
+// fingerprint other than a live replica's not lapsed, checked and
+// recorded in one statement after an advisory lock every Register takes,
+// exclusive, for its transaction, and every Heartbeat shared
+// (replicas.go says why). The leader's Sweep declares dead, fenced by
+// its term, every live replica whose heartbeat is older than the lapse
+// it is given; a dead replica's heartbeat fails with ErrReplicaDead, so
+// it learns it must stop its runs. What the leader
 // does with a dead replica's jobs (lost attempts, retried by policy,
 // counting against every limit until then) is the store's, in the same
 // fenced transaction as the sweep; fairsched_jobs.replica records the

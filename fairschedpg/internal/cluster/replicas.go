@@ -16,10 +16,10 @@ import (
 var ErrCapacity = errors.New("fairschedpg: a replica's capacity must be at least 1")
 
 // ErrReplicaDead is returned by Heartbeat for a replica that a leader
-// declared dead: its running jobs are lost attempts, granted again
-// elsewhere; it must stop what it runs, and register again to take part.
-// It is the store interface's error, as ErrNotRegistered and ErrFenced
-// are.
+// declared dead, or whose registration lapsed: its running jobs are lost
+// attempts, granted again elsewhere; it must stop what it runs, and
+// register again to take part. It is the store interface's error, as
+// ErrNotRegistered and ErrFenced are.
 var ErrReplicaDead = store.ErrReplicaDead
 
 // ErrNotRegistered is returned by Heartbeat for a replica that is not
@@ -46,8 +46,9 @@ type Replica struct {
 var ErrConfigMismatch = store.ErrConfigMismatch
 
 // registryLockKey is the first key of the advisory lock Register holds
-// for its transaction, the second being the schema's name's hash:
-// "fsrg" in ASCII (Migrate's and the Store's locks are others).
+// for its transaction, exclusive, and Heartbeat shared, the second being
+// the schema's name's hash: "fsrg" in ASCII (Migrate's and the Store's
+// locks are others).
 const registryLockKey = 0x66737267
 
 // Batcher is what Register needs of a database: it runs a batch in one
@@ -59,43 +60,59 @@ type Batcher interface {
 }
 
 // Register records replica id, live, with capacity slots, its
-// configuration's fingerprint and a heartbeat now. A replica registered
-// already under id (a restart, or one declared dead that comes back) is
-// live again with the capacity and the fingerprint given.
+// configuration's fingerprint, its lease and a heartbeat now. A replica
+// registered already under id (a restart, or one declared dead or lapsed
+// that comes back) is live again with the capacity, the fingerprint and
+// the lease given.
 //
-// It records nothing, and fails with ErrConfigMismatch, if a live replica
-// other than id has another fingerprint. The check and the record are one
-// statement, after an advisory lock that every Register takes for its
+// A registration lapses once its heartbeat is its lease old or older, by
+// the database's clock: its replica fenced itself by then. Register
+// ignores it, and Heartbeat refuses it; it stays live, for a leader's
+// Sweep to declare dead. Each row's lease is its own: the replicas that
+// Register checks may have another configuration, and another lease,
+// than the one registering.
+//
+// It records nothing, and fails with ErrConfigMismatch, if a live
+// replica other than id, its registration not lapsed, has another
+// fingerprint. The check and the record are one statement, after an
+// advisory lock that every Register takes, exclusive, for its
 // transaction: in READ COMMITTED a statement sees what committed before
 // it began, so a Register that waited for the lock sees the one that
 // held it, and of two replicas with different fingerprints registering
 // at once, the second refuses. (One statement alone would not do: both
-// would check before either inserted, and both insert.) Nothing else
-// waits for the lock: a heartbeat changes no fingerprint, and a replica
-// declared dead or deregistered meanwhile can only make the check
-// refuse what it could have let in, never let in what it must refuse.
-func Register(ctx context.Context, db Batcher, id string, capacity int, fingerprint string) error {
+// would check before either inserted, and both insert.) Heartbeat takes
+// the lock shared, and reads the clock under it: a heartbeat either
+// committed before the check began, and the check sees it, or reads the
+// clock after the check's commit, and finds lapsed what the check found
+// lapsed; so no replica the check counted as lapsed comes back but by
+// registering, checked, again. A replica declared dead or deregistered
+// meanwhile can only make the check refuse what it could have let in,
+// never let in what it must refuse.
+func Register(ctx context.Context, db Batcher, id string, capacity int, fingerprint string, lease time.Duration) error {
 	if id == "" {
 		return errors.New("fairschedpg: a replica needs a name")
 	}
 	if capacity < 1 {
 		return fmt.Errorf("%w: replica %q has %d", ErrCapacity, id, capacity)
 	}
+	if lease <= 0 {
+		return fmt.Errorf("fairschedpg: a replica's lease must be positive: replica %q has %v", id, lease)
+	}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))`, registryLockKey)
 	b.Queue(`
 WITH other AS (
 	SELECT id, fingerprint FROM fairsched_replicas
-	WHERE state = 'live' AND id <> $1 AND fingerprint <> $3
+	WHERE state = 'live' AND id <> $1 AND fingerprint <> $3 AND heartbeat > clock_timestamp() - lease
 ), reg AS (
-	INSERT INTO fairsched_replicas (id, capacity, fingerprint, heartbeat, state, registered)
-	SELECT $1, $2, $3, clock_timestamp(), 'live', clock_timestamp()
+	INSERT INTO fairsched_replicas (id, capacity, fingerprint, lease, heartbeat, state, registered)
+	SELECT $1, $2, $3, $4, clock_timestamp(), 'live', clock_timestamp()
 	WHERE NOT EXISTS (SELECT FROM other)
 	ON CONFLICT (id) DO UPDATE
-	SET capacity = excluded.capacity, fingerprint = excluded.fingerprint, heartbeat = excluded.heartbeat,
-		state = 'live', registered = excluded.registered, died = NULL
+	SET capacity = excluded.capacity, fingerprint = excluded.fingerprint, lease = excluded.lease,
+		heartbeat = excluded.heartbeat, state = 'live', registered = excluded.registered, died = NULL
 )
-SELECT id, fingerprint FROM other ORDER BY id`, id, capacity, fingerprint)
+SELECT id, fingerprint FROM other ORDER BY id`, id, capacity, fingerprint, lease)
 	br := db.SendBatch(ctx, b)
 	var other [][2]string
 	_, err := br.Exec()
@@ -149,26 +166,44 @@ func Short(fp string) string {
 }
 
 // Heartbeat records that replica id is alive now, by the database's
-// clock. It fails with ErrReplicaDead if a leader declared it dead, and
-// with ErrNotRegistered if it is not registered.
-func Heartbeat(ctx context.Context, q Querier, id string) error {
-	var state string
-	err := q.QueryRow(ctx, `
+// clock. It fails with ErrReplicaDead if a leader declared it dead or if
+// its registration lapsed (its heartbeat is its lease old or older: it
+// is not renewed, and stays live for a leader's Sweep), and with
+// ErrNotRegistered if it is not registered. It holds the registry's lock
+// shared while it reads the clock (Register says why).
+func Heartbeat(ctx context.Context, db Batcher, id string) error {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock_shared($1, hashtext(current_schema()))`, registryLockKey)
+	b.Queue(`
 WITH beat AS (
 	UPDATE fairsched_replicas SET heartbeat = clock_timestamp()
-	WHERE id = $1 AND state = 'live'
-	RETURNING state
+	WHERE id = $1 AND state = 'live' AND heartbeat > clock_timestamp() - lease
+	RETURNING 'beat'::text, interval '0', lease
 )
-SELECT state FROM beat
+SELECT * FROM beat
 UNION ALL
-SELECT state FROM fairsched_replicas WHERE id = $1 AND NOT EXISTS (SELECT FROM beat)`, id).Scan(&state)
+SELECT state, clock_timestamp() - heartbeat, lease FROM fairsched_replicas
+WHERE id = $1 AND NOT EXISTS (SELECT FROM beat)`, id)
+	br := db.SendBatch(ctx, b)
+	var state string
+	var age, lease time.Duration
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&state, &age, &lease)
+	}
+	if cerr := br.Close(); err == nil || errors.Is(err, pgx.ErrNoRows) && cerr != nil {
+		err = cerr
+	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("%w: %q", ErrNotRegistered, id)
 	case err != nil:
 		return fmt.Errorf("fairschedpg: replica %q's heartbeat: %w", id, err)
-	case state != "live":
-		return fmt.Errorf("%w: %q", ErrReplicaDead, id)
+	case state == "live": // not renewed, and live: lapsed
+		return fmt.Errorf("%w: %q: its registration lapsed (its last heartbeat is %v old, its lease %v)",
+			ErrReplicaDead, id, age.Round(time.Millisecond), lease)
+	case state != "beat":
+		return fmt.Errorf("%w: %q was declared dead", ErrReplicaDead, id)
 	}
 	return nil
 }

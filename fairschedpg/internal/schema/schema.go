@@ -91,11 +91,14 @@ CREATE TABLE fairsched_leader (
 INSERT INTO fairsched_leader (term, holder, expires) VALUES (0, '', '-infinity');
 
 -- The replicas, each with its capacity (slots), its configuration's
--- fingerprint and its last heartbeat.
+-- fingerprint, its lease and its last heartbeat. A registration whose
+-- heartbeat is lease old or older has lapsed: it counts for nothing
+-- until it registers again, though it stays live until a leader's sweep.
 CREATE TABLE fairsched_replicas (
 	id          text        PRIMARY KEY,          -- the replica's name: packing offers work in this order
 	capacity    integer     NOT NULL CHECK (capacity > 0),
-	fingerprint text        NOT NULL,             -- the live replicas' are all one: a replica with another is refused
+	fingerprint text        NOT NULL,             -- the live replicas' not lapsed are all one: a replica with another is refused
+	lease       interval    NOT NULL CHECK (lease > interval '0'), -- the replica's own: its registration lapses by it
 	heartbeat   timestamptz NOT NULL,             -- the database's clock
 	state       text        NOT NULL CHECK (state IN ('live', 'dead')),
 	registered  timestamptz NOT NULL,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fairsched/fairsched/fairschedpg/internal/pgtest"
 	"github.com/fairsched/fairsched/fairschedpg/internal/schema"
@@ -49,7 +50,7 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 		"attempt", "allowed", "started", "replica", "finished", "attempts", "error", "after", "needs", "stood", "args", "unseen"}, cols)
 
 	// The columns of a replica: its capacity, its configuration's
-	// fingerprint, its heartbeat.
+	// fingerprint, its lease, its heartbeat.
 	cols = nil
 	rows, err = pool.Query(ctx, `SELECT column_name FROM information_schema.columns
 		WHERE table_schema = current_schema() AND table_name = 'fairsched_replicas' ORDER BY ordinal_position`)
@@ -60,7 +61,7 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 		cols = append(cols, name)
 	}
 	require.NoError(t, rows.Err())
-	assert.Equal(t, []string{"id", "capacity", "fingerprint", "heartbeat", "state", "registered", "died"}, cols)
+	assert.Equal(t, []string{"id", "capacity", "fingerprint", "lease", "heartbeat", "state", "registered", "died"}, cols)
 
 	// One lease row, free, in term 0.
 	var n, term int
@@ -73,13 +74,17 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 	// A second lease row, or a replica without capacity, is refused.
 	_, err = pool.Exec(ctx, `INSERT INTO fairsched_leader (one, term, holder, expires) VALUES (false, 0, '', now())`)
 	assert.Error(t, err)
-	const replica = `INSERT INTO fairsched_replicas (id, capacity, fingerprint, heartbeat, state, registered) VALUES ($1, $2, $3, now(), 'live', now())`
-	_, err = pool.Exec(ctx, replica, "r", 0, "f")
+	const replica = `INSERT INTO fairsched_replicas (id, capacity, fingerprint, lease, heartbeat, state, registered) VALUES ($1, $2, $3, $4, now(), 'live', now())`
+	_, err = pool.Exec(ctx, replica, "r", 0, "f", time.Second)
 	assert.ErrorContains(t, err, "capacity_check")
-	_, err = pool.Exec(ctx, replica, "r", 1, nil)
+	_, err = pool.Exec(ctx, replica, "r", 1, nil, time.Second)
 	assert.ErrorContains(t, err, `"fingerprint"`, "a replica without a fingerprint")
-	_, err = pool.Exec(ctx, replica, "r", 1, "f")
-	assert.NoError(t, err, "one with both")
+	_, err = pool.Exec(ctx, replica, "r", 1, "f", nil)
+	assert.ErrorContains(t, err, `"lease"`, "a replica without a lease")
+	_, err = pool.Exec(ctx, replica, "r", 1, "f", time.Duration(0))
+	assert.ErrorContains(t, err, "lease_check", "a replica whose lease is not positive")
+	_, err = pool.Exec(ctx, replica, "r", 1, "f", time.Second)
+	assert.NoError(t, err, "one with all three")
 }
 
 func TestMigrateTwiceDoesNothing(t *testing.T) {
