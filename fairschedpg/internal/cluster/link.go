@@ -62,7 +62,16 @@ import (
 // send that fails otherwise (a timeout, a dropped connection: the
 // notifications may or may not have gone) is dropped, and the Link's
 // own Receiver is told Lost: its owner sends, or asks for, the whole
-// state again, as the protocol repairs any loss.
+// state again, as the protocol repairs any loss. Told at once, it would
+// loop while the database refuses: Lost's answer (a replica's Hello, a
+// leader's Resyncs) is a send, which fails at once, and each Lost takes
+// the run-time layer's lock to rebuild its whole state. So the sender
+// pauses first, 10 ms doubling to MaxBackoff while sends fail, back to
+// 10 ms once one succeeds, and sends nothing meanwhile; then it reports
+// Lost, once for however many sends failed before. A report pending is
+// dropped if the Link tells Lost meanwhile for another reason (the
+// listener reconnected): that Lost comes after the failure, and covers
+// it. While the database refuses, Lost comes at most once a pause.
 //
 // Framing. A batch is encoded whole (decide.EncodeMsgs, as one payload),
 // and cut into chunks of chunkBytes at most, each sent as one
@@ -114,7 +123,8 @@ type LinkConfig struct {
 	// StatementTimeout bounds every statement (default 5 s).
 	StatementTimeout time.Duration
 	// MaxBackoff is the longest pause between two attempts to
-	// reconnect the listening connection (default 1 s).
+	// reconnect the listening connection, and between a failed send and
+	// the Lost that reports it (default 1 s).
 	MaxBackoff time.Duration
 
 	// Tests: how long the listener waits before it checks its
@@ -134,6 +144,9 @@ const (
 	// pingEvery is how long the listener waits without a notification
 	// before it checks its connection.
 	pingEvery = 10 * time.Second
+	// firstPause is the first pause before a reconnection, and before
+	// the Lost of a failed send: it doubles to MaxBackoff.
+	firstPause = 10 * time.Millisecond
 )
 
 // LeaderChannel returns the channel the leader of the store in schema
@@ -172,6 +185,8 @@ type Link struct {
 	pending chan struct{} // receives once when the queue becomes non-empty
 
 	recvMu sync.Mutex // held over the Receiver's calls
+	// lostDue: a send failed, and no Lost was told since.
+	lostDue atomic.Bool
 	// dropped counts batches lost: received and not handed over, or
 	// not sent.
 	dropped atomic.Int64
@@ -263,16 +278,29 @@ func (l *Link) stmtCtx(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(ctx, l.cfg.StatementTimeout+time.Second)
 }
 
-// lost tells the Receiver that messages may have been lost.
+// lost tells the Receiver that messages may have been lost: this covers
+// any failed send not yet reported.
 func (l *Link) lost() {
 	l.recvMu.Lock()
 	defer l.recvMu.Unlock()
+	l.lostDue.Store(false)
 	l.cfg.Receiver.Lost()
+}
+
+// lostIfDue tells the Receiver Lost if a send failed since it was last
+// told.
+func (l *Link) lostIfDue() {
+	l.recvMu.Lock()
+	defer l.recvMu.Unlock()
+	if l.lostDue.CompareAndSwap(true, false) {
+		l.cfg.Receiver.Lost()
+	}
 }
 
 // send is the sending goroutine.
 func (l *Link) send() {
 	defer l.wg.Done()
+	pause := firstPause
 	for {
 		select {
 		case <-l.ctx.Done():
@@ -302,7 +330,16 @@ func (l *Link) send() {
 				return
 			case err != nil:
 				l.dropped.Add(int64(len(batches)))
-				l.lost()
+				l.lostDue.Store(true)
+				select {
+				case <-l.ctx.Done():
+					return
+				case <-time.After(pause):
+				}
+				pause = min(2*pause, l.cfg.MaxBackoff)
+				l.lostIfDue()
+			default:
+				pause = firstPause
 			}
 		}
 	}
@@ -462,7 +499,7 @@ type assembly struct {
 // receive is the listening goroutine; conn listens already.
 func (l *Link) receive(conn *pgx.Conn) {
 	defer l.wg.Done()
-	pause := 10 * time.Millisecond
+	pause := firstPause
 	var a assembly
 	for {
 		if conn == nil {
@@ -483,7 +520,7 @@ func (l *Link) receive(conn *pgx.Conn) {
 				pause = min(2*pause, l.cfg.MaxBackoff)
 				continue
 			}
-			pause = 10 * time.Millisecond
+			pause = firstPause
 			if a.next != 0 {
 				l.dropped.Add(1)
 			}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -287,6 +290,92 @@ func TestLinkSendFails(t *testing.T) {
 	r1.Send([]decide.Msg{ask("r1", 1, 1)})
 	toR1.waitLost(t)
 	assert.Equal(t, int64(1), r1.Dropped())
+}
+
+// answerer is a replica's Receiver whose Lost answers with a send, as a
+// replica's Hello does; it counts the calls of Lost, and tells lost of
+// each if there is room.
+type answerer struct {
+	link   *Link
+	answer []decide.Msg
+	losts  atomic.Int64
+	lost   chan struct{}
+}
+
+func (a *answerer) Receive([]decide.Msg) {}
+func (a *answerer) Lost() {
+	a.losts.Add(1)
+	select {
+	case a.lost <- struct{}{}:
+	default:
+	}
+	a.link.Send(a.answer)
+}
+
+// TestLinkSendFailsBacksOff: while the server cannot be reached, a
+// failed send's Lost, whose answer is another send, which fails, comes
+// after a pause that doubles to MaxBackoff: a bounded number of times
+// over a period, not in a loop. Once the server can be reached, what is
+// sent arrives.
+func TestLinkSendFailsBacksOff(t *testing.T) {
+	schema := migratedSchema(t)
+	toLeader := newRecorder()
+	leaderLink(t, schema, "leader", toLeader)
+
+	// r1's pool dials the server only while refuse is false: it is set
+	// once the Link listens (on a connection of its own, made with the
+	// pool's settings), before the pool has made any.
+	var refuse atomic.Bool
+	cfg := pgtest.Config(t, schema)
+	var d net.Dialer
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if refuse.Load() {
+			return nil, errors.New("refused by the test")
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	const maxBackoff = 40 * time.Millisecond
+	hello := []decide.Msg{{Kind: decide.Hello, Term: 1, Replica: "r1"}}
+	r1recv := &answerer{answer: hello, lost: make(chan struct{}, 1)}
+	r1 := newLink(t, LinkConfig{Pool: pool, Schema: schema, Replica: "r1", Receiver: r1recv, MaxBackoff: maxBackoff})
+	r1recv.link = r1
+	refuse.Store(true)
+	require.Zero(t, pool.Stat().TotalConns())
+
+	r1.Send(hello)
+	select {
+	case <-r1recv.lost:
+	case <-time.After(time.Minute):
+		t.Fatal("a failed send was not reported Lost")
+	}
+	// The count over a period is what is checked: the sleep is that
+	// period, not a synchronisation. Each Lost follows a pause of its
+	// own; after the first (10 ms), at most two are shorter than
+	// maxBackoff (20 and 40 ms, then 40 ms each), and one may be under
+	// way as the period begins.
+	// The bound is of the period measured (a sleep may last longer).
+	start, before := time.Now(), r1recv.losts.Load()
+	time.Sleep(time.Second)
+	during, period := r1recv.losts.Load()-before, time.Since(start)
+	bound := int64(period/maxBackoff) + 3
+	t.Logf("Lost %d times in %v (bound %d), %d batches dropped", during, period.Round(time.Millisecond), bound, r1.Dropped())
+	assert.LessOrEqual(t, during, bound)
+	assert.Positive(t, during, "sends are still tried")
+
+	refuse.Store(false)
+	marker := []decide.Msg{ask("r1", 1, 7)}
+	r1.Send(marker)
+	for {
+		got := toLeader.next(t)
+		if got[0].Kind == decide.Hello {
+			continue // an answer to a Lost
+		}
+		assert.Equal(t, marker, got)
+		break
+	}
 }
 
 // TestLinkPingsWhenQuiet: a listener quiet for a while checks its
