@@ -60,6 +60,7 @@ func parent(dsn string, run time.Duration) {
 	procs := map[string]*exec.Cmd{}
 	leads := make(chan string, 16)
 	var out sync.WaitGroup
+	var ending sync.Map // the replicas the parent kills or stops
 	for _, name := range names {
 		cmd := exec.Command(os.Args[0], "-replica", name)
 		cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn)
@@ -86,12 +87,16 @@ func parent(dsn string, run time.Duration) {
 					leads <- name
 				}
 			}
+			if _, ok := ending.Load(name); !ok {
+				log.Fatalf("%s ended on its own", name)
+			}
 		}()
 	}
 	leader := awaitLeader(leads)
 	time.Sleep(run / 3) // let them work
 	fmt.Printf("-- killing %s (the leader) with SIGKILL\n", leader)
 	killed := time.Now()
+	ending.Store(leader, true)
 	if err := procs[leader].Process.Kill(); err != nil {
 		log.Fatal(err)
 	}
@@ -101,6 +106,7 @@ func parent(dsn string, run time.Duration) {
 	time.Sleep(run * 2 / 3)
 	for name, cmd := range procs {
 		if name != leader {
+			ending.Store(name, true)
 			_ = cmd.Process.Signal(syscall.SIGTERM) // each closes its scheduler and reports
 		}
 	}

@@ -298,8 +298,13 @@ func (n *Node) leadership() {
 // startLeading begins a term with ship, won by a call that started at
 // start.
 func (n *Node) startLeading(ship store.Leadership, start time.Time) error {
+	// Sweep first: a replica whose registration lapsed (the leader that
+	// died, likely) would hold the term's first grant until it answered.
 	var recs []store.ReplicaRecord
 	if err := n.call(func(ctx context.Context) (err error) {
+		if _, err = ship.Sweep(ctx, n.cfg.Lease); err != nil {
+			return err
+		}
 		recs, err = n.cfg.Store.Replicas(ctx)
 		return err
 	}); err != nil {
