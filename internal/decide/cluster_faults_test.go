@@ -191,3 +191,26 @@ func TestClusterDeadlineAcrossFailover(t *testing.T) {
 	require.Len(t, a.p.ended, 1)
 	assert.Equal(t, engine.Expired, a.p.ended[0].o)
 }
+
+// A replica added while a term waits for Begin's replicas holds back only
+// its own jobs: its Hello does not begin the term while one of Begin's
+// has not answered.
+func TestClusterAddedWhileTheTermWaits(t *testing.T) {
+	c := newTestCluster(t, testEngineConfig(4), 0, "a", "b", "c")
+	c.leader.Begin(1, map[string]int{"a": 2, "b": 2}, c.tick())
+	c.leader.AddReplica("c", 2, 7, c.tick())
+	for _, m := range c.lout.Take() {
+		if m.Replica != "b" { // b's Resync is slow to arrive
+			c.nodes[m.Replica].r.Receive([]Msg{m}, c.now)
+		}
+	}
+	var aj engine.Job
+	c.submit("a", &aj, "k")
+	c.leader.Receive(c.nodes["a"].out.Take(), c.tick())
+	c.leader.Receive(c.nodes["c"].out.Take(), c.tick())
+	c.flush()
+	assert.False(t, aj.Running(), "b has not answered: nothing may start")
+	c.leader.Nudge()
+	c.flush()
+	assert.True(t, aj.Running(), "b answered")
+}

@@ -34,10 +34,11 @@ type Leader struct {
 	times    engine.Times // this process's jobs' times, when it gives none
 	// replicas are the other live replicas and their capacities;
 	// awaiting, those whose Hello this term has not come. While Begin's
-	// are awaited (blocking), nothing is granted.
+	// are awaited (blocking: Begin's replicas not heard from yet),
+	// nothing is granted.
 	replicas map[string]int
 	awaiting map[string]bool
-	blocking int
+	blocking map[string]bool
 	// incarnation is each replica's registration as last given
 	// (AddReplica; 0: not known yet), and sync the number of the last
 	// Hello from it (Msg.Sync), which every Grant and Ended to it carry.
@@ -88,8 +89,11 @@ func (l *Leader) Begin(term uint64, replicas map[string]int, now int64) {
 		l.awaiting[name] = true
 		l.out.Put(Msg{Kind: Resync, Term: term, Replica: name})
 	}
-	l.blocking = len(replicas)
-	if l.blocking == 0 {
+	l.blocking = make(map[string]bool, len(replicas))
+	for name := range replicas {
+		l.blocking[name] = true
+	}
+	if len(l.blocking) == 0 {
 		l.ready(now)
 	}
 }
@@ -118,7 +122,7 @@ func (l *Leader) AddReplica(name string, capacity int, incarnation int64, now in
 				l.incarnation[name] = incarnation
 			}
 			l.replicas[name] = capacity
-			if !l.awaiting[name] && l.blocking == 0 {
+			if !l.awaiting[name] && len(l.blocking) == 0 {
 				l.e.SetReplica(name, capacity, nil, now)
 				l.Grant(now)
 			}
@@ -170,8 +174,9 @@ func (l *Leader) heard(name string, now int64) {
 		return
 	}
 	delete(l.awaiting, name)
-	if l.blocking > 0 {
-		if l.blocking--; l.blocking == 0 {
+	if l.blocking[name] {
+		delete(l.blocking, name)
+		if len(l.blocking) == 0 { // a replica added since Begin holds back only its own jobs
 			l.ready(now)
 		}
 	}
@@ -243,7 +248,7 @@ func (l *Leader) Receive(msgs []Msg, now int64) {
 			if !l.awaiting[m.Replica] {
 				continue
 			}
-			if l.blocking == 0 {
+			if len(l.blocking) == 0 {
 				l.e.SetReplica(m.Replica, l.replicas[m.Replica], nil, now)
 			}
 			l.heard(m.Replica, now)
@@ -378,7 +383,7 @@ func (l *Leader) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int
 
 // Grant grants what may start at now, once the term is ready.
 func (l *Leader) Grant(now int64) {
-	if l.blocking == 0 {
+	if len(l.blocking) == 0 {
 		l.local.Grant(now)
 	}
 }
@@ -484,7 +489,7 @@ func (l *Leader) EstimateWait(d engine.Desc, now int64) (int64, bool) {
 	return l.local.EstimateWait(d, now)
 }
 func (l *Leader) WouldStart(d engine.Desc, needs []engine.Need, now int64) bool {
-	return l.blocking == 0 && l.local.WouldStart(d, needs, now)
+	return len(l.blocking) == 0 && l.local.WouldStart(d, needs, now)
 }
 
 var (

@@ -149,8 +149,15 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 			}
 		case Grant:
 			rj := r.jobs[m.Seq]
+			if rj == nil && m.Term == r.term && m.Sync >= r.sync {
+				// Given up here first: the Cancel is on its way, or lost
+				// with a message that crossed this one. Another frees the
+				// slot for sure.
+				r.out.Put(Msg{Kind: Cancel, Term: r.term, Replica: r.name, Seq: m.Seq})
+				continue
+			}
 			if m.Term != r.term || m.Sync < r.sync || rj == nil || rj.granted || r.fenced {
-				continue // given up here first: the leader has the Cancel; or fenced: Unfence tells the leader
+				continue // of an older term or Hello: decided again; fenced: Unfence tells the leader
 			}
 			rj.answer(true)
 			rj.granted = true
