@@ -913,3 +913,73 @@ func otherThan(name string) []string {
 	}
 	return o
 }
+
+// privateServer starts a PostgreSQL server of the test's own with
+// scripts/pg.sh, points the test (and its children) at it, and returns
+// its directory; it is stopped and removed when the test ends. It skips
+// the test if the script cannot start one (no server binaries): the
+// test restarts its server, which it may not do to the shared one that
+// other packages' tests use at the same time.
+func privateServer(t *testing.T) string {
+	pgtest.DSN(t) // the suite runs against a server, or not at all
+	script, err := filepath.Abs(filepath.Join("..", "scripts", "pg.sh"))
+	require.NoError(t, err)
+	dir, err := os.MkdirTemp("", "fairsched-pg-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	out, err := exec.Command("bash", script, "start", dir).CombinedOutput()
+	if err != nil {
+		t.Skipf("restarting the database needs a server of the test's own, and scripts/pg.sh could not start one: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("bash", script, "stop", dir).CombinedOutput(); err != nil {
+			t.Errorf("stopping the test's server: %v\n%s", err, out)
+		}
+	})
+	line := strings.TrimSpace(string(out))
+	dsn, ok := strings.CutPrefix(line[strings.LastIndexByte(line, '\n')+1:], "export "+pgtest.EnvDSN+"=")
+	require.True(t, ok, "scripts/pg.sh printed %q", out)
+	t.Setenv(pgtest.EnvDSN, dsn)
+	return dir
+}
+
+// The database restarts under load (a fast shutdown: every connection
+// is cut, and the notifications in flight are lost): the replicas
+// connect again, fence themselves if it takes too long, lead and grant
+// again; no limit is exceeded.
+func TestReplicasRestartDatabase(t *testing.T) {
+	if os.Getenv(replicaChildEnv) != "" {
+		t.Skip("the child runs TestReplicaChild")
+	}
+	if testing.Short() {
+		t.Skip("starts many processes")
+	}
+	dir := privateServer(t)
+	script, _ := filepath.Abs(filepath.Join("..", "scripts", "pg.sh"))
+	for round := range rounds(t) {
+		c := newProcCluster(t)
+		leader, _ := c.startAll(3)
+		r := c.note("restart", "db")
+		out, err := exec.Command("bash", script, "restart", dir).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		up := c.note("restarted", "db")
+		c.log.awaitStarts(t, "grants after the restart", up, 40, 30*time.Second)
+		for _, name := range []string{"r1", "r2", "r3"} {
+			c.awaitRuns("runs on every replica after the restart", name, up, 5)
+		}
+		first, _ := c.firstStart(up)
+		var notes []string
+		for _, ln := range c.log.lines[r:] {
+			if ln.kind == "lead" || ln.kind == "note" && strings.Contains(ln.raw, "stops its runs") {
+				notes = append(notes, fmt.Sprintf("%s %s %s after", ln.who, map[bool]string{true: "leads", false: "fenced itself"}[ln.kind == "lead"], ms(ln.at-c.log.lines[r].at)))
+			}
+		}
+		done := c.stopAll()
+		v := c.check()
+		c.assertVerdict(v)
+		calls, ok, lost, deadline := c.assertDone(done, 3)
+		t.Logf("round %d: the database restarted in %s (leader %s); first grant %s after it was up; %s; runs %d, most at once %d (replica %d, key %d); calls %d: ok %d, lost %d, past deadline %d",
+			round, ms(c.log.lines[up].at-c.log.lines[r].at), leader, ms(first.at-c.log.lines[up].at), strings.Join(notes, ", "),
+			v.runs, v.maxAll, v.maxReplica, v.maxKey, calls, ok, lost, deadline)
+	}
+}

@@ -4,6 +4,7 @@
 #   scripts/pg.sh start DIR   create a cluster in DIR (new or empty) and start it;
 #                             prints the export line the tests read
 #   scripts/pg.sh stop DIR    stop it (remove DIR afterwards yourself)
+#   scripts/pg.sh restart DIR stop it (fast: connections are cut) and start it again
 #
 # The server listens on 127.0.0.1 only, on a free port, with its unix socket
 # in DIR, fsync on, and a password generated for the cluster (scram); DIR/env
@@ -15,7 +16,7 @@
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 start DIR | stop DIR" >&2
+	echo "usage: $0 start DIR | stop DIR | restart DIR" >&2
 	exit 2
 }
 [ $# -eq 2 ] || usage
@@ -106,6 +107,10 @@ start)
 stop)
 	dir=$(cd "$dir" && pwd)
 	as "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+	;;
+restart)
+	dir=$(cd "$dir" && pwd)
+	as "$bindir/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -m fast -w -t 60 restart >/dev/null
 	;;
 *)
 	usage
