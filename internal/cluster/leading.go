@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairsched/fairsched/internal/decide"
@@ -18,7 +19,11 @@ type leading struct {
 	n      *Node
 	ship   store.Leadership
 	epoch  time.Time
-	stopAt *time.Timer   // fires when the lease could lapse within Grace
+	stopAt *time.Timer // fires when the lease could lapse within Grace
+	// until, in ns since epoch, is when stopAt is due: past it nothing
+	// is applied, whether or not stopAt has fired (a process woken past
+	// it runs its goroutines in any order, the timer's maybe last).
+	until  atomic.Int64
 	stop   chan struct{} // closed by end: the pump stops
 	pumped chan struct{}
 
@@ -44,6 +49,7 @@ func newLeading(n *Node, ship store.Leadership) *leading {
 // begin begins the term, won by a call that started at start, with the
 // live replicas' capacities.
 func (l *leading) begin(live map[string]int, start time.Time) {
+	l.setUntil(start)
 	l.stopAt = time.AfterFunc(l.n.fenceDelay(start), l.lapse)
 	go func() {
 		defer close(l.pumped)
@@ -74,7 +80,15 @@ func (l *leading) current(term uint64) bool {
 }
 
 // renewed notes a renewal of the lease by a call that started at start.
-func (l *leading) renewed(start time.Time) { l.stopAt.Reset(l.n.fenceDelay(start)) }
+func (l *leading) renewed(start time.Time) {
+	l.setUntil(start)
+	l.stopAt.Reset(l.n.fenceDelay(start))
+}
+
+// setUntil notes the lease renewed by a call that started at start.
+func (l *leading) setUntil(start time.Time) {
+	l.until.Store(int64(start.Sub(l.epoch) + l.n.cfg.Lease - l.n.cfg.Grace))
+}
 
 // origin is where the leader's clock starts, in µs: the replicas tell
 // their jobs' times as ages, and a job submitted before the term began
@@ -85,9 +99,15 @@ const origin = 1 << 50
 func (l *leading) now() int64 { return origin + time.Since(l.epoch).Microseconds() }
 
 // do applies f to the leader at now, with the lock held, and sets the
-// timer for what the engine waits for next.
+// timer for what the engine waits for next; past until, it applies
+// nothing, and the term lapses.
 func (l *leading) do(f func(now int64)) {
 	l.mu.Lock()
+	if !l.over && time.Since(l.epoch) >= time.Duration(l.until.Load()) {
+		l.mu.Unlock()
+		l.lapse()
+		return
+	}
 	defer l.mu.Unlock()
 	if l.over {
 		return
@@ -182,6 +202,9 @@ func (d downLink) Send(msgs []decide.Msg) {
 		}
 		batch := msgs[:k:k]
 		if here {
+			if n.lapsed() { // as guard does for what comes over the database
+				n.fence()
+			}
 			n.host.Deliver(func(now int64) { n.remote.Receive(batch, now) })
 		} else {
 			d.l.link.Send(batch)

@@ -73,6 +73,12 @@ type Node struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	fenceAt  *time.Timer // fires when the registration could lapse within Grace
+	// epoch is when Start began; until, in ns since epoch, is when
+	// fenceAt is due. A process woken past it (SIGSTOP, a long pause)
+	// runs its goroutines in any order, the timer's maybe last: what it
+	// receives checks the time too (guard).
+	epoch time.Time
+	until atomic.Int64
 	// resign receives when a term must end (resigned): its lease was
 	// refused, or could lapse within Grace.
 	resign chan struct{}
@@ -94,12 +100,14 @@ func Start(ctx context.Context, cfg Config, remote *decide.Remote, out *decide.O
 		cfg.Logger = slog.Default()
 	}
 	n := &Node{cfg: cfg, remote: remote, out: out, host: host, log: cfg.Logger,
-		stop: make(chan struct{}), resign: make(chan struct{}, 1)}
+		stop: make(chan struct{}), resign: make(chan struct{}, 1), epoch: time.Now()}
+	n.until.Store(int64(cfg.Lease - cfg.Grace)) // nothing is granted before it registers
 	start := time.Now()
 	if err := cfg.Store.Register(ctx, cfg.Name, cfg.Capacity, cfg.Fingerprint, cfg.Lease); err != nil {
 		return nil, err
 	}
-	link, err := cfg.Store.ReplicaLink(ctx, cfg.Name, decide.ReceiverOf(remote, host.Deliver))
+	n.renewed(start)
+	link, err := cfg.Store.ReplicaLink(ctx, cfg.Name, guard{n, decide.ReceiverOf(remote, host.Deliver)})
 	if err != nil {
 		_ = cfg.Store.Deregister(ctx, cfg.Name)
 		return nil, err
@@ -208,6 +216,7 @@ func (n *Node) heartbeat() {
 		}
 		return
 	}
+	n.renewed(start)
 	n.fenceAt.Reset(n.fenceDelay(start))
 	if n.fenced.Load() {
 		n.host.Deliver(func(now int64) {
@@ -217,6 +226,34 @@ func (n *Node) heartbeat() {
 		})
 	}
 }
+
+// renewed notes the registration renewed by a call that started at
+// start.
+func (n *Node) renewed(start time.Time) {
+	n.until.Store(int64(start.Sub(n.epoch) + n.cfg.Lease - n.cfg.Grace))
+}
+
+// lapsed reports whether the registration could lapse within Grace:
+// fenceAt is due, whether or not it has fired.
+func (n *Node) lapsed() bool { return time.Since(n.epoch) >= time.Duration(n.until.Load()) }
+
+// guard is the replica's Receiver: past the time its registration could
+// lapse within Grace, the replica fences itself before it takes what it
+// receives, so the grants in it are dropped even if fenceAt's goroutine
+// has not run yet.
+type guard struct {
+	n *Node
+	r decide.Receiver
+}
+
+func (g guard) Receive(msgs []decide.Msg) {
+	if g.n.lapsed() {
+		g.n.fence()
+	}
+	g.r.Receive(msgs)
+}
+
+func (g guard) Lost() { g.r.Lost() }
 
 // fence stops the replica's runs, once per lapse: its registration could
 // lapse within Grace, or has. A leader that cannot heartbeat stops

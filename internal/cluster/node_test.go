@@ -157,3 +157,24 @@ func TestHeartbeatLapsedRegistersAgain(t *testing.T) {
 	assert.Equal(t, 1, h.lost, "stopped once")
 	assert.Equal(t, []time.Duration{time.Hour, time.Hour}, reg.leases)
 }
+
+// A term past the time its lease could lapse decides nothing, even
+// before its timer (stopAt) fires: a process woken from a SIGSTOP past
+// that time runs its goroutines in any order, the timer's maybe last,
+// and an end reported first would otherwise be granted on in a term
+// another replica may hold already.
+func TestLeadingPastUntilDecidesNothing(t *testing.T) {
+	n := &Node{cfg: Config{Name: "a", Capacity: 1, NewEngine: testEngine, Lease: time.Second, Grace: 200 * time.Millisecond},
+		link: &sentLink{}}
+	l := newLeading(n, termOnly{2})
+	l.link = &sentLink{}
+	n.lead = l
+	l.setUntil(time.Now().Add(-time.Second)) // renewed 2 s ago, and the timer has not run
+	applied := false
+	l.do(func(int64) { applied = true })
+	assert.False(t, applied, "nothing is applied past until")
+	assert.False(t, l.current(2), "the term lapsed")
+	l.setUntil(time.Now())
+	l.do(func(int64) { applied = true })
+	assert.False(t, applied, "nor after, once lapsed")
+}
