@@ -417,8 +417,23 @@ func (l *Leader) Due(now int64) []*engine.Job {
 	return own
 }
 
+// Apply applies c, read from the cluster's log of changes, at now, and
+// reports whether the engine took it: what fell due is applied first, so
+// that a limit's state is as of now, and what the change lets start is
+// granted. Every leader applies the whole log, in its order, to the
+// engine it begins its term with (internal/cluster), so a change made on
+// any replica holds across a failover.
+func (l *Leader) Apply(c Change, now int64) bool {
+	l.catchUp(now)
+	ok := l.local.Configure(c, now)
+	l.Grant(now)
+	return ok
+}
+
 // The disabled pairs, the configuration, a batch's admission and the job
-// types are the engine's, as in one process.
+// types are the engine's, as in one process. Configure is the leader's
+// process's call to change its engine directly; in a cluster, changes
+// reach the leader's engine through the log (Apply).
 func (l *Leader) Failed(k Pair, r DisableRule, now int64) (Span, bool) {
 	return l.local.Failed(k, r, now)
 }

@@ -15,17 +15,25 @@ import (
 // leader's answers come back through Receive, under the run-time layer's
 // lock (its Deliver).
 //
+// A change of the configuration (Configure) it applies to its own engine,
+// which refuses it or not as in one process, and puts in its
+// ChangeOutbox: the replica's Node appends it to the cluster's log, and
+// every replica and the leader apply the log in its order (Apply;
+// change.go).
+//
 // What it does not carry yet, and answers from this replica alone: the
 // admission of a batch as a whole (Room, Reserve), the disabled pairs,
-// changes of the configuration, and the reads (Figures, Page, Snapshot,
-// EstimateWait), which know only this replica's jobs. WouldStart is
-// false: no grant comes in the call.
+// and the reads (Figures, Page, Snapshot, EstimateWait), which know only
+// this replica's jobs. WouldStart is false: no grant comes in the call.
 type Remote struct {
-	e    *engine.Engine
-	own  *Local // e as a Decider: for the reads and the configuration
-	g    Grantee
-	out  *Outbox
-	name string // this replica's
+	e   *engine.Engine
+	own *Local // e as a Decider: for the reads and the configuration
+	g   Grantee
+	out *Outbox
+	// changes holds the changes of the configuration applied here, for
+	// the cluster's log.
+	changes ChangeOutbox
+	name    string // this replica's
 	// term is the leader's as last heard: 0 until a leader asked for the
 	// replica's jobs (Resync). Until then nothing is sent: the first
 	// leader's Resync will have it all.
@@ -306,8 +314,26 @@ func (r *Remote) Enable(k Pair) { r.pairs.Enable(k) }
 // Pairs returns this replica's disabled pairs.
 func (r *Remote) Pairs() *Pairs { return &r.pairs }
 
-// Configure applies c to this replica's engine only.
-func (r *Remote) Configure(c Change, now int64) bool { return r.own.Configure(c, now) }
+// Configure applies c to this replica's engine and, if it took it, puts
+// it in the ChangeOutbox, for the cluster's log: the leader applies it
+// from there (Leader.Apply), as every replica does (Apply).
+func (r *Remote) Configure(c Change, now int64) bool {
+	if !r.own.Configure(c, now) {
+		return false
+	}
+	r.changes.Put(c)
+	return true
+}
+
+// Apply applies c, read from the cluster's log, to this replica's engine
+// at now, and reports whether the engine took it. A change this replica
+// made is applied again, which changes nothing, unless a change made
+// elsewhere came between the two in the log.
+func (r *Remote) Apply(c Change, now int64) bool { return r.own.Configure(c, now) }
+
+// Changes returns the outbox of the changes Configure applied: its
+// Node appends them to the cluster's log. Safe without the lock.
+func (r *Remote) Changes() *ChangeOutbox { return &r.changes }
 
 // Room, Reserve and Unreserve are this replica's engine's, which holds
 // none of the cluster's jobs.
