@@ -84,6 +84,20 @@ func (st *Store) ReplicaLink(ctx context.Context, name string, recv decide.Recei
 	return st.link(ctx, name, recv, nil, nil)
 }
 
+// AppendChange is for the scheduler's replicas: it appends body, a change
+// of the configuration made at run time, to the cluster's log of them,
+// and returns its number. Appends commit in the order of their numbers
+// (internal/cluster, changes.go, says how).
+func (st *Store) AppendChange(ctx context.Context, body []byte) (int64, error) {
+	return cluster.AppendChange(ctx, timed{st}, body)
+}
+
+// Changes is for the scheduler's replicas: the changes of the cluster's
+// log numbered after after, in order.
+func (st *Store) Changes(ctx context.Context, after int64) ([]store.ChangeRecord, error) {
+	return cluster.Changes(ctx, timed{st}, after)
+}
+
 // link makes a Link on the Store's pool and schema; a leader's if lease
 // is not nil.
 func (st *Store) link(ctx context.Context, name string, recv decide.Receiver, lease *cluster.Lease, onFenced func()) (store.ClosingLink, error) {

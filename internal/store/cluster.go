@@ -59,6 +59,22 @@ type Cluster interface {
 	// ReplicaLink returns replica name's Link: what it sends goes to the
 	// leader of the moment; what the leader sends it is handed to recv.
 	ReplicaLink(ctx context.Context, name string, recv decide.Receiver) (ClosingLink, error)
+	// AppendChange appends body, a change of the configuration made at
+	// run time on a replica (decide.EncodeChange), to the cluster's log of
+	// changes, and returns its number. Numbers grow in the order in which
+	// appends commit: once Changes has returned a change, it returns none
+	// numbered below it that it did not return then. A number may be
+	// skipped (an append that failed).
+	AppendChange(ctx context.Context, body []byte) (seq int64, err error)
+	// Changes returns the changes of the log numbered after after, in
+	// order of their numbers: after 0, the whole log.
+	Changes(ctx context.Context, after int64) ([]ChangeRecord, error)
+}
+
+// ChangeRecord is one change of the cluster's log (Cluster.AppendChange).
+type ChangeRecord struct {
+	Seq  int64
+	Body []byte
 }
 
 // Leadership is one term of a replica as the leader. Every write it

@@ -31,7 +31,7 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 		tables = append(tables, name)
 	}
 	require.NoError(t, rows.Err())
-	assert.Equal(t, []string{"fairsched_jobs", "fairsched_leader", "fairsched_replicas", "fairsched_schedules",
+	assert.Equal(t, []string{"fairsched_changes", "fairsched_jobs", "fairsched_leader", "fairsched_replicas", "fairsched_schedules",
 		"fairsched_schema_version", "fairsched_state"}, tables)
 
 	// The columns of a job: what the SQLite store keeps, and the replica
