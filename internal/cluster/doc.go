@@ -45,12 +45,14 @@
 //
 // The fingerprint is of the configuration at New. Changing a live
 // cluster's configuration is the business of the run-time changes
-// (SetMaxConcurrency, weights, pauses), once they reach the leader's
-// decisions and survive a failover (today they change the calling
-// replica's view only). A deploy that changes the configuration cannot
-// roll: its new replicas are refused while an old one is live. It stops
-// the old replicas first (they deregister at Close; those killed lapse
-// after Lease) and then starts the new ones, and no decision is taken between the two. A rolling deploy of
+// (SetMaxConcurrency, weights, pauses: Changes, below), which reach every
+// replica and the leader and survive a failover; they are not in the
+// fingerprint, so a replica started after one joins, and takes it from
+// the log. A deploy that changes the configuration cannot roll: its new
+// replicas are refused while an old one is live. It stops the old
+// replicas first (they deregister at Close; those killed lapse after
+// Lease) and then starts the new ones, and no decision is taken between
+// the two. A rolling deploy of
 // the same configuration needs nothing, across versions too: a field
 // added to the configuration and left at zero does not change the
 // fingerprint.
@@ -77,7 +79,51 @@
 // crosses a Register that counted its replica as lapsed finds it lapsed
 // too, and cannot let back in what the check let another configuration
 // past.
-
+//
+// # Changes
+//
+// A run-time change of the configuration (decide.Change: a limit, a
+// key's weight or configuration, a resource's capacity, a pause) is made
+// on one replica, and must hold at the leader, wherever it is, and at
+// every replica, whose engine answers the reads and checks the next
+// changes. The cluster keeps a log of them in the database
+// (store.Cluster's AppendChange and Changes), numbered in the order the
+// appends commit, and everyone applies it in that order (changes.go):
+//
+//   - The replica's Remote applies the change to its own engine, under
+//     the run-time layer's lock, which refuses it or not as in one
+//     process (the caller's error), and puts it in its ChangeOutbox. A
+//     goroutine of the Node appends what is there, in order, trying again
+//     each period while the database refuses, and once more at Stop;
+//     having appended, it wakes the run loop.
+//   - Each period, and when woken, the run loop reads the changes after
+//     the last it applied, and applies each, in order, to the Remote
+//     (through the Host's Deliver) and, while it leads, to the leader's
+//     engine (decide.Leader.Apply, which grants what a change lets
+//     start). Start applies the whole log before the replica takes part;
+//     a new term's engine, made by NewEngine from the configuration at
+//     New, applies the whole log before Begin. So a change outlives the
+//     leader that first applied it, and the leader's own process's
+//     changes reach its engine as everyone's do, through the log.
+//   - Every change sets a value (a pause pauses, a reset resets): a
+//     replica that applies its own change again from the log changes
+//     nothing, and two replicas' changes that cross end, everywhere, as
+//     the log orders them. Two leaders' engines that applied the log up
+//     to one number agree, refusals included: both began from one
+//     configuration (the fingerprint) and applied nothing else.
+//
+// What it does not do. A change takes effect at once on the replica that
+// made it, and up to a period later (Lease/5) elsewhere. A change the
+// replica's engine took may be refused by the log's replay (a key's
+// reservation that a change made elsewhere, ahead of it in the log, no
+// longer lets fit): the caller was told it held, and its replica's
+// engine keeps it while the others refuse it, which each logs. An append
+// whose commit was lost with its connection is appended again, so a
+// change can appear twice, harmlessly unless another replica's change of
+// the same value came between. A change this version cannot read (a
+// newer version's, in a rolling upgrade) is logged and skipped. The log
+// only grows; a new leader reads it whole.
+//
 // # Times
 //
 // Lease is both the leader's lease and a replica's registration: a

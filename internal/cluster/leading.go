@@ -26,6 +26,9 @@ type leading struct {
 	until  atomic.Int64
 	stop   chan struct{} // closed by end: the pump stops
 	pumped chan struct{}
+	// applied is the number of the last change of the cluster's log
+	// applied to the engine. The Node's run loop only.
+	applied int64
 
 	mu sync.Mutex
 	// Guarded by mu.
@@ -141,6 +144,29 @@ func (l *leading) onTimer() {
 // Receive and Lost take the replicas' messages (decide.Receiver).
 func (l *leading) Receive(msgs []decide.Msg) { l.do(func(now int64) { l.leader.Receive(msgs, now) }) }
 func (l *leading) Lost()                     { l.do(l.leader.Lost) }
+
+// apply applies the changes of cs after the last it applied, in order,
+// to the leader's engine: every one, from the log's start, before the
+// term begins. A change the engine refuses changed nothing, and is
+// logged, as one this process cannot read.
+func (l *leading) apply(cs []logged) {
+	var refused []logged
+	l.do(func(now int64) {
+		for _, c := range cs {
+			if c.seq <= l.applied {
+				continue
+			}
+			if c.ok && !l.leader.Apply(c.c, now) {
+				refused = append(refused, c)
+			}
+			l.applied = c.seq
+		}
+	})
+	for _, c := range refused {
+		l.n.log.Warn("fairsched: the leader's engine refused a change of the configuration from the cluster's log",
+			"replica", l.n.cfg.Name, "term", l.ship.Term(), "seq", c.seq, "change", c.c)
+	}
+}
 
 // update brings the leader's replicas up to the registry's: those swept
 // dead and those no longer live are removed (their jobs lost), new ones

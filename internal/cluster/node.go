@@ -82,6 +82,13 @@ type Node struct {
 	// resign receives when a term must end (resigned): its lease was
 	// refused, or could lapse within Grace.
 	resign chan struct{}
+	// appended receives when this replica appended changes of the
+	// configuration to the cluster's log: the run loop applies the log
+	// then, not a period later (changes.go).
+	appended chan struct{}
+	// applied is the number of the last change of the cluster's log
+	// applied to the Remote. Start and the run loop only.
+	applied int64
 
 	mu       sync.Mutex
 	lead     *leading   // while this replica leads
@@ -100,13 +107,21 @@ func Start(ctx context.Context, cfg Config, remote *decide.Remote, out *decide.O
 		cfg.Logger = slog.Default()
 	}
 	n := &Node{cfg: cfg, remote: remote, out: out, host: host, log: cfg.Logger,
-		stop: make(chan struct{}), resign: make(chan struct{}, 1), epoch: time.Now()}
+		stop: make(chan struct{}), resign: make(chan struct{}, 1), appended: make(chan struct{}, 1), epoch: time.Now()}
 	n.until.Store(int64(cfg.Lease - cfg.Grace)) // nothing is granted before it registers
 	start := time.Now()
 	if err := cfg.Store.Register(ctx, cfg.Name, cfg.Capacity, cfg.Fingerprint, cfg.Lease); err != nil {
 		return nil, err
 	}
 	n.renewed(start)
+	// The changes made at run time so far, before the replica takes part:
+	// from its start, it has the cluster's configuration.
+	recs, err := cfg.Store.Changes(ctx, 0)
+	if err != nil {
+		_ = cfg.Store.Deregister(ctx, cfg.Name)
+		return nil, fmt.Errorf("fairsched: reading the cluster's changes of the configuration: %w", err)
+	}
+	n.applyChanges(recs, nil)
 	link, err := cfg.Store.ReplicaLink(ctx, cfg.Name, guard{n, decide.ReceiverOf(remote, host.Deliver)})
 	if err != nil {
 		_ = cfg.Store.Deregister(ctx, cfg.Name)
@@ -115,17 +130,19 @@ func Start(ctx context.Context, cfg Config, remote *decide.Remote, out *decide.O
 	n.link = link
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.fenceAt = time.AfterFunc(n.fenceDelay(start), n.fence)
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go func() {
 		defer n.wg.Done()
 		out.Pump(upLink{n}, n.stop)
 	}()
+	go n.appendChanges()
 	go n.run()
 	return n, nil
 }
 
-// Stop ends the replica's part: it stops leading (giving the lease up),
-// stops sending and deregisters. The run-time layer has ended its jobs
+// Stop ends the replica's part: it appends the changes of the
+// configuration it has not appended yet (one try), stops leading (giving
+// the lease up), stops sending and deregisters. The run-time layer has ended its jobs
 // first (Close). Calls after the first return its error.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
@@ -159,8 +176,8 @@ func (n *Node) fenceDelay(start time.Time) time.Duration {
 	return time.Until(start.Add(n.cfg.Lease - n.cfg.Grace))
 }
 
-// run heartbeats, campaigns and, while leading, renews and sweeps, every
-// Lease/5, until Stop.
+// run heartbeats, campaigns and, while leading, renews and sweeps, and
+// applies the changes of the configuration, every Lease/5, until Stop.
 func (n *Node) run() {
 	defer n.wg.Done()
 	tick := time.NewTicker(n.every())
@@ -168,9 +185,21 @@ func (n *Node) run() {
 	for {
 		n.heartbeat()
 		n.leadership()
+		n.syncChanges()
+		if !n.wait(tick) {
+			return
+		}
+	}
+}
+
+// wait waits for the next period, or for a term to end, and applies the
+// cluster's log of changes meanwhile whenever this replica appended to
+// it. It reports false once the Node stops.
+func (n *Node) wait(tick *time.Ticker) bool {
+	for {
 		select {
 		case <-n.stop:
-			return
+			return false
 		case <-n.resign:
 			n.mu.Lock()
 			ls := n.resigned
@@ -179,7 +208,11 @@ func (n *Node) run() {
 			for _, l := range ls {
 				n.stopTerm(l)
 			}
+			return true
+		case <-n.appended:
+			n.syncChanges()
 		case <-tick.C:
+			return true
 		}
 	}
 }
@@ -349,6 +382,18 @@ func (n *Node) startLeading(ship store.Leadership, start time.Time) error {
 		return err
 	}
 	l := newLeading(n, ship)
+	// Every change made at run time, on any replica, in the log's order,
+	// before the term begins: the leader decides by the cluster's
+	// configuration as it is, not as it was at New.
+	var changes []store.ChangeRecord
+	if err := n.call(func(ctx context.Context) (err error) {
+		changes, err = n.cfg.Store.Changes(ctx, 0)
+		return err
+	}); err != nil {
+		n.stepDown(ship)
+		return err
+	}
+	n.applyChanges(changes, l)
 	var link store.ClosingLink
 	if err := n.call(func(ctx context.Context) (err error) {
 		link, err = ship.Link(ctx, l, l.lapse)
