@@ -114,11 +114,12 @@ type logged struct {
 }
 
 // applyChanges applies recs, changes of the cluster's log in its order,
-// each to what has not applied it: the Remote, through the run-time
-// layer, and l, this replica's term as the leader (nil: none). A change
-// this process cannot read (a newer version's) is logged and skipped; one
-// an engine refuses changed nothing there, and is logged. Start, and the
-// run loop only.
+// each to what has not applied it: l, this replica's term as the leader
+// (nil: none), then the Remote, through the run-time layer, so that a
+// replica that leads shows a change (Stats) only once it decides by it.
+// A change this process cannot read (a newer version's) is logged and
+// skipped; one an engine refuses changed nothing there, and is logged.
+// Start, and the run loop only.
 func (n *Node) applyChanges(recs []store.ChangeRecord, l *leading) {
 	if len(recs) == 0 {
 		return
@@ -131,6 +132,9 @@ func (n *Node) applyChanges(recs []store.ChangeRecord, l *leading) {
 				"replica", n.cfg.Name, "seq", rec.Seq, "err", err)
 		}
 		cs[i] = logged{rec.Seq, c, err == nil}
+	}
+	if l != nil {
+		l.apply(cs)
 	}
 	var mine []logged
 	for _, c := range cs {
@@ -153,7 +157,7 @@ func (n *Node) applyChanges(recs []store.ChangeRecord, l *leading) {
 		}
 		n.applied = mine[len(mine)-1].seq
 	}
-	if l != nil {
-		l.apply(cs)
+	if n.cfg.OnChanges != nil {
+		n.cfg.OnChanges(recs[len(recs)-1].Seq)
 	}
 }

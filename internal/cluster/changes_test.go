@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsched/fairsched/internal/decide"
+	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/fairsched/fairsched/internal/store"
 )
 
@@ -181,4 +182,31 @@ func TestNodeAppendsAtStop(t *testing.T) {
 	c, err := decide.DecodeChange(recs[0].Body)
 	require.NoError(t, err)
 	assert.Equal(t, decide.Change{Kind: decide.SetKeyWeight, Name: "k", Weight: 3}, c)
+}
+
+// Replicas is the registry: none but the Node's own replica.
+func (m *memLog) Replicas(context.Context) ([]store.ReplicaRecord, error) { return nil, nil }
+
+// A replica that begins to lead makes its engine as at New and applies
+// the whole log to it before its term begins: the first grant of the
+// term is decided by every change made before it.
+func TestNewTermAppliesTheLog(t *testing.T) {
+	log := &memLog{}
+	log.append(t, decide.Change{Kind: decide.SetMaxConcurrency, N: 7})
+	log.append(t, decide.Change{Kind: decide.PauseKey, Name: "p"})
+	h := &lockedHost{}
+	r := decide.NewRemote("a", testEngine(), &countGrants{}, &decide.Outbox{}, 1)
+	n := &Node{cfg: Config{Name: "a", Capacity: 1, Lease: time.Hour, Grace: time.Minute, Store: log, NewEngine: testEngine},
+		log: slog.New(slog.DiscardHandler), remote: r, host: h, stop: make(chan struct{}), appended: make(chan struct{}, 1)}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	defer n.cancel()
+	began := make(chan *engine.Engine, 1)
+	n.cfg.OnLead = func(uint64) { began <- n.lead.e }
+	require.NoError(t, n.startLeading(termOnly{1}, time.Now()))
+	defer n.stopLeading(false)
+	e := <-began
+	assert.Equal(t, 7, e.MaxConcurrency(), "as the term began")
+	assert.Equal(t, []string{"p"}, e.PausedKeys())
+	assert.Equal(t, int64(20), n.lead.applied)
+	assert.Equal(t, 7, r.Figures(0, nil).MaxConcurrency, "and the replica's own engine")
 }

@@ -37,6 +37,10 @@ type Config struct {
 	// OnLead, if set, is called with the term each time the replica
 	// begins to lead, once its term has begun.
 	OnLead func(term uint64)
+	// OnChanges, if set, is called with the number of the last change of
+	// the cluster's log applied, each time the replica applies some:
+	// the leader's engine, while it leads, and the replica's have them.
+	OnChanges func(applied int64)
 	// Overflow, if set, is called by the leader when jobs have waited
 	// for a replica's free slot, and for nothing else, for OverflowAfter
 	// or longer, at most once every OverflowEvery, with how many wait so:
