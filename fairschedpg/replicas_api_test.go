@@ -2,6 +2,7 @@ package fairschedpg_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -76,4 +77,123 @@ func openReplicaStore(t *testing.T, schema string) *fairschedpg.Store {
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, st.Close()) })
 	return st
+}
+
+// waitFor waits until cond holds, reading it every few ms: a change made
+// on one replica reaches the others through the database within a
+// period (Lease/5), and the API signals its arrival nowhere, so the
+// tests read Stats. The minute is a deadlock's bound.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// leaderOf waits for one of ss to lead, and returns it.
+func leaderOf(t *testing.T, ss map[string]*fairsched.Scheduler) string {
+	t.Helper()
+	var leader string
+	waitFor(t, "a leader", func() bool {
+		for name, s := range ss {
+			if s.Stats().Replica.Leader {
+				leader = name
+				return true
+			}
+		}
+		return false
+	})
+	return leader
+}
+
+// mostAtOnce runs n jobs on each of ss at once, each a few ms long, and
+// returns the most that ran at once across them.
+func mostAtOnce(t *testing.T, ss map[string]*fairsched.Scheduler, n int) int32 {
+	t.Helper()
+	var running, most atomic.Int32
+	var wg sync.WaitGroup
+	for _, s := range ss {
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				assert.NoError(t, s.RunSync(context.Background(), fairsched.Job{Key: "k"}, func(context.Context) error {
+					now := running.Add(1)
+					for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+					}
+					time.Sleep(5 * time.Millisecond) // the job's work: long enough for others to overlap it
+					running.Add(-1)
+					return nil
+				}))
+			}()
+		}
+	}
+	wg.Wait()
+	return most.Load()
+}
+
+// Run-time changes through the API: SetMaxConcurrency on a replica that
+// does not lead holds for the whole cluster, and after the leader leaves;
+// a key paused on one replica holds its jobs submitted on another.
+func TestReplicasChangesThroughTheAPI(t *testing.T) {
+	_, schema := pgtest.PoolSchema(t)
+	ss := map[string]*fairsched.Scheduler{}
+	for _, name := range []string{"web-1", "web-2", "web-3"} {
+		st := openReplicaStore(t, schema)
+		s, err := fairsched.New(fairsched.Config{MaxConcurrency: 4, Store: st,
+			Replica: &fairsched.Replica{Name: name, Capacity: 2, Lease: time.Second}})
+		require.NoError(t, err)
+		var once sync.Once
+		t.Cleanup(func() { once.Do(func() { assert.NoError(t, s.Close()) }) })
+		ss[name] = s
+	}
+	leader := leaderOf(t, ss)
+	other := "web-1"
+	if other == leader {
+		other = "web-2"
+	}
+	require.NoError(t, ss[other].SetMaxConcurrency(1))
+	// The leader's replica shows the change once its decisions have it.
+	waitFor(t, "every replica to have the change", func() bool {
+		for _, s := range ss {
+			if s.Stats().MaxConcurrency != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	assert.Equal(t, int32(1), mostAtOnce(t, ss, 4), "one at once in the cluster")
+
+	// Neither the pauser nor the submitter leads: the leader has the
+	// pause only from the log.
+	pauser, submitter := other, "web-3"
+	if submitter == leader {
+		submitter = map[string]string{"web-1": "web-2", "web-2": "web-1"}[other]
+	}
+	ss[pauser].PauseKey("p")
+	waitFor(t, "the leader to pause p", func() bool { return slices.Contains(ss[leader].Stats().PausedKeys, "p") })
+	ran := make(chan struct{})
+	h, err := ss[submitter].Submit(context.Background(), fairsched.Job{Key: "p"}, func(context.Context) error { close(ran); return nil })
+	require.NoError(t, err)
+	// A job of another key, submitted after it on the same replica, runs:
+	// had p not been paused at the leader, p's job, asked for first with
+	// a slot free, would have been granted first.
+	require.NoError(t, ss[submitter].RunSync(context.Background(), fairsched.Job{Key: "q"}, func(context.Context) error { return nil }))
+	select {
+	case <-ran:
+		t.Fatal("the paused key's job ran")
+	default:
+	}
+	ss[submitter].ResumeKey("p")
+	require.NoError(t, h.Wait(context.Background()))
+
+	require.NoError(t, ss[leader].Close())
+	delete(ss, leader)
+	next := leaderOf(t, ss)
+	assert.NotEqual(t, leader, next)
+	assert.Equal(t, int32(1), mostAtOnce(t, ss, 4), "one at once under the next leader")
 }
