@@ -85,17 +85,17 @@ func (st *Store) ReplicaLink(ctx context.Context, name string, recv decide.Recei
 }
 
 // AppendChange is for the scheduler's replicas: it appends body, a change
-// of the configuration made at run time, to the cluster's log of them,
-// and returns its number. Appends commit in the order of their numbers
-// (internal/cluster, changes.go, says how).
-func (st *Store) AppendChange(ctx context.Context, body []byte) (int64, error) {
-	return cluster.AppendChange(ctx, timed{st}, body)
+// of the configuration of fingerprint made at run time, to the cluster's
+// log of them, and returns its number. Appends commit in the order of
+// their numbers (internal/cluster, changes.go, says how).
+func (st *Store) AppendChange(ctx context.Context, fingerprint string, body []byte) (int64, error) {
+	return cluster.AppendChange(ctx, timed{st}, fingerprint, body)
 }
 
 // Changes is for the scheduler's replicas: the changes of the cluster's
-// log numbered after after, in order.
-func (st *Store) Changes(ctx context.Context, after int64) ([]store.ChangeRecord, error) {
-	return cluster.Changes(ctx, timed{st}, after)
+// log of the configuration of fingerprint numbered after after, in order.
+func (st *Store) Changes(ctx context.Context, fingerprint string, after int64) ([]store.ChangeRecord, error) {
+	return cluster.Changes(ctx, timed{st}, fingerprint, after)
 }
 
 // link makes a Link on the Store's pool and schema; a leader's if lease

@@ -197,3 +197,29 @@ func TestReplicasChangesThroughTheAPI(t *testing.T) {
 	assert.NotEqual(t, leader, next)
 	assert.Equal(t, int32(1), mostAtOnce(t, ss, 4), "one at once under the next leader")
 }
+
+// Run-time changes are kept with the configuration they changed: a
+// replica started later with that configuration, even once every other
+// left, has them from New; one with another configuration (a deploy
+// that changed it) starts from its own.
+func TestReplicasChangesKeptWithTheirConfiguration(t *testing.T) {
+	_, schema := pgtest.PoolSchema(t)
+	start := startAs(t, schema, nil)
+	a, err := start("web-1", 4)
+	require.NoError(t, err)
+	require.NoError(t, a.SetMaxConcurrency(2))
+	a.PauseKey("p")
+	require.NoError(t, a.Close()) // its changes are appended by then
+
+	b, err := start("web-2", 4)
+	require.NoError(t, err)
+	assert.Equal(t, 2, b.Stats().MaxConcurrency, "the same configuration: the changes hold")
+	assert.Equal(t, []string{"p"}, b.Stats().PausedKeys)
+	require.NoError(t, b.Close())
+
+	c, err := start("web-3", 5)
+	require.NoError(t, err)
+	assert.Equal(t, 5, c.Stats().MaxConcurrency, "another configuration: its own")
+	assert.Empty(t, c.Stats().PausedKeys)
+	require.NoError(t, c.Close())
+}

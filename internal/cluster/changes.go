@@ -70,7 +70,7 @@ func (n *Node) appendHeld(ctx context.Context, held []decide.Change) []decide.Ch
 			held = held[1:]
 			continue
 		}
-		if _, err := n.cfg.Store.AppendChange(ctx, body); err != nil {
+		if _, err := n.cfg.Store.AppendChange(ctx, n.cfg.Fingerprint, body); err != nil {
 			if n.ctx.Err() == nil {
 				n.log.Warn("fairsched: a replica could not append a change of the configuration to the cluster's log; it tries again",
 					"replica", n.cfg.Name, "change", held[0], "err", err)
@@ -94,7 +94,7 @@ func (n *Node) syncChanges() {
 	}
 	var recs []store.ChangeRecord
 	err := n.call(func(ctx context.Context) (err error) {
-		recs, err = n.cfg.Store.Changes(ctx, after)
+		recs, err = n.cfg.Store.Changes(ctx, n.cfg.Fingerprint, after)
 		return err
 	})
 	if err != nil {

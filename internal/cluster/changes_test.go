@@ -16,8 +16,9 @@ import (
 	"github.com/fairsched/fairsched/internal/store"
 )
 
-// memLog is a registry that keeps the cluster's log of changes in memory;
-// its first failAppends appends fail.
+// memLog is a registry that keeps the cluster's log of changes in memory,
+// of the configuration of fingerprint "f" only; its first failAppends
+// appends fail.
 type memLog struct {
 	store.Cluster
 	mu          sync.Mutex
@@ -25,11 +26,14 @@ type memLog struct {
 	failAppends int
 }
 
-func (m *memLog) AppendChange(ctx context.Context, body []byte) (int64, error) {
+func (m *memLog) AppendChange(ctx context.Context, fingerprint string, body []byte) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return 0, err
+	}
+	if fingerprint != "f" {
+		return 0, errors.New("not the cluster's configuration")
 	}
 	if m.failAppends > 0 {
 		m.failAppends--
@@ -40,9 +44,12 @@ func (m *memLog) AppendChange(ctx context.Context, body []byte) (int64, error) {
 	return seq, nil
 }
 
-func (m *memLog) Changes(_ context.Context, after int64) ([]store.ChangeRecord, error) {
+func (m *memLog) Changes(_ context.Context, fingerprint string, after int64) ([]store.ChangeRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if fingerprint != "f" {
+		return nil, nil
+	}
 	var out []store.ChangeRecord
 	for _, r := range m.recs {
 		if r.Seq > after {
@@ -55,7 +62,7 @@ func (m *memLog) Changes(_ context.Context, after int64) ([]store.ChangeRecord, 
 func (m *memLog) append(t *testing.T, c decide.Change) {
 	b, err := decide.EncodeChange(c)
 	require.NoError(t, err)
-	_, err = m.AppendChange(context.Background(), b)
+	_, err = m.AppendChange(context.Background(), "f", b)
 	require.NoError(t, err)
 }
 
@@ -76,7 +83,7 @@ func changesNode(t *testing.T, log *memLog) (*Node, *lockedHost) {
 	h := &lockedHost{}
 	r := decide.NewRemote("a", testEngine(), &countGrants{}, &decide.Outbox{}, 1)
 	n := &Node{cfg: Config{Name: "a", Capacity: 1, Lease: 100 * time.Millisecond, Grace: 20 * time.Millisecond, Store: log,
-		NewEngine: testEngine},
+		NewEngine: testEngine, Fingerprint: "f"},
 		log: slog.New(slog.DiscardHandler), remote: r, host: h,
 		stop: make(chan struct{}), appended: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
@@ -160,7 +167,7 @@ func TestNodeAppliesTheLog(t *testing.T) {
 
 	// A new term's engine, made as at New, applies the whole log.
 	l := newLeading(n, termOnly{2}) // not begun: nothing to end
-	recs, err := log.Changes(context.Background(), 0)
+	recs, err := log.Changes(context.Background(), "f", 0)
 	require.NoError(t, err)
 	n.applyChanges(recs, l)
 	assert.Equal(t, 6, l.e.MaxConcurrency())
@@ -176,7 +183,7 @@ func TestNodeAppendsAtStop(t *testing.T) {
 	require.True(t, configure(n, h, decide.Change{Kind: decide.SetKeyWeight, Name: "k", Weight: 3}))
 	close(n.stop)
 	n.wg.Wait()
-	recs, err := log.Changes(context.Background(), 0)
+	recs, err := log.Changes(context.Background(), "f", 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	c, err := decide.DecodeChange(recs[0].Body)
@@ -196,7 +203,8 @@ func TestNewTermAppliesTheLog(t *testing.T) {
 	log.append(t, decide.Change{Kind: decide.PauseKey, Name: "p"})
 	h := &lockedHost{}
 	r := decide.NewRemote("a", testEngine(), &countGrants{}, &decide.Outbox{}, 1)
-	n := &Node{cfg: Config{Name: "a", Capacity: 1, Lease: time.Hour, Grace: time.Minute, Store: log, NewEngine: testEngine},
+	n := &Node{cfg: Config{Name: "a", Capacity: 1, Lease: time.Hour, Grace: time.Minute, Store: log, NewEngine: testEngine,
+		Fingerprint: "f"},
 		log: slog.New(slog.DiscardHandler), remote: r, host: h, stop: make(chan struct{}), appended: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	defer n.cancel()

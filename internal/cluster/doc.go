@@ -48,11 +48,12 @@
 // (SetMaxConcurrency, weights, pauses: Changes, below), which reach every
 // replica and the leader and survive a failover; they are not in the
 // fingerprint, so a replica started after one joins, and takes it from
-// the log. A deploy that changes the configuration cannot roll: its new
-// replicas are refused while an old one is live. It stops the old
-// replicas first (they deregister at Close; those killed lapse after
-// Lease) and then starts the new ones, and no decision is taken between
-// the two. A rolling deploy of
+// the log; the log keeps each with the fingerprint of the configuration
+// it changed (Changes, below). A deploy that changes the configuration
+// cannot roll: its new replicas are refused while an old one is live. It
+// stops the old replicas first (they deregister at Close; those killed
+// lapse after Lease) and then starts the new ones, and no decision is
+// taken between the two. A rolling deploy of
 // the same configuration needs nothing, across versions too: a field
 // added to the configuration and left at zero does not change the
 // fingerprint.
@@ -105,6 +106,12 @@
 //     New, applies the whole log before Begin. So a change outlives the
 //     leader that first applied it, and the leader's own process's
 //     changes reach its engine as everyone's do, through the log.
+//   - The log keeps each change with the fingerprint of the
+//     configuration it changed, and a replica reads only its own
+//     configuration's: a deploy of another configuration starts from it
+//     alone (a change to the old one, say a MaxConcurrency lowered for an
+//     incident, does not override the new one's), while replicas of the
+//     same configuration keep the changes, even once all stopped.
 //   - Every change sets a value (a pause pauses, a reset resets): a
 //     replica that applies its own change again from the log changes
 //     nothing, and two replicas' changes that cross end, everywhere, as

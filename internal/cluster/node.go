@@ -120,7 +120,7 @@ func Start(ctx context.Context, cfg Config, remote *decide.Remote, out *decide.O
 	n.renewed(start)
 	// The changes made at run time so far, before the replica takes part:
 	// from its start, it has the cluster's configuration.
-	recs, err := cfg.Store.Changes(ctx, 0)
+	recs, err := cfg.Store.Changes(ctx, cfg.Fingerprint, 0)
 	if err != nil {
 		_ = cfg.Store.Deregister(ctx, cfg.Name)
 		return nil, fmt.Errorf("fairsched: reading the cluster's changes of the configuration: %w", err)
@@ -391,7 +391,7 @@ func (n *Node) startLeading(ship store.Leadership, start time.Time) error {
 	// configuration as it is, not as it was at New.
 	var changes []store.ChangeRecord
 	if err := n.call(func(ctx context.Context) (err error) {
-		changes, err = n.cfg.Store.Changes(ctx, 0)
+		changes, err = n.cfg.Store.Changes(ctx, n.cfg.Fingerprint, 0)
 		return err
 	}); err != nil {
 		n.stepDown(ship)

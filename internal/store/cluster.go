@@ -61,14 +61,17 @@ type Cluster interface {
 	ReplicaLink(ctx context.Context, name string, recv decide.Receiver) (ClosingLink, error)
 	// AppendChange appends body, a change of the configuration made at
 	// run time on a replica (decide.EncodeChange), to the cluster's log of
-	// changes, and returns its number. Numbers grow in the order in which
-	// appends commit: once Changes has returned a change, it returns none
-	// numbered below it that it did not return then. A number may be
-	// skipped (an append that failed).
-	AppendChange(ctx context.Context, body []byte) (seq int64, err error)
-	// Changes returns the changes of the log numbered after after, in
-	// order of their numbers: after 0, the whole log.
-	Changes(ctx context.Context, after int64) ([]ChangeRecord, error)
+	// changes, under the fingerprint of the configuration it changes, and
+	// returns its number. Numbers grow in the order in which appends
+	// commit: once Changes has returned a change, it returns none numbered
+	// below it that it did not return then. A number may be skipped (an
+	// append that failed).
+	AppendChange(ctx context.Context, fingerprint string, body []byte) (seq int64, err error)
+	// Changes returns the changes of the log appended under fingerprint
+	// and numbered after after, in order of their numbers: after 0, all
+	// of them. Another configuration's are not the cluster's any more (a
+	// deploy changed it).
+	Changes(ctx context.Context, fingerprint string, after int64) ([]ChangeRecord, error)
 }
 
 // ChangeRecord is one change of the cluster's log (Cluster.AppendChange).

@@ -28,23 +28,28 @@ import (
 // Changes are rare (an operator's calls), so the appends' waiting on one
 // another costs nothing that matters; the reads take no lock.
 //
-// The log only grows: each row is a few bytes, and a new leader reads
-// it whole once.
+// Each change is kept with the fingerprint of the configuration it
+// changed, and read by it: a deploy of another configuration starts
+// from that configuration alone, not from changes made to the one
+// before. The log only grows: each row is a few dozen bytes, and a new
+// leader reads its configuration's whole once (an index on fingerprint
+// and seq).
 
 // changesLockKey is the first key of the advisory lock AppendChange holds
 // for its transaction, the second being the schema's name's hash: "fscg"
 // in ASCII.
 const changesLockKey = 0x66736367
 
-// AppendChange appends body to the log of changes, in a transaction of its
-// own (db's batch), and returns its number: numbers commit in order.
-func AppendChange(ctx context.Context, db Batcher, body []byte) (int64, error) {
+// AppendChange appends body, a change of the configuration of
+// fingerprint, to the log of changes, in a transaction of its own (db's
+// batch), and returns its number: numbers commit in order.
+func AppendChange(ctx context.Context, db Batcher, fingerprint string, body []byte) (int64, error) {
 	if len(body) == 0 {
 		return 0, errors.New("fairschedpg: an empty change of the configuration")
 	}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))`, changesLockKey)
-	b.Queue(`INSERT INTO fairsched_changes (body) VALUES ($1) RETURNING seq`, body)
+	b.Queue(`INSERT INTO fairsched_changes (fingerprint, body) VALUES ($1, $2) RETURNING seq`, fingerprint, body)
 	br := db.SendBatch(ctx, b)
 	var seq int64
 	_, err := br.Exec()
@@ -60,9 +65,11 @@ func AppendChange(ctx context.Context, db Batcher, body []byte) (int64, error) {
 	return seq, nil
 }
 
-// Changes returns the changes of the log numbered after after, in order.
-func Changes(ctx context.Context, q Querier, after int64) ([]store.ChangeRecord, error) {
-	rows, err := q.Query(ctx, `SELECT seq, body FROM fairsched_changes WHERE seq > $1 ORDER BY seq`, after)
+// Changes returns the changes of the log of the configuration of
+// fingerprint numbered after after, in order.
+func Changes(ctx context.Context, q Querier, fingerprint string, after int64) ([]store.ChangeRecord, error) {
+	rows, err := q.Query(ctx, `SELECT seq, body FROM fairsched_changes WHERE fingerprint = $1 AND seq > $2 ORDER BY seq`,
+		fingerprint, after)
 	if err != nil {
 		return nil, fmt.Errorf("fairschedpg: reading the changes of the configuration: %w", err)
 	}

@@ -16,30 +16,42 @@ func TestChangesAppendAndRead(t *testing.T) {
 	t.Parallel()
 	pool := migrated(t, 2)
 	ctx := context.Background()
-	recs, err := Changes(ctx, pool, 0)
+	recs, err := Changes(ctx, pool, "f", 0)
 	require.NoError(t, err)
 	assert.Empty(t, recs, "no change yet")
-	_, err = AppendChange(ctx, pool, nil)
+	_, err = AppendChange(ctx, pool, "f", nil)
 	assert.Error(t, err, "an empty change")
 	var seqs []int64
 	for _, body := range []string{"one", "two", "three"} {
-		seq, err := AppendChange(ctx, pool, []byte(body))
+		seq, err := AppendChange(ctx, pool, "f", []byte(body))
 		require.NoError(t, err)
 		seqs = append(seqs, seq)
 	}
 	assert.Less(t, seqs[0], seqs[1])
 	assert.Less(t, seqs[1], seqs[2])
-	recs, err = Changes(ctx, pool, 0)
+	recs, err = Changes(ctx, pool, "f", 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 3)
 	for i, body := range []string{"one", "two", "three"} {
 		assert.Equal(t, seqs[i], recs[i].Seq)
 		assert.Equal(t, body, string(recs[i].Body))
 	}
-	recs, err = Changes(ctx, pool, seqs[1])
+	recs, err = Changes(ctx, pool, "f", seqs[1])
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	assert.Equal(t, "three", string(recs[0].Body))
+
+	// Another configuration's changes are its own.
+	g, err := AppendChange(ctx, pool, "g", []byte("of g"))
+	require.NoError(t, err)
+	recs, err = Changes(ctx, pool, "f", 0)
+	require.NoError(t, err)
+	assert.Len(t, recs, 3, "f's, not g's")
+	recs, err = Changes(ctx, pool, "g", 0)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	assert.Equal(t, g, recs[0].Seq)
+	assert.Equal(t, "of g", string(recs[0].Body))
 }
 
 // While an append holds its number uncommitted, no other append takes a
@@ -56,23 +68,23 @@ func TestChangesCommitInOrder(t *testing.T) {
 	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))`, changesLockKey)
 	require.NoError(t, err)
 	var first int64
-	require.NoError(t, tx.QueryRow(ctx, `INSERT INTO fairsched_changes (body) VALUES ('first') RETURNING seq`).Scan(&first))
+	require.NoError(t, tx.QueryRow(ctx, `INSERT INTO fairsched_changes (fingerprint, body) VALUES ('f', 'first') RETURNING seq`).Scan(&first))
 
 	// The outcome does not depend on the time given: the append cannot
 	// succeed while the lock is held.
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	_, err = AppendChange(short, pool, []byte("second"))
+	_, err = AppendChange(short, pool, "f", []byte("second"))
 	cancel()
 	require.Error(t, err, "an append waits for the one holding its number")
-	recs, err := Changes(ctx, pool, 0)
+	recs, err := Changes(ctx, pool, "f", 0)
 	require.NoError(t, err)
 	assert.Empty(t, recs, "nothing committed")
 
 	require.NoError(t, tx.Commit(ctx))
-	second, err := AppendChange(ctx, pool, []byte("second"))
+	second, err := AppendChange(ctx, pool, "f", []byte("second"))
 	require.NoError(t, err)
 	assert.Greater(t, second, first)
-	recs, err = Changes(ctx, pool, 0)
+	recs, err = Changes(ctx, pool, "f", 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 2)
 	assert.Equal(t, "first", string(recs[0].Body))
@@ -93,7 +105,7 @@ func TestChangesConcurrentReaderMissesNone(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				_, err := AppendChange(ctx, pool, fmt.Appendf(nil, "%d/%d", a, i))
+				_, err := AppendChange(ctx, pool, "f", fmt.Appendf(nil, "%d/%d", a, i))
 				assert.NoError(t, err)
 			}
 		}()
@@ -102,7 +114,7 @@ func TestChangesConcurrentReaderMissesNone(t *testing.T) {
 	var seen []int64
 	last := int64(0)
 	read := func() {
-		recs, err := Changes(ctx, pool, last)
+		recs, err := Changes(ctx, pool, "f", last)
 		require.NoError(t, err)
 		for _, r := range recs {
 			require.Greater(t, r.Seq, last, "in order")
@@ -119,7 +131,7 @@ func TestChangesConcurrentReaderMissesNone(t *testing.T) {
 		read() // the reader reads as fast as it can, the appends going on
 	}
 	read()
-	all, err := Changes(ctx, pool, 0)
+	all, err := Changes(ctx, pool, "f", 0)
 	require.NoError(t, err)
 	require.Len(t, all, appenders*each)
 	want := make([]int64, len(all))

@@ -82,14 +82,17 @@ CREATE TABLE fairsched_schedules (
 
 -- The changes of the configuration made at run time on any replica
 -- (limits, weights, pauses), each encoded by the scheduler, in the order
--- every replica and every leader applies them. Appends commit in the
--- order of their numbers (an advisory lock around each): a reader that
--- has read up to a number never finds a smaller one later.
+-- every replica and every leader applies them, with the fingerprint of
+-- the configuration they change (another's are not read). Appends commit
+-- in the order of their numbers (an advisory lock around each): a reader
+-- that has read up to a number never finds a smaller one later.
 CREATE TABLE fairsched_changes (
-	seq  bigserial   PRIMARY KEY,
-	body bytea       NOT NULL,
-	at   timestamptz NOT NULL DEFAULT clock_timestamp()
+	seq         bigserial   PRIMARY KEY,
+	fingerprint text        NOT NULL,
+	body        bytea       NOT NULL,
+	at          timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+CREATE INDEX fairsched_changes_by_fingerprint ON fairsched_changes (fingerprint, seq);
 
 -- The leader's lease: one row. A replica takes it when it has lapsed,
 -- with the next term; every write a leader makes is fenced by its term.
