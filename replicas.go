@@ -44,11 +44,27 @@ import (
 // takes a round trip to the leader, and during a failover the time the
 // next leader takes.
 //
+// A change made at run time on any replica (SetMaxConcurrency,
+// SetTierLimit, SetTypeLimit, SetKey, SetKeyWeight, ResetKey(s),
+// SetResource, PauseKey, ResumeKey, PauseType, ResumeType) holds for the
+// whole cluster: it is checked and applied on the calling replica at
+// once (its error, if refused, is the call's), recorded in the database,
+// and applied by the leader and every other replica, in the order
+// recorded, within Lease/5. A new leader applies every change recorded
+// before it decides anything, and a replica started later has them from
+// New; they are kept with the configuration they changed, so a deploy
+// that changes the configuration starts from its own. Two changes made
+// at once on two replicas end, everywhere, as recorded last; one that a
+// change made elsewhere at the same moment makes impossible (a key's
+// MinSlots over a MaxConcurrency lowered elsewhere) may hold on its
+// replica and be refused by the others, which log it.
+//
 // What is not shared yet: durable jobs (Handlers) are refused in a
 // replica's Config, and so is a job that runs after others (Job.After);
-// SubmitMany admits its jobs one by one, not all or none; TryRunSync answers ErrWouldWait; Stats, Queue and EstimateWait
-// tell of the calling replica's own jobs; and run-time changes
-// (SetMaxConcurrency and the like) apply to that replica's view only.
+// SubmitMany admits its jobs one by one, not all or none; TryRunSync
+// answers ErrWouldWait; and Stats, Queue and EstimateWait tell of the
+// calling replica's own jobs (its limits and paused keys are the
+// cluster's, as applied on that replica).
 
 // Replica configures a scheduler as one replica of several (Config.Replica).
 type Replica struct {

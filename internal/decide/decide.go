@@ -96,10 +96,12 @@
 //     record is kept.
 //   - A batch's admission, all or none: SubmitMany's jobs would be
 //     asked for in one request that the leader admits or refuses whole.
-//   - The reads (Figures, Page, Snapshot, EstimateWait) and the run-time
-//     changes of the configuration are the leader's; a Remote answers
-//     them from its own process until they are published to every
-//     replica. TryRunSync on a Remote answers ErrWouldWait.
+//   - The reads (Figures, Page, Snapshot, EstimateWait) are the
+//     leader's; a Remote answers them from its own process until they
+//     are published to every replica. TryRunSync on a Remote answers
+//     ErrWouldWait. (The run-time changes of the configuration reach
+//     every replica and the leader through the cluster's log:
+//     change.go.)
 //   - The leader's own process's jobs could be decided in the call, as
 //     Local does (Leader's Enqueue and the rest serve them, and the
 //     tests use it); internal/cluster routes them through messages
