@@ -386,6 +386,7 @@ func (n *Node) startLeading(ship store.Leadership, start time.Time) error {
 		return err
 	}
 	l := newLeading(n, ship)
+	l.setUntil(start) // the lease holds from the campaign's start: the log may be applied
 	// Every change made at run time, on any replica, in the log's order,
 	// before the term begins: the leader decides by the cluster's
 	// configuration as it is, not as it was at New.
