@@ -88,6 +88,7 @@ func changesNode(t *testing.T, log *memLog) (*Node, *lockedHost) {
 		stop: make(chan struct{}), appended: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.lead = newLeading(n, termOnly{1})
+	n.lead.until.Store(int64(time.Hour)) // its lease holds for the test: the log is what is tested
 	n.wg.Add(1)
 	go n.appendChanges()
 	t.Cleanup(func() {
@@ -167,6 +168,7 @@ func TestNodeAppliesTheLog(t *testing.T) {
 
 	// A new term's engine, made as at New, applies the whole log.
 	l := newLeading(n, termOnly{2}) // not begun: nothing to end
+	l.setUntil(time.Now())
 	recs, err := log.Changes(context.Background(), "f", 0)
 	require.NoError(t, err)
 	n.applyChanges(recs, l)
