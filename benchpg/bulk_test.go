@@ -1,0 +1,254 @@
+package benchpg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+)
+
+// BenchmarkBulk runs, per b.N, 20,000 no-op jobs end to end, inserted in
+// batches of 1,000 by one producer while 1, 2 or 4 stand-ins for
+// processes run them: see the package documentation.
+func BenchmarkBulk(b *testing.B) {
+	for _, procs := range []int{1, 2, 4} {
+		b.Run("procs-"+strconv.Itoa(procs), func(b *testing.B) {
+			b.Run("floor", func(b *testing.B) { runBulk(b, procs, floorBulk) })
+			b.Run("river/cooldown-100ms", func(b *testing.B) { runBulk(b, procs, riverBulk(false)) })
+			b.Run("river/cooldown-1ms", func(b *testing.B) { runBulk(b, procs, riverBulk(true)) })
+		})
+	}
+}
+
+// bulkSystem readies a run on a fresh schema: procs stand-ins for
+// processes, started, each job's run calling ran once. It returns the
+// producer's insert of jobs first .. first+n-1 in one call, and finish,
+// which returns once the database shows every job done (completed or
+// deleted): called once ran has been called for every job.
+type bulkSystem func(b *testing.B, schema string, procs int, ran func()) (insert func(ctx context.Context, first, n int) error, finish func(ctx context.Context) error, stop func())
+
+// runBulk runs b.N runs of totalJobs jobs on a bulkSystem and reports
+// jobs/s over their timed parts: from the first insert to the database
+// showing every job done. Setup and teardown are not timed.
+func runBulk(b *testing.B, procs int, sys bulkSystem) {
+	total := totalJobs
+	if testing.Short() {
+		total = 2 * batchSize
+	}
+	ctx := context.Background()
+	var elapsed time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		schema := newSchema(b)
+		var runs atomic.Int64
+		done := make(chan struct{})
+		ran := func() {
+			if runs.Add(1) == int64(total) {
+				close(done)
+			}
+		}
+		insert, finish, stop := sys(b, schema, procs, ran)
+		runtime.GC()
+		b.StartTimer()
+		start := time.Now()
+		err := bulkOnce(ctx, total, insert, finish, done)
+		d := time.Since(start)
+		b.StopTimer()
+		stop()
+		if err != nil {
+			b.Fatalf("after %v, %d of %d jobs run: %v", d.Round(time.Millisecond), runs.Load(), total, err)
+		}
+		if n := runs.Load(); n != int64(total) {
+			b.Fatalf("%d runs for %d jobs", n, total)
+		}
+		elapsed += d
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.N*total)/elapsed.Seconds(), "jobs/s")
+}
+
+// bulkOnce inserts total jobs in batches while they run, and returns once
+// every one has run and the database shows it done.
+func bulkOnce(ctx context.Context, total int, insert func(ctx context.Context, first, n int) error, finish func(ctx context.Context) error, done <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+	defer cancel()
+	produced := make(chan error, 1)
+	go func() {
+		for first := 0; first < total; first += batchSize {
+			if err := insert(ctx, first, min(batchSize, total-first)); err != nil {
+				produced <- fmt.Errorf("insert: %w", err)
+				return
+			}
+		}
+		produced <- nil
+	}()
+	if err := <-produced; err != nil {
+		return err
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return errors.New("the jobs did not all run: hung")
+	}
+	return finish(ctx)
+}
+
+// floorBulk is the least a queue on PostgreSQL does: one table; the
+// producer inserts 1,000 rows per statement; each stand-in for a process
+// is a goroutine with a connection of its own that, in one transaction,
+// claims the 100 oldest rows not locked by another (SELECT ... FOR UPDATE
+// SKIP LOCKED), runs them (decodes their arguments), and deletes them,
+// polling every millisecond when it finds none.
+func floorBulk(b *testing.B, schema string, procs int, ran func()) (func(context.Context, int, int) error, func(context.Context) error, func()) {
+	ctx := context.Background()
+	producer := connect(b, schema)
+	if _, err := producer.Exec(ctx, `CREATE TABLE floor_jobs (id bigserial PRIMARY KEY, args jsonb NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	errs := make([]error, procs)
+	for p := range procs {
+		conn := connect(b, schema)
+		wg.Go(func() {
+			for cctx.Err() == nil {
+				n, err := floorClaim(cctx, conn, ran)
+				if err != nil {
+					if cctx.Err() == nil {
+						errs[p] = err
+					}
+					return
+				}
+				if n == 0 {
+					select {
+					case <-time.After(time.Millisecond):
+					case <-cctx.Done():
+					}
+				}
+			}
+		})
+	}
+	insert := func(ctx context.Context, first, n int) error {
+		args := make([]string, n)
+		for k := range args {
+			a, _ := json.Marshal(noopArgs{N: first + k})
+			args[k] = string(a)
+		}
+		_, err := producer.Exec(ctx, `INSERT INTO floor_jobs (args) SELECT unnest($1::jsonb[])`, args)
+		return err
+	}
+	finish := func(context.Context) error { return nil } // ran is called once the delete committed
+	stop := func() {
+		cancel()
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			b.Error(err)
+		}
+	}
+	return insert, finish, stop
+}
+
+// floorClaim claims up to 100 rows, runs and deletes them in one
+// transaction, and returns how many.
+func floorClaim(ctx context.Context, conn *pgx.Conn, ran func()) (int, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, `SELECT id, args FROM floor_jobs ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, claimSize)
+	if err != nil {
+		return 0, err
+	}
+	ids := make([]int64, 0, claimSize)
+	var raw []byte
+	var id int64
+	var args noopArgs
+	for rows.Next() {
+		if err := rows.Scan(&id, &raw); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if err := json.Unmarshal(raw, &args); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, tx.Commit(ctx)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM floor_jobs WHERE id = ANY($1)`, ids); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, err
+	}
+	for range ids {
+		ran()
+	}
+	return len(ids), nil
+}
+
+// riverBulk: procs river Clients on the schema, in this process, each on
+// a pool of its own (a process of its own), as startRiver starts them;
+// the producer inserts through the first one (InsertMany). The run ends
+// when the table shows every job completed: river records completions
+// after the job's Work returns, in batches.
+func riverBulk(cooldown1ms bool) bulkSystem {
+	return func(b *testing.B, schema string, procs int, ran func()) (func(context.Context, int, int) error, func(context.Context) error, func()) {
+		migrateRiver(b, schema)
+		clients := make([]*river.Client[pgx.Tx], procs)
+		stops := make([]func(), procs)
+		for p := range procs {
+			clients[p], stops[p] = startRiver(b, schema, cooldown1ms, ran)
+		}
+		check := newPool(b, schema)
+		insert := func(ctx context.Context, first, n int) error {
+			batch := make([]river.InsertManyParams, n)
+			for k := range batch {
+				batch[k] = river.InsertManyParams{Args: noopArgs{N: first + k}}
+			}
+			_, err := clients[0].InsertMany(ctx, batch)
+			return err
+		}
+		finish := func(ctx context.Context) error {
+			for {
+				var n int
+				err := check.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state <> 'completed'`).Scan(&n)
+				if err != nil {
+					return fmt.Errorf("counting unfinished jobs: %w", err)
+				}
+				if n == 0 {
+					return nil
+				}
+				select {
+				case <-time.After(time.Millisecond):
+				case <-ctx.Done():
+					return fmt.Errorf("every job ran, but %d are still not completed in the table", n)
+				}
+			}
+		}
+		stop := func() {
+			for _, s := range stops {
+				s()
+			}
+			check.Close()
+		}
+		return insert, finish, stop
+	}
+}
