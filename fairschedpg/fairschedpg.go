@@ -44,11 +44,13 @@
 // within milliseconds of the commit, and a poll finds any whose
 // notification was missed.
 //
-// One process at a time: today a schema holds one Store, and a second
-// Open of it, in any process, fails with ErrInUse until the first is
-// closed or its process has died. Many replicas of a service on one
-// database, behaving as one scheduler with one leader, are the next
-// step of this package; until then, run the scheduler in one process.
+// A Store opened with Open or OpenPool is its schema's only one: a
+// second, in any process, fails with ErrInUse until the first is closed
+// or its process has died. Replicas of a service, each a process whose
+// scheduler is one of several behaving as one (fairsched.Config.Replica),
+// open theirs with OpenReplica or OpenReplicaPool instead: any number of
+// those share a schema, with one leader elected in it at a time. Durable
+// jobs are not shared by replicas yet.
 //
 // It is a Go module of its own, on github.com/jackc/pgx/v5, so that the
 // core module and the SQLite store never download or link pgx. It

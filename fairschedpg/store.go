@@ -57,8 +57,9 @@ func options(opts []Options) Options {
 }
 
 // ErrInUse is returned by Open and OpenPool for a schema that another
-// Store holds, in this process or another: one Store at a time, until
-// replicas come. It is also the error of every write of a Store whose
+// Store holds, in this process or another (one Store at a time), and by
+// OpenReplica and OpenReplicaPool for a schema that a Store of Open or
+// OpenPool holds. It is also the error of every write of a Store whose
 // own connection to the server dropped and that found, reconnecting,
 // that another Store had taken the schema meanwhile.
 var ErrInUse = errors.New("fairschedpg: the schema is in use by another Store")
