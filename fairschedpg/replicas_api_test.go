@@ -114,26 +114,13 @@ func leaderOf(t *testing.T, ss map[string]*fairsched.Scheduler) string {
 // returns the most that ran at once across them.
 func mostAtOnce(t *testing.T, ss map[string]*fairsched.Scheduler, n int) int32 {
 	t.Helper()
-	var running, most atomic.Int32
-	var wg sync.WaitGroup
+	var runs []func(func(context.Context) error) error
 	for _, s := range ss {
-		for range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				assert.NoError(t, s.RunSync(context.Background(), fairsched.Job{Key: "k"}, func(context.Context) error {
-					now := running.Add(1)
-					for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
-					}
-					time.Sleep(5 * time.Millisecond) // the job's work: long enough for others to overlap it
-					running.Add(-1)
-					return nil
-				}))
-			}()
-		}
+		runs = append(runs, func(fn func(context.Context) error) error {
+			return s.RunSync(context.Background(), fairsched.Job{Key: "k"}, fn)
+		})
 	}
-	wg.Wait()
-	return most.Load()
+	return fairschedpg.MostAtOnce(t, runs, n)
 }
 
 // Run-time changes through the API: SetMaxConcurrency on a replica that

@@ -49,14 +49,28 @@ func appliedUpTo(t *testing.T, applied <-chan int64, seq int64) {
 // long, and returns the most that ran at once across them.
 func mostAtOnce(t *testing.T, rs []*rt.Runtime, n int) int32 {
 	t.Helper()
+	runs := make([]func(func(context.Context) error) error, len(rs))
+	for i, r := range rs {
+		runs[i] = func(fn func(context.Context) error) error {
+			return r.RunSync(context.Background(), &rt.Job{Key: "k"}, fn)
+		}
+	}
+	return MostAtOnce(t, runs, n)
+}
+
+// MostAtOnce runs n jobs at once through each of runs (a replica's
+// RunSync), each a few ms long, and returns the most that ran at once
+// across them. The package's external tests use it too.
+func MostAtOnce(t *testing.T, runs []func(func(context.Context) error) error, n int) int32 {
+	t.Helper()
 	var running, most atomic.Int32
 	var wg sync.WaitGroup
-	for _, r := range rs {
+	for _, run := range runs {
 		for range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				assert.NoError(t, r.RunSync(context.Background(), &rt.Job{Key: "k"}, func(context.Context) error {
+				assert.NoError(t, run(func(context.Context) error {
 					now := running.Add(1)
 					for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
 					}
