@@ -12,8 +12,13 @@ import (
 
 // New returns a Scheduler configured by cfg, or an error naming every
 // problem with cfg.
-func New(cfg Config) (*Runtime, error) {
+func New(cfg Config) (_ *Runtime, err error) {
 	s := &Runtime{cfg: cfg, timebase: newTimebase(cfg.Clock), done: make(chan struct{})}
+	defer func() {
+		if err != nil { // nothing is left running: the event hook's goroutine ends
+			_ = s.closeEvents(context.Background())
+		}
+	}()
 	s.retries.tb = &s.timebase
 	s.disabling.tb = &s.timebase
 	var obs engine.Observer
