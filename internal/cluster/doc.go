@@ -137,7 +137,10 @@
 // replica whose last heartbeat is Lease old or older, by the database's
 // clock, has lapsed (Configuration) and is declared dead by the leader's
 // sweep. A replica heartbeats
-// and a leader renews every Lease/5. What each may still believe it
+// and a leader renews every Lease/5; a replica that does not lead
+// campaigns every Lease/10, so that a dead leader is replaced within
+// Lease plus Lease/10 after its last renewal, and the time its successor
+// takes to hear from the replicas. What each may still believe it
 // holds is measured by its own monotonic clock from before the call
 // that succeeded: until = start + Lease, which is no later than the
 // database's expiry, set from a clock reading taken after that start.

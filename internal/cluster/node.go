@@ -181,19 +181,35 @@ func (n *Node) fenceDelay(start time.Time) time.Duration {
 }
 
 // run heartbeats, campaigns and, while leading, renews and sweeps, and
-// applies the changes of the configuration, every Lease/5, until Stop.
+// applies the changes of the configuration, every Lease/5, and campaigns
+// every Lease/10 while it does not lead, until Stop.
 func (n *Node) run() {
 	defer n.wg.Done()
-	tick := time.NewTicker(n.every())
+	tick := time.NewTicker(n.every() / 2)
 	defer tick.Stop()
-	for {
-		n.heartbeat()
-		n.leadership()
-		n.syncChanges()
+	for half := 0; ; half++ {
+		switch {
+		case half%2 == 0:
+			n.heartbeat()
+			n.leadership()
+			n.syncChanges()
+		case !n.leads():
+			// Between two periods, a replica that does not lead campaigns
+			// again: a lapsed lease is taken within Lease/10 of its lapse,
+			// and a dead leader replaced within Lease plus that.
+			n.leadership()
+		}
 		if !n.wait(tick) {
 			return
 		}
 	}
+}
+
+// leads reports whether this replica leads now.
+func (n *Node) leads() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.lead != nil
 }
 
 // wait waits for the next period, or for a term to end, and applies the
