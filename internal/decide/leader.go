@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 
@@ -191,7 +192,7 @@ func (l *Leader) forget(name string, now int64) {
 			ss = append(ss, s)
 		}
 	}
-	slices.SortFunc(ss, func(a, b *standIn) int { return int(a.key.seq) - int(b.key.seq) })
+	slices.SortFunc(ss, func(a, b *standIn) int { return cmp.Compare(a.key.seq, b.key.seq) })
 	for _, s := range ss {
 		l.drop(s, now)
 	}
@@ -205,6 +206,11 @@ func (l *Leader) drop(s *standIn, now int64) {
 	case s.j.Waiting():
 		l.e.Cancel(&s.j, now)
 	}
+	l.unstand(s)
+}
+
+// unstand forgets stand-in s, ended.
+func (l *Leader) unstand(s *standIn) {
 	delete(l.stand, s.key)
 	delete(l.byJob, &s.j)
 }
@@ -264,8 +270,7 @@ func (l *Leader) Receive(msgs []Msg, now int64) {
 		case End:
 			if s := l.stand[k]; s != nil && s.j.Running() {
 				l.e.Finish(&s.j, m.Outcome, now)
-				delete(l.stand, k)
-				delete(l.byJob, &s.j)
+				l.unstand(s)
 			}
 		case Retry:
 			if s := l.stand[k]; s != nil && s.j.Running() {
@@ -411,8 +416,7 @@ func (l *Leader) Due(now int64) []*engine.Job {
 		s := l.byJob[j]
 		l.out.Put(Msg{Kind: Ended, Term: l.term, Replica: s.key.replica, Seq: s.key.seq, Outcome: engine.Expired,
 			Sync: l.sync[s.key.replica]})
-		delete(l.stand, s.key)
-		delete(l.byJob, j)
+		l.unstand(s)
 	}
 	return own
 }

@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/fairsched/fairsched/internal/engine"
@@ -374,13 +375,9 @@ func (r *Remote) Each(f func(j *engine.Job, granted bool)) {
 	for _, rj := range r.jobs {
 		rjs = append(rjs, rj)
 	}
-	slices.SortFunc(rjs, func(a, b *remoteJob) int { return int(a.j.Seq()) - int(b.j.Seq()) })
-	granted := make([]bool, len(rjs))
-	for i, rj := range rjs {
-		granted[i] = rj.granted
-	}
-	for i, rj := range rjs {
-		f(rj.j, granted[i])
+	slices.SortFunc(rjs, func(a, b *remoteJob) int { return cmp.Compare(a.j.Seq(), b.j.Seq()) })
+	for _, rj := range rjs {
+		f(rj.j, rj.granted) // f ends jobs, never grants one: the flags stand
 	}
 }
 
