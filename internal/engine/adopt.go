@@ -110,6 +110,16 @@ func (e *Engine) Adopt(j *Job, d *Desc, tm *Times, started, now int64) *Refusal 
 	return nil
 }
 
+// AdoptOn is Adopt for a job bound to no replica that runs on replica on
+// (a durable job a replica reports running): it is placed there, full or
+// not known, and not bound to it, so that a later attempt goes wherever
+// the order places it. With on "" it is Adopt. O(Adopt).
+func (e *Engine) AdoptOn(j *Job, d *Desc, tm *Times, on string, started, now int64) *Refusal {
+	e.adoptOn = on
+	defer func() { e.adoptOn = "" }()
+	return e.Adopt(j, d, tm, started, now)
+}
+
 // Adopted reports whether the job's attempt was adopted running (Adopt)
 // rather than started by the order: from Adopt until the attempt ends.
 func (j *Job) Adopted() bool { return j.is(flagAdopted) }

@@ -312,3 +312,44 @@ func TestAdoptTakesTheReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAdoptOnPlacesUnbound: a job adopted on a replica runs there, full,
+// of a type it does not serve, or not known, and is not bound to it: once
+// its attempt ends and it is queued again, the order places it on the
+// first free replica that serves its type.
+func TestAdoptOnPlacesUnbound(t *testing.T) {
+	e := newTestEngine(t, Config{})
+	var now int64
+	e.SetReplica("a", 1, []string{"t"}, now)
+	e.SetReplica("b", 1, []string{"u"}, now)
+	j := new(Job)
+	if r := e.AdoptOn(j, &Desc{Type: "t"}, nil, "b", now, now); r != nil {
+		t.Fatal(r)
+	}
+	if err := e.Verify(now); err != nil {
+		t.Fatal(err)
+	}
+	if j.Replica() != "b" || j.BoundReplica() != "" {
+		t.Fatalf("adopted on %q, bound to %q; want on b, bound to none", j.Replica(), j.BoundReplica())
+	}
+	other := new(Job)
+	if r := e.AdoptOn(other, &Desc{Type: "t"}, nil, "gone", now, now); r != nil || other.Replica() != "gone" {
+		t.Fatalf("adopted on a replica not known: %v, on %q", r, other.Replica())
+	}
+	if got := e.Replicas(); len(got) != 3 || got[1].Name != "b" || got[1].Running != 1 {
+		t.Fatalf("replicas %+v, want b running 1", got)
+	}
+	now = 10
+	e.Retry(j, now, now)
+	e.Due(now) // its backoff, of none, is over
+	if e.Next(now) != j || j.Replica() != "a" {
+		t.Fatalf("the retry started on %q, want a: the first free replica serving t", j.Replica())
+	}
+	if err := e.Verify(now); err != nil {
+		t.Fatal(err)
+	}
+	e.Finish(other, Completed, now)
+	if len(e.Replicas()) != 2 {
+		t.Fatalf("replicas %+v: the unknown one is forgotten once its job ended", e.Replicas())
+	}
+}

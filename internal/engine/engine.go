@@ -169,6 +169,7 @@ type Engine struct {
 	replicaByName map[string]*replica
 	boundTo       map[*Job]string
 	placedOn      map[*Job]*replica
+	adoptOn       string // AdoptOn's replica, for the call only
 	// Jobs admitted and being written down by the caller (Reserve): they
 	// count against MaxQueue and their keys' MaxPending until Unreserve.
 	reserved     int

@@ -254,11 +254,14 @@ func (e *Engine) holdForReplica(j *Job, now int64) {
 }
 
 // place puts j, starting, on the first free replica it may run on. A job
-// adopted running (adopt.go) that has none goes on its own replica, full
-// or not known, or, bound to none, on none.
+// adopted running (adopt.go) goes where it runs: on the replica AdoptOn
+// names, or else, if it has no free one, on its own replica, full or not
+// known, or, bound to none, on none.
 func (e *Engine) place(j *Job) {
-	r := e.replicaFor(j)
-	if r == nil && j.is(flagAdopted) {
+	var r *replica
+	if j.is(flagAdopted) && e.adoptOn != "" {
+		r = e.replicaRecord(e.adoptOn)
+	} else if r = e.replicaFor(j); r == nil && j.is(flagAdopted) {
 		if !j.is(flagBound) {
 			return
 		}
