@@ -16,8 +16,10 @@ import (
 // constants below), then those fields, in that order: unsigned numbers
 // as uvarints, signed ones as zig-zag varints, strings as a uvarint
 // length and their bytes, Outcome and Refusal as one byte each, Sync
-// last. A field
-// left out is zero; Needs is in the mask when it is not nil, so that an
+// after them, then Attempt (a varint), Args (a uvarint length and its
+// bytes), Err (a string), Flags (one byte) and Types (a uvarint count,
+// then each as a string). A field
+// left out is zero (an empty Args or Types is nil); Needs is in the mask when it is not nil, so that an
 // empty list (own needs: none) stays apart from nil (its type's needs),
 // and is a uvarint count, then each Need's Resource and Units. An Ask of
 // a job with a short ID and no times takes about 20 bytes.
@@ -30,8 +32,9 @@ import (
 // to the payload's length: every count read is checked against the
 // bytes left before anything is allocated for it.
 
-// codecVersion is the encoding's version: a payload's first byte.
-const codecVersion = 1
+// codecVersion is the encoding's version: a payload's first byte. 2: the
+// durable jobs' messages (Run, Done, Runs) and fields.
+const codecVersion = 2
 
 // The fields of a message, as bits of its mask, in the order encoded.
 const (
@@ -52,6 +55,11 @@ const (
 	fieldOutcome
 	fieldRefusal
 	fieldSync
+	fieldAttempt
+	fieldArgs
+	fieldErr
+	fieldFlags
+	fieldTypes
 	fieldAll = 1<<iota - 1
 )
 
@@ -118,6 +126,11 @@ func appendMsg(b []byte, m *Msg) []byte {
 	set(fieldOutcome, m.Outcome != 0)
 	set(fieldRefusal, m.Refusal != 0)
 	set(fieldSync, m.Sync != 0)
+	set(fieldAttempt, m.Attempt != 0)
+	set(fieldArgs, len(m.Args) != 0)
+	set(fieldErr, m.Err != "")
+	set(fieldFlags, m.Flags != 0)
+	set(fieldTypes, len(m.Types) != 0)
 
 	b = append(b, byte(m.Kind))
 	b = binary.AppendUvarint(b, mask)
@@ -169,6 +182,25 @@ func appendMsg(b []byte, m *Msg) []byte {
 	}
 	if has(fieldSync) {
 		b = binary.AppendUvarint(b, m.Sync)
+	}
+	if has(fieldAttempt) {
+		b = binary.AppendVarint(b, int64(m.Attempt))
+	}
+	if has(fieldArgs) {
+		b = binary.AppendUvarint(b, uint64(len(m.Args)))
+		b = append(b, m.Args...)
+	}
+	if has(fieldErr) {
+		b = appendString(b, m.Err)
+	}
+	if has(fieldFlags) {
+		b = append(b, byte(m.Flags))
+	}
+	if has(fieldTypes) {
+		b = binary.AppendUvarint(b, uint64(len(m.Types)))
+		for _, t := range m.Types {
+			b = appendString(b, t)
+		}
 	}
 	return b
 }
@@ -373,5 +405,32 @@ func (d *decoder) msg(m *Msg, prev []Msg) {
 	}
 	if has(fieldSync) {
 		m.Sync = d.uvarint()
+	}
+	if has(fieldAttempt) {
+		m.Attempt = d.int()
+	}
+	if has(fieldArgs) {
+		if a := d.string(""); a != "" { // none is nil, as encoded
+			m.Args = []byte(a)
+		}
+	}
+	if has(fieldErr) {
+		m.Err = d.string("")
+	}
+	if has(fieldFlags) {
+		m.Flags = DoneFlags(d.byte())
+	}
+	if has(fieldTypes) {
+		n := d.uvarint()
+		// A type takes a byte at least: no more can follow.
+		if d.err == nil && n > uint64(len(d.b)) {
+			d.fail(errShort)
+		}
+		if d.err == nil && n > 0 { // none is nil, as encoded
+			m.Types = make([]string, 0, n)
+			for i := uint64(0); i < n && d.err == nil; i++ {
+				m.Types = append(m.Types, d.string(""))
+			}
+		}
 	}
 }

@@ -28,6 +28,12 @@ func sampleMsgs() []Msg {
 		{Kind: Resync, Term: 8, Replica: "replica-b"},
 		{Kind: Admitted, Term: 8, Replica: "replica-b", Seq: 11, Sync: 2},
 		{Kind: Ask},
+		{Kind: Hello, Term: 9, Replica: "replica-c", N: 1, Sync: 3, Types: []string{"mail", "", "report"}},
+		{Kind: Runs, Term: 9, Replica: "replica-c", Seq: 1 << 40, Attempt: 3, Ran: 1500},
+		{Kind: Run, Term: 9, Replica: "replica-c", Seq: 12, Attempt: 1, Desc: engine.Desc{Type: "mail"},
+			Args: []byte(`{"to":"a@b"}` + "\x00\xff"), Sync: 3},
+		{Kind: Done, Term: 9, Replica: "replica-c", Seq: 12, Attempt: math.MinInt32, Outcome: engine.Failed,
+			Err: "smtp: 451 try again", Flags: DonePermanent | DoneLost},
 	}
 }
 
@@ -144,10 +150,13 @@ func TestCodecRefuses(t *testing.T) {
 	}
 	for name, bad := range map[string][]byte{
 		"empty":         {},
-		"version 2":     append([]byte{2}, p[1:]...),
+		"version 1":     append([]byte{1}, p[1:]...),
+		"version next":  append([]byte{codecVersion + 1}, p[1:]...),
 		"kind 0":        {codecVersion, 0, 0},
 		"kind unknown":  {codecVersion, byte(lastKind + 1), 0},
-		"field unknown": {codecVersion, byte(Ask), 0x80, 0x80, 0x04},
+		"field unknown": {codecVersion, byte(Ask), 0x80, 0x80, 0x80, 0x02},
+		"many types":    {codecVersion, byte(Hello), 0x80, 0x80, 0x80, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0},
+		"long args":     {codecVersion, byte(Run), 0x80, 0x80, 0x10, 0xff, 0xff, 0x03, 'a'},
 		"long string":   {codecVersion, byte(Ask), fieldReplica, 0xff, 0xff, 0xff, 0xff, 0x0f, 'a'},
 		"many needs":    {codecVersion, byte(Ask), 0x80, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0},
 		"bad varint":    {codecVersion, byte(Ask), fieldTerm, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
@@ -165,14 +174,17 @@ func FuzzCodec(f *testing.F) {
 	for _, m := range sampleMsgs() {
 		f.Add(uint8(m.Kind), m.Term, m.Replica, m.Seq, m.Desc.Type, m.Desc.ID, m.Desc.Key, int64(m.Desc.Priority),
 			m.Needs != nil, "gpu", int64(2), uint8(len(m.Needs)), m.Age, m.NotBefore, m.StartBy, m.Ran,
-			int64(m.Priority), int64(m.N), uint8(m.Outcome), uint8(m.Refusal), m.Sync, uint16(100), []byte{})
+			int64(m.Priority), int64(m.N), uint8(m.Outcome), uint8(m.Refusal), m.Sync,
+			int64(m.Attempt), m.Args, m.Err, uint8(m.Flags), uint8(len(m.Types)), uint16(100), []byte{})
 	}
 	good, _ := EncodeMsgs(sampleMsgs(), 8000)
 	f.Add(uint8(Ask), uint64(0), "", uint64(0), "", "", "", int64(0), false, "", int64(0), uint8(0),
-		int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), uint8(0), uint8(0), uint64(0), uint16(0), good[0])
+		int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), uint8(0), uint8(0), uint64(0),
+		int64(0), []byte(nil), "", uint8(0), uint8(0), uint16(0), good[0])
 	f.Fuzz(func(t *testing.T, kind uint8, term uint64, replica string, seq uint64, typ, id, key string, descPrio int64,
 		hasNeeds bool, res string, units int64, nNeeds uint8, age, notBefore, startBy, ran, prio, n int64,
-		outcome, refusal uint8, sync uint64, room uint16, raw []byte) {
+		outcome, refusal uint8, sync uint64, attempt int64, args []byte, errText string, flags, nTypes uint8,
+		room uint16, raw []byte) {
 		// Any bytes: no panic; what decodes encodes back to messages
 		// equal to it.
 		if msgs, err := DecodeMsgs(raw); err == nil && len(msgs) > 0 {
@@ -186,7 +198,13 @@ func FuzzCodec(f *testing.F) {
 			Desc: engine.Desc{Type: typ, ID: id, Key: key, Priority: int(descPrio)},
 			Age:  age, NotBefore: notBefore, StartBy: startBy, Ran: ran,
 			Priority: int(prio), N: int(n), Outcome: engine.Outcome(outcome), Refusal: engine.RefusalReason(refusal),
-			Sync: sync,
+			Sync: sync, Attempt: int(attempt), Err: errText, Flags: DoneFlags(flags),
+		}
+		if len(args) > 0 { // none is nil
+			m.Args = args
+		}
+		for i := range int(nTypes % 5) {
+			m.Types = append(m.Types, typ[:len(typ)*i/5])
 		}
 		if hasNeeds {
 			m.Needs = []engine.Need{}

@@ -28,6 +28,17 @@ import (
 // broke) says so (Lost), and the side it told asks for, or sends, the
 // whole state again.
 //
+// Durable jobs are the database's, not a replica's: the leader keeps
+// them (its Grantee, a Keeper), and runs each attempt on a replica that
+// has its type's handler. It records the attempt's start, then sends the
+// replica a Run (the job's ID, its attempt's number and its arguments);
+// the replica runs the handler and reports the attempt's end (Done), and
+// the leader records it. A Hello lists the durable attempts the replica
+// runs (a Runs each) and the types it has handlers for (Types): the
+// leader forgets any attempt it sent that replica and the Hello does not
+// list (a Run crossing a Hello carries an older Sync, and is dropped), as
+// it does the attempts of a replica declared dead: each is lost.
+//
 // Messages from one sender arrive in the order sent; a batch sent
 // together arrives together (a Link sends it in one transaction).
 
@@ -35,7 +46,8 @@ import (
 type MsgKind uint8
 
 // The messages. To the leader: Ask, Running, Hello, End, Retry, Cancel,
-// Raise. From the leader: Grant, Ended, Resync, Admitted.
+// Raise, Runs, Done. From the leader: Grant, Ended, Resync, Admitted,
+// Run.
 const (
 	// Ask: admit job Seq of the replica, described by Desc, Needs and
 	// its times, and grant it to that replica. In a Hello, a job waiting.
@@ -66,8 +78,28 @@ const (
 	// Admitted: job Seq was admitted, and waits for its grant: the
 	// caller that submitted it learns there is room for it.
 	Admitted
+	// Run: run attempt Attempt of durable job Seq (its ID in the
+	// store), of type Desc.Type, with the arguments Args.
+	Run
+	// Done: the replica's run of attempt Attempt of durable job Seq
+	// ended: Outcome Completed, or Failed with Err and Flags.
+	Done
+	// Runs: in a Hello, attempt Attempt of durable job Seq runs on the
+	// replica, since Ran ago.
+	Runs
 
-	lastKind = Admitted
+	lastKind = Runs
+)
+
+// DoneFlags qualify a Done's failure.
+type DoneFlags uint8
+
+const (
+	// DonePermanent: the handler said not to retry (a permanent error).
+	DonePermanent DoneFlags = 1 << iota
+	// DoneLost: the replica stopped the run, as it could not renew its
+	// registration (the attempt is lost).
+	DoneLost
 )
 
 // Msg is one message. Which fields mean something depends on Kind.
@@ -96,13 +128,23 @@ type Msg struct {
 	N        int
 	Outcome  engine.Outcome
 	Refusal  engine.RefusalReason
-	// Sync numbers a replica's Hellos, from 1; a Grant or an Ended
-	// carries the number of the last Hello the leader had from the
+	// Sync numbers a replica's Hellos, from 1; a Grant, an Ended or a
+	// Run carries the number of the last Hello the leader had from the
 	// replica when it sent it. A replica drops one of an older number:
 	// it was decided on what a later Hello replaced, and the leader will
 	// decide the job again (a grant crossing a Hello would otherwise run
 	// a job the leader no longer counts).
 	Sync uint64
+	// Run, Done and Runs: the attempt's number (1 for the first); Run's
+	// Args are the handler's arguments; Done's Err and Flags say how a
+	// failed attempt failed.
+	Attempt int
+	Args    []byte
+	Err     string
+	Flags   DoneFlags
+	// Types, in a Hello, are the job types the replica has handlers for:
+	// the leader runs durable jobs of those types only there. nil: none.
+	Types []string
 }
 
 // Link carries messages between processes: a replica's to the leader,
