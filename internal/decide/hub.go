@@ -91,7 +91,7 @@ func (l hubLink) Send(msgs []Msg) {
 // destination returns the replica m is for.
 func destination(m *Msg, leader string) string {
 	switch m.Kind {
-	case Grant, Ended, Resync, Admitted:
+	case Grant, Ended, Resync, Admitted, Run:
 		return m.Replica
 	}
 	return leader

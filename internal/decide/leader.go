@@ -25,8 +25,11 @@ type Leader struct {
 	local *Local // the engine's decisions; its grants come to the Leader
 	e     *engine.Engine
 	g     Grantee // the run-time layer's
-	out   *Outbox
-	name  string // this replica's
+	// keeper is g, if it keeps the cluster's durable jobs (durable.go):
+	// then this process's jobs are those, bound to no replica.
+	keeper Keeper
+	out    *Outbox
+	name   string // this replica's
 	// capacity is this replica's; it counts in the engine once the term
 	// is ready (0 until then, so that nothing starts).
 	capacity int
@@ -45,8 +48,11 @@ type Leader struct {
 	// Hello from it (Msg.Sync), which every Grant and Ended to it carry.
 	incarnation map[string]int64
 	sync        map[string]uint64
-	stand       map[standKey]*standIn
-	byJob       map[*engine.Job]*standIn
+	// types are the job types each replica has handlers for, from its
+	// last Hello (durable.go, typesOf).
+	types map[string][]string
+	stand map[standKey]*standIn
+	byJob map[*engine.Job]*standIn
 }
 
 // TagStandIn is the engine record's Tag of a stand-in: the run-time
@@ -72,10 +78,13 @@ type standIn struct {
 func NewLeader(name string, capacity int, e *engine.Engine, g Grantee, out *Outbox) *Leader {
 	l := &Leader{e: e, g: g, out: out, name: name, capacity: capacity,
 		replicas: make(map[string]int), awaiting: make(map[string]bool),
-		incarnation: make(map[string]int64), sync: make(map[string]uint64),
+		incarnation: make(map[string]int64), sync: make(map[string]uint64), types: make(map[string][]string),
 		stand: make(map[standKey]*standIn), byJob: make(map[*engine.Job]*standIn)}
+	l.keeper, _ = g.(Keeper)
 	l.local = NewLocal(e, l)
-	l.times.Replica = name
+	if l.keeper == nil {
+		l.times.Replica = name
+	}
 	e.SetReplica(name, 0, nil, 0) // known and full: the rule of replicas holds from the start
 	return l
 }
@@ -102,11 +111,14 @@ func (l *Leader) Begin(term uint64, replicas map[string]int, now int64) {
 // ready makes this replica's capacity, and that of every replica heard
 // from, count: the term's grants begin.
 func (l *Leader) ready(now int64) {
-	l.e.SetReplica(l.name, l.capacity, nil, now)
+	l.e.SetReplica(l.name, l.capacity, l.typesOf(l.name), now)
 	for name, c := range l.replicas {
 		if !l.awaiting[name] {
-			l.e.SetReplica(name, c, nil, now)
+			l.e.SetReplica(name, c, l.typesOf(name), now)
 		}
+	}
+	if l.keeper != nil {
+		l.keeper.Ready(now)
 	}
 	l.Grant(now)
 }
@@ -124,7 +136,7 @@ func (l *Leader) AddReplica(name string, capacity int, incarnation int64, now in
 			}
 			l.replicas[name] = capacity
 			if !l.awaiting[name] && len(l.blocking) == 0 {
-				l.e.SetReplica(name, capacity, nil, now)
+				l.e.SetReplica(name, capacity, l.typesOf(name), now)
 				l.Grant(now)
 			}
 			return
@@ -154,9 +166,13 @@ func (l *Leader) RemoveReplica(name string, now int64) {
 	delete(l.replicas, name)
 	delete(l.incarnation, name)
 	delete(l.sync, name)
+	delete(l.types, name)
 	l.heard(name, now)
 	l.e.RemoveReplica(name, now)
 	l.forget(name, now)
+	if l.keeper != nil {
+		l.keeper.Runs(name, nil, now) // its durable attempts are lost
+	}
 	l.Grant(now)
 }
 
@@ -220,6 +236,7 @@ func (l *Leader) unstand(s *standIn) {
 // sent before the replica heard of this term is in its Hello.
 func (l *Leader) Receive(msgs []Msg, now int64) {
 	var inHello map[string]int // the jobs of a Hello still to come, by replica
+	var runs hellos            // the durable attempts of a Hello, for the Keeper
 	var resynced map[string]bool
 	for i := range msgs {
 		m := &msgs[i]
@@ -239,23 +256,34 @@ func (l *Leader) Receive(msgs []Msg, now int64) {
 		}
 		k := standKey{m.Replica, m.Seq}
 		restored := false
-		if (m.Kind == Ask || m.Kind == Running) && inHello[m.Replica] > 0 {
+		if (m.Kind == Ask || m.Kind == Running || m.Kind == Runs) && inHello[m.Replica] > 0 {
 			inHello[m.Replica]--
 			restored = true
+			if m.Kind == Runs {
+				runs.add(m)
+			}
+			if inHello[m.Replica] == 0 { // the Hello is whole
+				runs.end(l, m.Replica, now)
+			}
 		}
 		switch m.Kind {
 		case Hello:
 			l.forget(m.Replica, now)
 			l.sync[m.Replica] = m.Sync
+			l.types[m.Replica] = m.Types
+			if l.types[m.Replica] == nil {
+				l.types[m.Replica] = []string{} // none: nil would be every type
+			}
 			if inHello == nil {
 				inHello = make(map[string]int)
 			}
 			inHello[m.Replica] = m.N
+			runs.begin(l, m.Replica, m.N, now)
 			if !l.awaiting[m.Replica] {
 				continue
 			}
 			if len(l.blocking) == 0 {
-				l.e.SetReplica(m.Replica, l.replicas[m.Replica], nil, now)
+				l.e.SetReplica(m.Replica, l.replicas[m.Replica], l.typesOf(m.Replica), now)
 			}
 			l.heard(m.Replica, now)
 		case Ask:
@@ -283,6 +311,10 @@ func (l *Leader) Receive(msgs []Msg, now int64) {
 		case Raise:
 			if s := l.stand[k]; s != nil && s.j.Waiting() {
 				l.e.Raise(&s.j, m.Priority, now)
+			}
+		case Done:
+			if l.keeper != nil {
+				l.keeper.Done(m.Replica, m, now)
 			}
 		}
 	}
@@ -373,14 +405,16 @@ func (l *Leader) Ended(j *engine.Job, o engine.Outcome, r *engine.Refusal, now i
 	l.g.Ended(j, o, r, now)
 }
 
-// Enqueue admits a job of this process, bound to this replica.
+// Enqueue admits a job of this process: a closure, bound to this
+// replica; or, if the Grantee is a Keeper, a durable job, bound to none.
 func (l *Leader) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int64) (bool, *engine.Refusal) {
 	if l.closing {
 		return false, &engine.Refusal{Reason: engine.RefusedClosed}
 	}
-	if tm == nil {
+	switch {
+	case tm == nil:
 		tm = &l.times
-	} else {
+	case l.keeper == nil:
 		tm.Replica = l.name
 	}
 	return l.local.Enqueue(j, d, tm, now)

@@ -38,8 +38,13 @@ type Remote struct {
 	// term is the leader's as last heard: 0 until a leader asked for the
 	// replica's jobs (Resync). Until then nothing is sent: the first
 	// leader's Resync will have it all.
-	term   uint64
-	jobs   map[uint64]*remoteJob // admitted and not ended, by number
+	term uint64
+	jobs map[uint64]*remoteJob // admitted and not ended, by number
+	// types are the job types this replica has handlers for (SetTypes),
+	// which its Hello tells; runs the durable attempts it runs, by the
+	// job's ID (durable.go).
+	types  []string
+	runs   map[int64]remoteRun
 	pairs  Pairs
 	fenced bool // grants are dropped (Fence)
 	// sync numbers the Hellos sent (Msg.Sync): a grant or an end decided
@@ -68,12 +73,58 @@ type remoteJob struct {
 	admission chan bool
 }
 
+// remoteRun is a durable attempt a replica runs: its number, and when it
+// started.
+type remoteRun struct {
+	attempt int
+	started int64
+}
+
 // NewRemote returns the Decider of replica name, which begins at now,
 // sends what the leader must know to out and keeps its jobs' records in
 // e, handing the leader's answers to g.
 func NewRemote(name string, e *engine.Engine, g Grantee, out *Outbox, now int64) *Remote {
 	return &Remote{e: e, own: NewLocal(e, g), g: g, out: out, name: name, jobs: make(map[uint64]*remoteJob),
-		began: now, since: now}
+		runs: make(map[int64]remoteRun), began: now, since: now}
+}
+
+// SetTypes sets the job types this replica has handlers for, which the
+// leader runs durable jobs of here, before the first Hello. Its Grantee
+// must be a Runner if there are any.
+func (r *Remote) SetTypes(types []string) {
+	if _, ok := r.g.(Runner); !ok && len(types) > 0 {
+		panic("decide: a replica with handlers needs a Grantee that runs them (Runner)")
+	}
+	r.types = types
+}
+
+// run starts the durable attempt m says, if it is for this replica's
+// current Hello and not fenced: the Runner runs it, and DurableDone
+// reports its end.
+func (r *Remote) run(m *Msg, now int64) {
+	id := int64(m.Seq)
+	if m.Term != r.term || m.Sync < r.sync || r.fenced {
+		return // of an older term or Hello: the leader counts it lost; fenced: Unfence tells the leader
+	}
+	if _, running := r.runs[id]; running {
+		return // sent twice: it runs already
+	}
+	r.runs[id] = remoteRun{attempt: m.Attempt, started: now}
+	r.ran(1, now)
+	r.g.(Runner).RunDurable(id, m.Attempt, m.Desc.Type, m.Args, now)
+}
+
+// DurableDone reports that attempt of durable job id ended at now, with
+// outcome o (Completed, Failed), err and flags.
+func (r *Remote) DurableDone(id int64, attempt int, o engine.Outcome, err string, flags DoneFlags, now int64) {
+	if run, ok := r.runs[id]; ok && run.attempt == attempt {
+		delete(r.runs, id)
+		r.ran(-1, now)
+	}
+	if r.term != 0 {
+		r.out.Put(Msg{Kind: Done, Term: r.term, Replica: r.name, Seq: uint64(id), Attempt: attempt,
+			Outcome: o, Err: err, Flags: flags})
+	}
 }
 
 // Usage returns, at now, how many of the replica's jobs run, and how
@@ -195,6 +246,8 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 			rj.answer(ref == nil)
 			r.e.EndHeld(rj.j, o, now)
 			r.g.Ended(rj.j, o, ref, now)
+		case Run:
+			r.run(m, now)
 		}
 	}
 }
@@ -210,17 +263,23 @@ func (r *Remote) Lost(now int64) {
 
 // hello sends the leader every job of the replica not ended, in order of
 // their numbers, in one batch: the waiting ones to ask for again, the
-// granted ones running. Grants and ends the leader decided before it has
-// this Hello are dropped when they come (Msg.Sync).
+// granted ones running; then the durable attempts it runs, by job ID.
+// Grants, ends and runs the leader decided before it has this Hello are
+// dropped when they come (Msg.Sync).
 func (r *Remote) hello(now int64) {
 	seqs := make([]uint64, 0, len(r.jobs))
 	for seq := range r.jobs {
 		seqs = append(seqs, seq)
 	}
 	slices.Sort(seqs)
+	ids := make([]int64, 0, len(r.runs))
+	for id := range r.runs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
 	r.sync++
-	msgs := make([]Msg, 0, 1+len(seqs))
-	msgs = append(msgs, Msg{Kind: Hello, Term: r.term, Replica: r.name, N: len(seqs), Sync: r.sync})
+	msgs := make([]Msg, 0, 1+len(seqs)+len(ids))
+	msgs = append(msgs, Msg{Kind: Hello, Term: r.term, Replica: r.name, N: len(seqs) + len(ids), Sync: r.sync, Types: r.types})
 	for _, seq := range seqs {
 		rj := r.jobs[seq]
 		kind := Ask
@@ -228,6 +287,10 @@ func (r *Remote) hello(now int64) {
 			kind = Running
 		}
 		msgs = append(msgs, r.ask(kind, rj, now))
+	}
+	for _, id := range ids {
+		run := r.runs[id]
+		msgs = append(msgs, Msg{Kind: Runs, Term: r.term, Replica: r.name, Seq: uint64(id), Attempt: run.attempt, Ran: now - run.started})
 	}
 	r.out.PutAll(msgs...) // one batch: the leader takes a Hello whole
 }
@@ -432,8 +495,9 @@ func (r *Remote) OwnNeeds(j *engine.Job) ([]engine.Need, bool) {
 	return nil, false
 }
 
-// Idle reports whether this replica has no job not ended.
-func (r *Remote) Idle() bool { return len(r.jobs) == 0 }
+// Idle reports whether this replica has no job not ended, and runs no
+// durable attempt.
+func (r *Remote) Idle() bool { return len(r.jobs) == 0 && len(r.runs) == 0 }
 
 // StopAccepting refuses this replica's later jobs.
 func (r *Remote) StopAccepting() { r.e.StopAccepting() }
@@ -446,7 +510,7 @@ func (r *Remote) Figures(maxKeys int, pausedOf []string) Figures {
 	unknown := f.Summary.RejectedUnknownType
 	f.Summary.Counters = r.counts
 	f.Summary.RejectedUnknownType = unknown
-	f.Summary.Running, f.Summary.Pending = r.running, len(r.jobs)-r.running
+	f.Summary.Running, f.Summary.Pending = r.running, len(r.jobs)-(r.running-len(r.runs)) // running: its granted jobs and durable attempts
 	f.Waiting[engine.WhyTurn] += f.Summary.Pending
 	return f
 }
