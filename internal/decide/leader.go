@@ -53,7 +53,15 @@ type Leader struct {
 	types map[string][]string
 	stand map[standKey]*standIn
 	byJob map[*engine.Job]*standIn
+	// valid, if set, reports whether the term may still decide: past
+	// it, Receive takes nothing and Grant grants nothing (SetGuard).
+	valid func() bool
 }
+
+// SetGuard makes the Leader take no message and grant nothing once valid
+// reports false: its term could be over (its lease could lapse). valid is
+// called with the lock held, at each Receive and Grant.
+func (l *Leader) SetGuard(valid func() bool) { l.valid = valid }
 
 // TagStandIn is the engine record's Tag of a stand-in: the run-time
 // layer's own tags are below it.
@@ -235,6 +243,9 @@ func (l *Leader) unstand(s *standIn) {
 // may start. A message of another term than the leader's is dropped: one
 // sent before the replica heard of this term is in its Hello.
 func (l *Leader) Receive(msgs []Msg, now int64) {
+	if l.valid != nil && !l.valid() {
+		return
+	}
 	var inHello map[string]int // the jobs of a Hello still to come, by replica
 	var runs hellos            // the durable attempts of a Hello, for the Keeper
 	var resynced map[string]bool
@@ -422,7 +433,7 @@ func (l *Leader) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int
 
 // Grant grants what may start at now, once the term is ready.
 func (l *Leader) Grant(now int64) {
-	if len(l.blocking) == 0 {
+	if len(l.blocking) == 0 && (l.valid == nil || l.valid()) {
 		l.local.Grant(now)
 	}
 }

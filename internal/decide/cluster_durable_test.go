@@ -1,0 +1,163 @@
+package decide
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsched/fairsched/internal/engine"
+)
+
+// The leader's Keeper, as the tests see it: the durable jobs it was
+// granted, the attempts' ends and the replicas' runs it heard of.
+type keeperParty struct {
+	party
+	ready int
+	done  []Msg
+	runs  map[string]map[int64]Msg // the last Runs heard, by replica (nil: removed)
+	heard map[string]int           // how many times Runs was heard, by replica
+}
+
+func (k *keeperParty) Done(replica string, m *Msg, now int64) { k.done = append(k.done, *m) }
+func (k *keeperParty) Runs(replica string, runs map[int64]Msg, now int64) {
+	if k.runs == nil {
+		k.runs, k.heard = map[string]map[int64]Msg{}, map[string]int{}
+	}
+	k.runs[replica] = maps.Clone(runs)
+	k.heard[replica]++
+}
+func (k *keeperParty) Ready(now int64) { k.ready++ }
+
+// A replica's run-time layer that runs durable attempts: what it was
+// asked to run.
+type runnerParty struct {
+	party
+	ran []Msg
+}
+
+func (r *runnerParty) RunDurable(id int64, attempt int, typ string, args []byte, now int64) {
+	r.ran = append(r.ran, Msg{Seq: uint64(id), Attempt: attempt, Desc: engine.Desc{Type: typ}, Args: args})
+}
+
+// newDurableCluster makes a leader "l", whose Keeper keeps the durable
+// jobs, and replicas of the handler types named, each of capacity
+// capacity; the term is begun with all of them, and every Hello carried.
+func newDurableCluster(t *testing.T, capacity int, types map[string][]string) (*testCluster, *keeperParty, map[string]*runnerParty) {
+	c := newTestCluster(t, testEngineConfig(10), 0)
+	k := &keeperParty{}
+	c.lp = &k.party
+	c.leader = NewLeader("l", 0, c.le, k, c.lout)
+	for _, typ := range []string{"mail", "pdf"} {
+		require.NoError(t, c.le.RegisterType(typ, engine.Type{}))
+	}
+	runners := map[string]*runnerParty{}
+	caps := map[string]int{}
+	for _, name := range slices.Sorted(maps.Keys(types)) {
+		rp := &runnerParty{}
+		n := &replicaNode{e: engine.New(c.cfg, nil), p: &rp.party, out: &Outbox{}}
+		n.r = NewRemote(name, n.e, rp, n.out, 1)
+		n.r.SetTypes(types[name])
+		c.nodes[name], runners[name], caps[name] = n, rp, capacity
+	}
+	c.leader.Begin(1, caps, c.tick())
+	assert.Zero(t, k.ready, "ready before the replicas answered")
+	c.flush()
+	require.Equal(t, 1, k.ready, "ready once every replica answered")
+	return c, k, runners
+}
+
+// enqueueDurable admits a durable job of type typ at the leader, as its
+// Keeper does, and returns it.
+func (c *testCluster) enqueueDurable(typ string) *engine.Job {
+	c.t.Helper()
+	j := new(engine.Job)
+	startsNow, r := c.leader.Enqueue(j, engine.Desc{Type: typ}, &engine.Times{Submitted: c.now}, c.tick())
+	require.Nil(c.t, r)
+	require.False(c.t, startsNow)
+	return j
+}
+
+// run sends job j's attempt to the replica the engine placed it on, as
+// the Keeper does, with the Run taken as it was granted (or run, if
+// given).
+func (c *testCluster) run(j *engine.Job, attempt int, run *Msg) {
+	m := c.leader.RunMsg(j.Replica())
+	if run != nil {
+		m = *run
+	}
+	m.Seq, m.Attempt, m.Desc.Type, m.Args = j.Seq(), attempt, j.Type(), []byte(`{"n":1}`)
+	c.leader.Send(m)
+	c.flush()
+}
+
+// Durable jobs pack onto the first replica, by name, that has their
+// type's handler and a free slot; none goes to a replica without it. A
+// replica runs what it is sent and its end reaches the Keeper; its Hello
+// lists what it runs; a Run that crosses a Hello is dropped, and the
+// Keeper, told the Hello's runs, knows the attempt lost; a replica
+// removed runs nothing the Keeper counts.
+func TestClusterDurableRuns(t *testing.T) {
+	c, k, runners := newDurableCluster(t, 1, map[string][]string{
+		"0-none": nil, "a": {"mail"}, "b": {"mail", "pdf"},
+	})
+	assert.Equal(t, []string{"mail", "pdf"}, c.le.Replicas()[2].Types, "b's types, from its Hello")
+	for name, runs := range k.runs {
+		assert.Empty(t, runs, "replica %s runs nothing yet", name)
+	}
+
+	mail1 := c.enqueueDurable("mail")
+	mail2 := c.enqueueDurable("mail")
+	pdf := c.enqueueDurable("pdf")
+	c.leader.Grant(c.tick())
+	require.Equal(t, []*engine.Job{mail1, mail2}, k.granted, "two slots serve mail: a's and b's; pdf waits for b")
+	assert.Equal(t, "a", mail1.Replica(), "packed on the first replica with a mail handler")
+	assert.Equal(t, "b", mail2.Replica(), "a is full: the next with a mail handler")
+	assert.True(t, pdf.Waiting())
+	why := c.le.WhyWaiting(pdf)
+	assert.Equal(t, engine.WhyReplicasFull, why.Why)
+
+	c.run(mail1, 1, nil)
+	require.Len(t, runners["a"].ran, 1)
+	assert.Equal(t, Msg{Seq: mail1.Seq(), Attempt: 1, Desc: engine.Desc{Type: "mail"}, Args: []byte(`{"n":1}`)}, runners["a"].ran[0])
+	assert.Empty(t, runners["0-none"].ran)
+
+	// a's Hello, asked again, lists the attempt it runs.
+	c.leader.Lost(c.tick())
+	c.flush()
+	require.Contains(t, k.runs["a"], int64(mail1.Seq()))
+	assert.Equal(t, 1, k.runs["a"][int64(mail1.Seq())].Attempt)
+	assert.Empty(t, k.runs["b"], "b was sent nothing yet")
+
+	// A Run taken before b's next Hello crosses it: b drops it, and the
+	// Keeper has heard that b runs nothing.
+	stale := c.leader.RunMsg("b")
+	c.nodes["b"].r.Lost(c.tick())
+	c.flush()
+	c.run(mail2, 1, &stale)
+	assert.Empty(t, runners["b"].ran, "a Run of an older Hello ran")
+	assert.Empty(t, k.runs["b"])
+
+	// a's attempt ends; the Keeper hears it, and the replica is free.
+	c.nodes["a"].r.DurableDone(int64(mail1.Seq()), 1, engine.Failed, "smtp 451", DonePermanent, c.tick())
+	c.flush()
+	require.Len(t, k.done, 1)
+	assert.Equal(t, Msg{Kind: Done, Term: 1, Replica: "a", Seq: mail1.Seq(), Attempt: 1, Outcome: engine.Failed,
+		Err: "smtp 451", Flags: DonePermanent}, k.done[0])
+	assert.True(t, c.nodes["a"].r.Idle())
+	c.leader.Finish(mail1, engine.Failed, c.tick())
+
+	// b removed: the Keeper hears it runs nothing, and its slot counts
+	// until the Keeper ends the attempt.
+	c.leader.RemoveReplica("b", c.tick())
+	assert.Nil(t, k.runs["b"])
+
+	c.leader.Finish(mail2, engine.NotRun, c.tick())
+	c.leader.Grant(c.now)
+	assert.True(t, pdf.Waiting(), "no replica left with a pdf handler")
+	why = c.le.WhyWaiting(pdf)
+	assert.Equal(t, engine.WhyNoReplica, why.Why)
+	require.NoError(t, c.le.Verify(c.now))
+}
