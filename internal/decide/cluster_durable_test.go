@@ -161,3 +161,28 @@ func TestClusterDurableRuns(t *testing.T) {
 	assert.Equal(t, engine.WhyNoReplica, why.Why)
 	require.NoError(t, c.le.Verify(c.now))
 }
+
+// A Hello is read whole before anything is granted on it: when the last
+// Hello a new term waits for says a job runs, the term's first grants
+// count it, and no limit is passed for a job another replica asked for.
+func TestClusterHelloWholeBeforeGrants(t *testing.T) {
+	c := newTestCluster(t, testEngineConfig(1), 0, "b", "z")
+	c.leader.Begin(1, map[string]int{"b": 1, "z": 1}, c.tick())
+	c.flush()
+	var asked, runs engine.Job
+	c.submit("z", &runs, "k")
+	c.flush()
+	c.submit("b", &asked, "k")
+	c.flush()
+	require.True(t, runs.Running() && !asked.Running(), "one slot in the cluster: z's job runs, b's waits")
+
+	// A new leader: b's Hello (asking) comes before z's (running), whose
+	// Hello is the last the term waits for.
+	c.le = engine.New(c.cfg, nil)
+	c.lout = &Outbox{}
+	c.leader = NewLeader("l", 0, c.le, c.lp, c.lout)
+	c.leader.Begin(2, map[string]int{"b": 1, "z": 1}, c.tick())
+	c.flush()
+	assert.Equal(t, 1, c.le.Summary().Running, "the cluster's one slot: z's job, adopted, and no grant past it")
+	assert.False(t, asked.Running())
+}

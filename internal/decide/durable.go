@@ -52,8 +52,8 @@ type hellos struct {
 	runs map[string]map[int64]Msg
 }
 
-// begin starts the gathering of replica's Hello of n jobs.
-func (h *hellos) begin(l *Leader, replica string, n int, now int64) {
+// begin starts the gathering of replica's Hello.
+func (h *hellos) begin(l *Leader, replica string) {
 	if l.keeper == nil {
 		return
 	}
@@ -61,9 +61,6 @@ func (h *hellos) begin(l *Leader, replica string, n int, now int64) {
 		h.runs = make(map[string]map[int64]Msg)
 	}
 	h.runs[replica] = make(map[int64]Msg)
-	if n == 0 {
-		h.end(l, replica, now)
-	}
 }
 
 // add adds m, one of replica's Hello's Runs.

@@ -51,8 +51,11 @@ type Leader struct {
 	// types are the job types each replica has handlers for, from its
 	// last Hello (durable.go, typesOf).
 	types map[string][]string
-	stand map[standKey]*standIn
-	byJob map[*engine.Job]*standIn
+	// reading are the replicas whose Hello is being read: until it is
+	// whole, nothing starts on them (helloWhole).
+	reading map[string]bool
+	stand   map[standKey]*standIn
+	byJob   map[*engine.Job]*standIn
 	// valid, if set, reports whether the term may still decide: past
 	// it, Receive takes nothing and Grant grants nothing (SetGuard).
 	valid func() bool
@@ -86,7 +89,7 @@ type standIn struct {
 func NewLeader(name string, capacity int, e *engine.Engine, g Grantee, out *Outbox) *Leader {
 	l := &Leader{e: e, g: g, out: out, name: name, capacity: capacity,
 		replicas: make(map[string]int), awaiting: make(map[string]bool),
-		incarnation: make(map[string]int64), sync: make(map[string]uint64), types: make(map[string][]string),
+		incarnation: make(map[string]int64), sync: make(map[string]uint64), types: make(map[string][]string), reading: make(map[string]bool),
 		stand: make(map[standKey]*standIn), byJob: make(map[*engine.Job]*standIn)}
 	l.keeper, _ = g.(Keeper)
 	l.local = NewLocal(e, l)
@@ -121,7 +124,7 @@ func (l *Leader) Begin(term uint64, replicas map[string]int, now int64) {
 func (l *Leader) ready(now int64) {
 	l.e.SetReplica(l.name, l.capacity, l.typesOf(l.name), now)
 	for name, c := range l.replicas {
-		if !l.awaiting[name] {
+		if !l.awaiting[name] && !l.reading[name] {
 			l.e.SetReplica(name, c, l.typesOf(name), now)
 		}
 	}
@@ -195,9 +198,6 @@ func (l *Leader) ReplicaNames() []string { return slices.Sorted(maps.Keys(l.repl
 
 // heard notes that replica name no longer holds the term's grants back.
 func (l *Leader) heard(name string, now int64) {
-	if !l.awaiting[name] {
-		return
-	}
 	delete(l.awaiting, name)
 	if l.blocking[name] {
 		delete(l.blocking, name)
@@ -205,6 +205,20 @@ func (l *Leader) heard(name string, now int64) {
 			l.ready(now)
 		}
 	}
+}
+
+// helloWhole notes that replica name's Hello was read whole, at now: the
+// Keeper hears what it runs, its capacity counts again, and the term's
+// grants may begin. Until then nothing starts on it, so that a job it
+// asks for is not granted before the jobs its Hello says run there are
+// counted.
+func (l *Leader) helloWhole(runs *hellos, name string, now int64) {
+	delete(l.reading, name)
+	runs.end(l, name, now)
+	if len(l.blocking) == 0 {
+		l.e.SetReplica(name, l.replicas[name], l.typesOf(name), now)
+	}
+	l.heard(name, now)
 }
 
 // forget ends every stand-in of replica name at now, in order of their
@@ -266,71 +280,82 @@ func (l *Leader) Receive(msgs []Msg, now int64) {
 			continue
 		}
 		k := standKey{m.Replica, m.Seq}
-		restored := false
+		restored, whole := false, false
 		if (m.Kind == Ask || m.Kind == Running || m.Kind == Runs) && inHello[m.Replica] > 0 {
 			inHello[m.Replica]--
 			restored = true
 			if m.Kind == Runs {
 				runs.add(m)
 			}
-			if inHello[m.Replica] == 0 { // the Hello is whole
-				runs.end(l, m.Replica, now)
-			}
+			whole = inHello[m.Replica] == 0
 		}
-		switch m.Kind {
-		case Hello:
-			l.forget(m.Replica, now)
-			l.sync[m.Replica] = m.Sync
-			l.types[m.Replica] = m.Types
-			if l.types[m.Replica] == nil {
-				l.types[m.Replica] = []string{} // none: nil would be every type
-			}
+		if m.Kind == Hello {
 			if inHello == nil {
 				inHello = make(map[string]int)
 			}
 			inHello[m.Replica] = m.N
-			runs.begin(l, m.Replica, m.N, now)
-			if !l.awaiting[m.Replica] {
-				continue
-			}
-			if len(l.blocking) == 0 {
-				l.e.SetReplica(m.Replica, l.replicas[m.Replica], l.typesOf(m.Replica), now)
-			}
-			l.heard(m.Replica, now)
-		case Ask:
-			if l.awaiting[m.Replica] || l.stand[k] != nil {
-				continue // its Hello will ask again; or asked twice
-			}
-			l.admit(k, m, restored, now)
-		case Running:
-			if l.stand[k] == nil {
-				l.adopt(k, m, now)
-			}
-		case End:
-			if s := l.stand[k]; s != nil && s.j.Running() {
-				l.e.Finish(&s.j, m.Outcome, now)
-				l.unstand(s)
-			}
-		case Retry:
-			if s := l.stand[k]; s != nil && s.j.Running() {
-				l.e.Retry(&s.j, now+m.NotBefore, now)
-			}
-		case Cancel:
-			if s := l.stand[k]; s != nil {
-				l.drop(s, now)
-			}
-		case Raise:
-			if s := l.stand[k]; s != nil && s.j.Waiting() {
-				l.e.Raise(&s.j, m.Priority, now)
-			}
-		case Done:
-			if l.keeper != nil {
-				l.keeper.Done(m.Replica, m, now)
-			}
+			whole = m.N == 0
+		}
+		l.take(m, k, restored, &runs, now)
+		if whole { // its last job taken: the Hello is read
+			l.helloWhole(&runs, m.Replica, now)
 		}
 	}
 	l.catchUp(now)
 	l.Grant(now)
+}
+
+// take applies m, one of a replica's messages of this term, at now;
+// restored says it is one of the jobs of a Hello, whose durable attempts
+// runs gathers.
+func (l *Leader) take(m *Msg, k standKey, restored bool, runs *hellos, now int64) {
+	switch m.Kind {
+	case Hello:
+		l.forget(m.Replica, now)
+		l.sync[m.Replica] = m.Sync
+		l.types[m.Replica] = m.Types
+		if l.types[m.Replica] == nil {
+			l.types[m.Replica] = []string{} // none: nil would be every type
+		}
+		runs.begin(l, m.Replica)
+		// Its jobs are taken as they come, but nothing starts on it
+		// until the Hello is whole (helloWhole).
+		delete(l.awaiting, m.Replica)
+		l.reading[m.Replica] = true
+		if len(l.blocking) == 0 {
+			l.e.SetReplica(m.Replica, 0, l.typesOf(m.Replica), now)
+		}
+	case Ask:
+		if l.awaiting[m.Replica] || l.stand[k] != nil {
+			return // its Hello will ask again; or asked twice
+		}
+		l.admit(k, m, restored, now)
+	case Running:
+		if l.stand[k] == nil {
+			l.adopt(k, m, now)
+		}
+	case End:
+		if s := l.stand[k]; s != nil && s.j.Running() {
+			l.e.Finish(&s.j, m.Outcome, now)
+			l.unstand(s)
+		}
+	case Retry:
+		if s := l.stand[k]; s != nil && s.j.Running() {
+			l.e.Retry(&s.j, now+m.NotBefore, now)
+		}
+	case Cancel:
+		if s := l.stand[k]; s != nil {
+			l.drop(s, now)
+		}
+	case Raise:
+		if s := l.stand[k]; s != nil && s.j.Waiting() {
+			l.e.Raise(&s.j, m.Priority, now)
+		}
+	case Done:
+		if l.keeper != nil {
+			l.keeper.Done(m.Replica, m, now)
+		}
+	}
 }
 
 // catchUp applies what fell due by now before anything is granted: a
