@@ -328,7 +328,7 @@ func (c *Config) validate() error {
 		add("Handlers are set without a Store: durable jobs need one")
 	}
 	if c.Replica != nil {
-		if err := c.Replica.validate(c.Store, durable); err != nil {
+		if err := c.Replica.validate(c.Store); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -546,8 +546,8 @@ func (c *Config) runtime() rt.Config {
 	for name, tc := range c.Types {
 		rc.Types[name] = tc.runtime()
 	}
-	if c.Replica != nil { // the Store is the replicas' meeting place, not a durable one
-		rc.Cluster, rc.Store = c.Replica.cluster(c.Store, c.Logger), nil
+	if c.Replica != nil { // the Store is the replicas' meeting place, and their durable jobs'
+		rc.Cluster = c.Replica.cluster(c.Store, c.Logger)
 	}
 	if c.Handlers != nil {
 		rc.Handlers = c.Handlers.m

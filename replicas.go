@@ -59,12 +59,29 @@ import (
 // MinSlots over a MaxConcurrency lowered elsewhere) may hold on its
 // replica and be refused by the others, which log it.
 //
-// What is not shared yet: durable jobs (Handlers) are refused in a
-// replica's Config, and so is a job that runs after others (Job.After);
-// SubmitMany admits its jobs one by one, not all or none; TryRunSync
-// answers ErrWouldWait; and Stats, Queue and EstimateWait tell of the
-// calling replica's own jobs (its limits and paused keys are the
-// cluster's, as applied on that replica).
+// Durable jobs are the cluster's: Enqueue, EnqueueMany and EnqueueTx on
+// any replica store the job in the database, and the leader keeps every
+// durable job, recovers them as a new term begins, and runs each attempt
+// on a replica that has a handler of its type (Config.Handlers may differ
+// between replicas), within every limit, packed as closures are. Jobs of
+// a type no live replica has a handler of wait, and start once one joins.
+// The leader records each attempt's start before the replica runs it and
+// its end when the replica reports it; a replica that stops while it runs
+// one (killed, cut off, or closed) loses that attempt, which fails with
+// ErrLost and is retried by its type's Retry policy, elsewhere; if the
+// leader dies instead, the next one finds the attempt running where the
+// replica says it runs, and waits for its end. So a handler runs at least
+// once per attempt, and may run again after a fault: make it idempotent
+// (JobID(ctx) is the same in every attempt). The job's admission is the
+// leader's, as for a job of a caller's transaction: the calling
+// replica's Enqueue is not refused for a full queue, and its Handle has
+// the job's ID but not its end (Err is ErrElsewhere).
+//
+// What is not shared yet: a job that runs after others (Job.After) is
+// refused on a replica, durable or not, and so is ScheduleDurable; SubmitMany admits its jobs one by one, not all or
+// none; TryRunSync answers ErrWouldWait; and Stats, Queue, DeadJobs and
+// EstimateWait tell of the calling replica's own jobs (its limits and
+// paused keys are the cluster's, as applied on that replica).
 
 // Replica configures a scheduler as one replica of several (Config.Replica).
 type Replica struct {
@@ -119,7 +136,7 @@ type ReplicaStats struct {
 }
 
 // validate reports the problems with r as a scheduler with st's.
-func (r *Replica) validate(st Store, durable bool) error {
+func (r *Replica) validate(st Store) error {
 	var errs []error
 	add := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("fairsched: Replica: "+format, args...))
@@ -142,9 +159,6 @@ func (r *Replica) validate(st Store, durable bool) error {
 	}
 	if _, ok := st.(store.Cluster); !ok {
 		add("Config.Store is not one that replicas share: open it with fairschedpg.OpenReplica")
-	}
-	if durable {
-		add("durable jobs (Handlers) are not yet shared by replicas")
 	}
 	return errors.Join(errs...)
 }

@@ -1,7 +1,6 @@
 package fairsched
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -18,8 +17,6 @@ func TestReplicaValidation(t *testing.T) {
 	st, err := fairschedsqlite.Open(filepath.Join(t.TempDir(), "jobs.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	var hs Handlers
-	AddHandler(&hs, "mail", func(context.Context, struct{}) error { return nil })
 	for name, tc := range map[string]struct {
 		cfg  Config
 		want []string
@@ -32,7 +29,6 @@ func TestReplicaValidation(t *testing.T) {
 		"grace of half":      {Config{Replica: &Replica{Name: "a", Capacity: 1, Lease: 4 * time.Second, Grace: 2 * time.Second}}, []string{"Grace is 2s", "less than Lease/2 (2s)"}},
 		"grace past default": {Config{Replica: &Replica{Name: "a", Capacity: 1, Grace: 3 * time.Second}}, []string{"Grace is 3s"}},
 		"negative overflow":  {Config{Replica: &Replica{Name: "a", Capacity: 1, OverflowEvery: -1}}, []string{"OverflowAfter and OverflowEvery"}},
-		"durable jobs":       {Config{Store: st, Handlers: &hs, Replica: &Replica{Name: "a", Capacity: 1}}, []string{"durable jobs (Handlers) are not yet shared"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := New(tc.cfg)

@@ -3,6 +3,7 @@ package fairschedpg
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/fairsched/fairsched/fairschedpg/internal/cluster"
@@ -117,6 +118,9 @@ type leadership struct {
 	st    *Store
 	lease *cluster.Lease
 	term  uint64 // the term won; the Lease's own says whether it still holds it
+
+	jobsOnce sync.Once
+	jobs     *termJobs // Jobs': made at its first call
 }
 
 func (l *leadership) Term() uint64 { return l.term }

@@ -167,7 +167,7 @@ func openPool(ctx context.Context, pool *pgxpool.Pool, o Options, shared bool) (
 		return nil, err
 	}
 	st.watch = watch
-	st.w = newWriter(st)
+	st.w = newWriter(st, nil)
 	st.writes = writes{B: st.w.b}
 	st.pruner = store.StartPruner(store.PruneThrough(st.w.b), o.Retention, o.DeadRetention)
 	return st, nil

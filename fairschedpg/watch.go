@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fairsched/fairsched/fairschedpg/internal/cluster"
 	"github.com/fairsched/fairsched/internal/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -68,8 +69,11 @@ type watcher struct {
 	mu sync.Mutex
 	// Guarded by mu.
 	arrived func(*store.Job) // nil: no one watches
-	conn    *pgx.Conn        // the session; nil while it reconnects
-	lostErr error            // the lock was taken by another Store while the session was down
+	// lease, if set, fences each take by its term: the watcher is a
+	// leader's, for its term's view of the jobs (termjobs.go).
+	lease   *cluster.Lease
+	conn    *pgx.Conn // the session; nil while it reconnects
+	lostErr error     // the lock was taken by another Store while the session was down
 	started bool
 	again   bool               // look again before the next wait: Watch was called
 	nudge   context.CancelFunc // ends the session's wait, for a look at once
@@ -334,17 +338,59 @@ func (w *watcher) look() {
 	}
 }
 
+// fenceBy makes each take fenced by lease's term, or, with on false,
+// no longer fenced by it.
+func (w *watcher) fenceBy(lease *cluster.Lease, on bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case on:
+		w.lease = lease
+	case w.lease == lease:
+		w.lease = nil
+	}
+}
+
+// fencedBy reports whether the takes are fenced by lease's term.
+func (w *watcher) fencedBy(lease *cluster.Lease) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lease == lease
+}
+
+// qTake clears the mark of up to $1 unseen jobs and returns them; a
+// leader's (qTakeFenced) only while its lease is in term $2, held by $3,
+// unlapsed, holding the lease row FOR SHARE until its commit.
+const (
+	qTake = `
+UPDATE fairsched_jobs j SET unseen = false
+FROM (SELECT id FROM fairsched_jobs WHERE unseen ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) u
+WHERE j.id = u.id`
+	qTakeFenced = `WITH fence AS MATERIALIZED (
+	SELECT term FROM fairsched_leader WHERE term = $2 AND holder = $3 AND expires > clock_timestamp() FOR SHARE
+)` + qTake + ` AND EXISTS (SELECT FROM fence)`
+)
+
 // take clears the mark of up to takeBatch unseen jobs and returns them,
-// in ID order, once that is committed.
+// in ID order, once that is committed; a leader's take, none once its
+// term is over.
 func (w *watcher) take() ([]*store.Job, error) {
 	var jobs []*store.Job
 	var intern store.Interner
+	w.mu.Lock()
+	lease := w.lease
+	w.mu.Unlock()
+	q, args := qTake, []any{takeBatch}
+	if lease != nil {
+		term, held := lease.Term()
+		if !held {
+			return nil, store.ErrFenced
+		}
+		q, args = qTakeFenced, []any{takeBatch, term, lease.Holder()}
+	}
 	err := w.st.run(w.ctx, false, func(b *pgx.Batch) {
-		b.Queue(`
-UPDATE fairsched_jobs j SET unseen = false
-FROM (SELECT id FROM fairsched_jobs WHERE unseen ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) u
-WHERE j.id = u.id
-RETURNING `+jobCols("j."), takeBatch).Query(func(rows pgx.Rows) error {
+		b.Queue(q+`
+RETURNING `+jobCols("j."), args...).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				j, _, err := scanJob(rows, &intern)
 				if err != nil {

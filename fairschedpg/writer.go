@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/fairsched/fairsched/fairschedpg/internal/cluster"
 	"github.com/fairsched/fairsched/internal/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,15 +33,18 @@ const maxRows = 1000
 
 // writer applies requests, one transaction at a time.
 type writer struct {
-	st      *Store
+	st *Store
+	// lease, if set, fences every transaction by its term (termjobs.go):
+	// the writer of a leader's view of the jobs.
+	lease   *cluster.Lease
 	b       *store.Batcher[*store.Request]
 	commits atomic.Int64 // transactions committed, for the tests
 	// What applyAll sorts a transaction's requests into, kept for reuse.
 	groups store.Groups
 }
 
-func newWriter(st *Store) *writer {
-	w := &writer{st: st}
+func newWriter(st *Store, lease *cluster.Lease) *writer {
+	w := &writer{st: st, lease: lease}
 	w.b = store.NewBatcher(maxBatch, w.apply)
 	return w
 }
@@ -99,6 +103,44 @@ WHERE id = $5`
 	LIMIT $3)`
 )
 
+// qFence begins a transaction of a leader's view of the jobs
+// (termjobs.go): it holds the lease row FOR SHARE, so that a successor's
+// campaign waits for the transaction, and divides by zero, aborting the
+// transaction, unless the lease is still in term $1, held by $2 and not
+// lapsed by the database's clock. The writer sends a transaction as one
+// pipelined batch, so the fence must fail it from SQL; a division by
+// zero does, without a function of our own in the schema, and the
+// divisor is a count the planner cannot fold.
+const qFence = `SELECT 1 / (SELECT count(*)::int FROM (
+	SELECT term FROM fairsched_leader WHERE term = $1 AND holder = $2 AND expires > clock_timestamp() FOR SHARE) f)`
+
+// isFenceError reports whether err is qFence's refusal.
+func isFenceError(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22012" // division_by_zero: no other statement of a writer divides
+}
+
+// fenced wraps fail, a transaction's failure, so that qFence's refusal
+// is ErrFenced.
+func (w *writer) fenced(fail func(error) error) func(error) error {
+	if w.lease == nil {
+		return fail
+	}
+	return func(err error) error {
+		if isFenceError(err) {
+			fail(err)
+			return w.fenceError()
+		}
+		return fail(err)
+	}
+}
+
+// fenceError is the error of a transaction qFence refused; the lease
+// holds nothing from then.
+func (w *writer) fenceError() error {
+	return fmt.Errorf("%w (%s: a write of an ended term)", store.ErrFenced, w.lease.Holder())
+}
+
 // putState is the statement that puts a state in table.
 func putState(table string) string {
 	return `INSERT INTO ` + table + ` (name, value) VALUES ($1, $2)
@@ -124,6 +166,15 @@ func (w *writer) apply(rs []*store.Request) error {
 	}
 	b := &pgx.Batch{}
 	st.begin(b, false)
+	if w.lease != nil {
+		term, held := w.lease.Term()
+		if !held {
+			conn.Exec(ctx, "ROLLBACK")
+			return fmt.Errorf("%w (%s holds no lease)", store.ErrFenced, w.lease.Holder())
+		}
+		b.Queue(qFence, term, w.lease.Holder())
+	}
+	fail = w.fenced(fail)
 	var jobs []*store.Job
 	for _, r := range rs {
 		if r.Kind == store.Insert {
@@ -134,7 +185,13 @@ func (w *writer) apply(rs []*store.Request) error {
 		// First every insert (no other request can name a job not yet
 		// inserted), then the states written with them, which need
 		// their IDs.
-		queueInsert(b, qInsert, false, jobs)
+		// A replica's jobs are the leader's to take (watch.go): unseen,
+		// and the leader's watcher told, as for a caller's transaction.
+		unseen := st.shared && w.lease == nil
+		queueInsert(b, qInsert, unseen, jobs)
+		if unseen {
+			b.Queue(`SELECT pg_notify($1, '')`, st.watch.channel) // sent at the commit
+		}
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return fail(err)
 		}
@@ -152,6 +209,9 @@ func (w *writer) apply(rs []*store.Request) error {
 	defer cancel2()
 	if err := conn.SendBatch(ctx2, b).Close(); err != nil {
 		conn.Exec(ctx2, "ROLLBACK")
+		if w.lease != nil && isFenceError(err) {
+			return w.fenceError()
+		}
 		return fmt.Errorf("fairschedpg: %w", commitUnknown(err))
 	}
 	w.commits.Add(1)

@@ -83,11 +83,11 @@ func changesNode(t *testing.T, log *memLog) (*Node, *lockedHost) {
 	h := &lockedHost{}
 	r := decide.NewRemote("a", testEngine(), &countGrants{}, &decide.Outbox{}, 1)
 	n := &Node{cfg: Config{Name: "a", Capacity: 1, Lease: 100 * time.Millisecond, Grace: 20 * time.Millisecond, Store: log,
-		NewEngine: testEngine, Fingerprint: "f"},
+		NewTerm: testTerm, Fingerprint: "f"},
 		log: slog.New(slog.DiscardHandler), remote: r, host: h,
 		stop: make(chan struct{}), appended: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.lead = newLeading(n, termOnly{1})
+	n.lead = newTestLeading(t, n, termOnly{1})
 	n.lead.until.Store(int64(time.Hour)) // its lease holds for the test: the log is what is tested
 	n.wg.Add(1)
 	go n.appendChanges()
@@ -128,7 +128,7 @@ func appended(t *testing.T, n *Node) {
 func TestNodeAppliesTheLog(t *testing.T) {
 	log := &memLog{}
 	n, h := changesNode(t, log)
-	own, lead := n.remote, n.lead.e
+	own, lead := n.remote, engineOf(n.lead)
 	log.append(t, decide.Change{Kind: decide.SetMaxConcurrency, N: 3}) // from another replica
 	n.syncChanges()
 	assert.Equal(t, 3, lead.MaxConcurrency(), "the leader's engine")
@@ -167,13 +167,13 @@ func TestNodeAppliesTheLog(t *testing.T) {
 	assert.Equal(t, 6, own.Figures(0, nil).MaxConcurrency)
 
 	// A new term's engine, made as at New, applies the whole log.
-	l := newLeading(n, termOnly{2}) // not begun: nothing to end
+	l := newTestLeading(t, n, termOnly{2}) // not begun: nothing to end
 	l.setUntil(time.Now())
 	recs, err := log.Changes(context.Background(), "f", 0)
 	require.NoError(t, err)
 	n.applyChanges(recs, l)
-	assert.Equal(t, 6, l.e.MaxConcurrency())
-	assert.Equal(t, []string{"p"}, l.e.PausedKeys())
+	assert.Equal(t, 6, engineOf(l).MaxConcurrency())
+	assert.Equal(t, []string{"p"}, engineOf(l).PausedKeys())
 }
 
 // What the replica changed as its Node stops is appended as it stops,
@@ -205,13 +205,13 @@ func TestNewTermAppliesTheLog(t *testing.T) {
 	log.append(t, decide.Change{Kind: decide.PauseKey, Name: "p"})
 	h := &lockedHost{}
 	r := decide.NewRemote("a", testEngine(), &countGrants{}, &decide.Outbox{}, 1)
-	n := &Node{cfg: Config{Name: "a", Capacity: 1, Lease: time.Hour, Grace: time.Minute, Store: log, NewEngine: testEngine,
+	n := &Node{cfg: Config{Name: "a", Capacity: 1, Lease: time.Hour, Grace: time.Minute, Store: log, NewTerm: testTerm,
 		Fingerprint: "f"},
 		log: slog.New(slog.DiscardHandler), remote: r, host: h, stop: make(chan struct{}), appended: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	defer n.cancel()
 	began := make(chan *engine.Engine, 1)
-	n.cfg.OnLead = func(uint64) { began <- n.lead.e }
+	n.cfg.OnLead = func(uint64) { began <- engineOf(n.lead) }
 	require.NoError(t, n.startLeading(termOnly{1}, time.Now()))
 	defer n.stopLeading(false)
 	e := <-began

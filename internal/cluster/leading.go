@@ -6,18 +6,20 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/internal/decide"
-	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/fairsched/fairsched/internal/store"
 )
 
-// leading is one term of this replica as the leader: an engine of its
-// own for the cluster, the Leader over it, and the leader's link. Its
-// engine's time is µs of this process's monotonic clock since the term
-// began: the messages carry durations, never instants.
+// leading is one term of this replica as the leader: its decisions (a
+// Term, from Config.NewTerm: the Leader over an engine of its own for the
+// cluster, with its lock and clock timer), and the leader's link. The
+// engine's times are the Term's, µs of this process's clock: the messages
+// carry durations, never instants.
 type leading struct {
 	// Set by newLeading, then read-only.
 	n      *Node
 	ship   store.Leadership
+	term   Term
+	leader *decide.Leader
 	epoch  time.Time
 	stopAt *time.Timer // fires when the lease could lapse within Grace
 	// until, in ns since epoch, is when stopAt is due: past it nothing
@@ -26,27 +28,32 @@ type leading struct {
 	until  atomic.Int64
 	stop   chan struct{} // closed by end: the pump stops
 	pumped chan struct{}
+	out    decide.Outbox
 	// applied is the number of the last change of the cluster's log
 	// applied to the engine. The Node's run loop only.
 	applied int64
+	// over: lapse or end was called; nothing is applied any more.
+	over    atomic.Bool
+	endOnce sync.Once
 
 	mu sync.Mutex
 	// Guarded by mu.
-	e      *engine.Engine
-	leader *decide.Leader
-	out    decide.Outbox
-	link   store.ClosingLink
-	timer  *time.Timer // the engine's next due time
-	over   bool        // end was called: nothing is applied any more
-	spill  overflow    // when the overflow hook is due
+	link  store.ClosingLink
+	spill overflow // when the overflow hook is due
 }
 
-func newLeading(n *Node, ship store.Leadership) *leading {
+// newLeading makes the term won by ship; it fails if its decisions
+// cannot be made (the store's durable jobs could not be read).
+func newLeading(n *Node, ship store.Leadership) (*leading, error) {
 	l := &leading{n: n, ship: ship, epoch: time.Now(), stop: make(chan struct{}), pumped: make(chan struct{}),
 		spill: overflow{after: n.cfg.OverflowAfter, every: n.cfg.OverflowEvery}}
-	l.e = n.cfg.NewEngine()
-	l.leader = decide.NewLeader(n.cfg.Name, n.cfg.Capacity, l.e, noGrantee{}, &l.out)
-	return l
+	close(l.pumped) // until begin starts the pump
+	term, err := n.cfg.NewTerm(ship.Jobs(), &l.out, l.valid)
+	if err != nil {
+		return nil, err
+	}
+	l.term, l.leader = term, term.Leader()
+	return l, nil
 }
 
 // begin begins the term, won by a call that started at start, with the
@@ -54,6 +61,7 @@ func newLeading(n *Node, ship store.Leadership) *leading {
 func (l *leading) begin(live map[string]int, start time.Time) {
 	l.setUntil(start)
 	l.stopAt = time.AfterFunc(l.n.fenceDelay(start), l.lapse)
+	l.pumped = make(chan struct{})
 	go func() {
 		defer close(l.pumped)
 		l.out.Pump(downLink{l}, l.stop)
@@ -69,17 +77,20 @@ func (l *leading) begin(live map[string]int, start time.Time) {
 // Grace: nothing is applied or granted from then on, even before the
 // Node drops the term.
 func (l *leading) lapse() {
-	l.mu.Lock()
-	l.over = true
-	l.mu.Unlock()
+	l.over.Store(true)
 	l.n.resignTerm(l)
 }
 
 // current reports whether the term may still decide, in term.
 func (l *leading) current(term uint64) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return !l.over && l.ship.Term() == term
+	return !l.over.Load() && l.ship.Term() == term
+}
+
+// valid reports whether the term may still decide now: the Leader's
+// guard, asked at each message and grant, so that a process woken past
+// until grants nothing, whether or not stopAt has run.
+func (l *leading) valid() bool {
+	return !l.over.Load() && time.Since(l.epoch) < time.Duration(l.until.Load())
 }
 
 // renewed notes a renewal of the lease by a call that started at start.
@@ -93,51 +104,17 @@ func (l *leading) setUntil(start time.Time) {
 	l.until.Store(int64(start.Sub(l.epoch) + l.n.cfg.Lease - l.n.cfg.Grace))
 }
 
-// origin is where the leader's clock starts, in µs: the replicas tell
-// their jobs' times as ages, and a job submitted before the term began
-// must have a time after 0 (about 35 years of them).
-const origin = 1 << 50
-
-// now returns the engine's time: µs since the term began, from origin.
-func (l *leading) now() int64 { return origin + time.Since(l.epoch).Microseconds() }
-
-// do applies f to the leader at now, with the lock held, and sets the
-// timer for what the engine waits for next; past until, it applies
-// nothing, and the term lapses.
+// do applies f to the leader at the Term's instant, under its lock; past
+// until, it applies nothing, and the term lapses.
 func (l *leading) do(f func(now int64)) {
-	l.mu.Lock()
-	if !l.over && time.Since(l.epoch) >= time.Duration(l.until.Load()) {
-		l.mu.Unlock()
+	if !l.over.Load() && time.Since(l.epoch) >= time.Duration(l.until.Load()) {
 		l.lapse()
 		return
 	}
-	defer l.mu.Unlock()
-	if l.over {
-		return
-	}
-	now := l.now()
-	f(now)
-	l.armLocked(now)
-}
-
-// armLocked sets the timer to the engine's next due time.
-func (l *leading) armLocked(now int64) {
-	due, ok := l.leader.NextDue()
-	if !ok {
-		return
-	}
-	d := time.Duration(max(due-now, 0)) * time.Microsecond
-	if l.timer == nil {
-		l.timer = time.AfterFunc(d, l.onTimer)
-	} else {
-		l.timer.Reset(d)
-	}
-}
-
-func (l *leading) onTimer() {
-	l.do(func(now int64) {
-		l.leader.Due(now)
-		l.leader.Grant(now)
+	l.term.Deliver(func(now int64) {
+		if !l.over.Load() {
+			f(now)
+		}
 	})
 }
 
@@ -195,22 +172,24 @@ func (l *leading) update(recs []store.ReplicaRecord, dead []string) {
 	})
 }
 
-// end ends the term: nothing more is applied or sent.
+// end ends the term: nothing more is applied or sent, and its
+// decisions are abandoned. Calls after the first do nothing.
 func (l *leading) end() {
-	l.mu.Lock()
-	l.over = true
-	if l.timer != nil {
-		l.timer.Stop()
-	}
-	l.mu.Unlock()
-	if l.stopAt != nil {
-		l.stopAt.Stop()
-	}
-	close(l.stop)
-	<-l.pumped
-	if l.link != nil {
-		l.link.Close()
-	}
+	l.endOnce.Do(func() {
+		l.over.Store(true)
+		if l.stopAt != nil {
+			l.stopAt.Stop()
+		}
+		l.term.Abandon()
+		close(l.stop)
+		<-l.pumped
+		l.mu.Lock()
+		link := l.link
+		l.mu.Unlock()
+		if link != nil {
+			link.Close()
+		}
+	})
 }
 
 // downLink sends what the Leader sends: to this process's replica within
@@ -233,7 +212,10 @@ func (d downLink) Send(msgs []decide.Msg) {
 			}
 			n.host.Deliver(func(now int64) { n.remote.Receive(batch, now) })
 		} else {
-			d.l.link.Send(batch)
+			d.l.mu.Lock()
+			link := d.l.link
+			d.l.mu.Unlock()
+			link.Send(batch)
 		}
 		msgs = msgs[k:]
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/internal/decide"
-	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/fairsched/fairsched/internal/store"
 )
 
@@ -31,9 +30,13 @@ type Config struct {
 	Lease, Grace time.Duration
 	Store        store.Cluster
 	Logger       *slog.Logger
-	// NewEngine returns an engine configured as every replica's: the
-	// leader's, made as it begins a term.
-	NewEngine func() *engine.Engine
+	// NewTerm returns the decisions of a term this replica leads, made as
+	// it begins: a Leader named and sized as this replica, over an engine
+	// configured as every replica's, sending on out, that takes nothing
+	// and grants nothing once valid reports false; and, if jobs is not nil
+	// (the term's view of the store's durable jobs), what keeps those for
+	// the term (internal/rt's keeper).
+	NewTerm func(jobs store.Store, out *decide.Outbox, valid func() bool) (Term, error)
 	// OnLead, if set, is called with the term each time the replica
 	// begins to lead, once its term has begun.
 	OnLead func(term uint64)
@@ -47,6 +50,19 @@ type Config struct {
 	// another replica would start them (overflow.go).
 	Overflow                     func(ctx context.Context, waiting int) error
 	OverflowAfter, OverflowEvery time.Duration
+}
+
+// Term is one term's decisions on the leader (Config.NewTerm).
+type Term interface {
+	// Leader is the term's Leader: its methods are called within Deliver.
+	Leader() *decide.Leader
+	// Deliver applies apply under the term's lock, at its instant: the
+	// Leader's Grantee and clock timer share it.
+	Deliver(apply func(now int64))
+	// Abandon ends the term's decisions: nothing more is written to the
+	// store, and what the term kept is dropped. Called once, with no lock
+	// held.
+	Abandon()
 }
 
 // Host is what the replica's run-time layer offers its Node.
@@ -401,7 +417,11 @@ func (n *Node) startLeading(ship store.Leadership, start time.Time) error {
 		n.stepDown(ship)
 		return err
 	}
-	l := newLeading(n, ship)
+	l, err := newLeading(n, ship)
+	if err != nil {
+		n.stepDown(ship)
+		return err
+	}
 	l.setUntil(start) // the lease holds from the campaign's start: the log may be applied
 	// Every change made at run time, on any replica, in the log's order,
 	// before the term begins: the leader decides by the cluster's
@@ -411,6 +431,7 @@ func (n *Node) startLeading(ship store.Leadership, start time.Time) error {
 		changes, err = n.cfg.Store.Changes(ctx, n.cfg.Fingerprint, 0)
 		return err
 	}); err != nil {
+		l.end()
 		n.stepDown(ship)
 		return err
 	}
@@ -420,10 +441,13 @@ func (n *Node) startLeading(ship store.Leadership, start time.Time) error {
 		link, err = ship.Link(ctx, l, l.lapse)
 		return err
 	}); err != nil {
+		l.end()
 		n.stepDown(ship)
 		return err
 	}
+	l.mu.Lock()
 	l.link = link
+	l.mu.Unlock()
 	live := map[string]int{n.cfg.Name: n.cfg.Capacity}
 	for _, r := range recs {
 		if r.Live {
@@ -509,15 +533,4 @@ func (u upLink) Send(msgs []decide.Msg) {
 		}
 		msgs = msgs[k:]
 	}
-}
-
-// noGrantee is the leader's engine's Grantee: it has no job of this
-// process's own, only stand-ins.
-type noGrantee struct{}
-
-func (noGrantee) Granted(j *engine.Job) {
-	panic(fmt.Sprintf("cluster: the leader's engine granted job %d, which is no replica's", j.Seq()))
-}
-func (noGrantee) Ended(j *engine.Job, _ engine.Outcome, _ *engine.Refusal, _ int64) {
-	panic(fmt.Sprintf("cluster: the leader's engine ended job %d, which is no replica's", j.Seq()))
 }

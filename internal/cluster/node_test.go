@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ func (termOnly) StepDown(context.Context) error                         { return
 func (termOnly) Link(context.Context, decide.Receiver, func()) (store.ClosingLink, error) {
 	return nil, nil
 }
+func (termOnly) Jobs() store.Store { return nil }
 
 // sentLink keeps what is sent on it.
 type sentLink struct{ sent [][]decide.Msg }
@@ -36,14 +38,58 @@ func testEngine() *engine.Engine {
 	return engine.New(engine.Config{MaxConcurrency: 1, CostAlpha: 0.3, DefaultCost: 1}, nil)
 }
 
+// engineTerm is a term's decisions for the tests (Config.NewTerm): the
+// Leader of replica "a", of capacity 1, over an engine of testEngine's,
+// keeping no durable job, under a lock of its own; its times are µs
+// since it was made.
+type engineTerm struct {
+	mu    sync.Mutex
+	e     *engine.Engine
+	l     *decide.Leader
+	epoch time.Time
+}
+
+func testTerm(_ store.Store, out *decide.Outbox, valid func() bool) (Term, error) {
+	t := &engineTerm{e: testEngine(), epoch: time.Now()}
+	t.l = decide.NewLeader("a", 1, t.e, noGrants{}, out)
+	t.l.SetGuard(valid)
+	return t, nil
+}
+
+func (t *engineTerm) Leader() *decide.Leader { return t.l }
+func (t *engineTerm) Abandon()               {}
+func (t *engineTerm) Deliver(apply func(now int64)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	apply(1<<50 + time.Since(t.epoch).Microseconds())
+}
+
+// engineOf returns the engine of term l's decisions.
+func engineOf(l *leading) *engine.Engine { return l.term.(*engineTerm).e }
+
+// newTestLeading is newLeading, which testTerm never fails.
+func newTestLeading(t *testing.T, n *Node, ship store.Leadership) *leading {
+	l, err := newLeading(n, ship)
+	require.NoError(t, err)
+	return l
+}
+
+// noGrants is the Grantee of a Leader with no job of its process's own.
+type noGrants struct{}
+
+func (noGrants) Granted(j *engine.Job) { panic("a job of the leader's own process was granted") }
+func (noGrants) Ended(*engine.Job, engine.Outcome, *engine.Refusal, int64) {
+	panic("a job of the leader's own process ended")
+}
+
 // What this replica sends in a term that is not its own leading's (a
 // stale term of its own still running here, a new one begun elsewhere)
 // goes over the database, to the leader of that term; what it sends in
 // its own term stays in the process.
 func TestUpLinkRoutesByTerm(t *testing.T) {
 	db := &sentLink{}
-	n := &Node{cfg: Config{Name: "a", Capacity: 1, NewEngine: testEngine}, link: db}
-	l := newLeading(n, termOnly{2})
+	n := &Node{cfg: Config{Name: "a", Capacity: 1, NewTerm: testTerm}, link: db}
+	l := newTestLeading(t, n, termOnly{2})
 	l.link = &sentLink{}
 	n.lead = l
 	upLink{n}.Send([]decide.Msg{
@@ -164,9 +210,9 @@ func TestHeartbeatLapsedRegistersAgain(t *testing.T) {
 // and an end reported first would otherwise be granted on in a term
 // another replica may hold already.
 func TestLeadingPastUntilDecidesNothing(t *testing.T) {
-	n := &Node{cfg: Config{Name: "a", Capacity: 1, NewEngine: testEngine, Lease: time.Second, Grace: 200 * time.Millisecond},
+	n := &Node{cfg: Config{Name: "a", Capacity: 1, NewTerm: testTerm, Lease: time.Second, Grace: 200 * time.Millisecond},
 		link: &sentLink{}}
-	l := newLeading(n, termOnly{2})
+	l := newTestLeading(t, n, termOnly{2})
 	l.link = &sentLink{}
 	n.lead = l
 	l.setUntil(time.Now().Add(-time.Second)) // renewed 2 s ago, and the timer has not run

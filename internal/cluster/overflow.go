@@ -42,14 +42,14 @@ func (o *overflow) observe(now time.Time, waiting int) bool {
 // checkOverflow samples the jobs waiting for capacity, and calls the hook
 // on a goroutine of its own if it is due.
 func (l *leading) checkOverflow() {
-	l.mu.Lock()
-	if l.over {
+	var waiting int
+	due := false
+	l.do(func(int64) {
+		waiting = l.leader.WaitingForCapacity()
+		l.mu.Lock()
+		due = l.spill.observe(time.Now(), waiting)
 		l.mu.Unlock()
-		return
-	}
-	waiting := l.leader.WaitingForCapacity()
-	due := l.spill.observe(time.Now(), waiting)
-	l.mu.Unlock()
+	})
 	if !due {
 		return
 	}

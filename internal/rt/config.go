@@ -38,6 +38,11 @@ type Config struct {
 	Cluster *cluster.Config
 	// Signals is set by the tests only.
 	Signals *Signals
+
+	// keeper, if set, makes the Runtime the keeper of a leader's term
+	// (keeper.go): its Decider is that term's Leader, and its Store the
+	// term's view of the durable jobs.
+	keeper *keeperConfig
 }
 
 // TypeConfig is a job type's configuration: the engine's part, and the

@@ -28,6 +28,9 @@ func errDurableType(name string) error {
 type durable struct {
 	st       store.Store
 	handlers map[string]*Handler
+	// everyType: every job is durable, whatever its type (a keeper's:
+	// its handlers are the replicas').
+	everyType bool
 	// restoring indexes the jobs New has queued again so far, by ID, while
 	// it recovers them: a job's dependencies come before it.
 	restoring map[int64]*durableTask
@@ -74,7 +77,7 @@ func (d *durable) of(t *task) *durableTask {
 // isDurableType reports whether type name's jobs are durable: it has a
 // handler, or jobs of it were found in the store without one.
 func (d *durable) isDurableType(name string) bool {
-	return d.handlers[name] != nil || d.orphans[name] > 0
+	return d.everyType || d.handlers[name] != nil || d.orphans[name] > 0
 }
 
 // durableParent is the context a durable job's contexts derive from: the

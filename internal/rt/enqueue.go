@@ -80,6 +80,9 @@ func (s *Runtime) enqueueMany(ctx context.Context, jobs []EnqueueParams, state *
 		}
 		recs[i] = rec
 	}
+	if s.remote != nil {
+		return s.enqueueOnReplica(ctx, recs, state)
+	}
 	a, err := s.admitDurable(jobs, recs)
 	if err != nil {
 		return nil, err
@@ -167,6 +170,9 @@ func (s *Runtime) refusedAfterWriteLocked(jobs []EnqueueParams) error {
 // durableAfter returns the store IDs of the jobs a durable job runs
 // after, which must be durable jobs of s.
 func (s *Runtime) durableAfter(after []Handle) ([]int64, error) {
+	if s.remote != nil {
+		return nil, errAfterOnReplica
+	}
 	ids := make([]int64, len(after))
 	for i, h := range after {
 		switch {
@@ -292,4 +298,28 @@ func (s *Runtime) enqueueDurableLocked(t *durableTask, job *Job, rec *store.Job,
 	}
 	s.asideClockLocked(t) // waiting for the jobs it runs after
 	return nil
+}
+
+// enqueueOnReplica stores jobs a replica enqueued, recs, with state, in
+// the store the replicas share, and returns their Handles: the leader's
+// keeper takes them from the store, and admits them, as it does the jobs
+// of callers' transactions; so no limit of the queue refuses them here.
+// A Handle has its job's ID, not its end (ErrElsewhere).
+func (s *Runtime) enqueueOnReplica(ctx context.Context, recs []*store.Job, state *store.StateWrite) ([]Handle, error) {
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	s.wg.Add(1) // Shutdown and Close wait for the write
+	s.mu.Unlock()
+	defer s.wg.Done()
+	if err := s.durable.st.Insert(ctx, state, recs...); err != nil {
+		return nil, err
+	}
+	hs := make([]Handle, len(recs))
+	for i, rec := range recs {
+		hs[i] = Handle{elsewhere: rec.ID}
+	}
+	return hs, nil
 }

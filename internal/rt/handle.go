@@ -44,6 +44,9 @@ func (h Handle) Wait(ctx context.Context) error {
 // Err returns the job's error once it has ended, and nil before.
 func (h Handle) Err() error {
 	if h.t == nil {
+		if h.elsewhere != 0 {
+			return ErrElsewhere
+		}
 		return errNoJob
 	}
 	s := h.scheduler()
@@ -99,7 +102,7 @@ func (h Handle) scheduler() *Runtime { return h.t.rec.Engine().Owner.(*Runtime) 
 // as long as the store keeps it; 0 for a job that is not durable.
 func (h Handle) ID() int64 {
 	if h.t == nil {
-		return 0
+		return h.elsewhere
 	}
 	if dt := h.scheduler().durable.of(h.t); dt != nil {
 		return dt.id

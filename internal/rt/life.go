@@ -412,6 +412,12 @@ func (s *Runtime) wakeEndedLocked(t *task) {
 	if t.wake != nil {
 		close(t.wake)
 	}
+	s.wakeIdleLocked()
+}
+
+// wakeIdleLocked wakes Shutdown, Close or WaitIdle if they wait and
+// nothing is pending or running any more.
+func (s *Runtime) wakeIdleLocked() {
 	if s.idle != nil && s.decider().Idle() {
 		close(s.idle)
 		s.idle = nil

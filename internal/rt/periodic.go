@@ -163,6 +163,10 @@ func (s *Runtime) stopSchedulesLocked() {
 // loses the one that fell due while no process ran: that one is enqueued
 // at once, once.
 
+// errDurableScheduleOnReplica refuses a durable schedule on a replica:
+// every replica that starts it would enqueue each occurrence.
+var errDurableScheduleOnReplica = errors.New("fairsched: a replica keeps no durable schedule yet (each replica would enqueue every occurrence): enqueue the occurrences from one process")
+
 // durableSchedule is what a schedule of durable jobs adds to a Periodic.
 type durableSchedule struct {
 	name string
@@ -186,6 +190,8 @@ func (s *Runtime) ScheduleDurable(ctx context.Context, name string, spec Schedul
 	switch {
 	case d == nil:
 		return nil, errors.New("fairsched: ScheduleDurable needs a Store in Config")
+	case s.remote != nil:
+		return nil, errDurableScheduleOnReplica
 	case spec == nil:
 		return nil, errNilSchedule
 	case name == "":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
 	"github.com/fairsched/fairsched/internal/store"
 )
@@ -22,6 +23,9 @@ import (
 // function the attempt runs: its handler, with the arguments the store
 // gave back and the job's ID in its context.
 func (s *Runtime) durableAttempt(dt *durableTask) (func(context.Context) error, error) {
+	if s.keeper != nil { // it runs on a replica
+		return s.remoteAttempt(dt)
+	}
 	h := s.durable.handlers[dt.rec.Type()]
 	dt.attempt++ // only the goroutine that runs it touches it while it runs
 	args, err := s.durable.st.Start(context.Background(), dt.id, s.wallOf(dt.rec.Started()))
@@ -106,6 +110,9 @@ func (s *Runtime) requeueDurableLocked(id int64, made, allowed int) *task {
 // running: its aging clock stood still, and the next start must find it
 // so; and it keeps no lane's paused time (store.Job.Stood) any longer.
 func (s *Runtime) clockMovedLocked(j *engine.Job) {
+	if j.Tag == decide.TagStandIn { // a keeper's engine: another replica's job
+		return
+	}
 	if dt := s.durable.of(taskOf(j)); dt != nil {
 		s.durable.st.Post(store.Op{Kind: store.OpClock, ID: dt.id, At: s.wallOf(j.Submitted())})
 	}

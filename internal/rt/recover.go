@@ -83,7 +83,12 @@ func (s *Runtime) openStore() error {
 // restoreLocked queues the unfinished durable job j again at now.
 func (s *Runtime) restoreLocked(j *store.Job, now int64) {
 	d := s.durable
-	if d.handlers[j.Type] == nil && !s.holdOrphanLocked(j.Type, now) {
+	switch {
+	case s.keeper != nil: // its handlers are the replicas': a type is registered as it first comes
+		if _, known := s.decider().TypeTier(j.Type); !known && s.registerLocked(j.Type, TypeConfig{}) != nil {
+			return
+		}
+	case d.handlers[j.Type] == nil && !s.holdOrphanLocked(j.Type, now):
 		return
 	}
 	dt := &durableTask{task: task{fn: durableFn, submitCtx: durableParent}, id: j.ID, attempt: int32(j.Attempt)}
@@ -129,6 +134,14 @@ func (s *Runtime) restoreLocked(j *store.Job, now int64) {
 		tm.NotBefore = s.engineTimeOf(j.NotBefore)
 		if j.Attempt == 0 { // delayed, never started: its aging clock starts at its NotBefore
 			tm.Submitted = max(tm.Submitted, tm.NotBefore)
+		}
+	}
+	if j.State == store.Running && s.keeper != nil {
+		if r, ok := s.keeper.reported[j.ID]; ok && r.attempt == j.Attempt { // it runs on that replica
+			if s.adoptLocked(dt, &desc, &tm, r, now) && d.restoring != nil {
+				d.restoring[j.ID] = dt
+			}
+			return
 		}
 	}
 	if j.State == store.Running {

@@ -32,6 +32,7 @@ func (s *Runtime) Lose() {
 			t.ctx.cancel(errLostRun)
 		}
 	})
+	s.stopRunsLocked(errLostRun)
 }
 
 // lostAttempt returns what a cancelled attempt that returned err ended

@@ -58,6 +58,12 @@ type Runtime struct {
 	remote *decide.Remote
 	outbox *decide.Outbox
 	node   *cluster.Node
+	// keeper is what the keeper of a leader's term keeps (keeper.go); nil
+	// but in one.
+	keeper *keeper
+	// runs are the contexts of the durable attempts this replica runs
+	// for the leader, by job ID (runs.go). Guarded by mu.
+	runs map[int64]*jobContext
 
 	wg     sync.WaitGroup // job goroutines
 	events *eventSink     // nil without Config.OnEvent

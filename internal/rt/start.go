@@ -31,6 +31,12 @@ func New(cfg Config) (_ *Runtime, err error) {
 	s.eng = engine.New(cfg.Engine, obs)
 	s.inProc = decide.NewLocal(s.eng, (*grantee)(s))
 	switch {
+	case cfg.keeper != nil:
+		s.keeper = &keeper{reported: make(map[int64]reportedRun), early: make(map[int64]decide.Msg),
+			runs: make(map[int64]*remoteRun)}
+		s.keeper.leader = decide.NewLeader(cfg.keeper.name, cfg.keeper.capacity, s.eng, (*keeperGrantee)(s), cfg.keeper.out)
+		s.keeper.leader.SetGuard(cfg.keeper.valid)
+		s.dec = s.keeper.leader
 	case cfg.Cluster != nil:
 		s.outbox = new(decide.Outbox)
 		s.remote = decide.NewRemote(cfg.Cluster.Name, s.eng, (*grantee)(s), s.outbox, s.nowLocked())
@@ -50,7 +56,16 @@ func New(cfg Config) (_ *Runtime, err error) {
 			return nil, err
 		}
 	}
-	if cfg.Store != nil {
+	switch {
+	case cfg.Store != nil && s.keeper != nil:
+		if err := s.openKeeperStore(); err != nil {
+			return nil, err
+		}
+	case cfg.Store != nil && cfg.Cluster != nil:
+		if err := s.openReplicaStore(); err != nil {
+			return nil, err
+		}
+	case cfg.Store != nil:
 		if err := s.openStore(); err != nil {
 			return nil, err
 		}
@@ -64,22 +79,15 @@ func New(cfg Config) (_ *Runtime, err error) {
 }
 
 // join starts the scheduler's part in its cluster. The leader's engine,
-// made as each term begins, is configured as this one was at New: the
-// same limits, and the job types of Config.Types. Their fingerprint, with
+// made as each term begins with its keeper (newTerm), is configured as
+// this one was at New: the same limits, and the job types of
+// Config.Types. Their fingerprint, with
 // the types' policies and the lease, is the replica's: it is refused if a
 // live replica has another (store.ErrConfigMismatch), and New fails.
 func (s *Runtime) join() error {
 	c := *s.cfg.Cluster
 	c.Fingerprint = Fingerprint(s.cfg.Engine, s.cfg.Types, c.Lease)
-	c.NewEngine = func() *engine.Engine {
-		e := engine.New(s.cfg.Engine, nil)
-		for _, name := range slices.Sorted(maps.Keys(s.cfg.Types)) {
-			if err := e.RegisterType(name, s.cfg.Types[name].Engine); err != nil {
-				panic("fairsched: internal error: a job type registered at New is refused by the leader's engine: " + err.Error())
-			}
-		}
-		return e
-	}
+	c.NewTerm = s.newTerm
 	n, err := cluster.Start(context.Background(), c, s.remote, s.outbox, s)
 	if err != nil {
 		return err

@@ -82,6 +82,7 @@ func (s *Runtime) Close() error {
 			s.cancelQueuedLocked(t, ErrClosed, now)
 		}
 	})
+	s.stopRunsLocked(errClosedRun) // a replica's durable attempts: the leader retries them elsewhere
 	idle := s.idleChanLocked()
 	s.mu.Unlock()
 	<-idle
@@ -114,6 +115,9 @@ func (s *Runtime) Done() <-chan struct{} { return s.done }
 func (s *Runtime) flushStore(ctx context.Context) error {
 	if s.durable == nil {
 		return nil
+	}
+	if s.remote != nil { // a replica's: its inserts; the fair state and the watch are the leader's
+		return s.durable.st.Flush(ctx)
 	}
 	if w, ok := s.durable.st.(store.Watcher); ok {
 		w.Watch(nil) // the jobs callers commit from now on stay for the next start

@@ -100,6 +100,15 @@ type Leadership interface {
 	// recv, and what it sends each replica is fenced by the term;
 	// onFenced is called once if a send is refused.
 	Link(ctx context.Context, recv decide.Receiver, onFenced func()) (ClosingLink, error)
+	// Jobs returns the cluster's durable jobs as this term's leader keeps
+	// them: a Store and a Watcher on the database the replicas share,
+	// whose every write (Insert, Start, Post, PutState) commits only in a
+	// transaction fenced by the term (once the term is over, each fails
+	// with ErrFenced, and nothing of it is committed), and whose Watch
+	// takes the jobs every replica inserted (Insert on a replica's store
+	// marks them for it, as InsertTx does). Its Close stops its writes and
+	// its Watch, not the store it came from. One per term.
+	Jobs() Store
 }
 
 // ClosingLink is a Link that holds connections until closed; Close

@@ -1,0 +1,219 @@
+package fairschedpg_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsched/fairsched"
+	"github.com/fairsched/fairsched/fairschedpg/internal/pgtest"
+)
+
+// Durable jobs across replicas: the leader keeps them, in the database,
+// and runs each attempt on a replica that has its type's handler, within
+// the cluster's limits and each replica's capacity.
+
+// durableRun is one attempt of a test's durable job, as its handler saw
+// it.
+type durableRun struct {
+	replica string
+	n       int // the job's argument
+	id      int64
+	attempt int
+}
+
+// durableReplica starts replica name of capacity on schema, in a
+// cluster of slots slots, with a handler of type "mail" (unless fn is
+// nil) that sends each attempt to got, then returns what fn returns.
+func durableReplica(t *testing.T, schema, name string, capacity, slots int, got chan<- durableRun,
+	fn func(ctx context.Context, n int) error, types map[string]fairsched.TypeConfig) *fairsched.Scheduler {
+	t.Helper()
+	cfg := fairsched.Config{MaxConcurrency: slots, Store: openReplicaStore(t, schema), Types: types,
+		Replica: &fairsched.Replica{Name: name, Capacity: capacity, Lease: time.Second}}
+	if fn != nil {
+		var h fairsched.Handlers
+		fairsched.AddHandler(&h, "mail", func(ctx context.Context, m mail) error {
+			got <- durableRun{replica: name, n: m.N, id: fairsched.JobID(ctx), attempt: fairsched.Attempt(ctx)}
+			return fn(ctx, m.N)
+		})
+		cfg.Handlers = &h
+	}
+	s, err := fairsched.New(cfg)
+	require.NoError(t, err)
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { assert.NoError(t, s.Close()) }) })
+	return s
+}
+
+// jobState returns job id's state and attempts as the database has them.
+func jobState(t *testing.T, pool *pgxpool.Pool, id int64) (state, attempts int) {
+	t.Helper()
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT state, attempt FROM fairsched_jobs WHERE id = $1`, id).Scan(&state, &attempts))
+	return state, attempts
+}
+
+// waitState waits until job id has state in the database (the API
+// signals nowhere the end of a job enqueued on a replica: the leader
+// records it; the minute is a deadlock's bound).
+func waitState(t *testing.T, pool *pgxpool.Pool, id int64, state int) {
+	t.Helper()
+	waitFor(t, "the job's end in the database", func() bool {
+		s, _ := jobState(t, pool, id)
+		return s == state
+	})
+}
+
+// The store's states (internal/store).
+const (
+	stateCompleted = 3
+	stateDead      = 5
+)
+
+// 40 durable jobs enqueued on two replicas with the handler run once
+// each, never on the replica without it, never more than the cluster's
+// 3 at once nor more than a replica's capacity of 2 on one; the calling
+// replica's Handle has the job's ID, not its end.
+func TestReplicasRunDurableJobs(t *testing.T) {
+	pool, schema := pgtest.PoolSchema(t)
+	const slots, capacity, jobs = 3, 2, 40
+	got := make(chan durableRun, jobs)
+	var running, most atomic.Int32
+	var mu sync.Mutex
+	perReplica, mostPer := map[string]int{}, map[string]int{}
+	work := func(name string) func(ctx context.Context, n int) error {
+		return func(ctx context.Context, n int) error {
+			mu.Lock()
+			perReplica[name]++
+			mostPer[name] = max(mostPer[name], perReplica[name])
+			mu.Unlock()
+			r := running.Add(1)
+			for m := most.Load(); r > m && !most.CompareAndSwap(m, r); m = most.Load() {
+			}
+			time.Sleep(2 * time.Millisecond) // long enough to overlap, if the limits let it
+			running.Add(-1)
+			mu.Lock()
+			perReplica[name]--
+			mu.Unlock()
+			return nil
+		}
+	}
+	durableReplica(t, schema, "a-none", capacity, slots, nil, nil, nil) // first by name: packing would pick it, but it has no handler
+	b := durableReplica(t, schema, "b", capacity, slots, got, work("b"), nil)
+	c := durableReplica(t, schema, "c", capacity, slots, got, work("c"), nil)
+	var ids []int64
+	for i := range jobs {
+		s := []*fairsched.Scheduler{b, c}[i%2]
+		h, err := s.Enqueue(context.Background(), fairsched.Job{Type: "mail", Key: "k"}, mail{N: i})
+		require.NoError(t, err)
+		require.Positive(t, h.ID())
+		assert.ErrorIs(t, h.Err(), fairsched.ErrElsewhere)
+		ids = append(ids, h.ID())
+	}
+	seen := map[int]int{}
+	for range jobs {
+		select {
+		case r := <-got:
+			seen[r.n]++
+			assert.Equal(t, 1, r.attempt)
+			assert.Contains(t, []string{"b", "c"}, r.replica)
+		case <-time.After(time.Minute):
+			t.Fatalf("%d of %d jobs ran in a minute", len(seen), jobs)
+		}
+	}
+	for i := range jobs {
+		assert.Equal(t, 1, seen[i], "job %d ran once", i)
+	}
+	for _, id := range ids {
+		waitState(t, pool, id, stateCompleted)
+	}
+	assert.LessOrEqual(t, most.Load(), int32(slots), "the cluster's limit")
+	for name, n := range mostPer {
+		assert.LessOrEqual(t, n, capacity, "replica %s's capacity", name)
+	}
+}
+
+// A durable job's failed attempt is retried by its type's policy, on any
+// replica with its handler, and a permanent failure makes it dead in the
+// database.
+func TestReplicasRetryDurableJobs(t *testing.T) {
+	pool, schema := pgtest.PoolSchema(t)
+	got := make(chan durableRun, 8)
+	types := map[string]fairsched.TypeConfig{"mail": {Retry: fairsched.RetryPolicy{Attempts: 3, Backoff: time.Millisecond}}}
+	fail := func(ctx context.Context, n int) error {
+		switch {
+		case n == 2:
+			return fairsched.Permanent(errors.New("no such mailbox"))
+		case fairsched.Attempt(ctx) == 1:
+			return errors.New("try again")
+		}
+		return nil
+	}
+	a := durableReplica(t, schema, "a", 1, 2, got, fail, types)
+	durableReplica(t, schema, "b", 1, 2, got, fail, types)
+	retried, err := a.Enqueue(context.Background(), fairsched.Job{Type: "mail"}, mail{N: 1})
+	require.NoError(t, err)
+	for attempt := 1; attempt <= 2; attempt++ {
+		r := <-got
+		assert.Equal(t, durableRun{replica: r.replica, n: 1, id: retried.ID(), attempt: attempt}, r)
+	}
+	waitState(t, pool, retried.ID(), stateCompleted)
+	_, attempts := jobState(t, pool, retried.ID())
+	assert.Equal(t, 2, attempts)
+
+	dead, err := a.Enqueue(context.Background(), fairsched.Job{Type: "mail"}, mail{N: 2})
+	require.NoError(t, err)
+	r := <-got
+	assert.Equal(t, 1, r.attempt)
+	waitState(t, pool, dead.ID(), stateDead)
+}
+
+// The leader leaves while a durable attempt runs on another replica: the
+// next leader finds the attempt running in the database, adopts it where
+// the replica says it runs, and records its end: it runs once. A replica
+// that closes while it runs an attempt loses it, and the job runs again
+// on another replica.
+func TestReplicasDurableAcrossFailover(t *testing.T) {
+	pool, schema := pgtest.PoolSchema(t)
+	got := make(chan durableRun, 4)
+	release := make(chan struct{})
+	hold := func(ctx context.Context, n int) error {
+		if n == 1 {
+			<-release
+			return nil
+		}
+		<-ctx.Done() // n == 2: runs until its replica closes
+		return ctx.Err()
+	}
+	types := map[string]fairsched.TypeConfig{"mail": {Retry: fairsched.RetryPolicy{Attempts: 2, Backoff: time.Millisecond}}}
+	first := durableReplica(t, schema, "a", 1, 4, nil, nil, types)
+	waitFor(t, "a to lead", func() bool { return first.Stats().Replica.Leader })
+	b := durableReplica(t, schema, "b", 1, 4, got, hold, types)
+	adopted, err := b.Enqueue(context.Background(), fairsched.Job{Type: "mail"}, mail{N: 1})
+	require.NoError(t, err)
+	r := <-got
+	require.Equal(t, "b", r.replica)
+	require.NoError(t, first.Close()) // the leader leaves; b leads next
+	waitFor(t, "b to lead", func() bool { return b.Stats().Replica.Leader })
+	close(release)
+	waitState(t, pool, adopted.ID(), stateCompleted)
+	_, attempts := jobState(t, pool, adopted.ID())
+	assert.Equal(t, 1, attempts, "adopted, not run again")
+
+	c := durableReplica(t, schema, "c", 1, 4, got, hold, types)
+	lost, err := c.Enqueue(context.Background(), fairsched.Job{Type: "mail"}, mail{N: 2})
+	require.NoError(t, err)
+	r = <-got // on b or c, whichever the leader placed it on
+	closing := map[string]*fairsched.Scheduler{"b": b, "c": c}[r.replica]
+	other := map[string]string{"b": "c", "c": "b"}[r.replica]
+	require.NoError(t, closing.Close())
+	r = <-got
+	assert.Equal(t, durableRun{replica: other, n: 2, id: lost.ID(), attempt: 2}, r, "lost, then run again elsewhere")
+}

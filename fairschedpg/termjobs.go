@@ -1,0 +1,99 @@
+package fairschedpg
+
+import (
+	"context"
+	"sync"
+
+	"github.com/fairsched/fairsched/fairschedpg/internal/cluster"
+	"github.com/fairsched/fairsched/internal/store"
+)
+
+// A leader's view of the cluster's durable jobs (store.Leadership.Jobs),
+// for maintainers. With replicas, the jobs are the database's and the
+// leader of a term keeps them: it reads them as a new term begins, takes
+// the jobs the replicas insert (unseen, as a caller's transaction's:
+// watch.go), and records each attempt's start and end. Each of those
+// writes is fenced by its term, as the leader's other writes are
+// (lease.go), so that a leader woken past its lease (a SIGSTOP, a long
+// pause) records nothing once a successor may have read the jobs:
+//
+//   - its writer's every transaction begins with qFence (writer.go),
+//     which holds the lease row FOR SHARE until the commit and aborts the
+//     transaction unless the lease is still the term's: a successor's
+//     campaign waits for a transaction in flight, and its Recover then
+//     sees what it committed;
+//   - its watcher's take of unseen jobs is fenced the same way (the
+//     fence CTE in the statement that clears the mark), so that a stale
+//     leader cannot take, and drop, a job its successor's Recover did
+//     not read.
+//
+// Reads need no fence. The view shares the Store's pool and watcher
+// session; its writer is its own, and its Close closes only that, and
+// stops its watching.
+
+// termJobs is one term's view of the durable jobs.
+type termJobs struct {
+	writes // on w
+	st     *Store
+	lease  *cluster.Lease
+	w      *writer
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ store.Store   = (*termJobs)(nil)
+	_ store.Watcher = (*termJobs)(nil)
+)
+
+func newTermJobs(st *Store, lease *cluster.Lease) *termJobs {
+	j := &termJobs{st: st, lease: lease}
+	j.w = newWriter(st, lease)
+	j.writes = writes{B: j.w.b}
+	return j
+}
+
+// Jobs is for the scheduler's replicas: the durable jobs as this term
+// keeps them (store.Leadership). One view per term: every call returns
+// it.
+func (l *leadership) Jobs() store.Store {
+	l.jobsOnce.Do(func() { l.jobs = newTermJobs(l.st, l.lease) })
+	return l.jobs
+}
+
+func (j *termJobs) Recover(ctx context.Context, fn func(*store.Job) error) error {
+	return j.st.Recover(ctx, fn)
+}
+func (j *termJobs) HasDependencies(ctx context.Context) (bool, error) {
+	return j.st.HasDependencies(ctx)
+}
+func (j *termJobs) Ended(ctx context.Context, id int64) (store.State, string, bool, error) {
+	return j.st.Ended(ctx, id)
+}
+func (j *termJobs) Dead(ctx context.Context, limit int, fn func(*store.Job) error) error {
+	return j.st.Dead(ctx, limit, fn)
+}
+func (j *termJobs) State(ctx context.Context, name string) ([]byte, error) {
+	return j.st.State(ctx, name)
+}
+
+// Watch hands the jobs the replicas insert to arrived, taken in
+// statements fenced by the term; nil stops.
+func (j *termJobs) Watch(arrived func(*store.Job)) error {
+	j.st.watch.fenceBy(j.lease, arrived != nil)
+	return j.st.Watch(arrived)
+}
+
+// Close stops the view's watching and its writer (what was posted is
+// written first, or refused, fenced), not the Store.
+func (j *termJobs) Close() error {
+	j.closeOnce.Do(func() {
+		if j.st.watch.fencedBy(j.lease) {
+			j.st.Watch(nil)
+			j.st.watch.fenceBy(j.lease, false)
+		}
+		j.closeErr = j.w.close()
+	})
+	return j.closeErr
+}
