@@ -3,6 +3,7 @@ package fairschedpg
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +71,17 @@ const (
 	procCallers     = 12               // goroutines calling, in each child
 	procCallTimeout = 20 * time.Second // a call's context: a hang's bound
 )
+
+// durableArgs are the arguments of the durable jobs of the replicas'
+// processes: the key and conflicting ID ("-": none) of their runs.
+type durableArgs struct {
+	Key string `json:"key"`
+	Cid string `json:"cid"`
+}
+
+// procRetry is the durable types' retry policy: an attempt lost with its
+// process is tried again, soon, until one completes.
+var procRetry = rt.RetryPolicy{Attempts: 50, Backoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
 
 // procEngineConfig is every replica's engine's configuration: 5 slots,
 // at most 2 per key, and the type "c" whose jobs of one ID conflict.
@@ -164,17 +177,6 @@ func TestReplicaChild(t *testing.T) {
 	st, err := openPool(ctx, pool, options(nil), true)
 	require.NoError(t, err)
 	defer st.Close()
-	r, err := rt.New(rt.Config{
-		Engine: procEngineConfig(),
-		Types:  map[string]rt.TypeConfig{"c": {Engine: engine.Type{ConflictGroup: "g"}}},
-		Errors: replicaErrors,
-		Cluster: &cluster.Config{Name: name, Capacity: capacity, Lease: procLease, Grace: procGrace, Store: st,
-			Logger: slog.New(noteHandler{lg}),
-			OnLead: func(term uint64) { lg.line("lead", term) }},
-	})
-	require.NoError(t, err)
-	lg.line("up")
-
 	// run is one closure: it logs its start and end, and honours its
 	// context.
 	run := func(id, key, cid string) func(context.Context) error {
@@ -194,6 +196,32 @@ func TestReplicaChild(t *testing.T) {
 			}
 		}
 	}
+	// A durable job's attempt is a run as a closure's is, named by the
+	// job's ID and the attempt's number ("d7.2"): its arguments are its
+	// key and conflicting ID.
+	handler := &rt.Handler{Name: "d", ArgType: reflect.TypeFor[durableArgs](), Run: func(ctx context.Context, b []byte) error {
+		var a durableArgs
+		if err := json.Unmarshal(b, &a); err != nil {
+			return err
+		}
+		return run(fmt.Sprintf("d%d.%d", rt.JobID(ctx), rt.Attempt(ctx)), a.Key, a.Cid)(ctx)
+	}}
+	r, err := rt.New(rt.Config{
+		Engine: procEngineConfig(),
+		Types: map[string]rt.TypeConfig{
+			"c":  {Engine: engine.Type{ConflictGroup: "g"}},
+			"d":  {Retry: procRetry},
+			"dc": {Engine: engine.Type{ConflictGroup: "g"}, Retry: procRetry},
+		},
+		Errors:   replicaErrors,
+		Store:    st,
+		Handlers: map[string]*rt.Handler{"d": handler, "dc": {Name: "dc", ArgType: handler.ArgType, Run: handler.Run}},
+		Cluster: &cluster.Config{Name: name, Capacity: capacity, Lease: procLease, Grace: procGrace, Store: st,
+			Logger: slog.New(noteHandler{lg}),
+			OnLead: func(term uint64) { lg.line("lead", term) }},
+	})
+	require.NoError(t, err)
+	lg.line("up")
 	var calls, returned, ok, lost, deadline, other atomic.Int64
 	var otherErrs sync.Map
 	stop := make(chan struct{})
@@ -217,6 +245,17 @@ func TestReplicaChild(t *testing.T) {
 					cid = job.ID
 				}
 				cctx, cancel := context.WithTimeout(ctx, procCallTimeout)
+				if rand.IntN(5) == 0 { // a durable job: the leader keeps it, any replica runs it
+					job.Type = "d" + job.Type
+					h, err := r.Enqueue(cctx, job, durableArgs{Key: job.Key, Cid: cid})
+					cancel()
+					if err == nil {
+						lg.line("enq", h.ID())
+					} else {
+						lg.line("note", "enqueue: "+strings.ReplaceAll(err.Error(), "\n", " "))
+					}
+					continue
+				}
 				calls.Add(1)
 				var err error
 				if rand.IntN(4) == 0 {
@@ -545,6 +584,7 @@ type verdict struct {
 	runs, maxAll, maxReplica, maxKey, maxConflict int
 	overLimit                                     []string // the first lines that exceeded a limit, with their context
 	startedTwice                                  int      // a run started again while it ran, or again at all
+	durableRuns, durableTwice                     int      // durable attempts; a durable job's attempt started while another ran
 	endedUnknown                                  int      // an end line of no run open
 	frozenEnds                                    int      // end lines of runs ended by a kill or a stop
 	lostEnds, cancelEnds                          int
@@ -563,9 +603,14 @@ func (c *procCluster) check() verdict {
 			v.overLimit = append(v.overLimit, fmt.Sprintf("line %d: %s; the log before:\n%s", i, what, c.log.tail(i+1, 25)))
 		}
 	}
+	durableOpen := map[string]bool{} // durable jobs running, by ID ("d7" of the run "d7.2")
+	jobOf := func(id string) string { j, _, _ := strings.Cut(id, "."); return j }
 	closeRun := func(id string) {
 		r := open[id]
 		delete(open, id)
+		if strings.HasPrefix(id, "d") {
+			delete(durableOpen, jobOf(id))
+		}
 		perReplica[r.who]--
 		perKey[r.key]--
 		if r.cid != "-" {
@@ -585,6 +630,14 @@ func (c *procCluster) check() verdict {
 			}
 			seen[id] = true
 			v.runs++
+			if strings.HasPrefix(id, "d") {
+				v.durableRuns++
+				if durableOpen[jobOf(id)] {
+					v.durableTwice++
+					over(i, "durable job "+jobOf(id)+" started while another attempt of it ran")
+				}
+				durableOpen[jobOf(id)] = true
+			}
 			open[id] = run{ln.who, key, cid}
 			perReplica[ln.who]++
 			perKey[key]++
@@ -652,6 +705,68 @@ func (c *procCluster) assertVerdict(v verdict) {
 	assert.LessOrEqual(t, v.maxKey, procKeyCap)
 	assert.LessOrEqual(t, v.maxConflict, 1)
 	assert.Equal(t, procSlots, v.maxAll, "the cluster's slots were full at times: the load is a test of its limit")
+	assert.Zero(t, v.durableTwice, "durable jobs run twice at once")
+	assert.Positive(t, v.durableRuns, "durable attempts ran")
+}
+
+// durableVerdict is what the database says of the durable jobs the
+// replicas enqueued (an "enq" line each): none may be lost, that is
+// missing, or ended otherwise than completed; those still queued or
+// running at the end stay for the next start.
+type durableVerdict struct {
+	enqueued, completed, waiting, lost int
+	attempts                           int // in all, of the completed: more than one per job where an attempt was lost
+}
+
+// checkDurable reads the durable jobs' states once every replica has
+// stopped.
+func (c *procCluster) checkDurable() durableVerdict {
+	t := c.t
+	var d durableVerdict
+	var ids []int64
+	for _, ln := range c.log.lines {
+		if ln.kind == "enq" && len(ln.f) == 1 {
+			id, err := strconv.ParseInt(ln.f[0], 10, 64)
+			require.NoError(t, err)
+			ids = append(ids, id)
+		}
+	}
+	d.enqueued = len(ids)
+	pool, err := pgxpool.NewWithConfig(context.Background(), pgtest.Config(t, c.schema))
+	require.NoError(t, err)
+	defer pool.Close()
+	states := map[int64][2]int{}
+	rows, err := pool.Query(context.Background(), `SELECT id, state, attempt FROM fairsched_jobs WHERE id = ANY($1)`, ids)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id int64
+		var state, attempt int
+		require.NoError(t, rows.Scan(&id, &state, &attempt))
+		states[id] = [2]int{state, attempt}
+	}
+	require.NoError(t, rows.Err())
+	for _, id := range ids {
+		st, ok := states[id]
+		switch {
+		case !ok || st[0] >= 4: // missing, ended or dead
+			d.lost++
+			if d.lost <= 5 {
+				t.Errorf("durable job %d lost: state %v (found %v)", id, st[0], ok)
+			}
+		case st[0] == 3:
+			d.completed++
+			d.attempts += st[1]
+		default:
+			d.waiting++
+		}
+	}
+	return d
+}
+
+// assertDurable asserts no durable job was lost, and that they ran.
+func (c *procCluster) assertDurable(d durableVerdict) {
+	assert.Zero(c.t, d.lost, "durable jobs lost")
+	assert.Positive(c.t, d.completed, "durable jobs completed")
 }
 
 // assertDone asserts every replica stopped by SIGTERM returned all its
@@ -717,6 +832,10 @@ func TestReplicasKillReplica(t *testing.T) {
 		done := c.stopAll()
 		v := c.check()
 		c.assertVerdict(v)
+		dv := c.checkDurable()
+		c.assertDurable(dv)
+		t.Logf("round %d: durable jobs enqueued %d: completed %d in %d attempts, waiting %d, lost %d; durable attempts run %d",
+			round, dv.enqueued, dv.completed, dv.attempts, dv.waiting, dv.lost, v.durableRuns)
 		calls, ok, lost, deadline := c.assertDone(done, 2)
 		first, found := c.firstStart(k)
 		require.True(t, found)
@@ -740,6 +859,10 @@ func TestReplicasKillLeader(t *testing.T) {
 		done := c.stopAll()
 		v := c.check()
 		c.assertVerdict(v)
+		dv := c.checkDurable()
+		c.assertDurable(dv)
+		t.Logf("round %d: durable jobs enqueued %d: completed %d in %d attempts, waiting %d, lost %d; durable attempts run %d",
+			round, dv.enqueued, dv.completed, dv.attempts, dv.waiting, dv.lost, v.durableRuns)
 		calls, ok, lost, deadline := c.assertDone(done, 2)
 		leadAfter := c.log.lines[next].at - sent
 		grantAfter := c.log.lines[granted].at - sent
@@ -804,6 +927,10 @@ func TestReplicasStopLeader(t *testing.T) {
 		done := c.stopAll()
 		v := c.check()
 		c.assertVerdict(v)
+		dv := c.checkDurable()
+		c.assertDurable(dv)
+		t.Logf("round %d: durable jobs enqueued %d: completed %d in %d attempts, waiting %d, lost %d; durable attempts run %d",
+			round, dv.enqueued, dv.completed, dv.attempts, dv.waiting, dv.lost, v.durableRuns)
 		calls, ok, lost, deadline := c.assertDone(done, 3)
 
 		// Nothing of the stopped process between its stop and its waking;
@@ -897,6 +1024,10 @@ func TestReplicasCutConnections(t *testing.T) {
 		done := c.stopAll()
 		v := c.check()
 		c.assertVerdict(v)
+		dv := c.checkDurable()
+		c.assertDurable(dv)
+		t.Logf("round %d: durable jobs enqueued %d: completed %d in %d attempts, waiting %d, lost %d; durable attempts run %d",
+			round, dv.enqueued, dv.completed, dv.attempts, dv.waiting, dv.lost, v.durableRuns)
 		calls, ok, lost, deadline := c.assertDone(done, 3)
 		t.Logf("round %d: %s; runs %d, most at once %d (replica %d, key %d); calls %d: ok %d, lost %d, past deadline %d",
 			round, strings.Join(report, "; "), v.runs, v.maxAll, v.maxReplica, v.maxKey, calls, ok, lost, deadline)
@@ -977,6 +1108,10 @@ func TestReplicasRestartDatabase(t *testing.T) {
 		done := c.stopAll()
 		v := c.check()
 		c.assertVerdict(v)
+		dv := c.checkDurable()
+		c.assertDurable(dv)
+		t.Logf("round %d: durable jobs enqueued %d: completed %d in %d attempts, waiting %d, lost %d; durable attempts run %d",
+			round, dv.enqueued, dv.completed, dv.attempts, dv.waiting, dv.lost, v.durableRuns)
 		calls, ok, lost, deadline := c.assertDone(done, 3)
 		t.Logf("round %d: the database restarted in %s (leader %s); first grant %s after it was up; %s; runs %d, most at once %d (replica %d, key %d); calls %d: ok %d, lost %d, past deadline %d",
 			round, ms(c.log.lines[up].at-c.log.lines[r].at), leader, ms(first.at-c.log.lines[up].at), strings.Join(notes, ", "),
