@@ -49,8 +49,10 @@
 // or its process has died. Replicas of a service, each a process whose
 // scheduler is one of several behaving as one (fairsched.Config.Replica),
 // open theirs with OpenReplica or OpenReplicaPool instead: any number of
-// those share a schema, with one leader elected in it at a time. Durable
-// jobs are not shared by replicas yet.
+// those share a schema, with one leader elected in it at a time, which
+// keeps the durable jobs of all of them: each replica inserts the jobs
+// it is given, the leader takes them through the same notifications,
+// and every write it makes of a job is fenced by its term.
 //
 // It is a Go module of its own, on github.com/jackc/pgx/v5, so that the
 // core module and the SQLite store never download or link pgx. It

@@ -10,9 +10,13 @@
 // Every replica's run-time layer asks a decide.Remote: its closures are
 // decided by the leader, through messages (internal/decide, wire.go),
 // the leader's own process's included. Leading is a role beside that: a
-// replica that wins the lease (Campaign) makes an engine of its own,
-// configured as every replica's, and a decide.Leader over it, fed by
-// the leader's link and guarded by a lock of its own (leading.go). It
+// replica that wins the lease (Campaign) makes the term's decisions
+// (Config.NewTerm: a Term, internal/rt's keeper): an engine of its own,
+// configured as every replica's, a decide.Leader over it, fed by the
+// leader's link, and what keeps the cluster's durable jobs on the term's
+// fenced view of the store (store.Leadership.Jobs), all under the Term's
+// lock (leading.go). The Leader takes nothing and grants nothing once
+// the term could be over (its guard), whatever goroutine asks. It
 // begins its term by asking every live replica, itself included, for its
 // jobs, and grants nothing until all have answered or were declared
 // dead. When the term ends (the lease was refused, or could lapse before

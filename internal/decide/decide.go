@@ -76,24 +76,30 @@
 //     call: a caller that must learn of it from its call (Submit) waits,
 //     without the lock, for the leader's answer (Remote.Admission: the
 //     leader says Admitted of a job it queues).
+//
 //   - A new term. The leader's engine starts empty: it asks every live
 //     replica for its jobs and grants nothing until each has answered
 //     (running jobs adopted, engine.Adopt, so they count from the first
 //     grant) or was declared dead. A lost link is repaired the same way.
+//
 //   - Replica capacity is a cap of the order beside the type and key
 //     caps, counting everything running on a replica (the engine's
 //     SetReplica, Times.Replica, Job.Replica; its doc.go).
 //
+//   - Durable jobs (durable.go). The leader's own jobs, when its Grantee
+//     is a Keeper (internal/rt's keeper, one per term, restored from the
+//     database as at a restart), are the cluster's durable jobs: bound
+//     to no replica, each is placed on the first replica by name
+//     (packing) with a free slot and a handler of its type (its Hello's
+//     Types). The Keeper records the attempt's start and sends a Run;
+//     the replica runs the handler and reports Done; the Keeper applies
+//     the policies (retries, dead jobs) and records the end. Each Hello
+//     lists the attempts its replica runs (Runs), and the Keeper counts
+//     lost any other it sent there; a Hello is read whole before
+//     anything starts on its replica.
+//
 // Still to come, and planned so:
 //
-//   - Durable jobs. The leader's engine will hold them too, restored
-//     from the database as at a restart, and grant each to the first
-//     replica, in a stable order (packing), that has its handler and a
-//     free slot; the replica granted makes a task for that attempt (its
-//     arguments from the store's Start), runs the handler and reports
-//     the end, fenced by the attempt's number, and the policies
-//     (retries, disabled pairs, dead jobs) are applied where the job's
-//     record is kept.
 //   - A batch's admission, all or none: SubmitMany's jobs would be
 //     asked for in one request that the leader admits or refuses whole.
 //   - The reads (Figures, Page, Snapshot, EstimateWait) are the

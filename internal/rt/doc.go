@@ -89,6 +89,14 @@
 //     (joining hands the job's function from one joiner's goroutine to
 //     another's).
 //
+// With replicas, "the process that holds the decisions" is the leader of
+// the moment: its process makes, for each term, a keeper (keeper.go), a
+// Runtime of its own on the term's fenced view of the store whose
+// Decider is the term's Leader, which keeps every durable job as the
+// one-process durable mode does and runs each attempt on a replica; a
+// replica's Runtime runs the attempts it is sent (runs.go) and inserts
+// the jobs it is given (enqueue.go), and keeps no durable job itself.
+//
 // The decisions are asked through one seam (internal/decide, and
 // decisions.go here). A grant may come in the call that asked for it
 // (the engine in this process) or later, from another goroutine, through
