@@ -217,3 +217,99 @@ func TestReplicasDurableAcrossFailover(t *testing.T) {
 	r = <-got
 	assert.Equal(t, durableRun{replica: other, n: 2, id: lost.ID(), attempt: 2}, r, "lost, then run again elsewhere")
 }
+
+// Grants pack: with 4 replicas of 2 slots each and load for 1.5 of them
+// (the cluster's limit, 3), the first two by name run every durable job
+// and the other two stay idle, and the overflow hook, which fires only
+// when work waits for a replica's capacity, does not fire. Once the limit
+// is raised past what the replicas hold, work waits for capacity and the
+// hook fires, with every replica busy.
+func TestReplicasPackDurableJobs(t *testing.T) {
+	_, schema := pgtest.PoolSchema(t)
+	const capacity, jobs = 2, 60
+	got := make(chan durableRun, 4*jobs)
+	spilled := make(chan int, 16)
+	release := make(chan struct{})
+	hold := func(ctx context.Context, n int) error {
+		if n < 0 { // the second phase's: run until released
+			<-release
+			return nil
+		}
+		time.Sleep(3 * time.Millisecond)
+		return nil
+	}
+	names := []string{"r1", "r2", "r3", "r4"}
+	ss := map[string]*fairsched.Scheduler{}
+	for _, name := range names {
+		cfg := fairsched.Config{MaxConcurrency: 3, Store: openReplicaStore(t, schema),
+			Replica: &fairsched.Replica{Name: name, Capacity: capacity, Lease: time.Second,
+				Overflow:      func(_ context.Context, waiting int) error { spilled <- waiting; return nil },
+				OverflowAfter: 200 * time.Millisecond, OverflowEvery: time.Hour}}
+		var h fairsched.Handlers
+		fairsched.AddHandler(&h, "mail", func(ctx context.Context, m mail) error {
+			got <- durableRun{replica: name, n: m.N}
+			return hold(ctx, m.N)
+		})
+		cfg.Handlers = &h
+		s, err := fairsched.New(cfg)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, s.Close()) })
+		ss[name] = s
+	}
+	params := make([]fairsched.EnqueueParams, jobs)
+	for i := range params {
+		params[i] = fairsched.EnqueueParams{Job: fairsched.Job{Type: "mail"}, Args: mail{N: i}}
+	}
+	_, err := ss["r4"].EnqueueMany(context.Background(), params)
+	require.NoError(t, err)
+	ran := map[string]int{}
+	for range jobs {
+		select {
+		case r := <-got:
+			ran[r.replica]++
+		case <-time.After(time.Minute):
+			t.Fatalf("the jobs did not all run in a minute: %v", ran)
+		}
+	}
+	assert.Equal(t, jobs, ran["r1"]+ran["r2"], "r1 and r2 ran every job: %v", ran)
+	assert.Zero(t, ran["r3"]+ran["r4"], "r3 and r4 stayed idle: %v", ran)
+	assert.Positive(t, ran["r2"], "r1's 2 slots are not the limit's 3: r2 took the third")
+	for _, name := range []string{"r3", "r4"} {
+		assert.Zero(t, ss[name].Stats().Replica.Busy, "replica %s's busy time", name)
+	}
+	select {
+	case n := <-spilled:
+		t.Fatalf("the overflow hook fired (%d waiting) while the cluster's limit, not capacity, held the work", n)
+	default:
+	}
+
+	// Raised past the replicas' 8 slots, the limit holds nothing: 10
+	// jobs that run until released fill every replica, 2 wait for
+	// capacity, and the hook fires.
+	require.NoError(t, ss["r1"].SetMaxConcurrency(100))
+	waitFor(t, "the limit raised on every replica", func() bool {
+		for _, s := range ss {
+			if s.Stats().MaxConcurrency != 100 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range 10 {
+		_, err := ss["r4"].Enqueue(context.Background(), fairsched.Job{Type: "mail"}, mail{N: -1 - i})
+		require.NoError(t, err)
+	}
+	for range 8 {
+		<-got
+	}
+	select {
+	case n := <-spilled:
+		assert.Equal(t, 2, n, "two jobs wait for a replica's free slot")
+	case <-time.After(time.Minute):
+		t.Fatal("the overflow hook did not fire")
+	}
+	close(release)
+	for range 2 {
+		<-got
+	}
+}
