@@ -2,8 +2,11 @@
 // database, each a process of its own whose scheduler is one replica of
 // a cluster, kills one of them with SIGKILL while they work, and shows
 // that the others go on (one of them leading, if the one killed led):
-// the cluster's limit of 4 jobs at once holds across the processes, and
-// every call of a replica still alive returns.
+// the cluster's limit of 4 jobs at once holds across the processes,
+// every call of a replica still alive returns, and no durable job is
+// lost: each replica also enqueues durable jobs, which run on any
+// replica, and at the end the database has every one of them completed,
+// or queued for the next start.
 //
 // It needs a PostgreSQL server: set DATABASE_URL (or FAIRSCHED_PG_DSN),
 // or start a throwaway one with the repository's scripts/pg.sh, which
@@ -35,6 +38,11 @@ import (
 	"github.com/fairsched/fairsched/fairschedpg"
 )
 
+// invoice is the durable job type's arguments.
+type invoice struct {
+	Customer int `json:"customer"`
+}
+
 func main() {
 	replica := flag.String("replica", "", "run as the replica of this name (the parent starts them)")
 	run := flag.Duration("for", 6*time.Second, "how long the replicas work")
@@ -57,13 +65,14 @@ func main() {
 // worked a third of the time, and stops the others at the end.
 func parent(dsn string, run time.Duration) {
 	names := []string{"web-1", "web-2", "web-3"}
+	runKey := fmt.Sprintf("run-%d", time.Now().UnixNano()) // this run's durable jobs' key
 	procs := map[string]*exec.Cmd{}
 	leads := make(chan string, 16)
 	var out sync.WaitGroup
 	var ending sync.Map // the replicas the parent kills or stops
 	for _, name := range names {
 		cmd := exec.Command(os.Args[0], "-replica", name)
-		cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn)
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn, "REPLICAS_RUN="+runKey)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			log.Fatal(err)
@@ -118,6 +127,30 @@ func parent(dsn string, run time.Duration) {
 		}
 	}
 	out.Wait()
+	checkDurable(dsn, runKey)
+}
+
+// checkDurable reads from the database how this run's durable jobs
+// ended: none may be lost (ended otherwise than completed).
+func checkDurable(dsn, run string) {
+	ctx := context.Background()
+	st, err := fairschedpg.OpenReplica(ctx, dsn)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	var jobs, completed, queued, attempts int
+	err = st.Pool().QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 3), count(*) FILTER (WHERE state IN (1, 2)),
+	coalesce(sum(attempt) FILTER (WHERE state = 3), 0) FROM fairsched_jobs WHERE key = $1`, run).Scan(&jobs, &completed, &queued, &attempts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lost := jobs - completed - queued
+	fmt.Printf("-- durable jobs: %d enqueued, %d completed (in %d attempts), %d queued for the next start, %d lost\n",
+		jobs, completed, attempts, queued, lost)
+	if lost != 0 || completed == 0 {
+		log.Fatal("durable jobs were lost, or none completed")
+	}
 }
 
 // awaitLeader returns the next replica to say it leads; a cluster with
@@ -141,10 +174,23 @@ func runReplica(name, dsn string) {
 		log.Fatal(err)
 	}
 	defer st.Close()
+	var handlers fairsched.Handlers
+	fairsched.AddHandler(&handlers, "invoice", func(ctx context.Context, inv invoice) error {
+		select { // the work: idempotent, as every durable job's should be
+		case <-time.After(time.Duration(20+rand.IntN(30)) * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
 	s, err := fairsched.New(fairsched.Config{
 		MaxConcurrency: 4, // for the whole cluster
 		Store:          st,
-		Replica:        &fairsched.Replica{Name: name, Capacity: 2, Lease: 2 * time.Second},
+		Handlers:       &handlers,
+		Types: map[string]fairsched.TypeConfig{ // an attempt lost with its replica runs again elsewhere
+			"invoice": {Retry: fairsched.RetryPolicy{Attempts: 10, Backoff: 50 * time.Millisecond}},
+		},
+		Replica: &fairsched.Replica{Name: name, Capacity: 2, Lease: 2 * time.Second},
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -155,9 +201,24 @@ func runReplica(name, dsn string) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(2)
 	}()
-	var calls, returned, lost atomic.Int64
+	var calls, returned, lost, enqueued atomic.Int64
 	done := make(chan struct{})
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // durable jobs, every 40 ms: the leader runs them on any replica
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(40 * time.Millisecond):
+			}
+			if _, err := s.Enqueue(ctx, fairsched.Job{Type: "invoice", Key: os.Getenv("REPLICAS_RUN")}, invoice{Customer: i}); err != nil {
+				log.Fatal(err)
+			}
+			enqueued.Add(1)
+		}
+	}()
 	for i := range 8 {
 		wg.Add(1)
 		go func() {
@@ -195,7 +256,8 @@ func runReplica(name, dsn string) {
 			if err := s.Close(); err != nil {
 				log.Fatal(err)
 			}
-			fmt.Printf("stopped: %d calls, %d returned (%d lost to fencing)\n", calls.Load(), returned.Load(), lost.Load())
+			fmt.Printf("stopped: %d calls, %d returned (%d lost to fencing); %d durable jobs enqueued\n",
+				calls.Load(), returned.Load(), lost.Load(), enqueued.Load())
 			return
 		case <-tick.C:
 			r := s.Stats().Replica
