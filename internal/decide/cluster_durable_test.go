@@ -186,3 +186,22 @@ func TestClusterHelloWholeBeforeGrants(t *testing.T) {
 	assert.Equal(t, 1, c.le.Summary().Running, "the cluster's one slot: z's job, adopted, and no grant past it")
 	assert.False(t, asked.Running())
 }
+
+// A Run of a job whose earlier attempt still runs on the replica is
+// answered at once as lost (it is not dropped, which would leave the
+// leader waiting for it), and a Run sent twice runs once.
+func TestClusterDurableRunWhileEarlierRuns(t *testing.T) {
+	c, k, runners := newDurableCluster(t, 2, map[string][]string{"a": {"mail"}})
+	j := c.enqueueDurable("mail")
+	c.leader.Grant(c.tick())
+	run := c.leader.RunMsg("a")
+	c.run(j, 1, &run)
+	c.run(j, 1, &run) // sent twice
+	require.Len(t, runners["a"].ran, 1, "a Run sent twice runs once")
+	c.run(j, 2, nil)
+	require.Len(t, runners["a"].ran, 1, "attempt 2 did not run beside attempt 1")
+	require.Len(t, k.done, 1)
+	assert.Equal(t, 2, k.done[0].Attempt)
+	assert.Equal(t, engine.Failed, k.done[0].Outcome)
+	assert.Equal(t, DoneLost, k.done[0].Flags)
+}

@@ -106,8 +106,16 @@ func (r *Remote) run(m *Msg, now int64) {
 	if m.Term != r.term || m.Sync < r.sync || r.fenced {
 		return // of an older term or Hello: the leader counts it lost; fenced: Unfence tells the leader
 	}
-	if _, running := r.runs[id]; running {
-		return // sent twice: it runs already
+	if run, running := r.runs[id]; running {
+		if run.attempt != m.Attempt {
+			// An earlier attempt still runs here, which the leader
+			// counted lost (this replica was removed, and came back
+			// before the attempt returned): this one is lost too, and
+			// retried once the leader hears it.
+			r.out.Put(Msg{Kind: Done, Term: r.term, Replica: r.name, Seq: m.Seq, Attempt: m.Attempt,
+				Outcome: engine.Failed, Err: "an earlier attempt of the job still runs on this replica", Flags: DoneLost})
+		}
+		return // else sent twice: it runs already
 	}
 	r.runs[id] = remoteRun{attempt: m.Attempt, started: now}
 	r.ran(1, now)
