@@ -13,7 +13,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+
+	"github.com/fairsched/fairsched"
+	"github.com/fairsched/fairsched/fairschedpg"
 )
 
 // BenchmarkBulk runs, per b.N, 20,000 no-op jobs end to end, inserted in
@@ -23,6 +27,7 @@ func BenchmarkBulk(b *testing.B) {
 	for _, procs := range []int{1, 2, 4} {
 		b.Run("procs-"+strconv.Itoa(procs), func(b *testing.B) {
 			b.Run("floor", func(b *testing.B) { runBulk(b, procs, floorBulk) })
+			b.Run("fairsched", func(b *testing.B) { runBulk(b, procs, fairschedBulk) })
 			b.Run("river/cooldown-100ms", func(b *testing.B) { runBulk(b, procs, riverBulk(false)) })
 			b.Run("river/cooldown-1ms", func(b *testing.B) { runBulk(b, procs, riverBulk(true)) })
 		})
@@ -227,21 +232,7 @@ func riverBulk(cooldown1ms bool) bulkSystem {
 			return err
 		}
 		finish := func(ctx context.Context) error {
-			for {
-				var n int
-				err := check.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state <> 'completed'`).Scan(&n)
-				if err != nil {
-					return fmt.Errorf("counting unfinished jobs: %w", err)
-				}
-				if n == 0 {
-					return nil
-				}
-				select {
-				case <-time.After(time.Millisecond):
-				case <-ctx.Done():
-					return fmt.Errorf("every job ran, but %d are still not completed in the table", n)
-				}
-			}
+			return awaitCompleted(ctx, check, `SELECT count(*) FROM river_job WHERE state <> 'completed'`)
 		}
 		stop := func() {
 			for _, s := range stops {
@@ -250,5 +241,89 @@ func riverBulk(cooldown1ms bool) bulkSystem {
 			check.Close()
 		}
 		return insert, finish, stop
+	}
+}
+
+// bulkCapacity is each fairsched replica's capacity in BenchmarkBulk:
+// as many jobs at once as a river Client's MaxWorkers.
+const bulkCapacity = 100
+
+// fairschedBulk is fairsched's durable jobs across replicas: procs
+// replicas (Config.Replica, Capacity 100, MaxConcurrency 100 per replica
+// for the cluster), each on a Store of its own on a pool of its own, all
+// with a handler of the no-op type, which decodes its arguments; the
+// producer calls EnqueueMany on the first, and the leader runs the jobs
+// on the replicas. The run ends when the table shows every job
+// completed (polled every millisecond once all have run).
+func fairschedBulk(b *testing.B, schema string, procs int, ran func()) (func(context.Context, int, int) error, func(context.Context) error, func()) {
+	ctx := context.Background()
+	if err := fairschedpg.Migrate(ctx, newPool(b, schema)); err != nil {
+		b.Fatal(err)
+	}
+	var ss []*fairsched.Scheduler
+	var stores []*fairschedpg.Store
+	for p := range procs {
+		st, err := fairschedpg.OpenReplicaPool(ctx, newPool(b, schema))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var h fairsched.Handlers
+		fairsched.AddHandler(&h, "noop", func(context.Context, noopArgs) error { ran(); return nil })
+		s, err := fairsched.New(fairsched.Config{
+			MaxConcurrency: bulkCapacity * procs,
+			Store:          st,
+			Handlers:       &h,
+			Replica:        &fairsched.Replica{Name: fmt.Sprintf("r%d", p+1), Capacity: bulkCapacity, Lease: replicaLease},
+			Logger:         warnLogger(),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ss, stores = append(ss, s), append(stores, st)
+	}
+	check := newPool(b, schema)
+	insert := func(ctx context.Context, first, n int) error {
+		batch := make([]fairsched.EnqueueParams, n)
+		for k := range batch {
+			batch[k] = fairsched.EnqueueParams{Job: fairsched.Job{Type: "noop"}, Args: noopArgs{N: first + k}}
+		}
+		_, err := ss[0].EnqueueMany(ctx, batch)
+		return err
+	}
+	finish := func(ctx context.Context) error {
+		return awaitCompleted(ctx, check, `SELECT count(*) FROM fairsched_jobs WHERE state <> 3`)
+	}
+	stop := func() {
+		for i, s := range ss {
+			if err := s.Close(); err != nil {
+				b.Errorf("closing replica %d: %v", i+1, err)
+			}
+			if err := stores[i].Close(); err != nil {
+				b.Errorf("closing replica %d's store: %v", i+1, err)
+			}
+		}
+		check.Close()
+	}
+	return insert, finish, stop
+}
+
+// awaitCompleted returns once unfinished, a count of the jobs not yet
+// completed in the table, is 0, reading it every millisecond: a system
+// that records completions after the handlers return (in batches) shows
+// them a little after the last run.
+func awaitCompleted(ctx context.Context, check *pgxpool.Pool, unfinished string) error {
+	for {
+		var n int
+		if err := check.QueryRow(ctx, unfinished).Scan(&n); err != nil {
+			return fmt.Errorf("counting unfinished jobs: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("every job ran, but %d are still not completed in the table", n)
+		}
 	}
 }

@@ -54,10 +54,14 @@
 //     producer calls InsertMany on the first. river records completions
 //     in batches after Work returns: the run ends when the table shows
 //     every job completed (polled every millisecond once all have run).
-//
-// Durable jobs across replicas are not built yet, so fairsched has no
-// figure of its own in BenchmarkBulk: it gives the peers' figures a
-// durable cluster is measured against.
+//   - fairsched: n replicas (Config.Replica, Capacity 100 each, as a
+//     river Client's MaxWorkers; MaxConcurrency 100·n for the cluster),
+//     each on a replica's Store on a pool of its own, each with a handler
+//     of the no-op type that decodes its arguments; the producer calls
+//     EnqueueMany on the first, and the leader runs every job on the
+//     replicas, recording each attempt's start before it runs and its end
+//     after. The run ends when the table shows every job completed
+//     (polled every millisecond once all have run).
 //
 // From the repository's root, about 2.5 minutes:
 //
