@@ -42,7 +42,7 @@ import (
 // schedules; the replicas' Enqueue insert their jobs in the store, which
 // the keeper's Watch takes (arrived).
 
-// KeeperConfig makes a Runtime the keeper of one term (Config.keeper).
+// keeperConfig makes a Runtime the keeper of one term (Config.keeper).
 type keeperConfig struct {
 	name     string // the leader's replica
 	capacity int    // its capacity
@@ -71,7 +71,7 @@ type keeper struct {
 type reportedRun struct {
 	replica string
 	attempt int
-	ran     int64 // µs it had run at the Hello
+	started int64 // when it started, by the keeper's clock: the Hello's instant less how long it had run
 }
 
 // remoteRun is one attempt of a durable job on a replica.
@@ -199,7 +199,7 @@ func (g *keeperGrantee) Runs(replica string, runs map[int64]decide.Msg, now int6
 			}
 		}
 		for id, m := range runs {
-			k.reported[id] = reportedRun{replica: replica, attempt: m.Attempt, ran: m.Ran}
+			k.reported[id] = reportedRun{replica: replica, attempt: m.Attempt, started: now - m.Ran}
 		}
 		return
 	}
@@ -240,7 +240,7 @@ func (g *keeperGrantee) Ready(now int64) {
 // attempt's end. It reports false if the engine refused it.
 func (s *Runtime) adoptLocked(dt *durableTask, desc *Job, tm *engine.Times, r reportedRun, now int64) bool {
 	k := s.keeper
-	if ref := s.eng.AdoptOn(&dt.rec, descOf(desc), tm, r.replica, max(now-r.ran, 1), now); ref != nil {
+	if ref := s.eng.AdoptOn(&dt.rec, descOf(desc), tm, r.replica, max(r.started, 1), now); ref != nil {
 		// Its needs no longer fit the resources: it ends, as a job
 		// restored queued would (restoreLocked).
 		err := fmt.Errorf("fairsched: durable job %d could not be adopted by a new leader: %w", dt.id, needsError(ref))
