@@ -254,6 +254,13 @@ func (st *Store) run(ctx context.Context, readOnly bool, queue func(b *pgx.Batch
 // Recover is for the scheduler: it calls fn with every unfinished job, in
 // ID order, without their arguments.
 func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
+	return st.recoverJobs(ctx, st.w, fn)
+}
+
+// recoverJobs is Recover, with w writing its marks of the jobs read as
+// seen: the Store's writer, or a term's view's, fenced by its term
+// (termjobs.go).
+func (st *Store) recoverJobs(ctx context.Context, w *writer, fn func(*store.Job) error) error {
 	const page = 10_000 // jobs per statement, each under the timeout
 	var intern store.Interner
 	last := int64(0)
@@ -272,7 +279,7 @@ func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
 			return fmt.Errorf("fairschedpg: reading jobs: %w", err)
 		}
 		if len(unseen) > 0 {
-			if err := st.w.do(&store.Request{Kind: store.Seen, IDs: unseen}); err != nil {
+			if err := w.do(&store.Request{Kind: store.Seen, IDs: unseen}); err != nil {
 				return err
 			}
 		}
@@ -435,7 +442,13 @@ func stateTable(name string) (table, row string) {
 // first, so that a scheduler started on a Store another one used reads
 // what that one left, its last pauses among them.
 func (st *Store) State(ctx context.Context, name string) ([]byte, error) {
-	if err := st.w.flush(); err != nil {
+	return st.state(ctx, st.w, name)
+}
+
+// state is State, after what was posted to w: the Store's writer, or a
+// term's view's (termjobs.go).
+func (st *Store) state(ctx context.Context, w *writer, name string) ([]byte, error) {
+	if err := w.flush(); err != nil {
 		return nil, fmt.Errorf("fairschedpg: a write before reading the state %q failed: %w", name, err)
 	}
 	table, row := stateTable(name)

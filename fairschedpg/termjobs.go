@@ -22,14 +22,21 @@ import (
 //     transaction unless the lease is still the term's: a successor's
 //     campaign waits for a transaction in flight, and its Recover then
 //     sees what it committed;
-//   - its watcher's take of unseen jobs is fenced the same way (the
-//     fence CTE in the statement that clears the mark), so that a stale
+//   - its watcher's take of unseen jobs is fenced the same way (qFence
+//     begins the transaction that clears the marks), so that a stale
 //     leader cannot take, and drop, a job its successor's Recover did
-//     not read.
+//     not read;
+//   - its Recover marks the unseen jobs it read as seen through the
+//     view's writer, fenced: a leader that reads the jobs once its term
+//     is over (paused between its campaign and its Recover) fails with
+//     ErrFenced, and leaves the marks for its successor's watch.
 //
 // Reads need no fence. The view shares the Store's pool and watcher
-// session; its writer is its own, and its Close closes only that, and
-// stops its watching.
+// session; its writer is its own, and its Close closes only that (what
+// was posted is written first, or refused, fenced), and stops its
+// watching if it is the watcher's of the moment. A fenced transaction
+// records on the Lease that its term is over (Lease.Lost): the
+// leadership's other calls then fail at once.
 
 // termJobs is one term's view of the durable jobs.
 type termJobs struct {
@@ -62,9 +69,12 @@ func (l *leadership) Jobs() store.Store {
 	return l.jobs
 }
 
+// Recover is the Store's, its marks of the jobs read fenced.
 func (j *termJobs) Recover(ctx context.Context, fn func(*store.Job) error) error {
-	return j.st.Recover(ctx, fn)
+	return j.st.recoverJobs(ctx, j.w, fn)
 }
+
+// HasDependencies, Ended and Dead are the Store's.
 func (j *termJobs) HasDependencies(ctx context.Context) (bool, error) {
 	return j.st.HasDependencies(ctx)
 }
@@ -74,25 +84,29 @@ func (j *termJobs) Ended(ctx context.Context, id int64) (store.State, string, bo
 func (j *termJobs) Dead(ctx context.Context, limit int, fn func(*store.Job) error) error {
 	return j.st.Dead(ctx, limit, fn)
 }
+
+// State is the Store's, after what was posted to the view.
 func (j *termJobs) State(ctx context.Context, name string) ([]byte, error) {
-	return j.st.State(ctx, name)
+	return j.st.state(ctx, j.w, name)
 }
 
 // Watch hands the jobs the replicas insert to arrived, taken in
-// statements fenced by the term; nil stops.
+// statements fenced by the term; nil stops the view's watching, not
+// another's.
 func (j *termJobs) Watch(arrived func(*store.Job)) error {
-	j.st.watch.fenceBy(j.lease, arrived != nil)
-	return j.st.Watch(arrived)
+	if arrived == nil {
+		j.st.watch.unset(j.lease)
+		return nil
+	}
+	j.st.watch.set(arrived, j.lease)
+	return nil
 }
 
 // Close stops the view's watching and its writer (what was posted is
 // written first, or refused, fenced), not the Store.
 func (j *termJobs) Close() error {
 	j.closeOnce.Do(func() {
-		if j.st.watch.fencedBy(j.lease) {
-			j.st.Watch(nil)
-			j.st.watch.fenceBy(j.lease, false)
-		}
+		j.st.watch.unset(j.lease)
 		j.closeErr = j.w.close()
 	})
 	return j.closeErr

@@ -51,8 +51,22 @@ import (
 // replica's Store (shared) therefore takes the same lock shared: any
 // number of replicas' Stores hold it together, and a Store of one process
 // is refused while any does, as they are while it does (ErrInUse either
-// way). Not yet public: which constructor or option opens a replica's
-// Store waits for the cluster's run-time layer.
+// way). OpenReplica and OpenReplicaPool open a replica's Store.
+//
+// With replicas, the durable jobs are the leader's, whichever replica
+// inserts them: the leader of each term keeps them (termjobs.go). A
+// replica's Store therefore inserts every job of its own (Insert, through
+// its writer) unseen, and sends the notification in the same
+// transaction, exactly as InsertTx does in a caller's (writer.go): the
+// leader's watcher takes it at once. A Store of one process inserts its
+// own jobs seen, its scheduler having them already, and so does a term's
+// view (the leader inserting). A replica's Store does not watch for
+// itself: the leader's term's view sets this watcher (Watch on the view),
+// with its lease, and each of its takes is then fenced by the term
+// (qFence, as the view's writes are), so that a leader whose term is
+// over takes, and drops, no job that its successor's Recover did not
+// read. A view that stops watching stops only its own watching (unset),
+// not a later term's on the same Store.
 
 // takeBatch is the most unseen jobs one look takes.
 const takeBatch = 1000
@@ -183,10 +197,20 @@ func (w *watcher) lost() error {
 // transaction committed (InsertTx), from the Store's goroutine, until
 // Watch is called again (nil: no one).
 func (st *Store) Watch(arrived func(*store.Job)) error {
-	w := st.watch
+	st.watch.set(arrived, nil)
+	return nil
+}
+
+// set makes the watcher hand the unseen jobs it takes to arrived (nil:
+// no one), each take fenced by lease's term if lease is not nil: the
+// two together, so that no take of one term's is handed to another's.
+func (w *watcher) set(arrived func(*store.Job), lease *cluster.Lease) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.arrived, w.again = arrived, true
+	if arrived == nil {
+		lease = nil
+	}
+	w.arrived, w.lease, w.again = arrived, lease, true
 	if !w.started {
 		w.started = true
 		w.wg.Add(1)
@@ -194,7 +218,16 @@ func (st *Store) Watch(arrived func(*store.Job)) error {
 	} else if w.nudge != nil {
 		w.nudge()
 	}
-	return nil
+}
+
+// unset stops the watching that lease fences, if it is the watching of
+// the moment: a term's view that stops does not stop another's.
+func (w *watcher) unset(lease *cluster.Lease) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lease == lease {
+		w.arrived, w.lease = nil, nil
+	}
 }
 
 // InsertTx is for the scheduler: it inserts jobs in the caller's
@@ -319,13 +352,13 @@ func (w *watcher) wait(conn *pgx.Conn) error {
 func (w *watcher) look() {
 	for {
 		w.mu.Lock()
-		tell := w.arrived
+		tell, lease := w.arrived, w.lease
 		w.again = false
 		w.mu.Unlock()
 		if tell == nil {
 			return // the unseen jobs stay for the next start, or the next Watch
 		}
-		jobs, err := w.take()
+		jobs, err := w.take(lease)
 		if err != nil {
 			return
 		}
@@ -338,59 +371,34 @@ func (w *watcher) look() {
 	}
 }
 
-// fenceBy makes each take fenced by lease's term, or, with on false,
-// no longer fenced by it.
-func (w *watcher) fenceBy(lease *cluster.Lease, on bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch {
-	case on:
-		w.lease = lease
-	case w.lease == lease:
-		w.lease = nil
-	}
-}
-
-// fencedBy reports whether the takes are fenced by lease's term.
-func (w *watcher) fencedBy(lease *cluster.Lease) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.lease == lease
-}
-
-// qTake clears the mark of up to $1 unseen jobs and returns them; a
-// leader's (qTakeFenced) only while its lease is in term $2, held by $3,
-// unlapsed, holding the lease row FOR SHARE until its commit.
-const (
-	qTake = `
+// qTake clears the mark of up to $1 unseen jobs; its caller returns
+// them.
+const qTake = `
 UPDATE fairsched_jobs j SET unseen = false
 FROM (SELECT id FROM fairsched_jobs WHERE unseen ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) u
 WHERE j.id = u.id`
-	qTakeFenced = `WITH fence AS MATERIALIZED (
-	SELECT term FROM fairsched_leader WHERE term = $2 AND holder = $3 AND expires > clock_timestamp() FOR SHARE
-)` + qTake + ` AND EXISTS (SELECT FROM fence)`
-)
 
 // take clears the mark of up to takeBatch unseen jobs and returns them,
-// in ID order, once that is committed; a leader's take, none once its
-// term is over.
-func (w *watcher) take() ([]*store.Job, error) {
+// in ID order, once that is committed. A leader's take (lease not nil)
+// is fenced by its term as the writer of its view is: qFence begins its
+// transaction (writer.go), which takes nothing once the term is over
+// and fails with ErrFenced.
+func (w *watcher) take(lease *cluster.Lease) ([]*store.Job, error) {
 	var jobs []*store.Job
 	var intern store.Interner
-	w.mu.Lock()
-	lease := w.lease
-	w.mu.Unlock()
-	q, args := qTake, []any{takeBatch}
+	var term int64
 	if lease != nil {
-		term, held := lease.Term()
-		if !held {
-			return nil, store.ErrFenced
+		var held bool
+		if term, held = lease.Term(); !held {
+			return nil, fmt.Errorf("%w (%s holds no lease)", store.ErrFenced, lease.Holder())
 		}
-		q, args = qTakeFenced, []any{takeBatch, term, lease.Holder()}
 	}
 	err := w.st.run(w.ctx, false, func(b *pgx.Batch) {
-		b.Queue(q+`
-RETURNING `+jobCols("j."), args...).Query(func(rows pgx.Rows) error {
+		if lease != nil {
+			b.Queue(qFence, term, lease.Holder())
+		}
+		b.Queue(qTake+`
+RETURNING `+jobCols("j."), takeBatch).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				j, _, err := scanJob(rows, &intern)
 				if err != nil {
@@ -401,6 +409,13 @@ RETURNING `+jobCols("j."), args...).Query(func(rows pgx.Rows) error {
 			return rows.Err()
 		})
 	})
+	if lease != nil && isFenceError(err) {
+		lease.Lost(term)
+		return nil, fmt.Errorf("%w (%s's term %d: a take of an ended term)", store.ErrFenced, lease.Holder(), term)
+	}
+	if err != nil {
+		return nil, err
+	}
 	slices.SortFunc(jobs, func(a, b *store.Job) int { return cmp.Compare(a.ID, b.ID) })
 	return jobs, err
 }

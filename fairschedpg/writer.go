@@ -108,9 +108,14 @@ WHERE id = $5`
 // campaign waits for the transaction, and divides by zero, aborting the
 // transaction, unless the lease is still in term $1, held by $2 and not
 // lapsed by the database's clock. The writer sends a transaction as one
-// pipelined batch, so the fence must fail it from SQL; a division by
-// zero does, without a function of our own in the schema, and the
-// divisor is a count the planner cannot fold.
+// pipelined batch, so the fence must fail it from SQL: once a statement
+// fails, the server skips the rest of the batch, COMMIT included, and
+// the writer rolls back. A division by zero does that with no function
+// of our own in the schema: a plpgsql function that raised would need a
+// migration, and a new schema version stops every replica still on the
+// old one in a rolling upgrade (internal/schema). The divisor is a count
+// the planner cannot fold, and no other statement of a writer divides,
+// so the error's code (isFenceError) is the fence's alone.
 const qFence = `SELECT 1 / (SELECT count(*)::int FROM (
 	SELECT term FROM fairsched_leader WHERE term = $1 AND holder = $2 AND expires > clock_timestamp() FOR SHARE) f)`
 
@@ -120,25 +125,26 @@ func isFenceError(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "22012" // division_by_zero: no other statement of a writer divides
 }
 
-// fenced wraps fail, a transaction's failure, so that qFence's refusal
-// is ErrFenced.
-func (w *writer) fenced(fail func(error) error) func(error) error {
+// fenced wraps fail, the failure of a transaction fenced by term, so
+// that qFence's refusal is ErrFenced.
+func (w *writer) fenced(term int64, fail func(error) error) func(error) error {
 	if w.lease == nil {
 		return fail
 	}
 	return func(err error) error {
 		if isFenceError(err) {
 			fail(err)
-			return w.fenceError()
+			return w.fenceError(term)
 		}
 		return fail(err)
 	}
 }
 
-// fenceError is the error of a transaction qFence refused; the lease
-// holds nothing from then.
-func (w *writer) fenceError() error {
-	return fmt.Errorf("%w (%s: a write of an ended term)", store.ErrFenced, w.lease.Holder())
+// fenceError is the error of a transaction qFence refused in term; the
+// lease holds nothing from then.
+func (w *writer) fenceError(term int64) error {
+	w.lease.Lost(term)
+	return fmt.Errorf("%w (%s's term %d: a write of an ended term)", store.ErrFenced, w.lease.Holder(), term)
 }
 
 // putState is the statement that puts a state in table.
@@ -153,6 +159,13 @@ func (w *writer) apply(rs []*store.Request) error {
 	if err := st.watch.lost(); err != nil {
 		return err
 	}
+	var term int64 // the term that fences the transaction, if the writer is a term's
+	if w.lease != nil {
+		var held bool
+		if term, held = w.lease.Term(); !held {
+			return fmt.Errorf("%w (%s holds no lease)", store.ErrFenced, w.lease.Holder())
+		}
+	}
 	ctx, cancel := st.stmtCtx(context.Background())
 	defer cancel()
 	conn, err := st.pool.Acquire(ctx)
@@ -160,21 +173,15 @@ func (w *writer) apply(rs []*store.Request) error {
 		return fmt.Errorf("fairschedpg: %w", err)
 	}
 	defer conn.Release() // a connection left in a transaction is destroyed, not reused
-	fail := func(err error) error {
+	fail := w.fenced(term, func(err error) error {
 		conn.Exec(ctx, "ROLLBACK")
 		return fmt.Errorf("fairschedpg: %w", err)
-	}
+	})
 	b := &pgx.Batch{}
 	st.begin(b, false)
 	if w.lease != nil {
-		term, held := w.lease.Term()
-		if !held {
-			conn.Exec(ctx, "ROLLBACK")
-			return fmt.Errorf("%w (%s holds no lease)", store.ErrFenced, w.lease.Holder())
-		}
 		b.Queue(qFence, term, w.lease.Holder())
 	}
-	fail = w.fenced(fail)
 	var jobs []*store.Job
 	for _, r := range rs {
 		if r.Kind == store.Insert {
@@ -210,7 +217,7 @@ func (w *writer) apply(rs []*store.Request) error {
 	if err := conn.SendBatch(ctx2, b).Close(); err != nil {
 		conn.Exec(ctx2, "ROLLBACK")
 		if w.lease != nil && isFenceError(err) {
-			return w.fenceError()
+			return w.fenceError(term)
 		}
 		return fmt.Errorf("fairschedpg: %w", commitUnknown(err))
 	}

@@ -157,6 +157,11 @@ WHERE term = $1 AND holder = $2`, term, l.holder)
 	return nil
 }
 
+// Lost records that term is over, as a write fenced otherwise than by
+// Returning found (a transaction that checks the lease itself): the
+// Lease holds nothing from then, if term was the one it held.
+func (l *Lease) Lost(term int64) { l.lost(term) }
+
 // lost records that term is over.
 func (l *Lease) lost(term int64) {
 	l.mu.Lock()
