@@ -20,7 +20,9 @@ import (
 type Options struct {
 	// StatementTimeout bounds every statement the Store runs, on the
 	// server (statement_timeout, set for each of its transactions) and
-	// on the client (a dead connection); 5 seconds by default.
+	// on the client (a dead connection); 5 seconds by default. The
+	// schema's migration as the Store opens is bounded by the larger of
+	// it and the default: a migration may take longer than a statement.
 	StatementTimeout time.Duration
 	// PollInterval is how often the Store looks for jobs committed by
 	// callers' transactions (EnqueueTx) whose notification it did not
@@ -38,6 +40,9 @@ type Options struct {
 
 const defaultRetention = 24 * time.Hour
 
+// defaultStatementTimeout is Options.StatementTimeout's default.
+const defaultStatementTimeout = 5 * time.Second
+
 // options returns the Options given, with their defaults.
 func options(opts []Options) Options {
 	var o Options
@@ -45,7 +50,7 @@ func options(opts []Options) Options {
 		o = opts[0]
 	}
 	if o.StatementTimeout <= 0 {
-		o.StatementTimeout = 5 * time.Second
+		o.StatementTimeout = defaultStatementTimeout
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
@@ -152,7 +157,7 @@ func OpenReplicaPool(ctx context.Context, pool *pgxpool.Pool, opts ...Options) (
 // schema's lock shared (watch.go): any number of replicas' Stores hold
 // it together, and none while a Store of one process holds it.
 func openPool(ctx context.Context, pool *pgxpool.Pool, o Options, shared bool) (*Store, error) {
-	mctx, cancel := context.WithTimeout(ctx, o.StatementTimeout)
+	mctx, cancel := context.WithTimeout(ctx, max(o.StatementTimeout, defaultStatementTimeout))
 	defer cancel()
 	if _, err := schema.Migrate(mctx, pool); err != nil {
 		return nil, err
