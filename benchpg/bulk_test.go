@@ -23,28 +23,44 @@ import (
 // BenchmarkBulk runs, per b.N, 20,000 no-op jobs end to end, inserted in
 // batches of 1,000 by one producer while 1, 2 or 4 stand-ins for
 // processes run them: see the package documentation.
-func BenchmarkBulk(b *testing.B) {
+func BenchmarkBulk(b *testing.B) { benchThroughput(b, 1) }
+
+// BenchmarkProducers is BenchmarkBulk with 16 producers, each inserting
+// one job per call, as a service's request handlers do: see the package
+// documentation.
+func BenchmarkProducers(b *testing.B) { benchThroughput(b, producers) }
+
+// producers is how many goroutines insert in BenchmarkProducers.
+const producers = 16
+
+// benchThroughput runs every system with 1, 2 and 4 stand-ins for
+// processes, the jobs inserted by one producer in batches (n 1) or by n
+// producers one job per call.
+func benchThroughput(b *testing.B, n int) {
 	for _, procs := range []int{1, 2, 4} {
 		b.Run("procs-"+strconv.Itoa(procs), func(b *testing.B) {
-			b.Run("floor", func(b *testing.B) { runBulk(b, procs, floorBulk) })
-			b.Run("fairsched", func(b *testing.B) { runBulk(b, procs, fairschedBulk) })
-			b.Run("river/cooldown-100ms", func(b *testing.B) { runBulk(b, procs, riverBulk(false)) })
-			b.Run("river/cooldown-1ms", func(b *testing.B) { runBulk(b, procs, riverBulk(true)) })
+			b.Run("floor", func(b *testing.B) { runBulk(b, procs, n, floorBulk) })
+			b.Run("fairsched", func(b *testing.B) { runBulk(b, procs, n, fairschedBulk) })
+			b.Run("river/cooldown-100ms", func(b *testing.B) { runBulk(b, procs, n, riverBulk(false)) })
+			b.Run("river/cooldown-1ms", func(b *testing.B) { runBulk(b, procs, n, riverBulk(true)) })
 		})
 	}
 }
 
 // bulkSystem readies a run on a fresh schema: procs stand-ins for
 // processes, started, each job's run calling ran once. It returns the
-// producer's insert of jobs first .. first+n-1 in one call, and finish,
+// producer's insert of jobs first .. first+n-1 in one call (safe for
+// concurrent use: producers call it at once), and finish,
 // which returns once the database shows every job done (completed or
 // deleted): called once ran has been called for every job.
 type bulkSystem func(b *testing.B, schema string, procs int, ran func()) (insert func(ctx context.Context, first, n int) error, finish func(ctx context.Context) error, stop func())
 
-// runBulk runs b.N runs of totalJobs jobs on a bulkSystem and reports
-// jobs/s over their timed parts: from the first insert to the database
-// showing every job done. Setup and teardown are not timed.
-func runBulk(b *testing.B, procs int, sys bulkSystem) {
+// runBulk runs b.N runs of totalJobs jobs on a bulkSystem, inserted by
+// one producer in batches (producers 1) or by producers goroutines one
+// job per call, and reports jobs/s over their timed parts: from the
+// first insert to the database showing every job done. Setup and
+// teardown are not timed.
+func runBulk(b *testing.B, procs, producers int, sys bulkSystem) {
 	total := totalJobs
 	if testing.Short() {
 		total = 2 * batchSize
@@ -67,7 +83,7 @@ func runBulk(b *testing.B, procs int, sys bulkSystem) {
 		runtime.GC()
 		b.StartTimer()
 		start := time.Now()
-		err := bulkOnce(ctx, total, insert, finish, done)
+		err := bulkOnce(ctx, total, producers, insert, finish, done)
 		d := time.Since(start)
 		b.StopTimer()
 		stop()
@@ -83,22 +99,13 @@ func runBulk(b *testing.B, procs int, sys bulkSystem) {
 	b.ReportMetric(float64(b.N*total)/elapsed.Seconds(), "jobs/s")
 }
 
-// bulkOnce inserts total jobs in batches while they run, and returns once
-// every one has run and the database shows it done.
-func bulkOnce(ctx context.Context, total int, insert func(ctx context.Context, first, n int) error, finish func(ctx context.Context) error, done <-chan struct{}) error {
+// bulkOnce inserts total jobs while they run, in batches by one producer
+// or one per call by producers, and returns once every one has run and
+// the database shows it done.
+func bulkOnce(ctx context.Context, total, producers int, insert func(ctx context.Context, first, n int) error, finish func(ctx context.Context) error, done <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
-	produced := make(chan error, 1)
-	go func() {
-		for first := 0; first < total; first += batchSize {
-			if err := insert(ctx, first, min(batchSize, total-first)); err != nil {
-				produced <- fmt.Errorf("insert: %w", err)
-				return
-			}
-		}
-		produced <- nil
-	}()
-	if err := <-produced; err != nil {
+	if err := produce(ctx, total, producers, insert); err != nil {
 		return err
 	}
 	select {
@@ -117,7 +124,7 @@ func bulkOnce(ctx context.Context, total int, insert func(ctx context.Context, f
 // polling every millisecond when it finds none.
 func floorBulk(b *testing.B, schema string, procs int, ran func()) (func(context.Context, int, int) error, func(context.Context) error, func()) {
 	ctx := context.Background()
-	producer := connect(b, schema)
+	producer := newPool(b, schema) // the producers' connections
 	if _, err := producer.Exec(ctx, `CREATE TABLE floor_jobs (id bigserial PRIMARY KEY, args jsonb NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
@@ -326,4 +333,33 @@ func awaitCompleted(ctx context.Context, check *pgxpool.Pool, unfinished string)
 			return fmt.Errorf("every job ran, but %d are still not completed in the table", n)
 		}
 	}
+}
+
+// produce inserts total jobs: in batches of batchSize by one goroutine,
+// or, with producers above 1, one per call by that many goroutines, each
+// taking the next job's number.
+func produce(ctx context.Context, total, producers int, insert func(ctx context.Context, first, n int) error) error {
+	if producers == 1 {
+		for first := 0; first < total; first += batchSize {
+			if err := insert(ctx, first, min(batchSize, total-first)); err != nil {
+				return fmt.Errorf("insert: %w", err)
+			}
+		}
+		return nil
+	}
+	var next atomic.Int64
+	errs := make([]error, producers)
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < total; i = int(next.Add(1) - 1) {
+				if err := insert(ctx, i, 1); err != nil {
+					errs[p] = fmt.Errorf("insert of job %d: %w", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -63,7 +63,14 @@
 //     after. The run ends when the table shows every job completed
 //     (polled every millisecond once all have run).
 //
-// From the repository's root, about 2.5 minutes:
+// BenchmarkProducers/procs-<n>/<system> is the same with 16 producers,
+// each inserting one job per call, as a service's request handlers do:
+// the floor's producers share a pool of their own (pgxpool's default
+// size), river's call InsertMany of one job on the first Client, and
+// fairsched's EnqueueMany of one job on the first replica, whose writes
+// are grouped into the transactions that commit while they wait.
+//
+// From the repository's root, about 5 minutes:
 //
 //	eval "$(scripts/pg.sh start /tmp/fairsched-pg)"
 //	(cd benchpg && go test -run '^$' -bench . -benchtime 1x)
