@@ -185,8 +185,11 @@ func TestReplicasDurableAcrossFailover(t *testing.T) {
 	got := make(chan durableRun, 4)
 	release := make(chan struct{})
 	hold := func(ctx context.Context, n int) error {
-		if n == 1 {
+		switch n {
+		case 1:
 			<-release
+			return nil
+		case 3: // a probe: the new term grants
 			return nil
 		}
 		<-ctx.Done() // n == 2: runs until its replica closes
@@ -195,13 +198,19 @@ func TestReplicasDurableAcrossFailover(t *testing.T) {
 	types := map[string]fairsched.TypeConfig{"mail": {Retry: fairsched.RetryPolicy{Attempts: 2, Backoff: time.Millisecond}}}
 	first := durableReplica(t, schema, "a", 1, 4, nil, nil, types)
 	waitFor(t, "a to lead", func() bool { return first.Stats().Replica.Leader })
-	b := durableReplica(t, schema, "b", 1, 4, got, hold, types)
+	b := durableReplica(t, schema, "b", 2, 4, got, hold, types)
 	adopted, err := b.Enqueue(context.Background(), fairsched.Job{Type: "mail"}, mail{N: 1})
 	require.NoError(t, err)
 	r := <-got
 	require.Equal(t, "b", r.replica)
 	require.NoError(t, first.Close()) // the leader leaves; b leads next
 	waitFor(t, "b to lead", func() bool { return b.Stats().Replica.Leader })
+	// The attempt ends once b's term grants (a probe ran): an end reported
+	// to the term that is over, in the moment between the two, is lost
+	// with it, and the job runs again (at least once).
+	_, err = b.Enqueue(context.Background(), fairsched.Job{Type: "mail"}, mail{N: 3})
+	require.NoError(t, err)
+	require.Equal(t, 3, (<-got).n)
 	close(release)
 	waitState(t, pool, adopted.ID(), stateCompleted)
 	_, attempts := jobState(t, pool, adopted.ID())
