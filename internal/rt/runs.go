@@ -47,10 +47,21 @@ func (s *Runtime) openReplicaStore() error {
 	return nil
 }
 
+// errStoppingRun is the end of an attempt sent to a replica that is
+// shutting down or closing: it never starts, and the leader retries it
+// elsewhere.
+var errStoppingRun = fmt.Errorf("%w: its replica is shutting down", ErrLost)
+
 // RunDurable starts attempt of durable job id, of type typ, with args,
-// on a goroutine of the scheduler's; the lock is held.
+// on a goroutine of the scheduler's; the lock is held. Once Shutdown or
+// Close has begun it starts nothing: the attempt ends at once, lost, so
+// that no goroutine begins while Shutdown or Close waits for them.
 func (g *grantee) RunDurable(id int64, attempt int, typ string, args []byte, now int64) {
 	s := (*Runtime)(g)
+	if s.stopping {
+		s.remote.DurableDone(id, attempt, engine.Failed, errStoppingRun.Error(), decide.DoneLost, now)
+		return
+	}
 	ctx := &jobContext{parent: durableParent, valuesOnly: true, attempt: int32(attempt)}
 	if s.runs == nil {
 		s.runs = make(map[int64]*jobContext)

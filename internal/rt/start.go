@@ -61,7 +61,7 @@ func New(cfg Config) (_ *Runtime, err error) {
 		if err := s.openKeeperStore(); err != nil {
 			return nil, err
 		}
-	case cfg.Store != nil && cfg.Cluster != nil:
+	case cfg.Store != nil && s.remote != nil: // a replica's, or one in a test's cluster
 		if err := s.openReplicaStore(); err != nil {
 			return nil, err
 		}
