@@ -98,6 +98,21 @@ func (r *Remote) SetTypes(types []string) {
 	r.types = types
 }
 
+// StopRuns says, at now, that this replica takes no more durable
+// attempts: it shuts down. A Hello tells the leader, which places them
+// on other replicas from then on; the attempts that run here go on, and
+// one the leader sent before it heard is lost (run drops it, as of an
+// older Hello).
+func (r *Remote) StopRuns(now int64) {
+	if len(r.types) == 0 {
+		return
+	}
+	r.types = nil
+	if r.term != 0 {
+		r.hello(now)
+	}
+}
+
 // run starts the durable attempt m says, if it is for this replica's
 // current Hello and not fenced: the Runner runs it, and DurableDone
 // reports its end.

@@ -100,11 +100,15 @@ func (s *Runtime) Close() error {
 // stopAcceptingLocked makes every later submission fail with ErrClosed,
 // and closes Done's channel the first time.
 func (s *Runtime) stopAcceptingLocked() {
-	if !s.stopping {
-		close(s.done)
+	if s.stopping {
+		return
 	}
+	close(s.done)
 	s.stopping = true
 	s.decider().StopAccepting()
+	if s.remote != nil { // a replica's durable attempts: the leader sends them elsewhere from now on
+		s.remote.StopRuns(s.nowLocked())
+	}
 }
 
 // Done is the API's Scheduler.Done, which documents it.
