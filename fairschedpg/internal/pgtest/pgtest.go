@@ -54,7 +54,8 @@ func DSN(t testing.TB) string {
 }
 
 // Pool returns a pool of connections to a new, empty schema of its own,
-// which t's cleanup drops with the pool's connections. The schema is the
+// which t's cleanup drops with the pool's connections (unless t failed:
+// then it stays, for a look). The schema is the
 // connections' search_path: statements name the tables unqualified.
 func Pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
@@ -81,6 +82,10 @@ func PoolSchema(t testing.TB) (*pgxpool.Pool, string) {
 		t.Fatalf("creating the test's schema: %v", err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kept the failed test's schema %s, to look at", name)
+			return
+		}
 		admin, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			t.Errorf("dropping the test's schema %s: %v", name, err)
