@@ -80,6 +80,11 @@ type watcher struct {
 	st      *Store
 	channel string // the schema's notification channel
 
+	// telling is held by a look from its read of arrived until it has
+	// handed on what it took: Watch waits for it, so that the callback it
+	// replaced is not called once it returns.
+	telling sync.Mutex
+
 	mu sync.Mutex
 	// Guarded by mu.
 	arrived func(*store.Job) // nil: no one watches
@@ -195,9 +200,13 @@ func (w *watcher) lost() error {
 
 // Watch is for the scheduler: it calls arrived with each job a caller's
 // transaction committed (InsertTx), from the Store's goroutine, until
-// Watch is called again (nil: no one).
+// Watch is called again (nil: no one). Once Watch returns, the callback
+// it replaced is not called again: Watch waits for a call in progress,
+// so it must not be called from that callback.
 func (st *Store) Watch(arrived func(*store.Job)) error {
 	st.watch.set(arrived, nil)
+	st.watch.telling.Lock() // a look that read the callback replaced hands on what it took first
+	st.watch.telling.Unlock()
 	return nil
 }
 
@@ -350,25 +359,31 @@ func (w *watcher) wait(conn *pgx.Conn) error {
 // look takes the unseen jobs and hands them on, in ID order, if someone
 // watches. A failed look is tried again at the next.
 func (w *watcher) look() {
-	for {
-		w.mu.Lock()
-		tell, lease := w.arrived, w.lease
-		w.again = false
-		w.mu.Unlock()
-		if tell == nil {
-			return // the unseen jobs stay for the next start, or the next Watch
-		}
-		jobs, err := w.take(lease)
-		if err != nil {
-			return
-		}
-		for _, j := range jobs {
-			tell(j)
-		}
-		if len(jobs) < takeBatch {
-			return
-		}
+	for w.lookOnce() {
 	}
+}
+
+// lookOnce takes one batch of unseen jobs and hands them on, if someone
+// watches, holding telling from its read of the callback to its last
+// call; it reports whether there may be more.
+func (w *watcher) lookOnce() (more bool) {
+	w.telling.Lock()
+	defer w.telling.Unlock()
+	w.mu.Lock()
+	tell, lease := w.arrived, w.lease
+	w.again = false
+	w.mu.Unlock()
+	if tell == nil {
+		return false // the unseen jobs stay for the next start, or the next Watch
+	}
+	jobs, err := w.take(lease)
+	if err != nil {
+		return false
+	}
+	for _, j := range jobs {
+		tell(j)
+	}
+	return len(jobs) == takeBatch
 }
 
 // qTake clears the mark of up to $1 unseen jobs; its caller returns

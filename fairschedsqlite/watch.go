@@ -33,6 +33,11 @@ const (
 type watcher struct {
 	db *sql.DB
 
+	// telling is held by a poll from its read of arrived until it has
+	// handed on what it found: Watch waits for it, so that the callback
+	// it replaced is not called once it returns.
+	telling sync.Mutex
+
 	mu sync.Mutex
 	// Guarded by mu.
 	arrived func(*store.Job)   // nil: no one watches
@@ -53,7 +58,9 @@ func newWatcher(db *sql.DB) *watcher {
 
 // Watch is for the scheduler: it calls arrived with each job a caller's
 // transaction committed (InsertTx), from the Store's goroutine, until
-// Watch is called again (nil: no one).
+// Watch is called again (nil: no one). Once Watch returns, the callback
+// it replaced is not called again: Watch waits for a call in progress,
+// so it must not be called from that callback.
 func (st *Store) Watch(arrived func(*store.Job)) error {
 	w := st.watch
 	var top int64
@@ -61,13 +68,15 @@ func (st *Store) Watch(arrived func(*store.Job)) error {
 		return fmt.Errorf("fairschedsqlite: %w", err)
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.arrived, w.cursor = arrived, max(w.cursor, top)
 	if !w.started {
 		w.started = true
 		w.wg.Add(1)
 		go w.loop()
 	}
+	w.mu.Unlock()
+	w.telling.Lock() // a poll that read the callback replaced hands on what it found first
+	w.telling.Unlock()
 	return nil
 }
 
@@ -176,6 +185,8 @@ func (w *watcher) poll() {
 		}
 		w.cursor = max(w.cursor, j.ID)
 	}
+	w.telling.Lock() // until the last call of the callback read here
+	defer w.telling.Unlock()
 	tell := w.arrived
 	if w.pending != 0 && w.cursor >= w.pending {
 		w.pending = 0

@@ -169,8 +169,10 @@ type Watcher interface {
 	// Watch makes the store call arrived, from a goroutine of its own,
 	// with each job that InsertTx inserted, once its transaction has
 	// committed, in ID order; without its arguments; until Watch is
-	// called again (nil: no one). Called after Recover: the jobs it
-	// read are known.
+	// called again (nil: no one). Once Watch returns, the callback it
+	// replaced is not called again (Watch waits for a call in progress:
+	// it must not be called from the callback). Called after Recover: the
+	// jobs it read are known.
 	Watch(arrived func(*Job)) error
 }
 
