@@ -6,12 +6,8 @@ package decide
 // by name, with a free slot and a handler for its type (the Types of its
 // Hello), and the Keeper runs its attempt there (Run). The Leader tells
 // the Keeper what it hears of them: the attempts' ends (Done), and which
-// attempts each replica runs (its Hello, or none once it is removed). A
-// replica's Hello lists every attempt it started and has not reported
-// ended (its Dones come before it): an attempt it does not list never
-// started there, its Run being older than the Hello (dropped), and is
-// sent again with the Hello's Sync; the attempts of a replica removed are
-// lost.
+// attempts each replica runs (its Hello, or none once it is removed), so
+// that an attempt sent to a replica that does not list it is lost.
 
 // Keeper is the Grantee of a Leader whose own jobs are the cluster's
 // durable jobs (internal/rt keeps them, on the leader, from the store).
@@ -23,8 +19,7 @@ type Keeper interface {
 	Done(replica string, m *Msg, now int64)
 	// Runs reports the attempts replica runs, by job ID (its Hello's
 	// Runs: Attempt and Ran of each), or, nil, none: it was removed. Every
-	// other attempt sent to it, not Done, never started there (sent again,
-	// RunMsg), or was lost with the replica (nil).
+	// other attempt sent to it, not Done, is lost.
 	Runs(replica string, runs map[int64]Msg, now int64)
 	// Ready reports that the term's grants begin: every replica asked at
 	// Begin answered, or was removed. The Keeper's jobs are admitted
@@ -43,8 +38,7 @@ type Runner interface {
 // of its last Hello as of now: the Keeper takes it when the engine grants
 // a job, and fills in the job (Seq, Attempt, Desc.Type, Args) before it
 // sends it (Send), perhaps after the Sync has moved on: then the replica
-// drops it, and the Keeper, which has heard (Runs) that the replica does
-// not run it, sends it again with the new Sync.
+// drops it, and the Keeper has heard (Runs) that the attempt is lost.
 func (l *Leader) RunMsg(replica string) Msg {
 	return Msg{Kind: Run, Term: l.term, Replica: replica, Sync: l.sync[replica]}
 }

@@ -23,16 +23,10 @@ import (
 //   - An attempt runs on the replica the engine placed it on: the keeper
 //     records its start (the store's Start, fenced), sends the replica a
 //     Run, and waits for its Done (remoteRun). The Run is stamped as the
-//     job is granted, under the lock, with the Sync of the replica's last
-//     Hello, and sent after the start's commit. If the replica sends
-//     another Hello before it has the Run (a Resync, sent twice, crossed
-//     it), it drops the Run, as of an older Hello: the Hello does not
-//     list the attempt, whose Run's Sync is older than the Hello's, and
-//     the keeper stamps the Run again with the new Sync and sends it
-//     again (Runs). The attempt is the same: it never ran. An attempt
-//     that a Hello no longer lists though it had the Run (it stopped
-//     there, or the replica lost it) is lost. So an attempt is never both
-//     lost and run, and a Resync costs no attempt.
+//     job is granted, under the lock, and sent after the start's commit:
+//     if the replica sent a Hello meanwhile, it drops the Run, and the
+//     Hello, which does not list the attempt, made the keeper count it
+//     lost (Runs), so an attempt is never both lost and run.
 //   - The store is read once, at newKeeper, before the term asks the
 //     replicas for their jobs; the jobs are queued when every replica has
 //     answered (Ready). An attempt the store has as running is adopted on
@@ -84,8 +78,7 @@ type reportedRun struct {
 type remoteRun struct {
 	replica string
 	attempt int
-	run     decide.Msg // the Run, stamped as granted, and again at each Hello that did not have it
-	sent    bool       // the Run was sent: its start is recorded
+	run     decide.Msg // the Run, stamped as granted
 	adopted bool       // running before the term: nothing to start or send
 	done    chan error // receives the attempt's result, once (ended)
 	ended   bool
@@ -195,14 +188,8 @@ func doneError(m *decide.Msg) error {
 	return err
 }
 
-// Runs notes what replica runs (nil: it was removed): before Ready, for
-// the adoptions; after, every attempt sent to it that it does not list
-// is lost, unless its Run is older than the Hello. A replica's Hello
-// lists every attempt it started and has not reported ended, its Dones
-// coming before its Hello: an attempt it does not list never started,
-// the replica having dropped its Run (or dropping it, or the Run being
-// lost on the way), and the Run is sent again, stamped with the Hello's
-// Sync. A replica that restarts under its name is removed first.
+// Runs notes what replica runs: before Ready, for the adoptions; after,
+// every attempt sent to it that it does not list is lost.
 func (g *keeperGrantee) Runs(replica string, runs map[int64]decide.Msg, now int64) {
 	k := g.keeper
 	if !k.ready {
@@ -216,16 +203,8 @@ func (g *keeperGrantee) Runs(replica string, runs map[int64]decide.Msg, now int6
 		}
 		return
 	}
-	sync := k.leader.RunMsg(replica).Sync // the Hello's
 	for id, r := range k.runs {
-		switch {
-		case r.replica != replica || r.ended || (runs[id].Kind != 0 && runs[id].Attempt == r.attempt):
-		case runs != nil && !r.adopted && r.run.Sync < sync: // it never had the Run (nil runs: the replica is removed)
-			r.run.Sync = sync
-			if r.sent {
-				k.leader.Send(r.run)
-			}
-		default:
+		if r.replica == replica && (runs[id].Attempt != r.attempt || runs[id].Kind == 0) {
 			r.end(fmt.Errorf("%w (replica %s no longer runs it)", ErrLost, replica))
 		}
 	}
@@ -299,7 +278,6 @@ func (s *Runtime) remoteAttempt(dt *durableTask) (func(context.Context) error, e
 	return func(ctx context.Context) error {
 		s.mu.Lock()
 		if !r.adopted && !r.ended {
-			r.sent = true
 			s.keeper.leader.Send(r.run)
 		}
 		s.mu.Unlock()
