@@ -168,7 +168,7 @@ func (l *leading) update(recs []store.ReplicaRecord, dead []string) {
 				l.leader.RemoveReplica(name, now) // declared dead, or gone
 			}
 		}
-		l.leader.Nudge() // a Resync, or its Hello, may have been lost
+		l.leader.Nudge(now, int64(l.n.cfg.Lease/time.Microsecond)) // a Resync, or its Hello, may have been lost
 	})
 }
 

@@ -135,7 +135,7 @@ func TestClusterLostResync(t *testing.T) {
 	c.flush()
 	c.flush()
 	if !aj.Running() {
-		c.leader.Nudge() // every period
+		c.leader.Nudge(c.tick(), 0) // every period
 		c.flush()
 	}
 	assert.True(t, aj.Running(), "4 free slots, both replicas heartbeat, yet a's job waits for ever")
@@ -210,7 +210,33 @@ func TestClusterAddedWhileTheTermWaits(t *testing.T) {
 	c.leader.Receive(c.nodes["c"].out.Take(), c.tick())
 	c.flush()
 	assert.False(t, aj.Running(), "b has not answered: nothing may start")
-	c.leader.Nudge()
+	c.leader.Nudge(c.tick(), 0)
 	c.flush()
 	assert.True(t, aj.Running(), "b answered")
+}
+
+// A replica that has not answered is asked again only once the time
+// given has passed since it was last asked: asked twice, it would answer
+// twice, and its second Hello would make it drop what the leader sent it
+// after reading the first.
+func TestClusterNudgeWaits(t *testing.T) {
+	c := newTestCluster(t, testEngineConfig(4), 0, "a")
+	asked := c.tick()
+	c.leader.Begin(1, map[string]int{"a": 2}, asked)
+	resyncs := func() int {
+		n := 0
+		for _, m := range c.lout.Take() {
+			if m.Kind == Resync && m.Replica == "a" {
+				n++
+			}
+		}
+		return n
+	}
+	require.Equal(t, 1, resyncs())
+	c.leader.Nudge(asked+999, 1000)
+	assert.Zero(t, resyncs(), "asked 999µs ago: its Hello may be on its way")
+	c.leader.Nudge(asked+1000, 1000)
+	assert.Equal(t, 1, resyncs(), "asked 1000µs ago: asked again")
+	c.leader.Nudge(asked+1500, 1000)
+	assert.Zero(t, resyncs(), "the time runs from the last ask")
 }

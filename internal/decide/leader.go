@@ -43,6 +43,8 @@ type Leader struct {
 	replicas map[string]int
 	awaiting map[string]bool
 	blocking map[string]bool
+	// asked is when each replica was last sent a Resync (Nudge).
+	asked map[string]int64
 	// incarnation is each replica's registration as last given
 	// (AddReplica; 0: not known yet), and sync the number of the last
 	// Hello from it (Msg.Sync), which every Grant and Ended to it carry.
@@ -88,7 +90,7 @@ type standIn struct {
 // out carries the other replicas'. Nothing starts before Begin.
 func NewLeader(name string, capacity int, e *engine.Engine, g Grantee, out *Outbox) *Leader {
 	l := &Leader{e: e, g: g, out: out, name: name, capacity: capacity,
-		replicas: make(map[string]int), awaiting: make(map[string]bool),
+		replicas: make(map[string]int), awaiting: make(map[string]bool), asked: make(map[string]int64),
 		incarnation: make(map[string]int64), sync: make(map[string]uint64), types: make(map[string][]string), reading: make(map[string]bool),
 		stand: make(map[standKey]*standIn), byJob: make(map[*engine.Job]*standIn)}
 	l.keeper, _ = g.(Keeper)
@@ -108,7 +110,7 @@ func (l *Leader) Begin(term uint64, replicas map[string]int, now int64) {
 	for _, name := range slices.Sorted(maps.Keys(replicas)) {
 		l.replicas[name] = replicas[name]
 		l.awaiting[name] = true
-		l.out.Put(Msg{Kind: Resync, Term: term, Replica: name})
+		l.resync(name, now)
 	}
 	l.blocking = make(map[string]bool, len(replicas))
 	for name := range replicas {
@@ -157,14 +159,26 @@ func (l *Leader) AddReplica(name string, capacity int, incarnation int64, now in
 	l.replicas[name] = capacity
 	l.incarnation[name] = incarnation
 	l.awaiting[name] = true
+	l.resync(name, now)
+}
+
+// resync asks replica name, at now, for its jobs.
+func (l *Leader) resync(name string, now int64) {
+	l.asked[name] = now
 	l.out.Put(Msg{Kind: Resync, Term: l.term, Replica: name})
 }
 
-// Nudge asks again every replica that has not answered for its jobs: a
-// Resync, or the Hello that answered it, may have been lost.
-func (l *Leader) Nudge() {
+// Nudge asks again, at now, every replica that has not answered for its
+// jobs though it was asked at least after ago: a Resync, or the Hello
+// that answered it, may have been lost. Not sooner: a replica asked
+// twice answers twice, and its second Hello makes it drop the durable
+// attempts sent to it after the first (their Runs are older), which are
+// lost.
+func (l *Leader) Nudge(now, after int64) {
 	for _, name := range slices.Sorted(maps.Keys(l.awaiting)) {
-		l.out.Put(Msg{Kind: Resync, Term: l.term, Replica: name})
+		if now-l.asked[name] >= after {
+			l.resync(name, now)
+		}
 	}
 }
 
@@ -176,6 +190,7 @@ func (l *Leader) RemoveReplica(name string, now int64) {
 	}
 	delete(l.replicas, name)
 	delete(l.incarnation, name)
+	delete(l.asked, name)
 	delete(l.sync, name)
 	delete(l.types, name)
 	l.heard(name, now)
@@ -262,21 +277,18 @@ func (l *Leader) Receive(msgs []Msg, now int64) {
 	}
 	var inHello map[string]int // the jobs of a Hello still to come, by replica
 	var runs hellos            // the durable attempts of a Hello, for the Keeper
-	var resynced map[string]bool
 	for i := range msgs {
 		m := &msgs[i]
 		if _, known := l.replicas[m.Replica]; !known {
 			continue // removed, or not yet added: it will be asked
 		}
 		if m.Term != l.term {
-			if m.Term < l.term && !resynced[m.Replica] {
-				// It has not heard of this term: its Resync was lost.
-				if resynced == nil {
-					resynced = make(map[string]bool)
-				}
-				resynced[m.Replica] = true
-				l.out.Put(Msg{Kind: Resync, Term: l.term, Replica: m.Replica})
-			}
+			// Of an older term: sent before the replica heard of this one.
+			// It is asked already (awaiting), and Nudge asks again if the
+			// Resync or its Hello was lost; or its Hello of this term was
+			// read, and this was on its way. Asked once more, it would
+			// answer twice, its second Hello dropping the durable attempts
+			// sent after the first.
 			continue
 		}
 		k := standKey{m.Replica, m.Seq}
@@ -375,7 +387,7 @@ func (l *Leader) catchUp(now int64) {
 // asked again for its jobs, and its answer replaces what was known.
 func (l *Leader) Lost(now int64) {
 	for _, name := range slices.Sorted(maps.Keys(l.replicas)) {
-		l.out.Put(Msg{Kind: Resync, Term: l.term, Replica: name})
+		l.resync(name, now)
 	}
 }
 
