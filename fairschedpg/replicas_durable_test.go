@@ -195,7 +195,7 @@ func TestReplicasDurableAcrossFailover(t *testing.T) {
 		<-ctx.Done() // n == 2: runs until its replica closes
 		return ctx.Err()
 	}
-	types := map[string]fairsched.TypeConfig{"mail": {Retry: fairsched.RetryPolicy{Attempts: 2, Backoff: time.Millisecond}}}
+	types := map[string]fairsched.TypeConfig{"mail": {Retry: fairsched.RetryPolicy{Attempts: 3, Backoff: time.Millisecond}}}
 	first := durableReplica(t, schema, "a", 1, 4, nil, nil, types)
 	waitFor(t, "a to lead", func() bool { return first.Stats().Replica.Leader })
 	b := durableReplica(t, schema, "b", 2, 4, got, hold, types)
@@ -224,7 +224,13 @@ func TestReplicasDurableAcrossFailover(t *testing.T) {
 	other := map[string]string{"b": "c", "c": "b"}[r.replica]
 	require.NoError(t, closing.Close())
 	r = <-got
-	assert.Equal(t, durableRun{replica: other, n: 2, id: lost.ID(), attempt: 2}, r, "lost, then run again elsewhere")
+	// The retry is attempt 2, or 3 when the leader closed: the term that
+	// started attempt 2 may end before its Run reaches the other
+	// replica, and the next leader, finding it running on no replica,
+	// counts it lost too.
+	assert.Contains(t, []int{2, 3}, r.attempt)
+	r.attempt = 0
+	assert.Equal(t, durableRun{replica: other, n: 2, id: lost.ID()}, r, "lost, then run again elsewhere")
 }
 
 // Grants pack: with 4 replicas of 2 slots each and load for 1.5 of them
@@ -265,6 +271,13 @@ func TestReplicasPackDurableJobs(t *testing.T) {
 		t.Cleanup(func() { assert.NoError(t, s.Close()) })
 		ss[name] = s
 	}
+	// A call on each replica: granted, it shows that the leader has read
+	// the replica's Hello, so that the jobs are placed knowing all four.
+	busy := map[string]time.Duration{}
+	for _, name := range names {
+		require.NoError(t, ss[name].RunSync(context.Background(), fairsched.Job{}, func(context.Context) error { return nil }))
+		busy[name] = ss[name].Stats().Replica.Busy
+	}
 	params := make([]fairsched.EnqueueParams, jobs)
 	for i := range params {
 		params[i] = fairsched.EnqueueParams{Job: fairsched.Job{Type: "mail"}, Args: mail{N: i}}
@@ -284,7 +297,7 @@ func TestReplicasPackDurableJobs(t *testing.T) {
 	assert.Zero(t, ran["r3"]+ran["r4"], "r3 and r4 stayed idle: %v", ran)
 	assert.Positive(t, ran["r2"], "r1's 2 slots are not the limit's 3: r2 took the third")
 	for _, name := range []string{"r3", "r4"} {
-		assert.Zero(t, ss[name].Stats().Replica.Busy, "replica %s's busy time", name)
+		assert.Equal(t, busy[name], ss[name].Stats().Replica.Busy, "replica %s's busy time: the call's only", name)
 	}
 	select {
 	case n := <-spilled:
