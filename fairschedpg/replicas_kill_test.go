@@ -55,7 +55,9 @@ import (
 // is stopped: its runs end at the parent's "stopped" line, written once
 // wait reported the whole process stopped; the lines its old runs write
 // after it wakes (the "cont" line, written before SIGCONT) are measured,
-// not counted again.
+// not counted again. A start line it writes once woken but timed before
+// SIGSTOP was sent is one of those old runs: the process stopped between
+// reading the clock and writing the line.
 //
 // Each scenario runs 3 times, on a schema of its own each, or as many
 // times as FAIRSCHED_KILL_ROUNDS says: the faults land at random points
@@ -597,6 +599,7 @@ func (c *procCluster) check() verdict {
 	open := map[string]run{}
 	frozen := map[string]bool{}
 	seen := map[string]bool{}
+	stoppedAt := map[string]int64{} // when each stopped process was sent SIGSTOP
 	perReplica, perKey, perCid := map[string]int{}, map[string]int{}, map[string]int{}
 	over := func(i int, what string) {
 		if len(v.overLimit) < 5 {
@@ -624,6 +627,15 @@ func (c *procCluster) check() verdict {
 				continue
 			}
 			id, key, cid := ln.f[0], ln.f[1], ln.f[2]
+			if at, ok := stoppedAt[ln.who]; ok && ln.at < at && !seen[id] {
+				// It began before its process was stopped, which wrote
+				// the line only once woken: an old run, as if its line
+				// came before the stop.
+				seen[id] = true
+				v.runs++
+				frozen[id] = true
+				continue
+			}
 			if seen[id] {
 				v.startedTwice++
 				over(i, "run "+id+" started again")
@@ -688,6 +700,9 @@ func (c *procCluster) check() verdict {
 					closeRun(id)
 					frozen[id] = true
 				}
+			}
+			if ln.kind == "stopped" && len(ln.f) > 1 {
+				stoppedAt[ln.f[0]], _ = strconv.ParseInt(ln.f[1], 10, 64)
 			}
 		}
 	}
@@ -941,7 +956,8 @@ func TestReplicasStopLeader(t *testing.T) {
 		frozen := map[string]bool{}
 		for i, ln := range c.log.lines {
 			switch {
-			case i < s && ln.kind == "start" && ln.who == leader:
+			case i < s && ln.kind == "start" && ln.who == leader,
+				i > w && ln.kind == "start" && ln.who == leader && ln.at < sent: // begun before the stop, its line written once woken
 				frozen[ln.f[0]] = true
 			case i < s && ln.kind == "end" && ln.who == leader:
 				delete(frozen, ln.f[0])
