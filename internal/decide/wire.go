@@ -37,7 +37,13 @@ import (
 // runs (a Runs each) and the types it has handlers for (Types): the
 // leader forgets any attempt it sent that replica and the Hello does not
 // list (a Run crossing a Hello carries an older Sync, and is dropped), as
-// it does the attempts of a replica declared dead: each is lost.
+// it does the attempts of a replica declared dead: each is lost. So a
+// replica is asked for a Hello only when the leader must have one: at
+// Begin, when it is added, after a Link's loss, and again (Nudge) only a
+// lease after it was asked without answering; never for a message of an
+// older term, which was on its way before it heard the Resync. Asked
+// twice, it would answer twice, and its second Hello would drop the Runs
+// sent after the first: lost attempts, retried by policy.
 //
 // Messages from one sender arrive in the order sent; a batch sent
 // together arrives together (a Link sends it in one transaction).
