@@ -92,10 +92,13 @@ func (j *termJobs) State(ctx context.Context, name string) ([]byte, error) {
 
 // Watch hands the jobs the replicas insert to arrived, taken in
 // statements fenced by the term; nil stops the view's watching, not
-// another's.
+// another's, and returns once a look in progress has handed on what it
+// took, as the Store's Watch does.
 func (j *termJobs) Watch(arrived func(*store.Job)) error {
 	if arrived == nil {
 		j.st.watch.unset(j.lease)
+		j.st.watch.telling.Lock()
+		j.st.watch.telling.Unlock()
 		return nil
 	}
 	j.st.watch.set(arrived, j.lease)
