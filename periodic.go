@@ -87,6 +87,12 @@ func (p *Periodic) Skipped() uint64 {
 // as Enqueue does, on a goroutine of the Scheduler's; one that fails to
 // be stored is skipped and counted. It fails as Schedule does, and as
 // Enqueue does for job and args.
+//
+// On a replica (Config.Replica), every replica that calls ScheduleDurable
+// with the same name keeps one schedule: each occurrence is enqueued once,
+// by one of them (the store settles which), and skipped while the
+// previous occurrence has not ended, wherever it runs. Stop ends it on
+// the calling replica only.
 func (s *Scheduler) ScheduleDurable(ctx context.Context, name string, spec Schedule, job Job, args any) (*Periodic, error) {
 	p, err := s.rt.ScheduleDurable(ctx, name, spec, *jobOf(&job), args)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/fairsched/fairsched/internal/engine"
@@ -91,6 +90,13 @@ func (p *Periodic) armAtLocked(next time.Time) {
 func (p *Periodic) occur(at time.Time) {
 	s := p.s
 	next := p.spec.Next(at) // the user's code: outside the lock
+	if p.durable != nil && p.durable.shared != nil {
+		// A shared schedule fires a stored time however late, as the one
+		// occurrence of all that fell due: the next is after now.
+		if now := s.clock.Now(); !next.IsZero() && !next.After(now) {
+			next = p.spec.Next(now)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p.stop == nil {
@@ -99,9 +105,11 @@ func (p *Periodic) occur(at time.Time) {
 	if p.writing || p.last.t != nil && !p.last.t.ended() {
 		p.skipped++
 		s.skippedOccurrences++
-		if p.durable != nil && !p.writing {
+		if p.durable != nil && p.durable.shared == nil && !p.writing {
 			p.saveLocked(next) // else once the write ends, after it
 		}
+	} else if p.durable != nil && p.durable.shared != nil {
+		p.occurSharedLocked(at, next)
 	} else if p.durable != nil {
 		p.occurDurableLocked(next)
 	} else {
@@ -163,14 +171,18 @@ func (s *Runtime) stopSchedulesLocked() {
 // loses the one that fell due while no process ran: that one is enqueued
 // at once, once.
 
-// errDurableScheduleOnReplica refuses a durable schedule on a replica:
-// every replica that starts it would enqueue each occurrence.
-var errDurableScheduleOnReplica = errors.New("fairsched: a replica keeps no durable schedule yet (each replica would enqueue every occurrence): enqueue the occurrences from one process")
+// errDurableScheduleOnReplica refuses a durable schedule on a replica
+// whose store cannot swap a state (store.Swapper): every replica that
+// starts it would enqueue each occurrence.
+var errDurableScheduleOnReplica = errors.New("fairsched: this replica's store cannot share a durable schedule with the other replicas (each would enqueue every occurrence): enqueue the occurrences from one process")
 
 // durableSchedule is what a schedule of durable jobs adds to a Periodic.
 type durableSchedule struct {
 	name string
 	args any
+	// shared is set on a replica: the replicas that keep the schedule
+	// share its state in the store (shared.go).
+	shared store.Swapper
 }
 
 // ScheduleState is what the Store keeps of a schedule.
@@ -190,23 +202,24 @@ func (s *Runtime) ScheduleDurable(ctx context.Context, name string, spec Schedul
 	switch {
 	case d == nil:
 		return nil, errors.New("fairsched: ScheduleDurable needs a Store in Config")
-	case s.remote != nil:
-		return nil, errDurableScheduleOnReplica
 	case spec == nil:
 		return nil, errNilSchedule
 	case name == "":
 		return nil, errors.New("fairsched: ScheduleDurable needs a name")
 	}
+	var shared store.Swapper
+	if s.remote != nil {
+		var ok bool
+		if shared, ok = d.st.(store.Swapper); !ok {
+			return nil, errDurableScheduleOnReplica
+		}
+	}
 	if _, err := d.record(&EnqueueParams{Job: job, Args: args}); err != nil {
 		return nil, err
 	}
-	var saved ScheduleState
-	if b, err := d.st.State(ctx, ScheduleStateName(name)); err != nil {
+	_, saved, err := readSchedule(ctx, d.st, ScheduleStateName(name))
+	if err != nil {
 		return nil, err
-	} else if b != nil {
-		if err := json.Unmarshal(b, &saved); err != nil {
-			return nil, fmt.Errorf("fairsched: the store's schedule %q: %w", name, err)
-		}
 	}
 	first := spec.Next(s.clock.Now()) // the user's code: outside the lock
 	s.mu.Lock()
@@ -214,7 +227,7 @@ func (s *Runtime) ScheduleDurable(ctx context.Context, name string, spec Schedul
 	if s.stopping {
 		return nil, ErrClosed
 	}
-	p := &Periodic{s: s, spec: spec, job: job, ctx: ctx, durable: &durableSchedule{name: name, args: args}}
+	p := &Periodic{s: s, spec: spec, job: job, ctx: ctx, durable: &durableSchedule{name: name, args: args, shared: shared}}
 	if saved.Last != 0 {
 		p.last = s.findDurableLocked(saved.Last) // still queued or running: later occurrences wait for it
 	}
@@ -226,6 +239,10 @@ func (s *Runtime) ScheduleDurable(ctx context.Context, name string, spec Schedul
 	switch {
 	case saved.Next == 0:
 		p.armNextLocked(first)
+	case shared != nil:
+		// The stored time, even past: the replicas fire the occurrence
+		// it names, and one of them enqueues it (sharedschedule.go).
+		p.armAtLocked(time.UnixMicro(saved.Next))
 	case saved.Next <= now.UnixMicro():
 		p.armAtLocked(now) // fell due while no one ran it
 	default:

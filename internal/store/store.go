@@ -176,5 +176,18 @@ type Watcher interface {
 	Watch(arrived func(*Job)) error
 }
 
+// Swapper is a Store that several schedulers share (replicas): it can
+// write a state only if the state still holds the value its caller read,
+// so that of the replicas that keep one durable schedule, one enqueues
+// each occurrence. The swap is a transaction of its own, not one of the
+// store's grouped commits: a swap that finds another value fails alone.
+type Swapper interface {
+	// SwapInsert inserts jobs (none: it only puts the state), assigning
+	// their IDs, and puts state.Value(jobs) under state.Name, in one
+	// transaction, if the value under that name is old (nil: none);
+	// otherwise it writes nothing and reports false.
+	SwapInsert(ctx context.Context, state *StateWrite, old []byte, jobs ...*Job) (bool, error)
+}
+
 // ErrClosed is returned by a store's methods after Close.
 var ErrClosed = errors.New("fairsched: store closed")
