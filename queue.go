@@ -53,7 +53,9 @@ type Job struct {
 	// error, and so do the jobs after it, down the chain. A job that will
 	// be retried has not failed yet; one that has ended already is taken
 	// as it ended. A job can only run after jobs submitted before it, so
-	// no cycle can form.
+	// no cycle can form. On a replica (Config.Replica), a durable job may
+	// run after durable jobs enqueued on any replica of the cluster, by
+	// their Handles; a Submit or RunSync job may not run after others.
 	After []Handle
 	// Needs are the units of named resources (Config.Resources) the job
 	// needs while it runs, in place of its type's TypeConfig.Needs; nil:

@@ -74,6 +74,7 @@ func waitState(t *testing.T, pool *pgxpool.Pool, id int64, state int) {
 // The store's states (internal/store).
 const (
 	stateCompleted = 3
+	stateEnded     = 4
 	stateDead      = 5
 )
 

@@ -31,9 +31,12 @@ type durable struct {
 	// everyType: every job is durable, whatever its type (a keeper's:
 	// its handlers are the replicas').
 	everyType bool
-	// restoring indexes the jobs New has queued again so far, by ID, while
-	// it recovers them: a job's dependencies come before it.
-	restoring map[int64]*durableTask
+	// byID indexes the unfinished jobs by ID, for those that run after
+	// them (Job.After): while New queues again the jobs it recovers, a
+	// job's dependencies coming before it; and for a keeper's whole term,
+	// whose replicas enqueue jobs that run after any of its jobs. A job
+	// leaves it as it ends (durableEndedLocked).
+	byID map[int64]*durableTask
 	// stood is, while New recovers the jobs, the paused time of each
 	// job lane that the store keeps with the pauses (pauses.Stood).
 	stood map[laneName]int64

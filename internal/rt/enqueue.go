@@ -170,12 +170,16 @@ func (s *Runtime) refusedAfterWriteLocked(jobs []EnqueueParams) error {
 // durableAfter returns the store IDs of the jobs a durable job runs
 // after, which must be durable jobs of s.
 func (s *Runtime) durableAfter(after []Handle) ([]int64, error) {
-	if s.remote != nil {
-		return nil, errAfterOnReplica
-	}
 	ids := make([]int64, len(after))
 	for i, h := range after {
 		switch {
+		case s.remote != nil && h.t == nil && h.elsewhere != 0:
+			// A durable job enqueued on a replica of the cluster: the
+			// leader keeps it, and resolves the ID.
+			ids[i] = h.elsewhere
+			continue
+		case s.remote != nil && h.t != nil:
+			return nil, fmt.Errorf("fairsched: Job.After[%d] is job %d, which is not durable: a durable job runs after durable jobs only", i, h.Seq())
 		case h.t == nil:
 			return nil, fmt.Errorf("fairsched: Job.After[%d] is the zero Handle, which refers to no job", i)
 		case h.t.rec.Engine() != s.eng:

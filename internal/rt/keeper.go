@@ -61,6 +61,9 @@ type keeper struct {
 	// that came first.
 	recovered []*store.Job
 	deps      bool
+	// again: a job that arrived is queued again, once its dependencies'
+	// ends were written (arriveAgainLocked).
+	again bool
 	reported  map[int64]reportedRun
 	early     map[int64]decide.Msg
 	// runs are the attempts granted and not ended, by job ID.
@@ -219,13 +222,11 @@ func (g *keeperGrantee) Ready(now int64) {
 	if d == nil { // no durable job to keep
 		return
 	}
-	if k.deps {
-		d.restoring = make(map[int64]*durableTask)
-	}
+	d.byID = make(map[int64]*durableTask) // for the term: the replicas' jobs may run after any
 	for _, j := range k.recovered {
 		s.restoreLocked(j, now)
 	}
-	d.restoring, d.stood = nil, nil
+	d.stood = nil
 	k.recovered, k.reported, k.early = nil, nil, nil
 	s.armLocked(now)
 	s.catchUpLocked(now)

@@ -74,6 +74,9 @@ func (s *Runtime) durableEndedLocked(t *task) {
 	if dt == nil {
 		return
 	}
+	if s.durable.byID != nil {
+		delete(s.durable.byID, dt.id)
+	}
 	now := s.nowLocked()
 	o := t.rec.Outcome()
 	ran := o == engine.Completed || o == engine.Failed

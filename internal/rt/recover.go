@@ -54,13 +54,13 @@ func (s *Runtime) openStore() error {
 	if deps, err := d.st.HasDependencies(context.Background()); err != nil {
 		return err
 	} else if deps {
-		d.restoring = make(map[int64]*durableTask) // an index of the jobs read, for those that run after them
+		d.byID = make(map[int64]*durableTask) // an index of the jobs read, for those that run after them
 	}
 	err := d.st.Recover(context.Background(), func(j *store.Job) error {
 		s.restoreLocked(j, now)
 		return nil
 	})
-	d.restoring, d.stood = nil, nil
+	d.byID, d.stood = nil, nil
 	if err != nil {
 		return err
 	}
@@ -121,6 +121,10 @@ func (s *Runtime) restoreLocked(j *store.Job, now int64) {
 	}
 	if len(j.After) > 0 {
 		after, err := s.restoredAfterLocked(j)
+		if errors.Is(err, errEndInFlight) {
+			s.arriveAgainLocked(j)
+			return
+		}
 		if err != nil {
 			d.st.Post(store.Op{Kind: store.OpEnd, ID: j.ID, At: s.wallOf(now), Err: err.Error()})
 			return
@@ -138,8 +142,8 @@ func (s *Runtime) restoreLocked(j *store.Job, now int64) {
 	}
 	if j.State == store.Running && s.keeper != nil {
 		if r, ok := s.keeper.reported[j.ID]; ok && r.attempt == j.Attempt { // it runs on that replica
-			if s.adoptLocked(dt, &desc, &tm, r, now) && d.restoring != nil {
-				d.restoring[j.ID] = dt
+			if s.adoptLocked(dt, &desc, &tm, r, now) && d.byID != nil {
+				d.byID[j.ID] = dt
 			}
 			return
 		}
@@ -184,8 +188,8 @@ func (s *Runtime) restoreLocked(j *store.Job, now int64) {
 	} else if j.Stood != 0 {
 		d.st.Post(store.Op{Kind: store.OpClock, ID: j.ID, At: s.wallOf(dt.rec.Submitted())})
 	}
-	if d.restoring != nil {
-		d.restoring[j.ID] = dt
+	if d.byID != nil {
+		d.byID[j.ID] = dt
 	}
 	if s.eng.HasUnrun() { // a job it runs after had failed already
 		s.unrunLocked(now)
@@ -234,21 +238,25 @@ func (s *Runtime) loadDeadLocked() error {
 }
 
 // restoredAfterLocked returns the records of the jobs restored job j runs
-// after that are still here, queued again before it (its dependencies
-// have smaller IDs). One that the store has as ended without completing
+// after that are still here (byID), queued again before it (its
+// dependencies have smaller IDs), or, for a keeper, taken before it (a
+// replica enqueued j once it had their IDs). One that the store has as ended without completing
 // fails j, as it would have had the process not stopped: the error says
 // so. One that completed, or that retention deleted, is no longer waited
 // for.
 func (s *Runtime) restoredAfterLocked(j *store.Job) ([]*engine.Job, error) {
 	var after []*engine.Job
 	for _, id := range j.After {
-		if dt := s.durable.restoring[id]; dt != nil {
+		if dt := s.durable.byID[id]; dt != nil {
 			after = append(after, &dt.rec)
 			continue
 		}
 		state, why, found, err := s.durable.st.Ended(context.Background(), id)
 		if err != nil {
 			return nil, err
+		}
+		if found && !state.Finished() && s.keeper != nil && !s.keeper.again {
+			return nil, errEndInFlight
 		}
 		if found && state != store.Completed {
 			return nil, fmt.Errorf("%w: job %d runs after job %d, which did not complete: %s", ErrDependency, j.ID, id, why)
@@ -318,6 +326,38 @@ func errorOf(msg string) error {
 		return ErrLost
 	}
 	return errors.New(msg)
+}
+
+// errEndInFlight is restoredAfterLocked's answer, for a keeper, when a
+// job the arrived job runs after is no longer held yet not ended in the
+// store: it ended here, and its end is still being written.
+var errEndInFlight = errors.New("fairsched: a dependency's end is being written")
+
+// arriveAgainLocked queues arrived job j once the store has written what
+// was posted before now (Flush), on a goroutine of the Scheduler's: a job
+// it runs after ended here, its end not yet written, so only then does
+// the store tell how it ended. Asked again, the store's answer stands.
+func (s *Runtime) arriveAgainLocked(j *store.Job) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		err := s.durable.st.Flush(context.Background())
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.durable.leaving || s.closed {
+			return
+		}
+		if err != nil && s.cfg.Logger != nil {
+			s.cfg.Logger.Error("fairsched: the leader could not write what it had posted before queuing a job that runs after others", "job", j.ID, "err", err)
+		}
+		now := s.nowLocked()
+		s.keeper.again = true
+		s.restoreLocked(j, now)
+		s.keeper.again = false
+		s.armLocked(now)
+		s.catchUpLocked(now)
+		s.dispatchLocked(now, false)
+	}()
 }
 
 // arrived queues a durable job that a caller's transaction committed

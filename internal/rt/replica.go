@@ -18,9 +18,9 @@ import (
 // be retried by its type's policy.
 var errLostRun = fmt.Errorf("%w (%w: its replica could not renew its registration)", context.Canceled, ErrLost)
 
-// errAfterOnReplica refuses a replica's job that runs after others: the
-// leader does not carry dependencies yet.
-var errAfterOnReplica = errors.New("fairsched: a replica's job cannot run after others yet (Job.After)")
+// errAfterOnReplica refuses a replica's closure that runs after others:
+// the leader carries the dependencies of durable jobs only.
+var errAfterOnReplica = errors.New("fairsched: a replica's Submit or RunSync job cannot run after others yet (Job.After): durable jobs can")
 
 // Lose cancels the run of every job granted to this replica: each
 // attempt fails with ErrLost (internal/cluster, Host).

@@ -1,0 +1,91 @@
+package fairschedpg_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsched/fairsched"
+	"github.com/fairsched/fairsched/fairschedpg/internal/pgtest"
+)
+
+// A durable job enqueued on one replica runs after durable jobs enqueued
+// on another (Job.After, with their Handles): the leader holds it until
+// they complete, and ends it without running it if one fails. A Submit
+// job on a replica still cannot run after others.
+func TestReplicasDurableAfter(t *testing.T) {
+	pool, schema := pgtest.PoolSchema(t)
+	ctx := context.Background()
+	const (
+		first, second = 1, 2 // second runs after first
+		failing, held = 3, 4 // held runs after failing, which fails for good
+	)
+	release := make(chan struct{})
+	var firstEnded atomic.Bool
+	got := make(chan durableRun, 10)
+	work := func(ctx context.Context, n int) error {
+		switch n {
+		case first:
+			<-release
+			firstEnded.Store(true)
+		case failing:
+			return fairsched.Permanent(errors.New("no such mailbox"))
+		}
+		return nil
+	}
+	b := durableReplica(t, schema, "b", 2, 4, got, work, nil)
+	c := durableReplica(t, schema, "c", 2, 4, got, work, nil)
+
+	h1, err := b.Enqueue(ctx, fairsched.Job{Type: "mail", Key: "k"}, mail{N: first})
+	require.NoError(t, err)
+	h2, err := c.Enqueue(ctx, fairsched.Job{Type: "mail", Key: "k", After: []fairsched.Handle{h1}}, mail{N: second})
+	require.NoError(t, err, "a job of another replica's, by its Handle")
+	r := nextRun(t, got)
+	require.Equal(t, first, r.n, "the first job starts; the second waits for it")
+	close(release)
+	r = nextRun(t, got)
+	require.Equal(t, second, r.n)
+	assert.True(t, firstEnded.Load(), "the second job started after the first had ended")
+	waitState(t, pool, h2.ID(), stateCompleted)
+
+	h3, err := b.Enqueue(ctx, fairsched.Job{Type: "mail", Key: "k"}, mail{N: failing})
+	require.NoError(t, err)
+	h4, err := c.Enqueue(ctx, fairsched.Job{Type: "mail", Key: "k", After: []fairsched.Handle{h3}}, mail{N: held})
+	require.NoError(t, err)
+	waitState(t, pool, h4.ID(), stateEnded)
+	r = nextRun(t, got)
+	assert.Equal(t, failing, r.n)
+	select {
+	case r := <-got:
+		t.Fatalf("job %d ran, after a job that failed", r.n)
+	default:
+	}
+	var why string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT error FROM fairsched_jobs WHERE id = $1`, h4.ID()).Scan(&why))
+	assert.Contains(t, why, "did not complete")
+
+	closure, err := c.Submit(ctx, fairsched.Job{Key: "k"}, func(context.Context) error { return nil })
+	require.NoError(t, err)
+	_, err = b.Submit(ctx, fairsched.Job{Key: "k", After: []fairsched.Handle{h1}}, func(context.Context) error { return nil })
+	assert.ErrorContains(t, err, "durable jobs can", "a Submit job on a replica")
+	_, err = c.Enqueue(ctx, fairsched.Job{Type: "mail", Key: "k", After: []fairsched.Handle{closure}}, mail{N: 5})
+	assert.ErrorContains(t, err, "not durable", "a durable job after a Submit job")
+}
+
+// nextRun returns the next run got tells of (the minute is a deadlock's
+// bound).
+func nextRun(t *testing.T, got <-chan durableRun) durableRun {
+	t.Helper()
+	select {
+	case r := <-got:
+		return r
+	case <-time.After(time.Minute):
+		t.Fatal("waited a minute for a job to run")
+		return durableRun{}
+	}
+}
