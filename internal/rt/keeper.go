@@ -61,13 +61,13 @@ type keeper struct {
 	// that came first.
 	recovered []*store.Job
 	deps      bool
-	// again: a job that arrived is queued again, once its dependencies'
-	// ends were written (arriveAgainLocked).
-	again bool
 	reported  map[int64]reportedRun
 	early     map[int64]decide.Msg
 	// runs are the attempts granted and not ended, by job ID.
 	runs map[int64]*remoteRun
+	// again: a job that arrived is queued again, once its dependencies'
+	// ends were written (arriveAgainLocked).
+	again bool
 }
 
 // reportedRun is an attempt a replica's Hello listed.
