@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/rt"
 )
 
 // Histogram is a cumulative histogram of durations in seconds: Counts[i]
@@ -111,8 +112,17 @@ type Stats struct {
 
 	// Replica is the replica's own part, if the scheduler is one of
 	// several (Config.Replica); nil otherwise. The figures above are then
-	// the replica's own jobs'.
+	// the replica's own jobs': the Submit and RunSync jobs submitted on
+	// it, and the durable attempts it runs.
 	Replica *ReplicaStats
+	// Cluster, on the replica that leads, is the whole cluster's figures,
+	// as the leader decides: every replica's Submit and RunSync jobs, and
+	// every durable job, queued or running wherever it runs, with the
+	// dead ones. It is nil on the other replicas, and on a scheduler that
+	// is not one; its own Replica and Cluster are nil. Summing the
+	// replicas' own figures counts each job once, where it was submitted
+	// or runs, and durable jobs waiting nowhere: read them here.
+	Cluster *Stats
 }
 
 // MaxListedKeys bounds how many unconfigured keys Stats lists by name.
@@ -187,6 +197,17 @@ type KeySummary struct {
 // with work and l lanes (key and type pairs) with work.
 func (s *Scheduler) Stats() Stats {
 	r := s.rt.Stats(MaxListedKeys)
+	st := statsOf(&r)
+	if r.Cluster != nil {
+		c := statsOf(r.Cluster)
+		st.Cluster = &c
+	}
+	return st
+}
+
+// statsOf returns the API's Stats of the run-time layer's r, Cluster
+// aside.
+func statsOf(r *rt.Stats) Stats {
 	e := r.Engine
 	st := Stats{
 		Running: e.Running, Queued: e.Pending + e.Delayed + e.Paused + e.Blocked, Parked: e.Parked, Delayed: e.Delayed, Paused: e.Paused,

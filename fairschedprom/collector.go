@@ -62,6 +62,7 @@ type Collector struct {
 	otherKeys, otherRunning, otherQueued                            *prometheus.Desc
 
 	replicaCapacity, replicaRunning, replicaLeader, replicaBusy, replicaIdle *prometheus.Desc
+	clusterRunning, clusterQueued, clusterWaiting, clusterDead               *prometheus.Desc
 
 	all []*prometheus.Desc
 }
@@ -174,6 +175,15 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 		"Time the replica ran at least one job.", "replica")
 	c.replicaIdle = desc("replica_idle_seconds_total",
 		"Time the replica ran no job: a replica that packing leaves idle can be scaled down.", "replica")
+
+	c.clusterRunning = desc("cluster_running_jobs",
+		"Running jobs of the whole cluster, by tier and job type, wherever they run; only from the replica that leads, as are the cluster_ metrics (Stats.Cluster): sum them across replicas without counting a job twice.", tierType...)
+	c.clusterQueued = desc("cluster_queued_jobs",
+		"Queued jobs of the whole cluster, durable ones included, by tier and job type.", tierType...)
+	c.clusterWaiting = desc("cluster_waiting_jobs",
+		"Queued jobs of the whole cluster by what holds them (the reasons of waiting_jobs).", "reason")
+	c.clusterDead = desc("cluster_dead_jobs",
+		"Dead jobs the leader keeps: the cluster's durable jobs that failed for good.")
 	return c
 }
 
@@ -274,6 +284,26 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if r := st.Replica; r != nil {
 		c.collectReplica(ch, r)
 	}
+	if cl := st.Cluster; cl != nil {
+		c.collectCluster(ch, cl)
+	}
+}
+
+// collectCluster sends the cluster's figures, which the replica that
+// leads has (Stats.Cluster).
+func (c *Collector) collectCluster(ch chan<- prometheus.Metric, st *fairsched.Stats) {
+	for _, t := range st.Types {
+		if t.Name == "" && unused(t) {
+			continue // as in Collect
+		}
+		labels := []string{t.Tier.String(), t.Name}
+		ch <- constMetric(c.clusterRunning, prometheus.GaugeValue, float64(t.Running), labels)
+		ch <- constMetric(c.clusterQueued, prometheus.GaugeValue, float64(t.Queued), labels)
+	}
+	for _, r := range fairsched.WaitReasons() {
+		ch <- constMetric(c.clusterWaiting, prometheus.GaugeValue, float64(st.Waiting[r]), []string{r.String()})
+	}
+	ch <- constMetric(c.clusterDead, prometheus.GaugeValue, float64(st.Dead), nil)
 }
 
 // constMetric is prometheus.MustNewConstMetric without the panic: a metric

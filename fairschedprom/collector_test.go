@@ -312,7 +312,7 @@ func TestDescribeMatchesCollect(t *testing.T) {
 		descs := make(chan *prometheus.Desc, 64)
 		c.Describe(descs)
 		close(descs)
-		const replicaOnly = 5 // the replica_ metrics: this scheduler is no replica
+		const replicaOnly = 5 + 4 // the replica_ and cluster_ metrics: this scheduler is no replica
 		if got, want := len(mfs), len(descs)-replicaOnly; got != want {
 			t.Errorf("gathered %d metric families, described %d, %d of them a replica's", got, len(descs), replicaOnly)
 		}
@@ -772,5 +772,45 @@ func TestReplicaMetrics(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// The cluster's figures, which the replica that leads has, are gauges by
+// tier and type, by reason, and of the dead jobs.
+func TestClusterMetrics(t *testing.T) {
+	c := NewCollector(newScheduler(t, fairsched.Config{}))
+	ch := make(chan prometheus.Metric, 32)
+	c.collectCluster(ch, &fairsched.Stats{
+		Types: []fairsched.TypeStats{
+			{Name: "mail", Tier: fairsched.Background, Running: 3, Queued: 40},
+			{Name: "http", Tier: fairsched.Foreground, Running: 1},
+		},
+		Waiting: map[fairsched.WaitReason]int{fairsched.WaitTurn: 30, fairsched.WaitNoHandler: 10},
+		Dead:    2,
+	})
+	close(ch)
+	got := map[string]float64{}
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		name := m.Desc().String()
+		name = name[strings.Index(name, `"`)+1:]
+		name = name[:strings.Index(name, `"`)]
+		for _, l := range pb.GetLabel() {
+			name += "," + l.GetValue()
+		}
+		got[name] = pb.Gauge.GetValue()
+	}
+	for name, want := range map[string]float64{
+		"fairsched_cluster_running_jobs,background,mail": 3, "fairsched_cluster_queued_jobs,background,mail": 40,
+		"fairsched_cluster_running_jobs,foreground,http": 1, "fairsched_cluster_queued_jobs,foreground,http": 0,
+		"fairsched_cluster_waiting_jobs,turn": 30, "fairsched_cluster_waiting_jobs,no-handler": 10,
+		"fairsched_cluster_waiting_jobs,conflict": 0, "fairsched_cluster_dead_jobs": 2,
+	} {
+		if v, ok := got[name]; !ok || v != want {
+			t.Errorf("%s: %v (there: %v), want %v", name, v, ok, want)
+		}
 	}
 }

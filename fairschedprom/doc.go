@@ -92,6 +92,17 @@
 //	fairsched_replica_busy_seconds_total         counter    {replica}: time it ran at least one job
 //	fairsched_replica_idle_seconds_total         counter    {replica}: time it ran none
 //
+// The replica that leads also sends the cluster's figures
+// (fairsched.Stats.Cluster): every replica's jobs as the leader decides
+// them, and every durable job, queued in the database or running on any
+// replica. No other replica sends them, so summing over replicas counts
+// each job once:
+//
+//	fairsched_cluster_running_jobs               gauge      {tier, type}
+//	fairsched_cluster_queued_jobs                gauge      {tier, type}: durable jobs included
+//	fairsched_cluster_waiting_jobs               gauge      {reason}
+//	fairsched_cluster_dead_jobs                  gauge      the cluster's dead durable jobs
+//
 // Tiers are labelled by Tier.String ("background", "foreground", or the
 // number of any other tier), and the default job type and the empty
 // fairness key by the empty string, which Prometheus treats as the label

@@ -187,6 +187,17 @@ func (n *Node) Leading() (uint64, bool) {
 	return n.lead.ship.Term(), true
 }
 
+// Term returns the decisions of the term this replica leads, and whether
+// it leads.
+func (n *Node) Term() (Term, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.lead == nil {
+		return nil, false
+	}
+	return n.lead.term, true
+}
+
 // every is how often the replica heartbeats and the leader renews.
 func (n *Node) every() time.Duration { return n.cfg.Lease / 5 }
 

@@ -31,6 +31,9 @@ type Stats struct {
 	EventsDropped                   uint64
 	// Replica is a replica's own part (Config.Cluster); nil otherwise.
 	Replica *ReplicaStats
+	// Cluster is, on the replica that leads, its term's Stats: the
+	// cluster's jobs as the leader decides them; nil otherwise.
+	Cluster *Stats
 }
 
 // ReplicaStats are a replica's own figures; Busy and Idle in µs.
@@ -46,6 +49,7 @@ type ReplicaStats struct {
 // O(t log t + k + b log b + l) time, for t types, k keys remembered, b
 // keys with work and l lanes (key and type pairs) with work.
 func (s *Runtime) Stats(maxKeys int) Stats {
+	cluster := s.clusterStats(maxKeys) // the term's lock, before this one's: never both
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var orphans []string // held as paused, told apart: WhyNoHandler
@@ -69,9 +73,29 @@ func (s *Runtime) Stats(maxKeys int) Stats {
 		st.Replica = &ReplicaStats{Name: s.cfg.Cluster.Name, Leader: leader, Term: term,
 			Capacity: s.cfg.Cluster.Capacity, Running: running, Busy: busy, Idle: idle}
 	}
+	st.Cluster = cluster
 	for _, n := range f.TypePaused {
 		st.Waiting[engine.WhyPaused] -= n
 		st.Waiting[WhyNoHandler] += n
 	}
 	return st
+}
+
+// clusterStats returns the Stats of the term this replica leads, if it
+// leads: the keeper's, which decides every replica's jobs and keeps the
+// durable ones.
+func (s *Runtime) clusterStats(maxKeys int) *Stats {
+	if s.node == nil {
+		return nil
+	}
+	t, ok := s.node.Term()
+	if !ok {
+		return nil
+	}
+	k, ok := t.(keeperTerm)
+	if !ok {
+		return nil
+	}
+	st := k.s.Stats(maxKeys)
+	return &st
 }
