@@ -29,13 +29,20 @@ const (
 	// handler in this process. Its type is held as if paused (it takes
 	// the place of WaitPaused), until a Scheduler with a handler starts.
 	WaitNoHandler WaitReason = WaitReason(engine.NumWhys)
+	// WaitReplicasFull: on the replica that leads (Stats.Cluster), every
+	// replica it may run on runs its Capacity.
+	WaitReplicasFull WaitReason = WaitReason(engine.WhyReplicasFull)
+	// WaitNoReplica: on the replica that leads, no live replica has a
+	// handler of its type (a durable job), or the replica it was submitted
+	// on is gone.
+	WaitNoReplica WaitReason = WaitReason(engine.WhyNoReplica)
 )
 
 var waitReasonNames = [...]string{
 	NotWaiting: "not-waiting", WaitNotBefore: "not-before", WaitDependency: "dependency",
 	WaitPaused: "paused", WaitRate: "rate", WaitTierCap: "tier-cap", WaitTypeCap: "type-cap",
 	WaitKeyCap: "key-cap", WaitConflict: "conflict", WaitResource: "resource", WaitTurn: "turn",
-	WaitNoHandler: "no-handler",
+	WaitNoHandler: "no-handler", WaitReplicasFull: "replicas-full", WaitNoReplica: "no-replica",
 }
 
 // String returns the reason's name, as the Prometheus collector labels it.
@@ -64,7 +71,7 @@ func (r *WaitReason) UnmarshalText(text []byte) error {
 // WaitReasons lists every reason a job may wait, in order.
 func WaitReasons() []WaitReason {
 	out := make([]WaitReason, 0, engine.NumWhys)
-	for r := WaitNotBefore; r <= WaitNoHandler; r++ {
+	for r := WaitNotBefore; r <= WaitNoReplica; r++ {
 		out = append(out, r)
 	}
 	return out

@@ -93,7 +93,7 @@ func TestWaitReasonNames(t *testing.T) {
 	for _, r := range WaitReasons() {
 		names = append(names, r.String())
 	}
-	assert.Equal(t, []string{"not-before", "dependency", "paused", "rate", "tier-cap", "type-cap", "key-cap", "conflict", "resource", "turn", "no-handler"}, names)
+	assert.Equal(t, []string{"not-before", "dependency", "paused", "rate", "tier-cap", "type-cap", "key-cap", "conflict", "resource", "turn", "no-handler", "replicas-full", "no-replica"}, names)
 	assert.Equal(t, "not-waiting", NotWaiting.String())
 	assert.Equal(t, "WaitReason(42)", WaitReason(42).String())
 }

@@ -22,7 +22,9 @@ import (
 func TestReplicasClusterStats(t *testing.T) {
 	_, schema := pgtest.PoolSchema(t)
 	ctx := context.Background()
-	const slots, capacity, jobs = 3, 2, 10
+	// Three replicas of capacity 1: three run, the others wait for a
+	// replica's free slot, under a cluster limit of 6.
+	const slots, capacity, running, jobs = 6, 1, 3, 10
 	release := make(chan struct{})
 	got := make(chan durableRun, jobs)
 	work := func(ctx context.Context, n int) error {
@@ -40,7 +42,7 @@ func TestReplicasClusterStats(t *testing.T) {
 	}
 	_, err := ss[1].EnqueueMany(ctx, batch)
 	require.NoError(t, err)
-	for range slots {
+	for range running {
 		<-got
 	}
 	var leader *fairsched.Scheduler
@@ -55,12 +57,14 @@ func TestReplicasClusterStats(t *testing.T) {
 		cluster = leader.Stats().Cluster
 		return cluster != nil && cluster.Running+cluster.Queued == jobs
 	})
-	assert.Equal(t, slots, cluster.Running, "running on the replicas, as the leader counts them")
-	assert.Equal(t, jobs-slots, cluster.Queued, "queued in the database")
+	assert.Equal(t, running, cluster.Running, "running on the replicas, as the leader counts them")
+	assert.Equal(t, jobs-running, cluster.Queued, "queued in the database")
+	assert.Equal(t, map[fairsched.WaitReason]int{fairsched.WaitReplicasFull: jobs - running}, cluster.Waiting,
+		"waiting for a replica's free slot")
 	for _, ty := range cluster.Types {
 		if ty.Name == "mail" {
-			assert.Equal(t, slots, ty.Running)
-			assert.Equal(t, jobs-slots, ty.Queued)
+			assert.Equal(t, running, ty.Running)
+			assert.Equal(t, jobs-running, ty.Queued)
 		}
 	}
 	assert.Nil(t, cluster.Replica)
@@ -73,7 +77,7 @@ func TestReplicasClusterStats(t *testing.T) {
 			assert.Nil(t, st.Cluster, "replica %s does not lead", st.Replica.Name)
 		}
 	}
-	assert.Equal(t, slots, ownRunning, "each attempt counted by the replica it runs on")
+	assert.Equal(t, running, ownRunning, "each attempt counted by the replica it runs on")
 
 	for _, s := range ss {
 		reg := prometheus.NewPedanticRegistry()

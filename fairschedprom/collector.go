@@ -134,7 +134,7 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 	c.superseded = desc("jobs_superseded_total",
 		"Waiting jobs replaced by a newer submission of their type and ID (counted as cancelled too).")
 	c.waiting = desc("waiting_jobs",
-		"Queued jobs by what holds them: not-before, dependency, paused, rate, tier-cap, type-cap, key-cap, conflict, resource, or turn.", "reason")
+		"Queued jobs by what holds them: not-before, dependency, paused, rate, tier-cap, type-cap, key-cap, conflict, resource, turn, or no-handler; and, for a replica, replicas-full or no-replica.", "reason")
 	c.dead = desc("dead_jobs",
 		"Dead jobs kept: Submit jobs that failed for good, which RetryDead can run again.")
 	c.deadTotal = desc("jobs_dead_total",
@@ -181,7 +181,7 @@ func NewCollector(s *fairsched.Scheduler, opts ...Option) *Collector {
 	c.clusterQueued = desc("cluster_queued_jobs",
 		"Queued jobs of the whole cluster, durable ones included, by tier and job type.", tierType...)
 	c.clusterWaiting = desc("cluster_waiting_jobs",
-		"Queued jobs of the whole cluster by what holds them (the reasons of waiting_jobs).", "reason")
+		"Queued jobs of the whole cluster by what holds them: the reasons of waiting_jobs; replicas-full: every replica it may run on runs its capacity; no-replica: no live replica may run it (none has its handler).", "reason")
 	c.clusterDead = desc("cluster_dead_jobs",
 		"Dead jobs the leader keeps: the cluster's durable jobs that failed for good.")
 	return c
@@ -249,6 +249,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.joins, st.Joins)
 	counter(c.superseded, st.Superseded)
 	for _, r := range fairsched.WaitReasons() {
+		if st.Replica == nil && replicaReason(r) {
+			continue // never so, for a scheduler alone
+		}
 		gauge(c.waiting, float64(st.Waiting[r]), r.String())
 	}
 	gauge(c.dead, float64(st.Dead))
@@ -358,4 +361,10 @@ func (c *Collector) collectReplica(ch chan<- prometheus.Metric, r *fairsched.Rep
 	ch <- constMetric(c.replicaLeader, prometheus.GaugeValue, leader, []string{r.Name})
 	ch <- constMetric(c.replicaBusy, prometheus.CounterValue, r.Busy.Seconds(), []string{r.Name})
 	ch <- constMetric(c.replicaIdle, prometheus.CounterValue, r.Idle.Seconds(), []string{r.Name})
+}
+
+// replicaReason reports whether jobs wait for r only in a cluster of
+// replicas.
+func replicaReason(r fairsched.WaitReason) bool {
+	return r == fairsched.WaitReplicasFull || r == fairsched.WaitNoReplica
 }

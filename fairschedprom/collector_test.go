@@ -640,7 +640,7 @@ func TestCollectWaiting(t *testing.T) {
 		}
 	}
 	want := `
-# HELP fairsched_waiting_jobs Queued jobs by what holds them: not-before, dependency, paused, rate, tier-cap, type-cap, key-cap, conflict, resource, or turn.
+# HELP fairsched_waiting_jobs Queued jobs by what holds them: not-before, dependency, paused, rate, tier-cap, type-cap, key-cap, conflict, resource, turn, or no-handler; and, for a replica, replicas-full or no-replica.
 # TYPE fairsched_waiting_jobs gauge
 fairsched_waiting_jobs{reason="conflict"} 0
 fairsched_waiting_jobs{reason="dependency"} 0
@@ -785,7 +785,7 @@ func TestClusterMetrics(t *testing.T) {
 			{Name: "mail", Tier: fairsched.Background, Running: 3, Queued: 40},
 			{Name: "http", Tier: fairsched.Foreground, Running: 1},
 		},
-		Waiting: map[fairsched.WaitReason]int{fairsched.WaitTurn: 30, fairsched.WaitNoHandler: 10},
+		Waiting: map[fairsched.WaitReason]int{fairsched.WaitTurn: 20, fairsched.WaitReplicasFull: 12, fairsched.WaitNoReplica: 8},
 		Dead:    2,
 	})
 	close(ch)
@@ -806,7 +806,8 @@ func TestClusterMetrics(t *testing.T) {
 	for name, want := range map[string]float64{
 		"fairsched_cluster_running_jobs,background,mail": 3, "fairsched_cluster_queued_jobs,background,mail": 40,
 		"fairsched_cluster_running_jobs,foreground,http": 1, "fairsched_cluster_queued_jobs,foreground,http": 0,
-		"fairsched_cluster_waiting_jobs,turn": 30, "fairsched_cluster_waiting_jobs,no-handler": 10,
+		"fairsched_cluster_waiting_jobs,turn": 20, "fairsched_cluster_waiting_jobs,replicas-full": 12,
+		"fairsched_cluster_waiting_jobs,no-replica": 8, "fairsched_cluster_waiting_jobs,no-handler": 0,
 		"fairsched_cluster_waiting_jobs,conflict": 0, "fairsched_cluster_dead_jobs": 2,
 	} {
 		if v, ok := got[name]; !ok || v != want {

@@ -292,8 +292,8 @@ type Figures struct {
 	OtherKeys      engine.KeySummary
 	PausedKeys     []string
 	MaxConcurrency int
-	Resources      map[string][2]int // capacity, units in use
-	Waiting        [engine.NumWhys]int
+	Resources      map[string][2]int      // capacity, units in use
+	Waiting        [engine.NumReasons]int // a replica's reasons included
 	// TypePaused counts, for each type asked about, its jobs held by a
 	// pause of the type.
 	TypePaused map[string]int

@@ -87,7 +87,7 @@ func (l *Local) Figures(maxKeys int, pausedOf []string) Figures {
 	e := l.e
 	f := Figures{
 		Summary: e.Summary(), Tiers: e.Tiers(), Types: e.Types(), PausedKeys: e.PausedKeys(),
-		MaxConcurrency: e.MaxConcurrency(), Resources: e.Resources(), Waiting: e.WaitCounts(),
+		MaxConcurrency: e.MaxConcurrency(), Resources: e.Resources(), Waiting: e.WaitCountsAll(),
 	}
 	f.Keys, f.OtherKeys = e.Keys(maxKeys)
 	if len(pausedOf) > 0 {

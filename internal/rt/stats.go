@@ -21,7 +21,7 @@ type Stats struct {
 	Resources      map[string][2]int // capacity, units in use
 	// Waiting counts the jobs not started by what holds them, the jobs
 	// of a type with no handler here at WhyNoHandler.
-	Waiting [WhyNoHandler + 1]int
+	Waiting [engine.NumReasons]int
 
 	Superseded, Joins               uint64
 	Dead                            int
