@@ -56,8 +56,10 @@ import (
 // wait reported the whole process stopped; the lines its old runs write
 // after it wakes (the "cont" line, written before SIGCONT) are measured,
 // not counted again. A start line it writes once woken but timed before
-// SIGSTOP was sent is one of those old runs: the process stopped between
-// reading the clock and writing the line.
+// wait reported it stopped is one of those old runs: the process stopped
+// between reading the clock and writing the line (a signal is not
+// delivered the instant it is sent: the process may read the clock after
+// SIGSTOP was sent, never once wait has reported it stopped).
 //
 // Each scenario runs 3 times, on a schema of its own each, or as many
 // times as FAIRSCHED_KILL_ROUNDS says: the faults land at random points
@@ -599,7 +601,7 @@ func (c *procCluster) check() verdict {
 	open := map[string]run{}
 	frozen := map[string]bool{}
 	seen := map[string]bool{}
-	stoppedAt := map[string]int64{} // when each stopped process was sent SIGSTOP
+	stoppedAt := map[string]int64{} // when wait reported each stopped process stopped
 	perReplica, perKey, perCid := map[string]int{}, map[string]int{}, map[string]int{}
 	over := func(i int, what string) {
 		if len(v.overLimit) < 5 {
@@ -627,7 +629,7 @@ func (c *procCluster) check() verdict {
 				continue
 			}
 			id, key, cid := ln.f[0], ln.f[1], ln.f[2]
-			if at, ok := stoppedAt[ln.who]; ok && ln.at < at && !seen[id] {
+			if at, ok := stoppedAt[ln.who]; ok && ln.at <= at && !seen[id] {
 				// It began before its process was stopped, which wrote
 				// the line only once woken: an old run, as if its line
 				// came before the stop.
@@ -701,8 +703,8 @@ func (c *procCluster) check() verdict {
 					frozen[id] = true
 				}
 			}
-			if ln.kind == "stopped" && len(ln.f) > 1 {
-				stoppedAt[ln.f[0]], _ = strconv.ParseInt(ln.f[1], 10, 64)
+			if ln.kind == "stopped" && len(ln.f) > 2 {
+				stoppedAt[ln.f[0]], _ = strconv.ParseInt(ln.f[2], 10, 64)
 			}
 		}
 	}
@@ -890,8 +892,9 @@ func TestReplicasKillLeader(t *testing.T) {
 }
 
 // stop stops p with SIGSTOP and, once wait reports it stopped, logs
-// "stopped" with the time the signal was sent; it returns the line's
-// index.
+// "stopped" with the time the signal was sent and the time wait reported
+// it stopped, by which the process read the clock for the last time; it
+// returns the line's index.
 func (c *procCluster) stop(name string) int {
 	p := c.procs[name]
 	sent := time.Now().UnixMicro()
@@ -900,7 +903,7 @@ func (c *procCluster) stop(name string) int {
 	_, err := syscall.Wait4(p.cmd.Process.Pid, &ws, syscall.WUNTRACED, nil)
 	require.NoError(c.t, err)
 	require.True(c.t, ws.Stopped(), "replica %s's wait status %v", name, ws)
-	return c.note("stopped", name, sent)
+	return c.note("stopped", name, sent, time.Now().UnixMicro())
 }
 
 // cont logs "cont", then wakes p with SIGCONT: what it writes after
@@ -923,6 +926,7 @@ func TestReplicasStopLeader(t *testing.T) {
 		leader, _ := c.startAll(3)
 		s := c.stop(leader)
 		sent, _ := strconv.ParseInt(c.log.lines[s].f[1], 10, 64)
+		stopped, _ := strconv.ParseInt(c.log.lines[s].f[2], 10, 64)
 		next := c.log.await(t, "a new leader", s, 30*time.Second, func(ln logLine) bool { return ln.kind == "lead" })
 		c.log.awaitStarts(t, "grants by the new leader", next, 40, 30*time.Second)
 		c.log.await(t, "twice the lease's time since the stop", s, 30*time.Second, func(ln logLine) bool {
@@ -957,7 +961,7 @@ func TestReplicasStopLeader(t *testing.T) {
 		for i, ln := range c.log.lines {
 			switch {
 			case i < s && ln.kind == "start" && ln.who == leader,
-				i > w && ln.kind == "start" && ln.who == leader && ln.at < sent: // begun before the stop, its line written once woken
+				i > w && ln.kind == "start" && ln.who == leader && ln.at <= stopped: // begun before the stop, its line written once woken
 				frozen[ln.f[0]] = true
 			case i < s && ln.kind == "end" && ln.who == leader:
 				delete(frozen, ln.f[0])
