@@ -90,9 +90,12 @@ func TestSwapInsert(t *testing.T) {
 // the next occurrence, and closes asked at the nth. Once gate() was
 // called, asked after time t, it returns once replicas have asked after
 // t, or one asked after a later time (a replica moved on), or open() was
-// called: the replicas that fire one occurrence then read the schedule's
-// state together, and each tries to enqueue it, which the swap must
-// settle. (ScheduleDurable asks for the first time in its caller.)
+// called; asked after a time earlier than one replicas wait for, it
+// returns at once. The replicas that fire one occurrence then read the
+// schedule's state together, and each tries to enqueue it, which the swap
+// must settle. None waits for ever: every replica's timer fires again,
+// each time later, until it reaches the time the others wait for or
+// passes it. (ScheduleDurable asks for the first time in its caller.)
 type countingSchedule struct {
 	every    time.Duration
 	n        int
@@ -126,11 +129,19 @@ func (c *countingSchedule) Next(t time.Time) time.Time {
 		return t.Add(c.every)
 	}
 	at := t.UnixMicro()
+	stale := false // replicas wait for a later time: this one is behind, and goes on
 	for other, g := range c.waiting {
-		if other < at {
+		switch {
+		case other < at: // they are behind: they go on
 			close(g.open)
 			delete(c.waiting, other)
+		case other > at:
+			stale = true
 		}
+	}
+	if stale {
+		c.mu.Unlock()
+		return t.Add(c.every)
 	}
 	g := c.waiting[at]
 	if g == nil {
@@ -144,6 +155,13 @@ func (c *countingSchedule) Next(t time.Time) time.Time {
 	c.mu.Unlock()
 	<-g.open
 	return t.Add(c.every)
+}
+
+// firings returns how many times it was asked.
+func (c *countingSchedule) firings() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
 }
 
 // gate makes Next wait for the replicas, from now on.
@@ -175,17 +193,25 @@ func TestReplicasShareDurableSchedule(t *testing.T) {
 	ctx := context.Background()
 	const every = 20 * time.Millisecond
 	spec := newCountingSchedule(every, 30, 3)
+	// Every run waits for release: the first occurrence runs until then,
+	// and if a loaded machine cost its replica its lease, its next attempt
+	// (Retry) runs until then too.
 	started, release := make(chan struct{}), make(chan struct{})
 	var runs atomic.Int32
 	ran := make(chan struct{}, 100)
 	work := func(ctx context.Context, n int) error {
 		if runs.Add(1) == 1 {
 			close(started)
-			<-release
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 		ran <- struct{}{}
 		return nil
 	}
+	types := map[string]fairsched.TypeConfig{"mail": {Retry: fairsched.RetryPolicy{Attempts: 5, Backoff: time.Millisecond}}}
 	got := make(chan durableRun, 100)
 	go func() {
 		for range got { // the runs' details: not needed here
@@ -195,7 +221,7 @@ func TestReplicasShareDurableSchedule(t *testing.T) {
 	var ps []*fairsched.Periodic
 	var ss []*fairsched.Scheduler
 	for i, name := range []string{"a", "b", "c"} {
-		s := durableReplica(t, schema, name, 2, 6, got, work, nil)
+		s := durableReplica(t, schema, name, 2, 6, got, work, types)
 		if i == 0 {
 			logScheduleWrites(t, pool)
 		}
@@ -252,7 +278,7 @@ func TestReplicasShareDurableSchedule(t *testing.T) {
 		byNext[st.Next] = st.Last
 	}
 	assert.Len(t, byLast, n, "jobs enqueued by a write of the schedule's state")
-	t.Logf("%d jobs, %d writes of the state, %d firings", n, len(values), spec.calls)
+	t.Logf("%d jobs, %d writes of the state, %d firings", n, len(values), spec.firings())
 }
 
 // logScheduleWrites makes the schema log every value written to its

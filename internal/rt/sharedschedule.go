@@ -89,7 +89,10 @@ func (p *Periodic) swapOccurrence(at, next time.Time) (sharedOutcome, error) {
 	if err != nil {
 		return sharedOutcome{}, err
 	}
-	if old != nil && saved.Next != at.UnixMicro() {
+	if saved.Next != 0 && saved.Next != at.UnixMicro() {
+		// Its next time is another. (None, 0: the schedule had ended, and
+		// starts again from the time this replica armed, as after a
+		// restart.)
 		return sharedOutcome{next: saved.Next}, nil
 	}
 	moved := func() (sharedOutcome, error) { // the swap lost: where is the schedule now?
