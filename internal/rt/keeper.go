@@ -65,8 +65,10 @@ type keeper struct {
 	early     map[int64]decide.Msg
 	// runs are the attempts granted and not ended, by job ID.
 	runs map[int64]*remoteRun
-	// again: a job that arrived is queued again, once its dependencies'
-	// ends were written (arriveAgainLocked).
+	// While a job that arrived is queued (arrive): how the store has the
+	// jobs it runs after, read without the lock (depEnds); again, whether
+	// it came before, the store's answer then standing.
+	ends  map[int64]depEnd
 	again bool
 }
 

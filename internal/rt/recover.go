@@ -240,10 +240,11 @@ func (s *Runtime) loadDeadLocked() error {
 // restoredAfterLocked returns the records of the jobs restored job j runs
 // after that are still here (byID), queued again before it (its
 // dependencies have smaller IDs), or, for a keeper, taken before it (a
-// replica enqueued j once it had their IDs). One that the store has as ended without completing
-// fails j, as it would have had the process not stopped: the error says
-// so. One that completed, or that retention deleted, is no longer waited
-// for.
+// replica enqueued j once it had their IDs). The others are as the store
+// has them (as depEnds read them, for a keeper; else read here): one
+// ended without completing fails j, as it would have had the process not
+// stopped, and the error says so; one that completed, or that retention
+// deleted, is no longer waited for.
 func (s *Runtime) restoredAfterLocked(j *store.Job) ([]*engine.Job, error) {
 	var after []*engine.Job
 	for _, id := range j.After {
@@ -251,10 +252,17 @@ func (s *Runtime) restoredAfterLocked(j *store.Job) ([]*engine.Job, error) {
 			after = append(after, &dt.rec)
 			continue
 		}
-		state, why, found, err := s.durable.st.Ended(context.Background(), id)
-		if err != nil {
-			return nil, err
+		e, ok := depEnd{}, false
+		if s.keeper != nil {
+			e, ok = s.keeper.ends[id]
 		}
+		if !ok { // at start, or not read before: read now
+			var err error
+			if e.state, e.why, e.found, err = s.durable.st.Ended(context.Background(), id); err != nil {
+				return nil, err
+			}
+		}
+		state, why, found := e.state, e.why, e.found
 		if found && !state.Finished() && s.keeper != nil && !s.keeper.again {
 			return nil, errEndInFlight
 		}
@@ -333,43 +341,73 @@ func errorOf(msg string) error {
 // store: it ended here, and its end is still being written.
 var errEndInFlight = errors.New("fairsched: a dependency's end is being written")
 
-// arriveAgainLocked queues arrived job j once the store has written what
-// was posted before now (Flush), on a goroutine of the Scheduler's: a job
-// it runs after ended here, its end not yet written, so only then does
-// the store tell how it ended. Asked again, the store's answer stands.
+// arriveAgainLocked queues arrived job j again, on a goroutine of the
+// Scheduler's (arrive): a job it runs after ended here, its end not yet
+// written when the store was read. Asked again, the store's answer
+// stands.
 func (s *Runtime) arriveAgainLocked(j *store.Job) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		err := s.durable.st.Flush(context.Background())
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.durable.leaving || s.closed {
-			return
-		}
-		if err != nil && s.cfg.Logger != nil {
+		s.arrive(j, true)
+	}()
+}
+
+// depEnd is how the store has a job another runs after: its state, why
+// it ended, whether the store has it at all.
+type depEnd struct {
+	state store.State
+	why   string
+	found bool
+}
+
+// depEnds reads, without the lock, how the store has the jobs j runs
+// after, once it has written what was posted before (Flush): the ends of
+// jobs that ended here. A dependency it could not read is left out, for
+// restoredAfterLocked to read.
+func (s *Runtime) depEnds(j *store.Job) map[int64]depEnd {
+	ctx := context.Background()
+	st := s.durable.st
+	if err := st.Flush(ctx); err != nil {
+		if s.cfg.Logger != nil {
 			s.cfg.Logger.Error("fairsched: the leader could not write what it had posted before queuing a job that runs after others", "job", j.ID, "err", err)
 		}
-		now := s.nowLocked()
-		s.keeper.again = true
-		s.restoreLocked(j, now)
-		s.keeper.again = false
-		s.armLocked(now)
-		s.catchUpLocked(now)
-		s.dispatchLocked(now, false)
-	}()
+		return nil
+	}
+	ends := make(map[int64]depEnd, len(j.After))
+	for _, id := range j.After {
+		state, why, found, err := st.Ended(ctx, id)
+		if err == nil {
+			ends[id] = depEnd{state, why, found}
+		}
+	}
+	return ends
 }
 
 // arrived queues a durable job that a caller's transaction committed
 // (EnqueueTx), as the store found it. A Scheduler that is leaving leaves
 // it in the store for the next start.
-func (s *Runtime) arrived(j *store.Job) {
+func (s *Runtime) arrived(j *store.Job) { s.arrive(j, false) }
+
+// arrive is arrived; again: j came before, and the store's ends of the
+// jobs it runs after stand (arriveAgainLocked). A keeper reads those ends
+// first, without the lock (depEnds): the leader decides for the whole
+// cluster, and waits for no database under its lock.
+func (s *Runtime) arrive(j *store.Job, again bool) {
+	var ends map[int64]depEnd
+	if s.keeper != nil && len(j.After) > 0 {
+		ends = s.depEnds(j)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.durable.leaving || s.closed {
 		return
 	}
 	now := s.nowLocked()
+	if k := s.keeper; k != nil {
+		k.ends, k.again = ends, again
+		defer func() { k.ends, k.again = nil, false }()
+	}
 	s.restoreLocked(j, now)
 	s.armLocked(now)
 	s.catchUpLocked(now) // its start deadline may have passed
