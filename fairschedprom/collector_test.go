@@ -757,9 +757,7 @@ func TestReplicaMetrics(t *testing.T) {
 		if l := pb.GetLabel(); len(l) != 1 || l[0].GetName() != "replica" || l[0].GetValue() != "web-1" {
 			t.Errorf("%s: labels %v", m.Desc(), l)
 		}
-		name := m.Desc().String()
-		name = name[strings.Index(name, `"`)+1:]
-		name = name[:strings.Index(name, `"`)]
+		name := metricName(m)
 		if pb.Counter != nil {
 			got[name] = pb.Counter.GetValue()
 		} else {
@@ -795,9 +793,7 @@ func TestClusterMetrics(t *testing.T) {
 		if err := m.Write(&pb); err != nil {
 			t.Fatal(err)
 		}
-		name := m.Desc().String()
-		name = name[strings.Index(name, `"`)+1:]
-		name = name[:strings.Index(name, `"`)]
+		name := metricName(m)
 		for _, l := range pb.GetLabel() {
 			name += "," + l.GetValue()
 		}
@@ -814,4 +810,11 @@ func TestClusterMetrics(t *testing.T) {
 			t.Errorf("%s: %v (there: %v), want %v", name, v, ok, want)
 		}
 	}
+}
+
+// metricName returns the fully-qualified name of m's Desc.
+func metricName(m prometheus.Metric) string {
+	name := m.Desc().String()
+	name = name[strings.Index(name, `"`)+1:]
+	return name[:strings.Index(name, `"`)]
 }

@@ -56,11 +56,9 @@ type keeper struct {
 	leader *decide.Leader
 	st     *termStore
 	ready  bool
-	// Until Ready: the jobs read from the store, whether any runs after
-	// others, what each replica said it runs (by job ID), and the Dones
-	// that came first.
+	// Until Ready: the jobs read from the store, what each replica said
+	// it runs (by job ID), and the Dones that came first.
 	recovered []*store.Job
-	deps      bool
 	reported  map[int64]reportedRun
 	early     map[int64]decide.Msg
 	// runs are the attempts granted and not ended, by job ID.
@@ -362,11 +360,6 @@ func (s *Runtime) openKeeperStore() error {
 	if err := s.loadFairLocked(now); err != nil {
 		return err
 	}
-	deps, err := k.st.HasDependencies(context.Background())
-	if err != nil {
-		return err
-	}
-	k.deps = deps
 	return k.st.Recover(context.Background(), func(j *store.Job) error {
 		k.recovered = append(k.recovered, j)
 		return nil
