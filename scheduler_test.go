@@ -87,6 +87,9 @@ func TestConcurrencyBoundHolds(t *testing.T) {
 	st := s.Stats()
 	require.Equal(t, limit, st.Running)
 	require.Equal(t, callers-limit, st.Queued)
+	for range limit { // the granted jobs are in fn: a slot counts from its grant, a job's count from its goroutine
+		<-g.entered
+	}
 	close(g.open)
 	wg.Wait()
 	require.EqualValues(t, limit, g.maxRunning.Load(), "most jobs ever running at once")
