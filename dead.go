@@ -20,7 +20,11 @@ type DeadJob struct {
 	Died     time.Time
 }
 
-// DeadJobs returns the dead jobs the scheduler keeps, newest first.
+// DeadJobs returns the dead jobs the scheduler keeps, newest first. On a
+// replica (Config.Replica), it also lists the cluster's dead durable
+// jobs, read from the database, at most Config.DeadJobs in all; if that
+// read fails, the error is logged (Config.Logger) and only the replica's
+// own are listed.
 func (s *Scheduler) DeadJobs() []DeadJob {
 	dead := s.rt.DeadJobs()
 	out := make([]DeadJob, len(dead))
@@ -37,6 +41,11 @@ func (s *Scheduler) DeadJobs() []DeadJob {
 // fails too, the job is dead again. It returns the new job's Handle. It
 // fails with ErrNotDead if seq is not in the dead list, and as Submit
 // does otherwise (the job then stays dead).
+//
+// On a replica, a dead durable job DeadJobs listed is queued again in the
+// database, for the leader to run; its Handle has its ID, not its end
+// (ErrElsewhere). It fails with ErrNotDead if the job is no longer dead
+// there (another replica retried it first).
 func (s *Scheduler) RetryDead(seq uint64) (Handle, error) {
 	h, err := s.rt.RetryDead(seq)
 	return Handle{h}, err

@@ -77,11 +77,19 @@ import (
 // replica's Enqueue is not refused for a full queue, and its Handle has
 // the job's ID but not its end (Err is ErrElsewhere).
 //
-// What is not shared yet: a job that runs after others (Job.After) is
-// refused on a replica, durable or not, and so is ScheduleDurable; SubmitMany admits its jobs one by one, not all or
-// none; TryRunSync answers ErrWouldWait; and Stats, Queue, DeadJobs and
-// EstimateWait tell of the calling replica's own jobs (its limits and
-// paused keys are the cluster's, as applied on that replica).
+// A durable job that dies is the cluster's too: DeadJobs on any replica
+// lists the database's dead jobs beside its own dead Submit jobs, and
+// RetryDead on any replica queues one of them again, for the leader to
+// run (its Handle, as Enqueue's on a replica, has the ID, not the end).
+// ScheduleDurable on every replica keeps one schedule, and a durable job
+// may run after durable jobs enqueued on any replica (Job.After).
+//
+// What is not shared yet: a Submit or RunSync job that runs after others
+// (Job.After) is refused on a replica; SubmitMany admits its jobs one by
+// one, not all or none; TryRunSync answers ErrWouldWait; and Stats,
+// Queue and EstimateWait tell of the calling replica's own jobs (its
+// limits and paused keys are the cluster's, as applied on that replica;
+// the leader's Stats.Cluster tells of the cluster's).
 
 // Replica configures a scheduler as one replica of several (Config.Replica).
 type Replica struct {

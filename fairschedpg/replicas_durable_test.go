@@ -336,3 +336,27 @@ func TestReplicasPackDurableJobs(t *testing.T) {
 		<-got
 	}
 }
+
+// A durable job enqueued on a replica carries its admission: its aging
+// clock runs from its Enqueue and its type's StartTimeout from then (it
+// used to reach the leader submitted at the Unix epoch: at once past any
+// start deadline, expired unrun, and at its aging ceiling).
+func TestReplicaEnqueueStampsJobs(t *testing.T) {
+	pool, schema := pgtest.PoolSchema(t)
+	got := make(chan durableRun, 1)
+	types := map[string]fairsched.TypeConfig{"mail": {StartTimeout: time.Hour}}
+	a := durableReplica(t, schema, "a", 1, 1, got, func(context.Context, int) error { return nil }, types)
+	before := time.Now()
+	h, err := a.Enqueue(context.Background(), fairsched.Job{Type: "mail", Key: "k"}, mail{N: 1})
+	after := time.Now()
+	require.NoError(t, err)
+	var submitted, startBy int64
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT submitted, start_by FROM fairsched_jobs WHERE id = $1`, h.ID()).Scan(&submitted, &startBy))
+	assert.GreaterOrEqual(t, submitted, before.UnixMicro())
+	assert.LessOrEqual(t, submitted, after.UnixMicro())
+	assert.Equal(t, time.Hour.Microseconds(), startBy-submitted, "its type's StartTimeout from its Enqueue")
+	r := <-got
+	assert.Equal(t, h.ID(), r.id, "it runs")
+	waitState(t, pool, h.ID(), stateCompleted)
+}

@@ -81,7 +81,7 @@ func (s *Runtime) enqueueMany(ctx context.Context, jobs []EnqueueParams, state *
 		recs[i] = rec
 	}
 	if s.remote != nil {
-		return s.enqueueOnReplica(ctx, recs, state)
+		return s.enqueueOnReplica(ctx, jobs, recs, state)
 	}
 	a, err := s.admitDurable(jobs, recs)
 	if err != nil {
@@ -235,33 +235,10 @@ func (s *Runtime) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admiss
 	s.catchUpLocked(now)
 	perKey := make(map[string]int, 1)
 	for i := range jobs {
-		job := &jobs[i].Job
-		if s.disabling.pairs.Any() {
-			if err := s.disabling.refuses(job, now); err != nil {
-				return nil, &batchError{index: i, err: err}
-			}
+		if err := s.stampLocked(&jobs[i].Job, recs[i], now); err != nil {
+			return nil, &batchError{index: i, err: err}
 		}
-		perKey[job.Key]++
-		rec := recs[i]
-		rec.Submitted = s.wallOf(now)
-		if _, known := s.decider().TypeTier(job.Type); !known {
-			return nil, &batchError{index: i, err: errUnknownType(job.Type)}
-		}
-		var startBy int64
-		if rec.StartBy != 0 {
-			startBy = s.engineTimeOf(rec.StartBy)
-		}
-		if dl := s.decider().DeadlineOf(job.Type, startBy, now); dl != 0 {
-			notBefore := now
-			if rec.NotBefore != 0 { // 0: none, not the Unix epoch
-				notBefore = max(now, s.engineTimeOf(rec.NotBefore))
-			}
-			if dl <= notBefore {
-				return nil, &batchError{index: i, err: fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
-					ErrStartDeadline, s.timeOf(dl).Format(time.RFC3339Nano))}
-			}
-			rec.StartBy = s.wallOf(dl)
-		}
+		perKey[jobs[i].Job.Key]++
 	}
 	if err := s.refusedAfterWriteLocked(jobs); err != nil {
 		return nil, err
@@ -277,6 +254,39 @@ func (s *Runtime) admitDurable(jobs []EnqueueParams, recs []*store.Job) (*admiss
 	s.decider().Reserve(len(jobs), perKey)
 	s.wg.Add(1) // done by the caller once the jobs are queued or refused
 	return &admission{n: len(jobs), perKey: perKey}, nil
+}
+
+// stampLocked checks durable job job, described by rec, for what refuses
+// it at once whatever the queue holds (a disabled pair, an unknown type,
+// a start deadline not after its submission), and stamps rec with its
+// submission at now and its start deadline: its own, or its type's
+// StartTimeout from now.
+func (s *Runtime) stampLocked(job *Job, rec *store.Job, now int64) error {
+	if s.disabling.pairs.Any() {
+		if err := s.disabling.refuses(job, now); err != nil {
+			return err
+		}
+	}
+	rec.Submitted = s.wallOf(now)
+	if _, known := s.decider().TypeTier(job.Type); !known {
+		return errUnknownType(job.Type)
+	}
+	var startBy int64
+	if rec.StartBy != 0 {
+		startBy = s.engineTimeOf(rec.StartBy)
+	}
+	if dl := s.decider().DeadlineOf(job.Type, startBy, now); dl != 0 {
+		notBefore := now
+		if rec.NotBefore != 0 { // 0: none, not the Unix epoch
+			notBefore = max(now, s.engineTimeOf(rec.NotBefore))
+		}
+		if dl <= notBefore {
+			return fmt.Errorf("%w: the deadline, %v, is not after the job's submission and its NotBefore",
+				ErrStartDeadline, s.timeOf(dl).Format(time.RFC3339Nano))
+		}
+		rec.StartBy = s.wallOf(dl)
+	}
+	return nil
 }
 
 // admission is what admitDurable let in: n jobs, perKey of them by key.
@@ -308,12 +318,21 @@ func (s *Runtime) enqueueDurableLocked(t *durableTask, job *Job, rec *store.Job,
 // the store the replicas share, and returns their Handles: the leader's
 // keeper takes them from the store, and admits them, as it does the jobs
 // of callers' transactions; so no limit of the queue refuses them here.
-// A Handle has its job's ID, not its end (ErrElsewhere).
-func (s *Runtime) enqueueOnReplica(ctx context.Context, recs []*store.Job, state *store.StateWrite) ([]Handle, error) {
+// Each is stamped here, as one process stamps its own (stampLocked): its
+// aging clock runs from its Enqueue, and its type's StartTimeout too. A
+// Handle has its job's ID, not its end (ErrElsewhere).
+func (s *Runtime) enqueueOnReplica(ctx context.Context, jobs []EnqueueParams, recs []*store.Job, state *store.StateWrite) ([]Handle, error) {
 	s.mu.Lock()
 	if s.stopping {
 		s.mu.Unlock()
 		return nil, ErrClosed
+	}
+	now := s.nowLocked()
+	for i := range jobs {
+		if err := s.stampLocked(&jobs[i].Job, recs[i], now); err != nil {
+			s.mu.Unlock()
+			return nil, &batchError{index: i, err: err}
+		}
 	}
 	s.wg.Add(1) // Shutdown and Close wait for the write
 	s.mu.Unlock()

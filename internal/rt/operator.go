@@ -34,16 +34,24 @@ func (s *Runtime) Cancel(seq uint64) bool {
 	return true
 }
 
-// DeadJobs returns the dead jobs the scheduler keeps, newest first.
+// DeadJobs returns the dead jobs the scheduler keeps, newest first; on a
+// replica, the cluster's dead durable jobs too (clusterdead.go).
 func (s *Runtime) DeadJobs() []DeadJob {
+	var cluster []DeadJob
+	if s.reviver() != nil {
+		cluster = s.clusterDeadJobs()
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := make([]DeadJob, len(s.dead.list))
 	for i, d := range s.dead.list {
 		out[len(out)-1-i] = d.info
 		out[len(out)-1-i].Job.Needs = maps.Clone(d.info.Job.Needs) // the caller's to change
 	}
-	return out
+	s.mu.Unlock()
+	if len(cluster) == 0 {
+		return out
+	}
+	return mergeDead(out, cluster, s.dead.limit)
 }
 
 // RetryDead is the API's Scheduler.RetryDead, which documents it.
@@ -52,6 +60,11 @@ func (s *Runtime) RetryDead(seq uint64) (Handle, error) {
 	defer s.mu.Unlock()
 	i := slices.IndexFunc(s.dead.list, func(d *deadRecord) bool { return d.info.Seq == seq })
 	if i < 0 {
+		if s.reviver() != nil {
+			if h, ok, err := s.reviveLocked(seq); ok { // one of the cluster's
+				return h, err
+			}
+		}
 		return Handle{}, fmt.Errorf("%w: %d", ErrNotDead, seq)
 	}
 	d := s.dead.list[i]

@@ -83,6 +83,9 @@ func (s *Runtime) openStore() error {
 // restoreLocked queues the unfinished durable job j again at now.
 func (s *Runtime) restoreLocked(j *store.Job, now int64) {
 	d := s.durable
+	if s.keeper != nil && j.Allowed > 0 { // perhaps a dead job a replica queued again
+		s.forgetRevivedLocked(j.ID)
+	}
 	switch {
 	case s.keeper != nil: // its handlers are the replicas': a type is registered as it first comes
 		if _, known := s.decider().TypeTier(j.Type); !known && s.registerLocked(j.Type, TypeConfig{}) != nil {

@@ -61,6 +61,9 @@ type Runtime struct {
 	// keeper is what the keeper of a leader's term keeps (keeper.go); nil
 	// but in one.
 	keeper *keeper
+	// clusterDead is what a replica keeps of the cluster's dead jobs it
+	// listed last (clusterdead.go). Guarded by mu.
+	clusterDead clusterDead
 	// runs are the contexts of the durable attempts this replica runs
 	// for the leader, by job ID (runs.go). Guarded by mu.
 	runs map[int64]*jobContext

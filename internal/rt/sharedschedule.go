@@ -116,7 +116,13 @@ func (p *Periodic) swapOccurrence(at, next time.Time) (sharedOutcome, error) {
 			return sharedOutcome{skipped: true}, nil
 		}
 	}
-	rec, err := d.record(&EnqueueParams{Job: p.job, Args: p.durable.args})
+	job := p.job
+	rec, err := d.record(&EnqueueParams{Job: job, Args: p.durable.args})
+	if err == nil {
+		p.s.mu.Lock()
+		err = p.s.stampLocked(&job, rec, p.s.nowLocked()) // as Enqueue on a replica does
+		p.s.mu.Unlock()
+	}
 	if err != nil {
 		return sharedOutcome{}, err
 	}

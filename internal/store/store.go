@@ -189,5 +189,19 @@ type Swapper interface {
 	SwapInsert(ctx context.Context, state *StateWrite, old []byte, jobs ...*Job) (bool, error)
 }
 
+// Reviver is a Store that several schedulers share (replicas): a dead
+// job is the database's, not one scheduler's, and any replica may queue
+// it again, for the leader to take as it takes a job a replica inserted
+// (Watcher).
+type Reviver interface {
+	// Revive queues dead job id again, with one more attempt allowed
+	// than it made, submitted at submitted (its aging clock starts
+	// there) and to start by startBy (0: no deadline), and tells the
+	// watcher of the moment, as an insert of a replica's does. It reports
+	// false, and changes nothing, if the job is not dead (queued again
+	// already, or pruned).
+	Revive(ctx context.Context, id, submitted, startBy int64) (bool, error)
+}
+
 // ErrClosed is returned by a store's methods after Close.
 var ErrClosed = errors.New("fairsched: store closed")
