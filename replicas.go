@@ -39,6 +39,12 @@ import (
 // has passed since its last heartbeat, and no longer: a cluster killed
 // whole can start again with another configuration after Lease.
 //
+// TryRunSync on a replica asks the leader, which starts the job in its
+// answer if a slot is free in the cluster and on the replica, or refuses
+// it (ErrWouldWait): the call takes a round trip to the leader, and one
+// made during a failover answers ErrWouldWait once the next leader hears
+// of it (ctx bounds the wait).
+//
 // Submit on a replica returns once the leader has admitted the job (or
 // refused it: a full queue is Submit's error, as in one process), which
 // takes a round trip to the leader, and during a failover the time the
@@ -86,7 +92,7 @@ import (
 //
 // What is not shared yet: a Submit or RunSync job that runs after others
 // (Job.After) is refused on a replica; SubmitMany admits its jobs one by
-// one, not all or none; TryRunSync answers ErrWouldWait; and Stats,
+// one, not all or none; and Stats,
 // Queue and EstimateWait tell of the calling replica's own jobs (its
 // limits and paused keys are the cluster's, as applied on that replica;
 // the leader's Stats.Cluster tells of the cluster's).

@@ -60,7 +60,8 @@ func (s *Scheduler) RunSync(ctx context.Context, desc Job, fn func(context.Conte
 // when it passes every hard limit (the slots, its tier's, type's and key's
 // caps, and no conflicting job running); jobs already queued do not stand
 // in its way, since each of them is held back by a limit. It fails as
-// RunSync does otherwise, and the queue's limits apply.
+// RunSync does otherwise, and the queue's limits apply. On a replica
+// (Config.Replica) the leader answers, a round trip away.
 func (s *Scheduler) TryRunSync(ctx context.Context, desc Job, fn func(context.Context) error) error {
 	return s.rt.TryRunSync(ctx, jobOf(&desc), fn)
 }

@@ -210,3 +210,72 @@ func TestReplicasChangesKeptWithTheirConfiguration(t *testing.T) {
 	assert.Empty(t, c.Stats().PausedKeys)
 	require.NoError(t, c.Close())
 }
+
+// TryRunSync on a replica asks the leader to start the job at once: it
+// runs if a slot is free on the replica and in the cluster, and answers
+// ErrWouldWait, without running it, if the cluster's limit or the
+// replica's capacity would hold it; neither counts as a rejection.
+func TestReplicasTryRunSync(t *testing.T) {
+	_, schema := pgtest.PoolSchema(t)
+	ss := map[string]*fairsched.Scheduler{}
+	for name, capacity := range map[string]int{"a": 2, "b": 1} {
+		s, err := fairsched.New(fairsched.Config{MaxConcurrency: 3, Store: openReplicaStore(t, schema),
+			Replica: &fairsched.Replica{Name: name, Capacity: capacity, Lease: time.Second}})
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, s.Close()) })
+		ss[name] = s
+	}
+	for _, s := range ss { // once each has had a grant, the leader's term is ready: until then it would wait
+		require.NoError(t, s.RunSync(context.Background(), fairsched.Job{Key: "k"}, func(context.Context) error { return nil }))
+	}
+	try := func(name string) (ran bool, err error) {
+		err = ss[name].TryRunSync(context.Background(), fairsched.Job{Key: "k"}, func(context.Context) error {
+			ran = true
+			return nil
+		})
+		return ran, err
+	}
+	ran, err := try("b")
+	require.NoError(t, err)
+	assert.True(t, ran, "free: it runs")
+
+	// hold runs a job on name until release is closed, once it runs.
+	release := make(chan struct{})
+	var held sync.WaitGroup
+	hold := func(name string) {
+		entered := make(chan struct{})
+		held.Add(1)
+		go func() {
+			defer held.Done()
+			assert.NoError(t, ss[name].RunSync(context.Background(), fairsched.Job{Key: "k"}, func(context.Context) error {
+				close(entered)
+				<-release
+				return nil
+			}))
+		}()
+		<-entered
+	}
+	hold("b")
+	ran, err = try("b")
+	assert.ErrorIs(t, err, fairsched.ErrWouldWait, "b's capacity is in use")
+	assert.False(t, ran)
+	ran, err = try("a")
+	require.NoError(t, err)
+	assert.True(t, ran, "a has room, and so has the cluster")
+
+	hold("a")
+	hold("a")
+	ran, err = try("a")
+	assert.ErrorIs(t, err, fairsched.ErrWouldWait, "the cluster's limit of 3 is reached")
+	assert.False(t, ran)
+	close(release)
+	held.Wait()
+	ran, err = try("b")
+	require.NoError(t, err)
+	assert.True(t, ran, "free again")
+	for name, s := range ss {
+		st := s.Stats()
+		assert.Zero(t, st.Rejected, "replica %s", name)
+		assert.Zero(t, st.Cancelled, "replica %s", name)
+	}
+}

@@ -422,3 +422,50 @@ func TestClusterAdmission(t *testing.T) {
 	assert.False(t, <-answers[2], "refused: the queue holds one")
 	assert.Equal(t, 1, c.sent[Admitted])
 }
+
+// An Ask at once (a replica's TryRunSync, Remote.AskNow) is granted in the
+// leader's answer, or ended refused with RefusedWouldWait: when the
+// cluster's slots are taken, when its replica's are, and when it comes in
+// a Hello (a term began between the ask and the answer). A job so
+// refused is counted neither cancelled nor expired.
+func TestClusterAskAtOnce(t *testing.T) {
+	c := newTestCluster(t, testEngineConfig(3), 1, "a", "b")
+	a, b := c.nodes["a"], c.nodes["b"]
+	var early engine.Job
+	a.r.AskNow()
+	c.submit("a", &early, "k")
+	c.leader.Begin(1, map[string]int{"a": 2, "b": 1}, c.tick())
+	c.flush()
+	require.Len(t, a.p.ended, 1, "asked before the term: its Hello's ask is refused")
+	assert.Equal(t, engine.RefusedWouldWait, a.p.ended[0].r.Reason)
+
+	askNow := func(n *replicaNode, j *engine.Job) {
+		n.r.AskNow()
+		c.submit(n.r.name, j, "k")
+		c.flush()
+	}
+	var first, second, third, fourth engine.Job
+	askNow(b, &first)
+	assert.True(t, b.p.has(&first), "a free slot: granted in the answer")
+	askNow(b, &second)
+	assert.False(t, b.p.has(&second))
+	require.Len(t, b.p.ended, 1, "b's one slot is taken")
+	assert.Equal(t, ended{&second, engine.NotRun, &engine.Refusal{Reason: engine.RefusedWouldWait}}, b.p.ended[0])
+	askNow(a, &third)
+	assert.True(t, a.p.has(&third), "a has room, and so has the cluster")
+	var held engine.Job
+	c.submit("a", &held, "k") // asked as usual: granted, the cluster's third slot
+	c.flush()
+	require.True(t, a.p.has(&held))
+	askNow(a, &fourth)
+	require.Len(t, a.p.ended, 2, "the cluster's three slots are taken")
+	assert.Equal(t, engine.RefusedWouldWait, a.p.ended[1].r.Reason)
+	assert.Zero(t, a.r.counts.Cancelled+b.r.counts.Cancelled+a.r.counts.Expired+b.r.counts.Expired)
+
+	// A plain ask still waits its turn.
+	var waits engine.Job
+	c.submit("b", &waits, "k")
+	c.flush()
+	assert.Len(t, b.p.ended, 1)
+	assert.False(t, b.p.has(&waits))
+}

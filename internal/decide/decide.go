@@ -52,7 +52,8 @@
 // them as it carries grants: jobs ended without running handed back
 // late, a rate limit's next token among NextDue's times. TryRunSync asks WouldStart, then for
 // a grant in the call: with decisions elsewhere none comes, and it
-// answers ErrWouldWait.
+// answers ErrWouldWait; a replica's asks the leader instead, and waits
+// for its answer (Remote.AskNow).
 //
 // # Decisions elsewhere: replicas
 //
@@ -104,8 +105,9 @@
 //     asked for in one request that the leader admits or refuses whole.
 //   - The reads (Figures, Page, Snapshot, EstimateWait) are the
 //     leader's; a Remote answers them from its own process until they
-//     are published to every replica. TryRunSync on a Remote answers
-//     ErrWouldWait. (The run-time changes of the configuration reach
+//     are published to every replica. (TryRunSync on a Remote asks the
+//     leader to start its job at once or end it: Remote.AskNow,
+//     AskAtOnce.) (The run-time changes of the configuration reach
 //     every replica and the leader through the cluster's log:
 //     change.go.)
 //   - The leader's own process's jobs could be decided in the call, as

@@ -395,6 +395,11 @@ func (l *Leader) Lost(now int64) {
 // for again (restored: in a Hello) keeps its submission time, and no
 // admission limit refuses it: it was admitted once.
 func (l *Leader) admit(k standKey, m *Msg, restored bool, now int64) {
+	atOnce := m.Flags&AskAtOnce != 0
+	if atOnce && (restored || len(l.blocking) > 0 || !l.e.WouldStartOn(&m.Desc, m.Needs, k.replica, now)) {
+		l.out.Put(Msg{Kind: Ended, Term: l.term, Replica: k.replica, Seq: k.seq, Refusal: engine.RefusedWouldWait, Sync: l.sync[k.replica]})
+		return
+	}
 	s := &standIn{key: k}
 	s.j.Tag = TagStandIn
 	sub := now - m.Age
@@ -415,6 +420,17 @@ func (l *Leader) admit(k standKey, m *Msg, restored bool, now int64) {
 	l.stand[k], l.byJob[&s.j] = s, s
 	if s.j.Running() {
 		l.Granted(&s.j)
+		return
+	}
+	if atOnce {
+		// Queued behind jobs that limits hold back: a dispatch starts it,
+		// as in one process, and hands its grant over (Granted).
+		if l.Grant(now); s.j.Running() {
+			return
+		}
+		// Its replica is full: it would wait.
+		l.drop(s, now)
+		l.out.Put(Msg{Kind: Ended, Term: l.term, Replica: k.replica, Seq: k.seq, Refusal: engine.RefusedWouldWait, Sync: l.sync[k.replica]})
 		return
 	}
 	l.out.Put(Msg{Kind: Admitted, Term: l.term, Replica: k.replica, Seq: k.seq, Sync: l.sync[k.replica]})

@@ -25,7 +25,8 @@ import (
 // What it does not carry yet, and answers from this replica alone: the
 // admission of a batch as a whole (Room, Reserve), the disabled pairs,
 // and the reads (Figures, Page, Snapshot, EstimateWait), which know only
-// this replica's jobs. WouldStart is false: no grant comes in the call.
+// this replica's jobs. WouldStart is false: no grant comes in the call
+// (TryRunSync asks the leader instead: AskNow).
 type Remote struct {
 	e   *engine.Engine
 	own *Local // e as a Decider: for the reads and the configuration
@@ -47,6 +48,7 @@ type Remote struct {
 	runs   map[int64]remoteRun
 	pairs  Pairs
 	fenced bool // grants are dropped (Fence)
+	atOnce bool // the next Enqueue asks to start at once or not at all (AskNow)
 	// sync numbers the Hellos sent (Msg.Sync): a grant or an end decided
 	// on what an earlier one said is dropped.
 	sync uint64
@@ -68,6 +70,7 @@ type remoteJob struct {
 	notBefore int64 // absolute, the replica's time; 0: none
 	startBy   int64
 	granted   bool
+	atOnce    bool // asked to start at once or not at all (AskNow)
 	// admission, if a caller waits for the leader's answer (Admission),
 	// receives it: true, admitted; false, refused.
 	admission chan bool
@@ -181,10 +184,12 @@ func (r *Remote) ran(delta int, now int64) {
 // between jobs (tm.After) are not carried to a leader yet: the run-time
 // layer refuses such a job before it asks, and tm.After is ignored here.
 func (r *Remote) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int64) (bool, *engine.Refusal) {
+	atOnce := r.atOnce
+	r.atOnce = false
 	if ref := r.e.Hold(j, &d, now); ref != nil {
 		return false, ref
 	}
-	rj := &remoteJob{j: j, d: d}
+	rj := &remoteJob{j: j, d: d, atOnce: atOnce}
 	if tm != nil {
 		rj.needs, rj.notBefore, rj.startBy = tm.Needs, tm.NotBefore, tm.StartBy
 	}
@@ -195,6 +200,14 @@ func (r *Remote) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int
 	}
 	return false, nil
 }
+
+// AskNow makes the next Enqueue, called before the caller lets go of
+// what guards the Remote, ask the leader to start its job at once or not
+// at all (TryRunSync): the leader grants it in its answer, or ends it
+// refused with RefusedWouldWait, as it does a job so asked that a Hello
+// carries (a failover came between). The caller waits for the answer
+// (Admission).
+func (r *Remote) AskNow() { r.atOnce = true }
 
 // ask returns the message that describes rj at now: an Ask, or a
 // Running for a Hello.
@@ -209,6 +222,9 @@ func (r *Remote) ask(kind MsgKind, rj *remoteJob, now int64) Msg {
 	}
 	if kind == Running {
 		m.Ran = now - rj.j.Started()
+	}
+	if kind == Ask && rj.atOnce {
+		m.Flags = AskAtOnce
 	}
 	return m
 }
@@ -261,9 +277,10 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 			if o == 0 {
 				o = engine.NotRun
 			}
-			if o == engine.Expired {
+			switch {
+			case o == engine.Expired:
 				r.counts.Expired++
-			} else {
+			case ref == nil || ref.Reason != engine.RefusedWouldWait: // a TryRunSync that would wait never ran, nor was cancelled
 				r.counts.Cancelled++
 			}
 			rj.answer(ref == nil)

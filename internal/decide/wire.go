@@ -97,7 +97,7 @@ const (
 	lastKind = Runs
 )
 
-// DoneFlags qualify a Done's failure.
+// DoneFlags qualify a Done's failure, or an Ask.
 type DoneFlags uint8
 
 const (
@@ -106,6 +106,10 @@ const (
 	// DoneLost: the replica stopped the run, as it could not renew its
 	// registration (the attempt is lost).
 	DoneLost
+	// AskAtOnce, of an Ask: grant the job in the answer, or end it
+	// refused with RefusedWouldWait (a replica's TryRunSync); a job of a
+	// Hello so asked is ended so, whatever it would do.
+	AskAtOnce
 )
 
 // Msg is one message. Which fields mean something depends on Kind.

@@ -249,6 +249,10 @@ const (
 	RefusedNeverStarts                   // its start deadline is not after its submission and NotBefore
 	RefusedUnknownResource               // it needs a resource not configured: Refusal.Resource
 	RefusedTooMuch                       // it needs more units than Refusal.Resource has (Limit), Size
+	// RefusedWouldWait: asked to start at once or not at all (a
+	// replica's TryRunSync, internal/decide), it would wait. The engine
+	// never refuses so itself: its deciders do.
+	RefusedWouldWait
 )
 
 // noTimes are the times of a job that carries none.

@@ -205,11 +205,14 @@ func (g *grantee) Ended(j *engine.Job, o engine.Outcome, r *engine.Refusal, now 
 		return // taken out here first: Cancel, Close
 	}
 	var err error
-	if r != nil {
+	switch {
+	case r != nil && r.Reason == engine.RefusedWouldWait: // a replica's TryRunSync: not a rejection
+		err = ErrWouldWait
+	case r != nil:
 		desc := &Job{Type: j.Type(), ID: j.ID(), Key: j.Key()}
 		err = s.refusalError(r, desc, now)
 		s.rejectedLocked(desc, r.Reason != engine.RefusedUnknownType, err, now)
-	} else {
+	default:
 		err = s.expiredError(j, now)
 	}
 	setResultLocked(t, err)

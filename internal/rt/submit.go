@@ -142,12 +142,16 @@ func (s *Runtime) TryRunSync(ctx context.Context, desc *Job, fn func(context.Con
 		s.mu.Unlock()
 		return err
 	}
-	if !s.stopping && (!s.decider().WouldStart(*descOf(desc), EngineNeeds(desc.Needs), now) || s.joinableLocked(desc) != nil ||
-		s.timesOf(desc).NotBefore > now || s.waitsForAnyLocked(desc.After)) {
+	// On a replica the leader decides whether it would start (awaitNow).
+	if !s.stopping && ((s.remote == nil && !s.decider().WouldStart(*descOf(desc), EngineNeeds(desc.Needs), now)) ||
+		s.joinableLocked(desc) != nil || s.timesOf(desc).NotBefore > now || s.waitsForAnyLocked(desc.After)) {
 		s.mu.Unlock()
 		return ErrWouldWait
 	}
 	t := s.spare.get(&jobContext{parent: ctx})
+	if s.remote != nil {
+		s.remote.AskNow()
+	}
 	if err := s.enqueueLocked(t, desc, now); err != nil {
 		s.spare.put(t)
 		s.mu.Unlock()
@@ -161,6 +165,9 @@ func (s *Runtime) TryRunSync(ctx context.Context, desc *Job, fn func(context.Con
 		// Queued behind jobs that limits hold back: the dispatch starts it.
 		s.dispatchLocked(now, false)
 	}
+	if !t.granted() && s.remote != nil {
+		return s.awaitNow(ctx, t, fn)
+	}
 	if !t.granted() && s.dec != nil { // decisions taken elsewhere: no grant comes with the call
 		s.cancelQueuedLocked(t, ErrWouldWait, now)
 		s.mu.Unlock()
@@ -171,6 +178,31 @@ func (s *Runtime) TryRunSync(ctx context.Context, desc *Job, fn func(context.Con
 	}
 	s.mu.Unlock()
 	return s.runStarted(ctx, t, fn)
+}
+
+// awaitNow is TryRunSync's end on a replica: it waits, with mu held on
+// entry and released, for the leader's answer to t, asked to start at
+// once or not at all (Remote.AskNow), and runs fn if it was granted. The
+// answer takes a round trip to the leader; if ctx ends first, t is
+// cancelled, unless it was granted meanwhile (fn then runs, and sees
+// ctx ended).
+func (s *Runtime) awaitNow(ctx context.Context, t *task, fn func(context.Context) error) error {
+	answer := s.remote.Admission(&t.rec)
+	s.mu.Unlock()
+	select {
+	case <-answer:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	switch {
+	case t.granted():
+		s.mu.Unlock()
+		return s.runStarted(ctx, t, fn)
+	case t.waiting():
+		s.cancelQueuedLocked(t, context.Cause(ctx), s.nowLocked())
+	}
+	s.mu.Unlock()
+	return resultOf(t) // ErrWouldWait, or another refusal (Grantee.Ended), or ctx's
 }
 
 // checkSyncCall checks the arguments of RunSync or TryRunSync (named by
