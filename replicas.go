@@ -48,7 +48,8 @@ import (
 // Submit on a replica returns once the leader has admitted the job (or
 // refused it: a full queue is Submit's error, as in one process), which
 // takes a round trip to the leader, and during a failover the time the
-// next leader takes.
+// next leader takes. SubmitMany likewise: the leader admits the batch
+// all or none, within the cluster's queue limits.
 //
 // A change made at run time on any replica (SetMaxConcurrency,
 // SetTierLimit, SetTypeLimit, SetKey, SetKeyWeight, ResetKey(s),
@@ -91,11 +92,10 @@ import (
 // may run after durable jobs enqueued on any replica (Job.After).
 //
 // What is not shared yet: a Submit or RunSync job that runs after others
-// (Job.After) is refused on a replica; SubmitMany admits its jobs one by
-// one, not all or none; and Stats,
-// Queue and EstimateWait tell of the calling replica's own jobs (its
-// limits and paused keys are the cluster's, as applied on that replica;
-// the leader's Stats.Cluster tells of the cluster's).
+// (Job.After) is refused on a replica; and Stats, Queue and EstimateWait
+// tell of the calling replica's own jobs (its limits and paused keys are
+// the cluster's, as applied on that replica; the leader's Stats.Cluster
+// tells of the cluster's).
 
 // Replica configures a scheduler as one replica of several (Config.Replica).
 type Replica struct {

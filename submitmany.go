@@ -63,6 +63,10 @@ const MaxBatch = rt.MaxBatch
 // rejections in Stats, and one refused for one job as that job's, as
 // Submit would count it.
 //
+// On a replica (Config.Replica) the leader checks the cluster's queue
+// limits for the batch as a whole, and SubmitMany returns once it has
+// admitted or refused it: a round trip to the leader, as Submit's.
+//
 // SubmitMany holds the scheduler's lock while it submits the batch, as
 // long as that many Submits would hold it in all, without the lock's
 // hand-overs between them; MaxBatch bounds it. The batch's records are

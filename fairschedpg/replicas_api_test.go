@@ -279,3 +279,52 @@ func TestReplicasTryRunSync(t *testing.T) {
 		assert.Zero(t, st.Cancelled, "replica %s", name)
 	}
 }
+
+// SubmitMany on a replica is all or none across the cluster: the leader
+// admits the whole batch or refuses it whole when the cluster's queue
+// has no room for all of it, wherever the jobs queued already were
+// submitted.
+func TestReplicasSubmitManyAllOrNone(t *testing.T) {
+	_, schema := pgtest.PoolSchema(t)
+	ss := map[string]*fairsched.Scheduler{}
+	for _, name := range []string{"a", "b"} {
+		s, err := fairsched.New(fairsched.Config{MaxConcurrency: 1, MaxQueue: 4, Store: openReplicaStore(t, schema),
+			Replica: &fairsched.Replica{Name: name, Capacity: 1, Lease: time.Second}})
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, s.Close()) })
+		ss[name] = s
+	}
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // before the Closes, on a failure
+	entered := make(chan struct{})
+	var ran atomic.Int32
+	run := func(context.Context) error { ran.Add(1); return nil }
+	held, err := ss["a"].Submit(context.Background(), fairsched.Job{Key: "k"}, func(context.Context) error {
+		close(entered)
+		<-release
+		return nil
+	})
+	require.NoError(t, err)
+	<-entered // the cluster's one slot: what follows waits
+	batch := func(n int) []fairsched.SubmitParams {
+		jobs := make([]fairsched.SubmitParams, n)
+		for i := range jobs {
+			jobs[i] = fairsched.SubmitParams{Job: fairsched.Job{Key: "k"}, Fn: run}
+		}
+		return jobs
+	}
+	first, err := ss["a"].SubmitMany(context.Background(), batch(3))
+	require.NoError(t, err, "room for three of four")
+	_, err = ss["b"].SubmitMany(context.Background(), batch(2))
+	assert.ErrorIs(t, err, fairsched.ErrQueueFull, "room for one, not two: refused whole")
+	last, err := ss["b"].SubmitMany(context.Background(), batch(1))
+	require.NoError(t, err, "room for one")
+	releaseOnce.Do(func() { close(release) })
+	require.NoError(t, held.Wait(context.Background()))
+	for _, h := range append(first, last...) {
+		require.NoError(t, h.Wait(context.Background()))
+	}
+	assert.EqualValues(t, 4, ran.Load(), "the refused batch ran none of its jobs")
+	assert.EqualValues(t, 2, ss["b"].Stats().Rejected, "each job of it counted refused")
+}

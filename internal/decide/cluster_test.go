@@ -469,3 +469,86 @@ func TestClusterAskAtOnce(t *testing.T) {
 	assert.Len(t, b.p.ended, 1)
 	assert.False(t, b.p.has(&waits))
 }
+
+// A replica's batch (BeginBatch, EndBatch: SubmitMany) is admitted all or
+// none: one batch of messages carries it, and when the queue has no room for every
+// job of it, each is ended with the refusal, none admitted; a priority
+// raised within the batch rides on its Ask.
+func TestClusterBatchAllOrNone(t *testing.T) {
+	cfg := testEngineConfig(1)
+	cfg.MaxQueue = 3
+	c := newTestCluster(t, cfg, 1, "a")
+	a := c.nodes["a"]
+	c.leader.Begin(1, map[string]int{"a": 1}, c.tick())
+	c.flush()
+	var runs engine.Job
+	c.submit("a", &runs, "k") // takes the one slot: the rest wait
+	c.flush()
+	require.True(t, a.p.has(&runs))
+
+	batch := func(jobs []engine.Job, raise int) {
+		a.r.BeginBatch()
+		for i := range jobs {
+			c.submit("a", &jobs[i], "k")
+		}
+		if raise > 0 {
+			a.r.Raise(&jobs[len(jobs)-1], raise, c.now)
+		}
+		asks, raises := c.sent[Ask], c.sent[Raise]
+		assert.Empty(t, a.out.Take(), "nothing asked before the batch is whole")
+		a.r.EndBatch(c.tick())
+		c.flush()
+		assert.Equal(t, len(jobs), c.sent[Ask]-asks, "one Ask a job")
+		assert.Equal(t, raises, c.sent[Raise], "the raise rode on the Ask")
+	}
+	two := make([]engine.Job, 2)
+	batch(two, 90)
+	assert.Empty(t, a.p.ended, "room for two: admitted")
+	assert.Equal(t, 2, c.le.Summary().Pending)
+	three := make([]engine.Job, 2)
+	batch(three, 0)
+	require.Len(t, a.p.ended, 2, "room for one more, not two: both refused")
+	for i, e := range a.p.ended {
+		assert.Equal(t, &three[i], e.j)
+		assert.Equal(t, engine.RefusedFull, e.r.Reason)
+	}
+	assert.Equal(t, 2, c.le.Summary().Pending, "none of them admitted")
+	one := make([]engine.Job, 1)
+	batch(one, 0)
+	assert.Len(t, a.p.ended, 2, "room for one: admitted")
+	assert.Equal(t, 3, c.le.Summary().Pending)
+
+	// The raised job comes first once the slot frees.
+	c.nodes["a"].r.Finish(&runs, engine.Completed, c.tick())
+	c.flush()
+	assert.True(t, a.p.has(&two[1]), "raised within its batch, it starts first")
+	assert.False(t, a.p.has(&two[0]))
+}
+
+// Jobs a replica enqueued before it knew a leader were never admitted:
+// its first Hello asks for them after its list, as new, so the leader
+// admits them within the queue's limits, a batch all or none.
+func TestClusterJobsBeforeTheTerm(t *testing.T) {
+	cfg := testEngineConfig(1)
+	cfg.MaxQueue = 2
+	c := newTestCluster(t, cfg, 1, "a")
+	a := c.nodes["a"]
+	three := make([]engine.Job, 3)
+	a.r.BeginBatch()
+	for i := range three {
+		c.submit("a", &three[i], "k")
+	}
+	a.r.EndBatch(c.now)
+	var alone engine.Job
+	c.submit("a", &alone, "k")
+	assert.Empty(t, a.out.Take(), "no leader known: nothing is sent")
+	c.leader.Begin(1, map[string]int{"a": 1}, c.tick())
+	c.flush()
+	assert.Equal(t, 1, c.sent[Hello])
+	require.Len(t, a.p.ended, 3, "the batch of three has no room in a queue of two: refused whole")
+	for i, e := range a.p.ended {
+		assert.Equal(t, &three[i], e.j)
+		assert.Equal(t, engine.RefusedFull, e.r.Reason)
+	}
+	assert.True(t, a.p.has(&alone), "the job alone is admitted, and starts")
+}

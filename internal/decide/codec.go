@@ -33,8 +33,9 @@ import (
 // bytes left before anything is allocated for it.
 
 // codecVersion is the encoding's version: a payload's first byte. 2: the
-// durable jobs' messages (Run, Done, Runs) and fields.
-const codecVersion = 2
+// durable jobs' messages (Run, Done, Runs) and fields. 3: an Ask's
+// flags (AskAtOnce, AskAll), and a refusal's figures in its Ended.
+const codecVersion = 3
 
 // The fields of a message, as bits of its mask, in the order encoded.
 const (

@@ -99,15 +99,19 @@
 //     lost any other it sent there; a Hello is read whole before
 //     anything starts on its replica.
 //
+//   - Batches and TryRunSync. A replica's SubmitMany asks for its jobs
+//     in one batch of messages headed by an AskAll, which the leader
+//     admits or refuses whole (Remote.BeginBatch, EndBatch); a
+//     TryRunSync's Ask is AskAtOnce: granted in the answer or refused
+//     (Remote.AskNow). Jobs enqueued before the replica knew a leader
+//     were never admitted: its first Hello asks for them after its
+//     list, as new (Remote.hello).
+//
 // Still to come, and planned so:
 //
-//   - A batch's admission, all or none: SubmitMany's jobs would be
-//     asked for in one request that the leader admits or refuses whole.
 //   - The reads (Figures, Page, Snapshot, EstimateWait) are the
 //     leader's; a Remote answers them from its own process until they
-//     are published to every replica. (TryRunSync on a Remote asks the
-//     leader to start its job at once or end it: Remote.AskNow,
-//     AskAtOnce.) (The run-time changes of the configuration reach
+//     are published to every replica. (The run-time changes of the configuration reach
 //     every replica and the leader through the cluster's log:
 //     change.go.)
 //   - The leader's own process's jobs could be decided in the call, as

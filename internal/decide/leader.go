@@ -277,8 +277,13 @@ func (l *Leader) Receive(msgs []Msg, now int64) {
 	}
 	var inHello map[string]int // the jobs of a Hello still to come, by replica
 	var runs hellos            // the durable attempts of a Hello, for the Keeper
+	refused := 0               // messages of a batch refused whole, still to pass over
 	for i := range msgs {
 		m := &msgs[i]
+		if refused > 0 {
+			refused--
+			continue
+		}
 		if _, known := l.replicas[m.Replica]; !known {
 			continue // removed, or not yet added: it will be asked
 		}
@@ -300,6 +305,12 @@ func (l *Leader) Receive(msgs []Msg, now int64) {
 				runs.add(m)
 			}
 			whole = inHello[m.Replica] == 0
+		}
+		if m.Kind == Ask && m.Flags&AskAll != 0 && !restored && !l.awaiting[m.Replica] {
+			if batch := msgs[i:min(i+m.N, len(msgs))]; l.refuseBatch(batch) {
+				refused = len(batch) - 1
+				continue
+			}
 		}
 		if m.Kind == Hello {
 			if inHello == nil {
@@ -414,7 +425,7 @@ func (l *Leader) admit(k standKey, m *Msg, restored bool, now int64) {
 		tm.StartBy = sub + m.StartBy
 	}
 	if r := l.e.Enqueue(&s.j, &m.Desc, &tm, now); r != nil {
-		l.out.Put(Msg{Kind: Ended, Term: l.term, Replica: k.replica, Seq: k.seq, Refusal: r.Reason, Sync: l.sync[k.replica]})
+		l.out.Put(refusedMsg(l.term, k.replica, k.seq, r, l.sync[k.replica]))
 		return
 	}
 	l.stand[k], l.byJob[&s.j] = s, s
@@ -434,6 +445,39 @@ func (l *Leader) admit(k standKey, m *Msg, restored bool, now int64) {
 		return
 	}
 	l.out.Put(Msg{Kind: Admitted, Term: l.term, Replica: k.replica, Seq: k.seq, Sync: l.sync[k.replica]})
+}
+
+// refuseBatch ends every Ask of batch, a replica's batch of messages
+// headed by an AskAll, refused, and reports true, if the queue's limits
+// have no room for all of its jobs at once; else it reports false, and
+// its jobs are admitted one by one, none of them refused by those
+// limits (nothing else is admitted between them).
+func (l *Leader) refuseBatch(batch []Msg) bool {
+	perKey := make(map[string]int, 1)
+	n := 0
+	for i := range batch {
+		if m := &batch[i]; m.Kind == Ask && l.stand[standKey{m.Replica, m.Seq}] == nil {
+			perKey[m.Desc.Key]++
+			n++
+		}
+	}
+	r := l.e.Room(n, perKey)
+	if r == nil {
+		return false
+	}
+	for i := range batch {
+		if m := &batch[i]; m.Kind == Ask {
+			l.out.Put(refusedMsg(l.term, m.Replica, m.Seq, r, l.sync[m.Replica]))
+		}
+	}
+	return true
+}
+
+// refusedMsg returns the Ended that tells replica that its job seq was
+// refused with r, in term, as of its Hello numbered sync.
+func refusedMsg(term uint64, replica string, seq uint64, r *engine.Refusal, sync uint64) Msg {
+	return Msg{Kind: Ended, Term: term, Replica: replica, Seq: seq, Refusal: r.Reason, Sync: sync,
+		N: r.Limit, Priority: r.Size, Desc: engine.Desc{Key: r.Key}}
 }
 
 // adopt counts another replica's job k, running there as m says, against

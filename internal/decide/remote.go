@@ -49,6 +49,11 @@ type Remote struct {
 	pairs  Pairs
 	fenced bool // grants are dropped (Fence)
 	atOnce bool // the next Enqueue asks to start at once or not at all (AskNow)
+	// batch, while batching, are the jobs enqueued since BeginBatch, to
+	// be asked for at EndBatch.
+	batch    []*remoteJob
+	batching bool
+	batches  uint64 // numbers the batches asked for before a leader was known
 	// sync numbers the Hellos sent (Msg.Sync): a grant or an end decided
 	// on what an earlier one said is dropped.
 	sync uint64
@@ -71,6 +76,12 @@ type remoteJob struct {
 	startBy   int64
 	granted   bool
 	atOnce    bool // asked to start at once or not at all (AskNow)
+	inBatch   bool // enqueued in a batch not yet asked for (BeginBatch)
+	// fresh: never asked of a leader (enqueued before one was known), so
+	// never admitted; the Hello that first tells of it asks for it after
+	// its list (hello), with the jobs of its batch (batch, 0: none).
+	fresh bool
+	batch uint64
 	// admission, if a caller waits for the leader's answer (Admission),
 	// receives it: true, admitted; false, refused.
 	admission chan bool
@@ -189,16 +200,54 @@ func (r *Remote) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int
 	if ref := r.e.Hold(j, &d, now); ref != nil {
 		return false, ref
 	}
-	rj := &remoteJob{j: j, d: d, atOnce: atOnce}
+	rj := &remoteJob{j: j, d: d, atOnce: atOnce, fresh: true}
 	if tm != nil {
 		rj.needs, rj.notBefore, rj.startBy = tm.Needs, tm.NotBefore, tm.StartBy
 	}
 	r.jobs[j.Seq()] = rj
 	r.counts.Submitted++
-	if r.term != 0 {
+	switch {
+	case r.batching:
+		rj.inBatch = true
+		r.batch = append(r.batch, rj)
+	case r.term != 0:
 		r.out.Put(r.ask(Ask, rj, now))
+		rj.fresh = false
 	}
 	return false, nil
+}
+
+// BeginBatch makes the Enqueues that follow, until EndBatch, one batch
+// (SubmitMany): they are asked for together, and the leader admits them
+// all or none, now or, if no leader is known yet, after the first one's
+// Resync (hello). The caller holds what guards the Remote throughout.
+func (r *Remote) BeginBatch() { r.batching = true }
+
+// EndBatch asks the leader, at now, for the jobs enqueued since
+// BeginBatch, in one batch of messages that the leader admits all or
+// none (AskAll). Without a leader yet, the first one's Resync asks for
+// them so (hello). The caller waits
+// for the answer to one of them (Admission): the others' is the same.
+func (r *Remote) EndBatch(now int64) {
+	r.batching = false
+	if r.term != 0 && len(r.batch) > 0 {
+		msgs := make([]Msg, len(r.batch))
+		for i, rj := range r.batch {
+			msgs[i] = r.ask(Ask, rj, now)
+			rj.fresh = false
+		}
+		msgs[0].Flags, msgs[0].N = AskAll, len(msgs)
+		r.out.PutAll(msgs...)
+	}
+	r.batches++
+	for _, rj := range r.batch {
+		rj.inBatch = false
+		if rj.fresh {
+			rj.batch = r.batches
+		}
+	}
+	clear(r.batch)
+	r.batch = r.batch[:0]
 }
 
 // AskNow makes the next Enqueue, called before the caller lets go of
@@ -271,7 +320,7 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 			delete(r.jobs, m.Seq)
 			var ref *engine.Refusal
 			if m.Refusal != engine.Accepted {
-				ref = &engine.Refusal{Reason: m.Refusal}
+				ref = &engine.Refusal{Reason: m.Refusal, Limit: m.N, Size: m.Priority, Key: m.Desc.Key}
 			}
 			o := m.Outcome
 			if o == 0 {
@@ -280,8 +329,13 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 			switch {
 			case o == engine.Expired:
 				r.counts.Expired++
-			case ref == nil || ref.Reason != engine.RefusedWouldWait: // a TryRunSync that would wait never ran, nor was cancelled
+			case ref == nil:
 				r.counts.Cancelled++
+			default: // never admitted, as a refusal in one process
+				r.counts.Submitted--
+				if ref.Reason != engine.RefusedWouldWait { // a TryRunSync that would wait is no refusal
+					r.e.Rejected(rj.d.Type, ref.Reason == engine.RefusedClosed, 1)
+				}
 			}
 			rj.answer(ref == nil)
 			r.e.EndHeld(rj.j, o, now)
@@ -318,21 +372,43 @@ func (r *Remote) hello(now int64) {
 	}
 	slices.Sort(ids)
 	r.sync++
-	msgs := make([]Msg, 0, 1+len(seqs)+len(ids))
-	msgs = append(msgs, Msg{Kind: Hello, Term: r.term, Replica: r.name, N: len(seqs) + len(ids), Sync: r.sync, Types: r.types})
+	msgs := make([]Msg, 1, 1+len(seqs)+len(ids))
+	var fresh []Msg // asked for after the Hello's list, as new
 	for _, seq := range seqs {
 		rj := r.jobs[seq]
-		kind := Ask
-		if rj.granted {
-			kind = Running
+		switch {
+		case rj.granted:
+			msgs = append(msgs, r.ask(Running, rj, now))
+		case rj.fresh:
+			// Never admitted: the leader admits it as it would have when
+			// it was enqueued, within the queue's limits, its batch's
+			// jobs (consecutive numbers) all or none.
+			m := r.ask(Ask, rj, now)
+			if n := len(fresh); rj.batch != 0 && (n == 0 || r.jobs[fresh[n-1].Seq].batch != rj.batch) {
+				m.Flags |= AskAll
+			}
+			fresh = append(fresh, m)
+		default:
+			msgs = append(msgs, r.ask(Ask, rj, now))
 		}
-		msgs = append(msgs, r.ask(kind, rj, now))
+	}
+	for i := range fresh { // each batch's size, on its first Ask
+		if fresh[i].Flags&AskAll != 0 {
+			b := r.jobs[fresh[i].Seq].batch
+			for fresh[i].N = 1; i+fresh[i].N < len(fresh) && r.jobs[fresh[i+fresh[i].N].Seq].batch == b; fresh[i].N++ {
+			}
+		}
+	}
+	for i := range fresh {
+		rj := r.jobs[fresh[i].Seq]
+		rj.fresh, rj.batch = false, 0
 	}
 	for _, id := range ids {
 		run := r.runs[id]
 		msgs = append(msgs, Msg{Kind: Runs, Term: r.term, Replica: r.name, Seq: uint64(id), Attempt: run.attempt, Ran: now - run.started})
 	}
-	r.out.PutAll(msgs...) // one batch: the leader takes a Hello whole
+	msgs[0] = Msg{Kind: Hello, Term: r.term, Replica: r.name, N: len(msgs) - 1, Sync: r.sync, Types: r.types}
+	r.out.PutAll(append(msgs, fresh...)...) // one batch: the leader takes a Hello whole
 }
 
 // send sends the leader a message about job j, if a leader is known.
@@ -394,7 +470,9 @@ func (r *Remote) Cancel(j *engine.Job, now int64) bool {
 func (r *Remote) Raise(j *engine.Job, p int, now int64) {
 	if rj := r.jobs[j.Seq()]; rj != nil && p > rj.d.Priority {
 		rj.d.Priority = p
-		r.send(Raise, j, Msg{Priority: p})
+		if !rj.inBatch { // else its Ask, to come, carries it
+			r.send(Raise, j, Msg{Priority: p})
+		}
 	}
 }
 

@@ -110,6 +110,11 @@ const (
 	// refused with RefusedWouldWait (a replica's TryRunSync); a job of a
 	// Hello so asked is ended so, whatever it would do.
 	AskAtOnce
+	// AskAll, of an Ask: it heads a batch of N messages, itself
+	// included, whose Asks are admitted all or none (SubmitMany): if the
+	// queue's limits have no room for all of them, each is ended with the
+	// refusal.
+	AskAll
 )
 
 // Msg is one message. Which fields mean something depends on Kind.
@@ -133,7 +138,10 @@ type Msg struct {
 	NotBefore int64
 	StartBy   int64
 	Ran       int64
-	// Priority is Raise's new base priority; N is Hello's count of jobs.
+	// Priority is Raise's new base priority; N is Hello's count of jobs,
+	// and an AskAll's of its batch's messages. A refusal's Ended carries
+	// the refusal's Limit in N, its Size in Priority, and its Key in
+	// Desc.Key.
 	Priority int
 	N        int
 	Outcome  engine.Outcome

@@ -62,6 +62,9 @@ func (s *Runtime) submitMany(ctx context.Context, jobs []SubmitParams) ([]Handle
 		return nil, err
 	}
 	parent := batchParent{ctx: ctx}
+	if s.remote != nil {
+		s.remote.BeginBatch()
+	}
 	for i := range jobs {
 		t := &tasks[i]
 		t.fn, t.submitCtx = jobs[i].Fn, ctx
@@ -69,6 +72,33 @@ func (s *Runtime) submitMany(ctx context.Context, jobs []SubmitParams) ([]Handle
 		if s.cfg.Signals != nil && s.cfg.Signals.Batched != nil {
 			s.cfg.Signals.Batched(hs[i], s.eng)
 		}
+	}
+	if s.remote != nil {
+		s.remote.EndBatch(now)
+		return s.awaitBatchLocked(tasks, hs)
+	}
+	return hs, nil
+}
+
+// awaitBatchLocked is SubmitMany's end on a replica: the leader admits
+// the batch's jobs all or none (Remote.EndBatch), and this waits for its
+// answer to the first one asked for, with mu held on entry and on return
+// but released meanwhile: the Handles hs if it admitted them, else the
+// refusal's error (Grantee.Ended has ended every job of the batch).
+func (s *Runtime) awaitBatchLocked(tasks []task, hs []Handle) ([]Handle, error) {
+	for i := range tasks {
+		t := &tasks[i]
+		if !t.waiting() {
+			continue // joined another job, or granted: not asked for
+		}
+		answer := s.remote.Admission(&t.rec)
+		s.mu.Unlock()
+		admitted := <-answer
+		s.mu.Lock()
+		if !admitted {
+			return nil, resultOf(t)
+		}
+		break
 	}
 	return hs, nil
 }
