@@ -106,6 +106,10 @@ const (
 	// DoneLost: the replica stopped the run, as it could not renew its
 	// registration (the attempt is lost).
 	DoneLost
+	// DoneNotRun, with DoneLost: the replica never began the attempt (it
+	// was shutting down when the Run came), so it does not count as one:
+	// the job is queued again at once.
+	DoneNotRun
 	// AskAtOnce, of an Ask: grant the job in the answer, or end it
 	// refused with RefusedWouldWait (a replica's TryRunSync); a job of a
 	// Hello so asked is ended so, whatever it would do.

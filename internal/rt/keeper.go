@@ -95,6 +95,29 @@ func (r *remoteRun) end(err error) {
 	}
 }
 
+// errNotRun ends an attempt its replica never began (DoneNotRun): it
+// does not count as one, and its job is queued again at once
+// (requeueUnrunLocked).
+var errNotRun = fmt.Errorf("%w: the replica never began it", ErrLost)
+
+// requeueUnrunLocked puts durable job t back in the queue at now, its
+// attempt uncounted: its replica never began it (errNotRun). The store
+// counts it undone (OpInterrupt, as for an attempt Close cut short in one
+// process), and no retry policy, disable rule or dead list hears of it.
+func (s *Runtime) requeueUnrunLocked(t *task, now int64) {
+	dt := s.durable.of(t)
+	dt.attempt-- // its goroutine returned: the lock guards it again
+	attempt := int32(1)
+	if a := attemptsOf(t); a != nil {
+		attempt = int32(len(a.list) + 1)
+	}
+	t.ctx = &jobContext{parent: durableParent, valuesOnly: true, attempt: attempt}
+	s.decider().Retry(&t.rec, now, now)
+	t.rec.Tag = tagWaiting
+	s.durable.st.Post(store.Op{Kind: store.OpInterrupt, ID: dt.id, At: s.wallOf(now)})
+	s.armLocked(now)
+}
+
 // errTermOver ends the wait for an attempt when the keeper's term ends:
 // the attempt may still run, and nothing of it is recorded here.
 var errTermOver = errors.New("fairsched: the leader's term ended")
@@ -178,6 +201,8 @@ func doneError(m *decide.Msg) error {
 	switch {
 	case m.Outcome == engine.Completed:
 		return nil
+	case m.Flags&decide.DoneNotRun != 0:
+		return fmt.Errorf("%w (on replica %s: %s)", errNotRun, m.Replica, m.Err)
 	case m.Flags&decide.DoneLost != 0:
 		return fmt.Errorf("%w (on replica %s: %s)", ErrLost, m.Replica, m.Err)
 	}

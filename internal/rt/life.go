@@ -2,6 +2,7 @@ package rt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -317,6 +318,10 @@ func (s *Runtime) attemptEndedLocked(t *task, err error, cancelled bool, now int
 }
 
 func (s *Runtime) attemptSettledLocked(t *task, err error, cancelled bool, now int64) (retried bool) {
+	if s.keeper != nil && errors.Is(err, errNotRun) && !s.closed {
+		s.requeueUnrunLocked(t, now)
+		return true
+	}
 	failed := err != nil && !cancelled
 	if failed {
 		s.disabling.failed(t, now) // the disable policy counts it

@@ -48,8 +48,8 @@ func (s *Runtime) openReplicaStore() error {
 }
 
 // errStoppingRun is the end of an attempt sent to a replica that is
-// shutting down or closing: it never starts, and the leader retries it
-// elsewhere.
+// shutting down or closing: it never starts, and the leader queues its
+// job again, the attempt uncounted (DoneNotRun).
 var errStoppingRun = fmt.Errorf("%w: its replica is shutting down", ErrLost)
 
 // RunDurable starts attempt of durable job id, of type typ, with args,
@@ -59,7 +59,7 @@ var errStoppingRun = fmt.Errorf("%w: its replica is shutting down", ErrLost)
 func (g *grantee) RunDurable(id int64, attempt int, typ string, args []byte, now int64) {
 	s := (*Runtime)(g)
 	if s.stopping {
-		s.remote.DurableDone(id, attempt, engine.Failed, errStoppingRun.Error(), decide.DoneLost, now)
+		s.remote.DurableDone(id, attempt, engine.Failed, errStoppingRun.Error(), decide.DoneLost|decide.DoneNotRun, now)
 		return
 	}
 	ctx := &jobContext{parent: durableParent, valuesOnly: true, attempt: int32(attempt)}

@@ -14,14 +14,15 @@ import (
 	"github.com/fairsched/fairsched/fairschedsqlite"
 	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
+	"github.com/fairsched/fairsched/internal/store"
 )
 
 // A replica that begins to shut down or close tells the leader, in a
 // Hello, that it runs no durable job type any more, and a durable attempt
-// sent to it from then on never starts: it ends at once, lost, for the
-// leader to retry elsewhere. Started, its goroutine would begin while
-// Shutdown or Close waits for the replica's goroutines, or after they
-// returned.
+// sent to it from then on never starts: it ends at once, lost and never
+// begun, for the leader to queue again, uncounted. Started, its goroutine
+// would begin while Shutdown or Close waits for the replica's goroutines,
+// or after they returned.
 func TestReplicaRunAfterStop(t *testing.T) {
 	for _, stop := range []string{"Close", "Shutdown"} {
 		t.Run(stop, func(t *testing.T) {
@@ -86,8 +87,64 @@ func TestReplicaRunAfterStop(t *testing.T) {
 			assert.NotContains(t, done, uint64(8))
 			require.Contains(t, done, uint64(9), "an attempt sent after it stopped is answered")
 			assert.Equal(t, engine.Failed, done[9].Outcome)
-			assert.Equal(t, decide.DoneLost, done[9].Flags, "lost: the leader retries it elsewhere")
+			assert.Equal(t, decide.DoneLost|decide.DoneNotRun, done[9].Flags, "never begun: the leader queues it again, the attempt uncounted")
 			assert.Contains(t, done[9].Err, "shutting down")
 		})
 	}
+}
+
+// The leader's keeper: an attempt its replica never began (the Run came
+// as it shut down: DoneNotRun) is no attempt. The job is queued again at
+// once, with its attempt number unchanged, and the store has it undone,
+// so that it can start again: with the type's single attempt it still
+// completes, where a lost attempt would have made it dead.
+func TestKeeperRequeuesAnAttemptNeverBegun(t *testing.T) {
+	ctx := context.Background()
+	st, err := fairschedsqlite.Open(filepath.Join(t.TempDir(), "jobs.db"))
+	require.NoError(t, err)
+	job := &store.Job{Type: "mail", Key: "k", State: store.Queued, Submitted: time.Now().UnixMicro(), Args: []byte(`"hi"`)}
+	require.NoError(t, st.Insert(ctx, nil, job))
+	out := new(decide.Outbox)
+	k, err := New(Config{
+		Engine: engine.Config{MaxConcurrency: 1, CostAlpha: 0.3, DefaultCost: 1, IdleTTL: int64(10 * time.Minute / time.Microsecond)},
+		Errors: testErrors,
+		Store:  &termStore{Store: st},
+		keeper: &keeperConfig{name: "l", capacity: 1, out: out, valid: func() bool { return true }},
+	})
+	require.NoError(t, err)
+	t.Cleanup(k.abandon) // closes st too
+	leader := k.keeper.leader
+	deliver := func(m decide.Msg) { k.Deliver(func(now int64) { leader.Receive([]decide.Msg{m}, now) }) }
+	// nextRun returns the next Run the keeper sends, once it is sent.
+	nextRun := func() decide.Msg {
+		t.Helper()
+		for {
+			select {
+			case <-out.Pending():
+			case <-time.After(time.Minute):
+				t.Fatal("no Run in a minute")
+			}
+			for _, m := range out.Take() {
+				if m.Kind == decide.Run {
+					return m
+				}
+			}
+		}
+	}
+	k.Deliver(func(now int64) { leader.Begin(1, map[string]int{"r1": 1}, now) })
+	deliver(decide.Msg{Kind: decide.Hello, Term: 1, Replica: "r1", Sync: 1, Types: []string{"mail"}})
+	first := nextRun()
+	assert.Equal(t, decide.Msg{Kind: decide.Run, Seq: uint64(job.ID), Attempt: 1}, decide.Msg{Kind: first.Kind, Seq: first.Seq, Attempt: first.Attempt})
+	deliver(decide.Msg{Kind: decide.Done, Term: 1, Replica: "r1", Seq: first.Seq, Attempt: 1, Outcome: engine.Failed,
+		Err: errStoppingRun.Error(), Flags: decide.DoneLost | decide.DoneNotRun})
+	again := nextRun()
+	assert.Equal(t, first.Seq, again.Seq, "queued again at once, and started: the store has it undone")
+	assert.Equal(t, 1, again.Attempt, "the attempt never begun is not counted")
+	deliver(decide.Msg{Kind: decide.Done, Term: 1, Replica: "r1", Seq: again.Seq, Attempt: 1, Outcome: engine.Completed})
+	require.NoError(t, k.WaitIdle(ctx))
+	require.NoError(t, st.Flush(ctx))
+	state, why, found, err := st.Ended(ctx, job.ID)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, store.Completed, state, why)
 }
