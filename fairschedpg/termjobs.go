@@ -18,7 +18,7 @@ import (
 // pause) records nothing once a successor may have read the jobs:
 //
 //   - its writer's every transaction begins with qFence (writer.go),
-//     which holds the lease row FOR SHARE until the commit and aborts the
+//     which holds the lease row FOR KEY SHARE until the commit and aborts the
 //     transaction unless the lease is still the term's: a successor's
 //     campaign waits for a transaction in flight, and its Recover then
 //     sees what it committed;

@@ -77,7 +77,7 @@ RETURNING id`
 
 	qStart = `UPDATE fairsched_jobs j SET attempt = j.attempt + 1, started = s.at
 FROM unnest($1::bigint[], $2::bigint[]) AS s(id, at)
-WHERE j.id = s.id AND j.state = 1 AND j.started = 0
+WHERE j.id = ANY($1) AND j.id = s.id AND j.state = 1 AND j.started = 0
 RETURNING j.id, j.args`
 	qComplete = `UPDATE fairsched_jobs j SET state = 3, finished = s.at, error = NULL, started = 0
 FROM unnest($1::bigint[], $2::bigint[]) AS s(id, at) WHERE j.id = s.id`
@@ -104,7 +104,7 @@ WHERE id = $5`
 )
 
 // qFence begins a transaction of a leader's view of the jobs
-// (termjobs.go): it holds the lease row FOR SHARE, so that a successor's
+// (termjobs.go): it holds the lease row FOR KEY SHARE, so that a successor's
 // campaign waits for the transaction, and divides by zero, aborting the
 // transaction, unless the lease is still in term $1, held by $2 and not
 // lapsed by the database's clock. The writer sends a transaction as one
@@ -117,7 +117,7 @@ WHERE id = $5`
 // the planner cannot fold, and no other statement of a writer divides,
 // so the error's code (isFenceError) is the fence's alone.
 const qFence = `SELECT 1 / (SELECT count(*)::int FROM (
-	SELECT term FROM fairsched_leader WHERE term = $1 AND holder = $2 AND expires > clock_timestamp() FOR SHARE) f)`
+	SELECT term FROM fairsched_leader WHERE term = $1 AND holder = $2 AND expires > clock_timestamp() FOR KEY SHARE) f)`
 
 // isFenceError reports whether err is qFence's refusal.
 func isFenceError(err error) bool {

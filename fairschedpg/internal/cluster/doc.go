@@ -29,7 +29,7 @@
 //	WITH fence AS MATERIALIZED (
 //		SELECT term FROM fairsched_leader
 //		WHERE term = $1 AND holder = $2 AND expires > clock_timestamp()
-//		FOR SHARE
+//		FOR KEY SHARE
 //	), w AS (<the write, its WHERE including EXISTS (SELECT FROM fence)>)
 //	SELECT EXISTS (SELECT FROM fence), ARRAY(SELECT * FROM w)
 //
@@ -38,12 +38,18 @@
 // nothing, and its owner steps down) from a write that had nothing to
 // do. A check in a statement before the write would leave a window
 // between the two; a check at commit would need a serializable
-// transaction. FOR SHARE closes the other window: a write checked and not
-// yet committed holds the lease row, so a successor's UPDATE of it waits
+// transaction. FOR KEY SHARE closes the other window: a write checked
+// and not yet committed holds the lease row, so a successor's
+// acquisition, which locks the row FOR UPDATE first (qCampaign), waits
 // for the commit, and the new leader's rebuild, after its acquisition,
 // reads that write. The lock is held to the end of the writer's
-// transaction: keep fenced transactions short, or the successor's
-// acquisition (and the holder's own renewal) waits for them.
+// transaction: keep fenced transactions short, or a successor's
+// acquisition waits for them. The holder's own renewal does not: it
+// changes no key of the row, so its lock (FOR NO KEY UPDATE) does not
+// conflict with KEY SHARE. (With FOR SHARE it did, and a renewal waiting
+// for the fenced transactions in flight made every fenced transaction
+// begun after it wait too: under load, renewals of 200 ms, and the
+// leader's writes stalled behind each.)
 //
 // Fencing stops a stale leader's writes, not its code. The store built
 // on this must also fence itself: Lease.Until is when the lease held

@@ -90,11 +90,7 @@ func (l *Lease) Acquire(ctx context.Context) (bool, error) {
 	}
 	start := time.Now()
 	var term int64
-	err := l.db.QueryRow(ctx, `
-UPDATE fairsched_leader
-SET term = term + 1, holder = $1, expires = clock_timestamp() + $2::interval
-WHERE expires <= clock_timestamp()
-RETURNING term`, l.holder, l.ttl).Scan(&term)
+	err := l.db.QueryRow(ctx, qCampaign, l.holder, l.ttl).Scan(&term)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -171,14 +167,28 @@ func (l *Lease) lost(term int64) {
 	l.mu.Unlock()
 }
 
+// qCampaign takes the lease for holder $1, for $2, if it has lapsed. It
+// locks the row FOR UPDATE first, which waits for every fenced
+// transaction of the predecessor (each holds the row FOR KEY SHARE to its
+// commit), so that the new term's reads see what they wrote; the UPDATE
+// alone changes no key, and would not wait for them. A renewal that
+// committed meanwhile is seen by both: the row is then not taken.
+const qCampaign = `WITH held AS MATERIALIZED (
+	SELECT one FROM fairsched_leader WHERE expires <= clock_timestamp() FOR UPDATE
+)
+UPDATE fairsched_leader
+SET term = term + 1, holder = $1, expires = clock_timestamp() + $2::interval
+WHERE expires <= clock_timestamp() AND EXISTS (SELECT FROM held)
+RETURNING term`
+
 // fenceCTE is the head of a fenced statement: the lease row, if it is
 // still in term $1, held by $2 and not lapsed by the database's clock,
-// locked FOR SHARE until the statement's transaction ends, so that a
+// locked FOR KEY SHARE until the statement's transaction ends, so that a
 // replica taking the lease over waits for the write, and then sees it.
 const fenceCTE = `WITH fence AS MATERIALIZED (
 	SELECT term FROM fairsched_leader
 	WHERE term = $1 AND holder = $2 AND expires > clock_timestamp()
-	FOR SHARE
+	FOR KEY SHARE
 ), w AS (
 `
 

@@ -327,21 +327,25 @@ func TestTakeoverWaitsForFencedTransaction(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), n)
 
-	// The lease row is locked: an UPDATE of it (the forced lapse here,
-	// a successor's acquisition in life) cannot proceed.
+	// The holder's renewal does not wait for its fenced transaction (it
+	// changes no key: no lock of its conflicts with KEY SHARE), nor does
+	// the forced lapse here.
+	require.NoError(t, a.Renew(ctx))
+	lapse(t, pool)
+	// A successor's acquisition, its lapse found, cannot proceed: it
+	// locks the row FOR UPDATE first.
 	other, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	require.NoError(t, err)
 	defer other.Rollback(ctx)
 	_, err = other.Exec(ctx, `SET LOCAL lock_timeout = '50ms'`)
 	require.NoError(t, err)
-	_, err = other.Exec(ctx, `UPDATE fairsched_leader SET expires = clock_timestamp() - interval '1 second'`)
+	_, err = other.Exec(ctx, qCampaign, "b", "1 minute")
 	var pgErr *pgconn.PgError
 	require.ErrorAs(t, err, &pgErr)
 	assert.Equal(t, "55P03", pgErr.Code, "lock_not_available")
 	require.NoError(t, other.Rollback(ctx))
 
 	require.NoError(t, tx.Commit(ctx))
-	lapse(t, pool)
 	won, err = b.Acquire(ctx)
 	require.NoError(t, err)
 	require.True(t, won)

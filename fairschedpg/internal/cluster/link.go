@@ -55,7 +55,7 @@ import (
 // 0.48-0.53 ms (BenchmarkLinkRoundTrip on loopback, the two in turn).
 // A leader's statement is fenced as its writes are (the fence CTE,
 // lease.go): it calls pg_notify only if the lease is still its own, and
-// holds the lease row FOR SHARE until its commit, so a successor takes
+// holds the lease row FOR KEY SHARE until its commit, so a successor takes
 // the lease only once every notification its predecessor's fence let
 // through is queued, before any of the successor's. A refusal makes
 // the Link stop: it calls OnFenced, once, and sends nothing more. A
