@@ -201,6 +201,10 @@ func (h *Keyed[T]) shrink() {
 //
 // An item that stays where it is costs no write but its key's.
 func (h *Keyed[T]) Fix(hd int, k Key) {
+	if len(h.items) == 1 { // alone, it stays (a flow alone in its tier: the uncontended case)
+		h.items[0].key, h.top.key = k, k
+		return
+	}
 	i := int(h.pos[hd])
 	h.items[i].key = k
 	if i == 0 {
