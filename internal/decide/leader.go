@@ -407,8 +407,11 @@ func (l *Leader) Lost(now int64) {
 // admission limit refuses it: it was admitted once.
 func (l *Leader) admit(k standKey, m *Msg, restored bool, now int64) {
 	atOnce := m.Flags&AskAtOnce != 0
+	wouldWait := func() {
+		l.out.Put(refusedMsg(l.term, k.replica, k.seq, &engine.Refusal{Reason: engine.RefusedWouldWait}, l.sync[k.replica]))
+	}
 	if atOnce && (restored || len(l.blocking) > 0 || !l.e.WouldStartOn(&m.Desc, m.Needs, k.replica, now)) {
-		l.out.Put(Msg{Kind: Ended, Term: l.term, Replica: k.replica, Seq: k.seq, Refusal: engine.RefusedWouldWait, Sync: l.sync[k.replica]})
+		wouldWait()
 		return
 	}
 	s := &standIn{key: k}
@@ -441,7 +444,7 @@ func (l *Leader) admit(k standKey, m *Msg, restored bool, now int64) {
 		}
 		// Its replica is full: it would wait.
 		l.drop(s, now)
-		l.out.Put(Msg{Kind: Ended, Term: l.term, Replica: k.replica, Seq: k.seq, Refusal: engine.RefusedWouldWait, Sync: l.sync[k.replica]})
+		wouldWait()
 		return
 	}
 	l.out.Put(Msg{Kind: Admitted, Term: l.term, Replica: k.replica, Seq: k.seq, Sync: l.sync[k.replica]})

@@ -23,10 +23,11 @@ import (
 // change.go).
 //
 // What it does not carry yet, and answers from this replica alone: the
-// admission of a batch as a whole (Room, Reserve), the disabled pairs,
-// and the reads (Figures, Page, Snapshot, EstimateWait), which know only
-// this replica's jobs. WouldStart is false: no grant comes in the call
-// (TryRunSync asks the leader instead: AskNow).
+// disabled pairs, the queue's room checked before a batch is asked for
+// (Room, Reserve: the leader checks it again, for the batch as a whole,
+// BeginBatch), and the reads (Figures, Page, Snapshot, EstimateWait),
+// which know only this replica's jobs. WouldStart is false: no grant
+// comes in the call (TryRunSync asks the leader instead: AskNow).
 type Remote struct {
 	e   *engine.Engine
 	own *Local // e as a Decider: for the reads and the configuration
@@ -226,8 +227,8 @@ func (r *Remote) BeginBatch() { r.batching = true }
 // EndBatch asks the leader, at now, for the jobs enqueued since
 // BeginBatch, in one batch of messages that the leader admits all or
 // none (AskAll). Without a leader yet, the first one's Resync asks for
-// them so (hello). The caller waits
-// for the answer to one of them (Admission): the others' is the same.
+// them so (hello). The caller waits for the answer to one of them
+// (Admission): the others' is the same.
 func (r *Remote) EndBatch(now int64) {
 	r.batching = false
 	if r.term != 0 && len(r.batch) > 0 {
