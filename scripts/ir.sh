@@ -45,10 +45,23 @@ go test -c -o "$bin" .
 total() {
 	local dir
 	dir=$(mktemp -d)
-	GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$dir/out" --log-file="$dir/log" \
-		"$bin" -test.run '^$' -test.bench "$2" -test.benchtime "${1}x" >/dev/null
-	awk '/Collected :/ { print $NF }' "$dir/log"
+	local n
+	if ! GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$dir/out" --log-file="$dir/log" \
+		"$bin" -test.run '^$' -test.bench "$2" -test.benchtime "${1}x" >"$dir/stdout" 2>&1; then
+		echo "ir.sh: the run of $2 at ${1}x failed:" >&2
+		tail -20 "$dir/log" "$dir/stdout" >&2
+		rm -rf "$dir"
+		return 1
+	fi
+	n=$(awk '/Collected :/ { gsub(",", "", $NF); print $NF }' "$dir/log")
 	rm -rf "$dir"
+	# A count that is not a number is a measurement that failed, not a
+	# cheap one: it must not pass the check.
+	if ! [[ "$n" =~ ^[0-9]+$ ]]; then
+		echo "ir.sh: the run of $2 at ${1}x counted no instructions" >&2
+		return 1
+	fi
+	echo "$n"
 }
 
 # measure BENCH PER: the instructions of one operation of BENCH, an
@@ -56,8 +69,8 @@ total() {
 measure() {
 	local lo=$small hi=$large a b
 	if [ "$2" != 1 ]; then lo=$burst_small hi=$burst_large; fi
-	a=$(total "$lo" "$1")
-	b=$(total "$hi" "$1")
+	a=$(total "$lo" "$1") || return 1
+	b=$(total "$hi" "$1") || return 1
 	echo $(((b - a) / ((hi - lo) * $2)))
 }
 

@@ -317,6 +317,21 @@ func (n *Node) renewed(start time.Time) {
 // fenceAt is due, whether or not it has fired.
 func (n *Node) lapsed() bool { return time.Since(n.epoch) >= time.Duration(n.until.Load()) }
 
+// Lapsed reports whether this replica's registration could have lapsed
+// (within Grace), and if so fences it first, as fenceAt does when it
+// fires: every run of the replica stops. The run-time layer asks it just
+// before a granted job begins, for a process woken past the lapse
+// (SIGSTOP, a long pause) whose goroutines run in any order, the timer's
+// maybe last: a job granted before the pause would otherwise begin where
+// the leader, having declared the replica dead, no longer counts it.
+func (n *Node) Lapsed() bool {
+	if !n.lapsed() {
+		return false
+	}
+	n.fence()
+	return true
+}
+
 // guard is the replica's Receiver: past the time its registration could
 // lapse within Grace, the replica fences itself before it takes what it
 // receives, so the grants in it are dropped even if fenceAt's goroutine

@@ -224,3 +224,29 @@ func TestLeadingPastUntilDecidesNothing(t *testing.T) {
 	l.do(func(int64) { applied = true })
 	assert.False(t, applied, "nor after, once lapsed")
 }
+
+// Lapsed, asked as a granted job is about to begin, is the fence's timer
+// read at that instant: past the time the registration could lapse it
+// fences the replica (once: its runs stop) and reports true, even before
+// the timer fires; renewed, it reports false.
+func TestLapsedFencesBeforeTheTimer(t *testing.T) {
+	r := decide.NewRemote("a", testEngine(), &countGrants{}, &decide.Outbox{}, 1)
+	h := &plainHost{}
+	n := &Node{cfg: Config{Name: "a", Capacity: 1, Lease: time.Second, Grace: 200 * time.Millisecond, Store: heartbeats{}},
+		log: slog.New(slog.DiscardHandler), remote: r, host: h, resign: make(chan struct{}, 1), ctx: context.Background(),
+		epoch: time.Now()}
+	n.fenceAt = time.AfterFunc(time.Hour, func() {}) // the timer has not run
+	defer n.fenceAt.Stop()
+	n.renewed(time.Now())
+	assert.False(t, n.Lapsed(), "just renewed")
+	assert.Zero(t, h.lost)
+	n.renewed(time.Now().Add(-time.Second)) // renewed a lease ago: paused since
+	assert.True(t, n.Lapsed())
+	assert.True(t, n.fenced.Load(), "fenced")
+	assert.Equal(t, 1, h.lost, "its runs stopped")
+	assert.True(t, n.Lapsed(), "still lapsed")
+	assert.Equal(t, 1, h.lost, "stopped once")
+	n.heartbeat()
+	assert.False(t, n.Lapsed(), "renewed")
+	assert.False(t, n.fenced.Load(), "unfenced")
+}

@@ -284,6 +284,10 @@ func (s *Runtime) call(t *task, fn func(context.Context) error) (err error) {
 			s.mu.Unlock()
 		}
 	}()
+	if s.lapsedBeforeBegin() {
+		returned = true
+		return errLostRun // granted before a pause past the replica's lapse: it must not begin
+	}
 	err = fn(t.ctx)
 	returned = true
 	return err

@@ -35,6 +35,23 @@ func (s *Runtime) Lose() {
 	s.stopRunsLocked(errLostRun)
 }
 
+// lapser says whether a replica's registration could have lapsed, and
+// if so stops its runs first (cluster.Node.Lapsed).
+type lapser interface{ Lapsed() bool }
+
+// lapsedBeforeBegin reports whether a job granted to this replica must
+// not begin, as its registration could have lapsed: the process was
+// paused (SIGSTOP, a long pause) between the grant and now, and the
+// leader may have declared it dead and stopped counting its jobs. The
+// replica's runs stop then (its fence), and the job's attempt is lost
+// (errLostRun) without its function being called. Asked on the job's
+// goroutine just before it calls the function: a process woken past the
+// lapse runs its goroutines in any order, the fence's timer maybe last.
+func (s *Runtime) lapsedBeforeBegin() bool {
+	l := s.lapse.Load()
+	return l != nil && (*l).Lapsed()
+}
+
 // lostAttempt returns what a cancelled attempt that returned err ended
 // with, and whether it counts as cancelled, given its context's error
 // ctxErr: a run its replica stopped failed, with ErrLost.

@@ -292,3 +292,50 @@ func TestReplicasRefuseDependencies(t *testing.T) {
 	assert.ErrorIs(t, err, errAfterOnReplica)
 	require.NoError(t, h.Wait(context.Background()))
 }
+
+// fakeLapse is a replica's registration whose lapse the test sets: once
+// lapsed, it stops the replica's runs, as the fence does.
+type fakeLapse struct {
+	r      *Runtime
+	lapsed atomic.Bool
+	asked  atomic.Int32
+}
+
+func (f *fakeLapse) Lapsed() bool {
+	f.asked.Add(1)
+	if !f.lapsed.Load() {
+		return false
+	}
+	f.r.Lose()
+	return true
+}
+
+// A job granted to a replica whose registration could have lapsed by the
+// time it begins (the process was paused between the grant and the
+// call) does not begin: its attempt is lost, its function never called,
+// and the leader has its slot back. Once renewed, the replica's jobs run.
+func TestReplicaJobDoesNotBeginPastALapse(t *testing.T) {
+	hub := decide.NewHub()
+	rs := newTestReplicas(t, hub, replicaEngineConfig(1), 1, "a")
+	a := rs[1].rt
+	reg := &fakeLapse{r: a}
+	var l lapser = reg
+	a.lapse.Store(&l)
+	reg.lapsed.Store(true)
+
+	var ran atomic.Int32
+	fn := func(context.Context) error { ran.Add(1); return nil }
+	err := a.RunSync(context.Background(), &Job{Key: "k"}, fn)
+	assert.ErrorIs(t, err, ErrLost, "RunSync")
+	h, err := a.Submit(context.Background(), &Job{Key: "k"}, fn)
+	require.NoError(t, err)
+	assert.ErrorIs(t, h.Wait(context.Background()), ErrLost, "Submit")
+	assert.Zero(t, ran.Load(), "a job began past the lapse")
+	assert.Equal(t, int32(2), reg.asked.Load(), "each job asked before it began")
+
+	// The cluster's one slot is free again: the leader runs its own job.
+	require.NoError(t, rs[0].rt.RunSync(context.Background(), &Job{Key: "k"}, fn))
+	reg.lapsed.Store(false) // renewed
+	require.NoError(t, a.RunSync(context.Background(), &Job{Key: "k"}, fn))
+	assert.Equal(t, int32(2), ran.Load())
+}

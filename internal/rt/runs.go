@@ -81,6 +81,10 @@ func (s *Runtime) runDurable(id int64, attempt int, h *Handler, ctx *jobContext,
 		err = Permanent(fmt.Errorf("fairsched: durable job %d: this replica has no handler of its type", id))
 		return
 	}
+	if s.lapsedBeforeBegin() {
+		err = errLostRun // sent before a pause past the replica's lapse: it must not begin
+		return
+	}
 	err = s.callHandler(h, ctx, id, args)
 }
 

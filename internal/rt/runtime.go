@@ -2,6 +2,7 @@ package rt
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/fairsched/fairsched/internal/cluster"
 	"github.com/fairsched/fairsched/internal/decide"
@@ -58,6 +59,10 @@ type Runtime struct {
 	remote *decide.Remote
 	outbox *decide.Outbox
 	node   *cluster.Node
+	// lapse is node, for the check a job makes before it begins
+	// (checkLapse): stored once Start returned, which may already have
+	// delivered a durable Run.
+	lapse atomic.Pointer[lapser]
 	// keeper is what the keeper of a leader's term keeps (keeper.go); nil
 	// but in one.
 	keeper *keeper

@@ -93,5 +93,7 @@ func (s *Runtime) join() error {
 		return err
 	}
 	s.node = n
+	var l lapser = n
+	s.lapse.Store(&l)
 	return nil
 }
