@@ -19,7 +19,9 @@ type Keeper interface {
 	Done(replica string, m *Msg, now int64)
 	// Runs reports the attempts replica runs, by job ID (its Hello's
 	// Runs: Attempt and Ran of each), or, nil, none: it was removed. Every
-	// other attempt sent to it, not Done, is lost.
+	// other attempt sent to it, not Done, is lost; one granted to it whose
+	// Run the Keeper has not sent yet, the replica still there, was never
+	// begun.
 	Runs(replica string, runs map[int64]Msg, now int64)
 	// Ready reports that the term's grants begin: every replica asked at
 	// Begin answered, or was removed. The Keeper's jobs are admitted

@@ -37,7 +37,11 @@ import (
 // runs (a Runs each) and the types it has handlers for (Types): the
 // leader forgets any attempt it sent that replica and the Hello does not
 // list (a Run crossing a Hello carries an older Sync, and is dropped), as
-// it does the attempts of a replica declared dead: each is lost. So a
+// it does the attempts of a replica declared dead: each is lost, as the
+// replica may also have run it and its Done been lost with its Link's
+// connection. One granted to the replica and not sent yet (its start was
+// being recorded) is never sent: never begun, it is queued again, not
+// counted as an attempt. So a
 // replica is asked for a Hello only when the leader must have one: at
 // Begin, when it is added, after a Link's loss, and again (Nudge) only a
 // lease after it was asked without answering; never for a message of an

@@ -83,6 +83,7 @@ type remoteRun struct {
 	attempt int
 	run     decide.Msg // the Run, stamped as granted
 	adopted bool       // running before the term: nothing to start or send
+	sent    bool       // its Run was sent
 	done    chan error // receives the attempt's result, once (ended)
 	ended   bool
 }
@@ -217,7 +218,13 @@ func doneError(m *decide.Msg) error {
 }
 
 // Runs notes what replica runs: before Ready, for the adoptions; after,
-// every attempt sent to it that it does not list is lost.
+// it ends every attempt granted to it that it does not list. One whose
+// Run was not sent yet (its start was being recorded) is not sent: it
+// was never begun (errNotRun: queued again, the attempt uncounted, and
+// its number never handed to a handler). One whose Run was sent is lost:
+// the Run may have crossed the Hello, dropped by the replica, or the
+// replica may have run it and its Done been lost with its connection,
+// and the two cannot be told apart.
 func (g *keeperGrantee) Runs(replica string, runs map[int64]decide.Msg, now int64) {
 	k := g.keeper
 	if !k.ready {
@@ -232,7 +239,14 @@ func (g *keeperGrantee) Runs(replica string, runs map[int64]decide.Msg, now int6
 		return
 	}
 	for id, r := range k.runs {
-		if r.replica == replica && (runs[id].Attempt != r.attempt || runs[id].Kind == 0) {
+		if r.replica != replica {
+			continue
+		}
+		switch m, listed := runs[id]; {
+		case listed && m.Attempt == r.attempt: // it runs
+		case runs != nil && !r.adopted && !r.sent:
+			r.end(fmt.Errorf("%w (replica %s's Hello came as its start was recorded)", errNotRun, replica))
+		default:
 			r.end(fmt.Errorf("%w (replica %s no longer runs it)", ErrLost, replica))
 		}
 	}
@@ -305,6 +319,7 @@ func (s *Runtime) remoteAttempt(dt *durableTask) (func(context.Context) error, e
 		s.mu.Lock()
 		if !r.adopted && !r.ended {
 			s.keeper.leader.Send(r.run)
+			r.sent = true
 		}
 		s.mu.Unlock()
 		var err error

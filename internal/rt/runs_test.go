@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,58 +94,126 @@ func TestReplicaRunAfterStop(t *testing.T) {
 	}
 }
 
-// The leader's keeper: an attempt its replica never began (the Run came
-// as it shut down: DoneNotRun) is no attempt. The job is queued again at
-// once, with its attempt number unchanged, and the store has it undone,
-// so that it can start again: with the type's single attempt it still
-// completes, where a lost attempt would have made it dead.
+// The leader's keeper: an attempt its replica never began is no attempt,
+// whether the Run came as the replica shut down (DoneNotRun) or the
+// replica's next Hello came while the keeper recorded the attempt's
+// start, before it sent the Run (the Hello does not list it: then the Run
+// is never sent). The job is queued again at once, with its attempt
+// number unchanged, and the store has it undone, so that it can start
+// again: with the type's single attempt it still completes, where a lost
+// attempt would have made it dead.
 func TestKeeperRequeuesAnAttemptNeverBegun(t *testing.T) {
+	t.Run("done-not-run", func(t *testing.T) {
+		k := newTestKeeper(t)
+		close(k.st.release) // its start is recorded at once
+		first := k.nextRun()
+		assert.Equal(t, decide.Msg{Kind: decide.Run, Seq: uint64(k.job.ID), Attempt: 1}, decide.Msg{Kind: first.Kind, Seq: first.Seq, Attempt: first.Attempt})
+		k.deliver(decide.Msg{Kind: decide.Done, Term: 1, Replica: "r1", Seq: first.Seq, Attempt: 1, Outcome: engine.Failed,
+			Err: errStoppingRun.Error(), Flags: decide.DoneLost | decide.DoneNotRun})
+		k.runsAgainAndCompletes(first.Seq)
+	})
+	t.Run("hello-before-the-run", func(t *testing.T) {
+		k := newTestKeeper(t)
+		<-k.st.started // the attempt's start is being recorded: its Run not sent yet
+		k.deliver(decide.Msg{Kind: decide.Hello, Term: 1, Replica: "r1", Sync: 2, Types: []string{"mail"}})
+		close(k.st.release)
+		again := k.runsAgainAndCompletes(uint64(k.job.ID))
+		assert.Equal(t, uint64(2), again.Sync, "the first Run was never sent: this one is of the second Hello")
+	})
+}
+
+// testKeeper is a leader's keeper of one durable job of one attempt, with
+// one replica, r1, whose Hello it has had (Sync 1): the job is granted.
+type testKeeper struct {
+	t   *testing.T
+	k   *Runtime
+	st  *heldStart
+	job *store.Job
+	out *decide.Outbox
+}
+
+// heldStart is a store whose first Start waits for release, once it has
+// said so on started.
+type heldStart struct {
+	store.Store
+	once             sync.Once
+	started, release chan struct{}
+}
+
+func (h *heldStart) Start(ctx context.Context, id int64, at int64) ([]byte, error) {
+	h.once.Do(func() {
+		close(h.started)
+		<-h.release
+	})
+	return h.Store.Start(ctx, id, at)
+}
+
+func (h *heldStart) Watch(arrived func(*store.Job)) error {
+	return h.Store.(store.Watcher).Watch(arrived)
+}
+
+func newTestKeeper(t *testing.T) *testKeeper {
 	ctx := context.Background()
 	st, err := fairschedsqlite.Open(filepath.Join(t.TempDir(), "jobs.db"))
 	require.NoError(t, err)
 	job := &store.Job{Type: "mail", Key: "k", State: store.Queued, Submitted: time.Now().UnixMicro(), Args: []byte(`"hi"`)}
 	require.NoError(t, st.Insert(ctx, nil, job))
-	out := new(decide.Outbox)
-	k, err := New(Config{
+	held := &heldStart{Store: st, started: make(chan struct{}), release: make(chan struct{})}
+	tk := &testKeeper{t: t, st: held, job: job, out: new(decide.Outbox)}
+	tk.k, err = New(Config{
 		Engine: engine.Config{MaxConcurrency: 1, CostAlpha: 0.3, DefaultCost: 1, IdleTTL: int64(10 * time.Minute / time.Microsecond)},
 		Errors: testErrors,
-		Store:  &termStore{Store: st},
-		keeper: &keeperConfig{name: "l", capacity: 1, out: out, valid: func() bool { return true }},
+		Store:  &termStore{Store: held},
+		keeper: &keeperConfig{name: "l", capacity: 1, out: tk.out, valid: func() bool { return true }},
 	})
 	require.NoError(t, err)
-	t.Cleanup(k.abandon) // closes st too
-	leader := k.keeper.leader
-	deliver := func(m decide.Msg) { k.Deliver(func(now int64) { leader.Receive([]decide.Msg{m}, now) }) }
-	// nextRun returns the next Run the keeper sends, once it is sent.
-	nextRun := func() decide.Msg {
-		t.Helper()
-		for {
-			select {
-			case <-out.Pending():
-			case <-time.After(time.Minute):
-				t.Fatal("no Run in a minute")
-			}
-			for _, m := range out.Take() {
-				if m.Kind == decide.Run {
-					return m
-				}
+	t.Cleanup(tk.k.abandon) // closes st too
+	leader := tk.k.keeper.leader
+	tk.k.Deliver(func(now int64) { leader.Begin(1, map[string]int{"r1": 1}, now) })
+	tk.deliver(decide.Msg{Kind: decide.Hello, Term: 1, Replica: "r1", Sync: 1, Types: []string{"mail"}})
+	return tk
+}
+
+// deliver hands m to the keeper's leader.
+func (tk *testKeeper) deliver(m decide.Msg) {
+	leader := tk.k.keeper.leader
+	tk.k.Deliver(func(now int64) { leader.Receive([]decide.Msg{m}, now) })
+}
+
+// nextRun returns the next Run the keeper sends, once it is sent.
+func (tk *testKeeper) nextRun() decide.Msg {
+	t := tk.t
+	t.Helper()
+	for {
+		select {
+		case <-tk.out.Pending():
+		case <-time.After(time.Minute):
+			t.Fatal("no Run in a minute")
+		}
+		for _, m := range tk.out.Take() {
+			if m.Kind == decide.Run {
+				return m
 			}
 		}
 	}
-	k.Deliver(func(now int64) { leader.Begin(1, map[string]int{"r1": 1}, now) })
-	deliver(decide.Msg{Kind: decide.Hello, Term: 1, Replica: "r1", Sync: 1, Types: []string{"mail"}})
-	first := nextRun()
-	assert.Equal(t, decide.Msg{Kind: decide.Run, Seq: uint64(job.ID), Attempt: 1}, decide.Msg{Kind: first.Kind, Seq: first.Seq, Attempt: first.Attempt})
-	deliver(decide.Msg{Kind: decide.Done, Term: 1, Replica: "r1", Seq: first.Seq, Attempt: 1, Outcome: engine.Failed,
-		Err: errStoppingRun.Error(), Flags: decide.DoneLost | decide.DoneNotRun})
-	again := nextRun()
-	assert.Equal(t, first.Seq, again.Seq, "queued again at once, and started: the store has it undone")
+}
+
+// runsAgainAndCompletes checks that the next Run is of job seq's first
+// attempt, has r1 complete it, and checks that the store has the job
+// completed; it returns the Run.
+func (tk *testKeeper) runsAgainAndCompletes(seq uint64) decide.Msg {
+	t := tk.t
+	t.Helper()
+	again := tk.nextRun()
+	assert.Equal(t, seq, again.Seq, "queued again at once, and started: the store has it undone")
 	assert.Equal(t, 1, again.Attempt, "the attempt never begun is not counted")
-	deliver(decide.Msg{Kind: decide.Done, Term: 1, Replica: "r1", Seq: again.Seq, Attempt: 1, Outcome: engine.Completed})
-	require.NoError(t, k.WaitIdle(ctx))
-	require.NoError(t, st.Flush(ctx))
-	state, why, found, err := st.Ended(ctx, job.ID)
+	tk.deliver(decide.Msg{Kind: decide.Done, Term: 1, Replica: "r1", Seq: again.Seq, Attempt: 1, Outcome: engine.Completed})
+	ctx := context.Background()
+	require.NoError(t, tk.k.WaitIdle(ctx))
+	require.NoError(t, tk.st.Flush(ctx))
+	state, why, found, err := tk.st.Ended(ctx, tk.job.ID)
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, store.Completed, state, why)
+	return again
 }
