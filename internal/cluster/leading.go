@@ -207,9 +207,7 @@ func (d downLink) Send(msgs []decide.Msg) {
 		}
 		batch := msgs[:k:k]
 		if here {
-			if n.lapsed() { // as guard does for what comes over the database
-				n.fence()
-			}
+			n.Lapsed() // fences it, if so: as guard does for what comes over the database
 			n.host.Deliver(func(now int64) { n.remote.Receive(batch, now) })
 		} else {
 			d.l.mu.Lock()

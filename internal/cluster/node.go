@@ -342,9 +342,7 @@ type guard struct {
 }
 
 func (g guard) Receive(msgs []decide.Msg) {
-	if g.n.lapsed() {
-		g.n.fence()
-	}
+	g.n.Lapsed() // fences it, if so
 	g.r.Receive(msgs)
 }
 

@@ -36,7 +36,7 @@ func (s *Runtime) Lose() {
 }
 
 // lapser says whether a replica's registration could have lapsed, and
-// if so stops its runs first (cluster.Node.Lapsed).
+// if so stops its runs first: cluster.Node.Lapsed, or a test's stand-in.
 type lapser interface{ Lapsed() bool }
 
 // lapsedBeforeBegin reports whether a job granted to this replica must

@@ -60,8 +60,8 @@ type Runtime struct {
 	outbox *decide.Outbox
 	node   *cluster.Node
 	// lapse is node, for the check a job makes before it begins
-	// (checkLapse): stored once Start returned, which may already have
-	// delivered a durable Run.
+	// (lapsedBeforeBegin): stored once Start returned, which may already
+	// have delivered a durable Run.
 	lapse atomic.Pointer[lapser]
 	// keeper is what the keeper of a leader's term keeps (keeper.go); nil
 	// but in one.
