@@ -600,6 +600,11 @@ type verdict struct {
 	endedUnknown                                  int      // an end line of no run open
 	frozenEnds                                    int      // end lines of runs ended by a kill or a stop
 	lostEnds, cancelEnds                          int
+	// durableRedone counts durable jobs run again after an attempt
+	// whose handler returned nil: its end was not heard (its Done lost
+	// with a replica declared dead, or with a leader before it was
+	// written).
+	durableRedone int
 }
 
 // check reads the whole log and counts the runs open at each line.
@@ -617,6 +622,7 @@ func (c *procCluster) check() verdict {
 		}
 	}
 	durableOpen := map[string]bool{} // durable jobs running, by ID ("d7" of the run "d7.2")
+	durableOK := map[string]bool{}   // durable jobs an attempt of which returned nil
 	jobOf := func(id string) string { j, _, _ := strings.Cut(id, "."); return j }
 	closeRun := func(id string) {
 		r := open[id]
@@ -658,6 +664,9 @@ func (c *procCluster) check() verdict {
 					v.durableTwice++
 					over(i, "durable job "+jobOf(id)+" started while another attempt of it ran")
 				}
+				if durableOK[jobOf(id)] {
+					v.durableRedone++
+				}
 				durableOpen[jobOf(id)] = true
 			}
 			open[id] = run{ln.who, key, cid}
@@ -688,6 +697,10 @@ func (c *procCluster) check() verdict {
 			}
 			id := ln.f[0]
 			switch ln.f[3] {
+			case "ok":
+				if strings.HasPrefix(id, "d") {
+					durableOK[jobOf(id)] = true
+				}
 			case "lost":
 				v.lostEnds++
 			case "cancel":
@@ -1054,8 +1067,8 @@ func TestReplicasCutConnections(t *testing.T) {
 		c.assertVerdict(v)
 		dv := c.checkDurable()
 		c.assertDurable(dv)
-		t.Logf("round %d: durable jobs enqueued %d: completed %d in %d attempts, waiting %d, lost %d; durable attempts run %d",
-			round, dv.enqueued, dv.completed, dv.attempts, dv.waiting, dv.lost, v.durableRuns)
+		t.Logf("round %d: durable jobs enqueued %d: completed %d in %d attempts, waiting %d, lost %d; durable attempts run %d, run again after one returned nil %d",
+			round, dv.enqueued, dv.completed, dv.attempts, dv.waiting, dv.lost, v.durableRuns, v.durableRedone)
 		calls, ok, lost, deadline := c.assertDone(done, 3)
 		t.Logf("round %d: %s; runs %d, most at once %d (replica %d, key %d); calls %d: ok %d, lost %d, past deadline %d",
 			round, strings.Join(report, "; "), v.runs, v.maxAll, v.maxReplica, v.maxKey, calls, ok, lost, deadline)

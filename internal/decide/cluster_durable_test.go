@@ -205,3 +205,63 @@ func TestClusterDurableRunWhileEarlierRuns(t *testing.T) {
 	assert.Equal(t, engine.Failed, k.done[0].Outcome)
 	assert.Equal(t, DoneLost, k.done[0].Flags)
 }
+
+// A replica keeps each Done until the leader has Recorded it, and its
+// Hellos carry it again meanwhile: a Done lost as a connection broke
+// reaches the Keeper with the Hello that repairs the loss, among the
+// attempts the Hello lists (so that the Keeper does not count the attempt
+// lost), never twice as a Done; once Recorded, no Hello carries it. A
+// Done of an attempt the Hello's Runs supersede is not sent again.
+func TestClusterDoneSentUntilRecorded(t *testing.T) {
+	c, k, _ := newDurableCluster(t, 2, map[string][]string{"a": {"mail"}})
+	a := c.nodes["a"]
+	first, second := c.enqueueDurable("mail"), c.enqueueDurable("mail")
+	c.leader.Grant(c.tick())
+	c.run(first, 1, nil)
+	c.run(second, 1, nil)
+
+	a.r.DurableDone(int64(first.Seq()), 1, engine.Completed, "", 0, c.tick())
+	require.Len(t, a.out.Take(), 1, "the Done, lost with the connection")
+	c.leader.Lost(c.tick()) // the leader's connection came back: it asks again
+	c.flush()
+	assert.Empty(t, k.done, "a Hello's Done is heard with its Runs")
+	require.Contains(t, k.runs["a"], int64(first.Seq()))
+	assert.Equal(t, Msg{Kind: Done, Term: 1, Replica: "a", Seq: first.Seq(), Attempt: 1, Outcome: engine.Completed},
+		k.runs["a"][int64(first.Seq())])
+	assert.Equal(t, Runs, k.runs["a"][int64(second.Seq())].Kind, "the attempt still running")
+	assert.Equal(t, 1, c.sent[Recorded])
+
+	c.leader.Lost(c.tick())
+	c.flush()
+	assert.NotContains(t, k.runs["a"], int64(first.Seq()), "Recorded: not sent again")
+
+	// A Done heard alone is Recorded too; one whose Recorded was lost
+	// comes again, and the Keeper hears it twice (it takes an attempt's
+	// end once).
+	a.r.DurableDone(int64(second.Seq()), 1, engine.Failed, "smtp 451", 0, c.tick())
+	c.leader.Receive(a.out.Take(), c.tick())
+	require.Len(t, k.done, 1)
+	lost := c.lout.Take()
+	require.Len(t, lost, 1)
+	assert.Equal(t, Msg{Kind: Recorded, Term: 1, Replica: "a", Seq: second.Seq(), Attempt: 1}, lost[0])
+	a.r.Lost(c.tick())
+	c.flush()
+	assert.Equal(t, Done, k.runs["a"][int64(second.Seq())].Kind, "sent again: its Recorded was lost")
+	a.r.Lost(c.tick())
+	c.flush()
+	assert.Empty(t, k.runs["a"])
+	assert.True(t, a.r.Idle())
+
+	// A later attempt of the job runs on a (the leader counted the one
+	// before lost): the Done of that one, lost, is not sent again.
+	c.run(second, 2, nil)
+	a.r.DurableDone(int64(second.Seq()), 2, engine.Failed, "late", 0, c.tick())
+	a.out.Take()
+	c.run(second, 3, nil)
+	dones := c.sent[Done]
+	a.r.Lost(c.tick())
+	c.flush()
+	assert.Equal(t, Msg{Kind: Runs, Term: 1, Replica: "a", Seq: second.Seq(), Attempt: 3, Ran: 1000},
+		k.runs["a"][int64(second.Seq())])
+	assert.Equal(t, dones, c.sent[Done])
+}

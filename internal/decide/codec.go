@@ -34,8 +34,9 @@ import (
 
 // codecVersion is the encoding's version: a payload's first byte. 2: the
 // durable jobs' messages (Run, Done, Runs) and fields. 3: an Ask's
-// flags (AskAtOnce, AskAll), and a refusal's figures in its Ended.
-const codecVersion = 3
+// flags (AskAtOnce, AskAll), and a refusal's figures in its Ended. 4:
+// Recorded, and the Dones a Hello carries again.
+const codecVersion = 4
 
 // The fields of a message, as bits of its mask, in the order encoded.
 const (

@@ -34,6 +34,7 @@ func sampleMsgs() []Msg {
 			Args: []byte(`{"to":"a@b"}` + "\x00\xff"), Sync: 3},
 		{Kind: Done, Term: 9, Replica: "replica-c", Seq: 12, Attempt: math.MinInt32, Outcome: engine.Failed,
 			Err: "smtp: 451 try again", Flags: DonePermanent | DoneLost},
+		{Kind: Recorded, Term: 9, Replica: "replica-c", Seq: 12, Attempt: 2},
 	}
 }
 

@@ -18,10 +18,12 @@ type Keeper interface {
 	// job's ID; m.Attempt) ended: m.Outcome, m.Err and m.Flags say how.
 	Done(replica string, m *Msg, now int64)
 	// Runs reports the attempts replica runs, by job ID (its Hello's
-	// Runs: Attempt and Ran of each), or, nil, none: it was removed. Every
-	// other attempt sent to it, not Done, is lost; one granted to it whose
-	// Run the Keeper has not sent yet, the replica still there, was never
-	// begun.
+	// Runs: Attempt and Ran of each), and the attempts whose ends it sent
+	// again, as no leader had Recorded them (its Hello's Dones: as Done
+	// says, the attempt's end maybe heard before); or, nil, none: it was
+	// removed. Every other attempt sent to it, not Done, is lost; one
+	// granted to it whose Run the Keeper has not sent yet, the replica
+	// still there, was never begun.
 	Runs(replica string, runs map[int64]Msg, now int64)
 	// Ready reports that the term's grants begin: every replica asked at
 	// Begin answered, or was removed. The Keeper's jobs are admitted
@@ -65,11 +67,18 @@ func (h *hellos) begin(l *Leader, replica string) {
 	h.runs[replica] = make(map[int64]Msg)
 }
 
-// add adds m, one of replica's Hello's Runs.
+// add adds m, one of replica's Hello's Runs or Dones. A job's Runs
+// stands over its Done: a replica sends no Done of a job one of whose
+// attempts it runs.
 func (h *hellos) add(m *Msg) {
-	if runs := h.runs[m.Replica]; runs != nil {
-		runs[int64(m.Seq)] = *m
+	runs := h.runs[m.Replica]
+	if runs == nil {
+		return
 	}
+	if had, ok := runs[int64(m.Seq)]; ok && had.Kind == Runs {
+		return
+	}
+	runs[int64(m.Seq)] = *m
 }
 
 // end tells the Keeper replica's Hello, whole.

@@ -298,10 +298,10 @@ func (l *Leader) Receive(msgs []Msg, now int64) {
 		}
 		k := standKey{m.Replica, m.Seq}
 		restored, whole := false, false
-		if (m.Kind == Ask || m.Kind == Running || m.Kind == Runs) && inHello[m.Replica] > 0 {
+		if (m.Kind == Ask || m.Kind == Running || m.Kind == Runs || m.Kind == Done) && inHello[m.Replica] > 0 {
 			inHello[m.Replica]--
 			restored = true
-			if m.Kind == Runs {
+			if m.Kind == Runs || m.Kind == Done {
 				runs.add(m)
 			}
 			whole = inHello[m.Replica] == 0
@@ -375,9 +375,11 @@ func (l *Leader) take(m *Msg, k standKey, restored bool, runs *hellos, now int64
 			l.e.Raise(&s.j, m.Priority, now)
 		}
 	case Done:
-		if l.keeper != nil {
+		// One of a Hello's the Keeper hears with its Runs.
+		if l.keeper != nil && !restored {
 			l.keeper.Done(m.Replica, m, now)
 		}
+		l.out.Put(Msg{Kind: Recorded, Term: l.term, Replica: m.Replica, Seq: m.Seq, Attempt: m.Attempt})
 	}
 }
 

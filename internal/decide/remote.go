@@ -2,6 +2,7 @@ package decide
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/fairsched/fairsched/internal/engine"
@@ -45,8 +46,13 @@ type Remote struct {
 	// types are the job types this replica has handlers for (SetTypes),
 	// which its Hello tells; runs the durable attempts it runs, by the
 	// job's ID (durable.go).
-	types  []string
-	runs   map[int64]remoteRun
+	types []string
+	runs  map[int64]remoteRun
+	// dones are the Dones sent and not yet Recorded by a leader: each
+	// Hello carries them again, as a Done sent when the leader's
+	// connection broke is lost with it, and the leader would count a
+	// completed attempt lost.
+	dones  map[runKey]Msg
 	pairs  Pairs
 	fenced bool // grants are dropped (Fence)
 	atOnce bool // the next Enqueue asks to start at once or not at all (AskNow)
@@ -95,12 +101,23 @@ type remoteRun struct {
 	started int64
 }
 
+// runKey names one attempt of a durable job: the job's ID, the attempt's
+// number.
+type runKey struct {
+	id      int64
+	attempt int
+}
+
+func compareRuns(a, b runKey) int {
+	return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.attempt, b.attempt))
+}
+
 // NewRemote returns the Decider of replica name, which begins at now,
 // sends what the leader must know to out and keeps its jobs' records in
 // e, handing the leader's answers to g.
 func NewRemote(name string, e *engine.Engine, g Grantee, out *Outbox, now int64) *Remote {
 	return &Remote{e: e, own: NewLocal(e, g), g: g, out: out, name: name, jobs: make(map[uint64]*remoteJob),
-		runs: make(map[int64]remoteRun), began: now, since: now}
+		runs: make(map[int64]remoteRun), dones: make(map[runKey]Msg), began: now, since: now}
 }
 
 // SetTypes sets the job types this replica has handlers for, which the
@@ -142,8 +159,8 @@ func (r *Remote) run(m *Msg, now int64) {
 			// counted lost (this replica was removed, and came back
 			// before the attempt returned): this one is lost too, and
 			// retried once the leader hears it.
-			r.out.Put(Msg{Kind: Done, Term: r.term, Replica: r.name, Seq: m.Seq, Attempt: m.Attempt,
-				Outcome: engine.Failed, Err: "an earlier attempt of the job still runs on this replica", Flags: DoneLost})
+			r.done(Msg{Kind: Done, Seq: m.Seq, Attempt: m.Attempt, Outcome: engine.Failed,
+				Err: "an earlier attempt of the job still runs on this replica", Flags: DoneLost})
 		}
 		return // else sent twice: it runs already
 	}
@@ -159,9 +176,17 @@ func (r *Remote) DurableDone(id int64, attempt int, o engine.Outcome, err string
 		delete(r.runs, id)
 		r.ran(-1, now)
 	}
+	r.done(Msg{Kind: Done, Seq: uint64(id), Attempt: attempt, Outcome: o, Err: err, Flags: flags})
+}
+
+// done sends the leader Done m, and keeps it until a leader has it
+// (Recorded): each Hello until then carries it again.
+func (r *Remote) done(m Msg) {
+	m.Replica = r.name
+	r.dones[runKey{int64(m.Seq), m.Attempt}] = m
 	if r.term != 0 {
-		r.out.Put(Msg{Kind: Done, Term: r.term, Replica: r.name, Seq: uint64(id), Attempt: attempt,
-			Outcome: o, Err: err, Flags: flags})
+		m.Term = r.term
+		r.out.Put(m)
 	}
 }
 
@@ -343,6 +368,10 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 			r.g.Ended(rj.j, o, ref, now)
 		case Run:
 			r.run(m, now)
+		case Recorded:
+			if m.Term == r.term {
+				delete(r.dones, runKey{int64(m.Seq), m.Attempt})
+			}
 		}
 	}
 }
@@ -358,9 +387,10 @@ func (r *Remote) Lost(now int64) {
 
 // hello sends the leader every job of the replica not ended, in order of
 // their numbers, in one batch: the waiting ones to ask for again, the
-// granted ones running; then the durable attempts it runs, by job ID.
-// Grants, ends and runs the leader decided before it has this Hello are
-// dropped when they come (Msg.Sync).
+// granted ones running; then the durable attempts it runs, by job ID,
+// and the Dones no leader has Recorded, by job ID and attempt. Grants,
+// ends and runs the leader decided before it has this Hello are dropped
+// when they come (Msg.Sync).
 func (r *Remote) hello(now int64) {
 	seqs := make([]uint64, 0, len(r.jobs))
 	for seq := range r.jobs {
@@ -407,6 +437,18 @@ func (r *Remote) hello(now int64) {
 	for _, id := range ids {
 		run := r.runs[id]
 		msgs = append(msgs, Msg{Kind: Runs, Term: r.term, Replica: r.name, Seq: uint64(id), Attempt: run.attempt, Ran: now - run.started})
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(r.dones), compareRuns) {
+		if _, ok := r.runs[k.id]; ok {
+			// Another attempt of the job runs here, which the Hello
+			// lists: the leader counted this one ended already, or
+			// counts it lost.
+			delete(r.dones, k)
+			continue
+		}
+		m := r.dones[k]
+		m.Term = r.term
+		msgs = append(msgs, m)
 	}
 	msgs[0] = Msg{Kind: Hello, Term: r.term, Replica: r.name, N: len(msgs) - 1, Sync: r.sync, Types: r.types}
 	r.out.PutAll(append(msgs, fresh...)...) // one batch: the leader takes a Hello whole

@@ -33,13 +33,18 @@ import (
 // has its type's handler. It records the attempt's start, then sends the
 // replica a Run (the job's ID, its attempt's number and its arguments);
 // the replica runs the handler and reports the attempt's end (Done), and
-// the leader records it. A Hello lists the durable attempts the replica
-// runs (a Runs each) and the types it has handlers for (Types): the
-// leader forgets any attempt it sent that replica and the Hello does not
-// list (a Run crossing a Hello carries an older Sync, and is dropped), as
-// it does the attempts of a replica declared dead: each is lost, as the
-// replica may also have run it and its Done been lost with its Link's
-// connection. One granted to the replica and not sent yet (its start was
+// the leader records it, and answers Recorded. The replica keeps each
+// Done until it is Recorded: a Done sent as a Link's connection broke is
+// lost with it, and the attempt, though it ended, would count lost. A
+// Hello lists the durable attempts the replica runs (a Runs each), the
+// Dones not yet Recorded, again, and the types it has handlers for
+// (Types). The leader takes a Hello's Dones as it takes any Done, and
+// forgets any attempt it sent that replica that the Hello neither lists
+// nor ends (a Run crossing a Hello carries an older Sync, and is
+// dropped), as it does the attempts of a replica declared dead: each is
+// lost. A Done a leader heard and had not recorded when its term ended
+// is lost, as an attempt's end is when one process stops before it is
+// written. One granted to the replica and not sent yet (its start was
 // being recorded) is never sent: never begun, it is queued again, not
 // counted as an attempt. So a
 // replica is asked for a Hello only when the leader must have one: at
@@ -57,7 +62,7 @@ type MsgKind uint8
 
 // The messages. To the leader: Ask, Running, Hello, End, Retry, Cancel,
 // Raise, Runs, Done. From the leader: Grant, Ended, Resync, Admitted,
-// Run.
+// Run, Recorded.
 const (
 	// Ask: admit job Seq of the replica, described by Desc, Needs and
 	// its times, and grant it to that replica. In a Hello, a job waiting.
@@ -65,9 +70,9 @@ const (
 	// Running: in a Hello, job Seq, described as an Ask, runs on the
 	// replica: the leader counts it against every limit.
 	Running
-	// Hello: the replica's jobs follow, N of them (Ask, Running), in
-	// the same batch; the leader forgets what it knew of the replica's
-	// jobs before.
+	// Hello: the replica's jobs follow, N of them (Ask, Running, then
+	// Runs and Done), in the same batch; the leader forgets what it knew
+	// of the replica's jobs before.
 	Hello
 	// End: job Seq's attempt ended, and with it the job, with Outcome.
 	End
@@ -97,8 +102,11 @@ const (
 	// Runs: in a Hello, attempt Attempt of durable job Seq runs on the
 	// replica, since Ran ago.
 	Runs
+	// Recorded: the leader has the Done of attempt Attempt of durable
+	// job Seq: the replica need not send it again.
+	Recorded
 
-	lastKind = Runs
+	lastKind = Recorded
 )
 
 // DoneFlags qualify a Done's failure, or an Ask.

@@ -31,9 +31,10 @@ import (
 //     replicas for their jobs; the jobs are queued when every replica has
 //     answered (Ready). An attempt the store has as running is adopted on
 //     the replica whose Hello lists it (engine.AdoptOn), and its Done
-//     awaited as any other's; one no replica lists is lost, as at a
-//     restart. A Done that comes before Ready is kept until its job is
-//     adopted.
+//     awaited as any other's; one whose end a Hello carries again (the
+//     last leader did not record it) is adopted and ends at once; one no
+//     replica lists is lost, as at a restart. A Done that comes before
+//     Ready is kept until its job is adopted.
 //   - When the term ends (abandon) nothing more is written: an attempt
 //     still running on a replica stays running in the store, for the next
 //     leader to adopt, and the queued jobs stay as they are.
@@ -70,11 +71,14 @@ type keeper struct {
 	again bool
 }
 
-// reportedRun is an attempt a replica's Hello listed.
+// reportedRun is an attempt a replica's Hello listed: running, or ended
+// (its Done, in early).
 type reportedRun struct {
 	replica string
 	attempt int
-	started int64 // when it started, by the keeper's clock: the Hello's instant less how long it had run
+	// started is when it started, by the keeper's clock: the Hello's
+	// instant less how long it had run; 0, ended: the store's start.
+	started int64
 }
 
 // remoteRun is one attempt of a durable job on a replica.
@@ -217,23 +221,33 @@ func doneError(m *decide.Msg) error {
 	return err
 }
 
-// Runs notes what replica runs: before Ready, for the adoptions; after,
-// it ends every attempt granted to it that it does not list. One whose
-// Run was not sent yet (its start was being recorded) is not sent: it
-// was never begun (errNotRun: queued again, the attempt uncounted, and
-// its number never handed to a handler). One whose Run was sent is lost:
-// the Run may have crossed the Hello, dropped by the replica, or the
-// replica may have run it and its Done been lost with its connection,
-// and the two cannot be told apart.
+// Runs notes what replica runs, and the ends it sent again: before
+// Ready, for the adoptions (an attempt whose end it sent again is adopted
+// and ends at once); after, it ends every attempt granted to it that it
+// does not list, and those it sent the end of again as they ended. One
+// whose Run was not sent yet (its start was being recorded) is not sent:
+// it was never begun (errNotRun: queued again, the attempt uncounted,
+// and its number never handed to a handler). One whose Run was sent is
+// lost: the Run may have crossed the Hello, dropped by the replica, and
+// the replica would have sent its end again had it run it.
 func (g *keeperGrantee) Runs(replica string, runs map[int64]decide.Msg, now int64) {
 	k := g.keeper
 	if !k.ready {
 		for id, r := range k.reported {
-			if r.replica == replica {
-				delete(k.reported, id)
+			if r.replica != replica {
+				continue
 			}
+			if m, ended := k.early[id]; ended && m.Attempt == r.attempt && runs != nil {
+				continue // its end came, and was Recorded: this Hello does not send it again
+			}
+			delete(k.reported, id) // it runs no more, or its replica was removed: lost
 		}
 		for id, m := range runs {
+			if m.Kind == decide.Done { // it started by the store's record, and ended
+				k.reported[id] = reportedRun{replica: replica, attempt: m.Attempt}
+				k.early[id] = m
+				continue
+			}
 			k.reported[id] = reportedRun{replica: replica, attempt: m.Attempt, started: now - m.Ran}
 		}
 		return
@@ -243,6 +257,8 @@ func (g *keeperGrantee) Runs(replica string, runs map[int64]decide.Msg, now int6
 			continue
 		}
 		switch m, listed := runs[id]; {
+		case listed && m.Attempt == r.attempt && m.Kind == decide.Done:
+			r.end(doneError(&m))
 		case listed && m.Attempt == r.attempt: // it runs
 		case runs != nil && !r.adopted && !r.sent:
 			r.end(fmt.Errorf("%w (replica %s's Hello came as its start was recorded)", errNotRun, replica))

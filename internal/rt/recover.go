@@ -144,7 +144,10 @@ func (s *Runtime) restoreLocked(j *store.Job, now int64) {
 		}
 	}
 	if j.State == store.Running && s.keeper != nil {
-		if r, ok := s.keeper.reported[j.ID]; ok && r.attempt == j.Attempt { // it runs on that replica
+		if r, ok := s.keeper.reported[j.ID]; ok && r.attempt == j.Attempt { // it runs on that replica, or ended there
+			if r.started == 0 { // its end came again in a Hello: it started as the store has it
+				r.started = min(s.engineTimeOf(j.Started), now)
+			}
 			if s.adoptLocked(dt, &desc, &tm, r, now) && d.byID != nil {
 				d.byID[j.ID] = dt
 			}

@@ -153,11 +153,21 @@ func (h *heldStart) Watch(arrived func(*store.Job)) error {
 }
 
 func newTestKeeper(t *testing.T) *testKeeper {
+	return newKeeperWith(t, nil, decide.Msg{Kind: decide.Hello, Term: 1, Replica: "r1", Sync: 1, Types: []string{"mail"}})
+}
+
+// newKeeperWith makes a testKeeper whose replica's first Hello is the
+// batch hello; before the keeper reads the store, the job inserted,
+// prepare (if not nil) is given the store and the job.
+func newKeeperWith(t *testing.T, prepare func(store.Store, *store.Job), hello ...decide.Msg) *testKeeper {
 	ctx := context.Background()
 	st, err := fairschedsqlite.Open(filepath.Join(t.TempDir(), "jobs.db"))
 	require.NoError(t, err)
 	job := &store.Job{Type: "mail", Key: "k", State: store.Queued, Submitted: time.Now().UnixMicro(), Args: []byte(`"hi"`)}
 	require.NoError(t, st.Insert(ctx, nil, job))
+	if prepare != nil {
+		prepare(st, job)
+	}
 	held := &heldStart{Store: st, started: make(chan struct{}), release: make(chan struct{})}
 	tk := &testKeeper{t: t, st: held, job: job, out: new(decide.Outbox)}
 	tk.k, err = New(Config{
@@ -170,14 +180,29 @@ func newTestKeeper(t *testing.T) *testKeeper {
 	t.Cleanup(tk.k.abandon) // closes st too
 	leader := tk.k.keeper.leader
 	tk.k.Deliver(func(now int64) { leader.Begin(1, map[string]int{"r1": 1}, now) })
-	tk.deliver(decide.Msg{Kind: decide.Hello, Term: 1, Replica: "r1", Sync: 1, Types: []string{"mail"}})
+	tk.deliver(hello...)
 	return tk
 }
 
-// deliver hands m to the keeper's leader.
-func (tk *testKeeper) deliver(m decide.Msg) {
+// deliver hands msgs, one batch, to the keeper's leader.
+func (tk *testKeeper) deliver(msgs ...decide.Msg) {
 	leader := tk.k.keeper.leader
-	tk.k.Deliver(func(now int64) { leader.Receive([]decide.Msg{m}, now) })
+	tk.k.Deliver(func(now int64) { leader.Receive(msgs, now) })
+}
+
+// ended returns how the store has the job ended, once the keeper is idle.
+func (tk *testKeeper) ended() store.State {
+	t := tk.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, tk.k.WaitIdle(ctx), "the attempt has not ended")
+	require.NoError(t, tk.st.Flush(ctx))
+	state, why, found, err := tk.st.Ended(ctx, tk.job.ID)
+	require.NoError(t, err)
+	require.True(t, found, "the job has not ended")
+	t.Log(why)
+	return state
 }
 
 // nextRun returns the next Run the keeper sends, once it is sent.
@@ -208,12 +233,58 @@ func (tk *testKeeper) runsAgainAndCompletes(seq uint64) decide.Msg {
 	assert.Equal(t, seq, again.Seq, "queued again at once, and started: the store has it undone")
 	assert.Equal(t, 1, again.Attempt, "the attempt never begun is not counted")
 	tk.deliver(decide.Msg{Kind: decide.Done, Term: 1, Replica: "r1", Seq: again.Seq, Attempt: 1, Outcome: engine.Completed})
-	ctx := context.Background()
-	require.NoError(t, tk.k.WaitIdle(ctx))
-	require.NoError(t, tk.st.Flush(ctx))
-	state, why, found, err := tk.st.Ended(ctx, tk.job.ID)
-	require.NoError(t, err)
-	require.True(t, found)
-	assert.Equal(t, store.Completed, state, why)
+	assert.Equal(t, store.Completed, tk.ended())
 	return again
+}
+
+// A replica's Hello carries again the Dones no leader has Recorded: a
+// Done sent as a connection broke is lost with it. The keeper takes a
+// Hello's Done as the attempt's end, whether the attempt was granted in
+// its term (after the Run, it is not lost: the replica does not list it
+// as running) or the store has it started by an earlier term's leader
+// (adopted, and ended at once). The job, of one attempt, completes where
+// a lost attempt would have made it dead; the leader answers Recorded.
+func TestKeeperTakesADoneSentAgain(t *testing.T) {
+	recorded := func(tk *testKeeper, id int64) {
+		t.Helper()
+		var got []decide.Msg
+		for _, m := range tk.out.Take() {
+			if m.Kind == decide.Recorded {
+				got = append(got, decide.Msg{Kind: m.Kind, Replica: m.Replica, Seq: m.Seq, Attempt: m.Attempt})
+			}
+		}
+		assert.Equal(t, []decide.Msg{{Kind: decide.Recorded, Replica: "r1", Seq: uint64(id), Attempt: 1}}, got)
+	}
+	t.Run("in-its-term", func(t *testing.T) {
+		tk := newTestKeeper(t)
+		close(tk.st.release)
+		run := tk.nextRun()
+		tk.deliver(decide.Msg{Kind: decide.Hello, Term: 1, Replica: "r1", Sync: 2, N: 1, Types: []string{"mail"}},
+			decide.Msg{Kind: decide.Done, Term: 1, Replica: "r1", Seq: run.Seq, Attempt: 1, Outcome: engine.Completed})
+		assert.Equal(t, store.Completed, tk.ended())
+		recorded(tk, tk.job.ID)
+	})
+	for _, sent := range []bool{true, false} {
+		name := map[bool]string{true: "after-a-failover", false: "after-a-failover-not-sent"}[sent]
+		t.Run(name, func(t *testing.T) {
+			started := func(st store.Store, job *store.Job) { // by the last term's leader
+				_, err := st.Start(context.Background(), job.ID, time.Now().UnixMicro())
+				require.NoError(t, err)
+			}
+			hello := []decide.Msg{{Kind: decide.Hello, Term: 1, Replica: "r1", Sync: 1, Types: []string{"mail"}}}
+			if sent {
+				hello[0].N = 1
+				hello = append(hello, decide.Msg{Kind: decide.Done, Term: 1, Replica: "r1", Seq: 1, Attempt: 1, Outcome: engine.Completed})
+			}
+			tk := newKeeperWith(t, started, hello...)
+			close(tk.st.release)
+			if !sent {
+				assert.Equal(t, store.Dead, tk.ended(), "no replica lists the attempt: lost, and the job had one")
+				return
+			}
+			require.Equal(t, int64(1), tk.job.ID)
+			assert.Equal(t, store.Completed, tk.ended())
+			recorded(tk, tk.job.ID)
+		})
+	}
 }
