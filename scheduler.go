@@ -107,7 +107,10 @@ func (s *Scheduler) WaitIdle(ctx context.Context) error {
 // waiting for a retry leave memory at once and stay in the Store for the
 // next start (their Handles end with ErrKept); those
 // running finish as usual. Shutdown returns once the store has committed
-// what happened, or with the store's error.
+// what happened, or with the store's error. On a replica of a cluster
+// (Config.Replica) it also waits until the leader has the end of every
+// durable attempt the replica ran, so that none runs again, or a lease
+// if no leader answers.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	return s.rt.Shutdown(ctx)
 }

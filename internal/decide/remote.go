@@ -190,6 +190,10 @@ func (r *Remote) done(m Msg) {
 	}
 }
 
+// Unrecorded returns how many Dones this replica sent that no leader has
+// Recorded yet.
+func (r *Remote) Unrecorded() int { return len(r.dones) }
+
 // Usage returns, at now, how many of the replica's jobs run, and how
 // long, in µs since it began, it ran at least one (busy) and none (idle):
 // the replica's own figures, which no other replica counts.

@@ -230,6 +230,10 @@ func (s *Runtime) Deliver(apply func(now int64)) {
 	now := s.nowLocked()
 	apply(now)
 	s.armLocked(now)
+	if s.recorded != nil && s.remote.Unrecorded() == 0 {
+		close(s.recorded)
+		s.recorded = nil
+	}
 }
 
 // startedLocked readies a job the engine started to run.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"runtime/debug"
 	"slices"
+	"time"
 
 	"github.com/fairsched/fairsched/internal/decide"
 	"github.com/fairsched/fairsched/internal/engine"
@@ -129,4 +130,40 @@ func (s *Runtime) stopRunsLocked(cause error) {
 	for _, ctx := range s.runs {
 		ctx.cancel(cause)
 	}
+}
+
+// awaitRecorded waits, once Shutdown's jobs have ended, until the leader
+// has Recorded the end of every durable attempt this replica ran: an end
+// still on its way as the replica leaves would be lost with its Link,
+// and the leader would count the attempt lost and run its job again. It
+// waits at most a lease (in a cluster): a leader that does not answer
+// within one is gone, and the next asks only the replicas still there.
+// If ctx ends first it returns ctx.Err().
+func (s *Runtime) awaitRecorded(ctx context.Context) error {
+	if s.remote == nil {
+		return nil
+	}
+	s.mu.Lock()
+	if s.remote.Unrecorded() == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.recorded == nil {
+		s.recorded = make(chan struct{})
+	}
+	recorded := s.recorded
+	s.mu.Unlock()
+	var lapse <-chan time.Time
+	if s.cfg.Cluster != nil {
+		t := time.NewTimer(s.cfg.Cluster.Lease)
+		defer t.Stop()
+		lapse = t.C
+	}
+	select {
+	case <-recorded:
+	case <-lapse:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }

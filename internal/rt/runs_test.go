@@ -19,7 +19,8 @@ import (
 )
 
 // A replica that begins to shut down or close tells the leader, in a
-// Hello, that it runs no durable job type any more, and a durable attempt
+// Hello, that it runs no durable job type any more; Shutdown returns once
+// the leader has Recorded the ends of its attempts. A durable attempt
 // sent to it from then on never starts: it ends at once, lost and never
 // begun, for the leader to queue again, uncounted. Started, its goroutine
 // would begin while Shutdown or Close waits for the replica's goroutines,
@@ -62,6 +63,12 @@ func TestReplicaRunAfterStop(t *testing.T) {
 			if stop == "Close" {
 				require.NoError(t, r.Close())
 			} else {
+				// The end of attempt 7 is not Recorded yet: Shutdown
+				// waits for it, as for a job.
+				short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+				defer cancel()
+				require.ErrorIs(t, r.Shutdown(short), context.DeadlineExceeded, "Shutdown left an end unrecorded")
+				receive(decide.Msg{Kind: decide.Recorded, Term: 1, Replica: "r1", Seq: 7, Attempt: 1})
 				require.NoError(t, r.Shutdown(context.Background()))
 				require.NoError(t, r.Close())
 			}

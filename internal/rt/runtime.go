@@ -72,6 +72,10 @@ type Runtime struct {
 	// runs are the contexts of the durable attempts this replica runs
 	// for the leader, by job ID (runs.go). Guarded by mu.
 	runs map[int64]*jobContext
+	// recorded, while Shutdown waits for the leader to have the ends of
+	// this replica's attempts (awaitRecorded), is closed once it has.
+	// Guarded by mu.
+	recorded chan struct{}
 
 	wg     sync.WaitGroup // job goroutines
 	events *eventSink     // nil without Config.OnEvent

@@ -45,6 +45,9 @@ func (s *Runtime) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.wg.Wait()
+	if err := s.awaitRecorded(ctx); err != nil {
+		return err
+	}
 	if err := s.flushStore(ctx); err != nil {
 		return err
 	}
