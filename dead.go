@@ -43,8 +43,8 @@ func (s *Scheduler) DeadJobs() []DeadJob {
 // does otherwise (the job then stays dead).
 //
 // On a replica, a dead durable job DeadJobs listed is queued again in the
-// database, for the leader to run; its Handle has its ID, not its end
-// (ErrElsewhere). It fails with ErrNotDead if the job is no longer dead
+// database, for the leader to run; its Handle follows the job's end as
+// the Handle of Enqueue on a replica does. It fails with ErrNotDead if the job is no longer dead
 // there (another replica retried it first).
 func (s *Scheduler) RetryDead(seq uint64) (Handle, error) {
 	h, err := s.rt.RetryDead(seq)

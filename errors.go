@@ -81,14 +81,6 @@ var ErrKept = rt.ErrKept
 // died: the next start finds it so and counts it as failed.
 var ErrLost = rt.ErrLost
 
-// ErrElsewhere is the error of the Handle of a durable job enqueued on a
-// replica (Config.Replica): the job is the cluster's, kept by whichever
-// replica leads, and runs on any replica with its handler; the Handle
-// has its ID, and its Done channel is closed at once, without the job's
-// end. Follow the job by its ID (a durable job's handler may record its
-// own outcome).
-var ErrElsewhere = rt.ErrElsewhere
-
 // ErrTxNotSupported is matched by EnqueueTx's error for a transaction of a
 // type the Store does not take.
 var ErrTxNotSupported = rt.ErrTxNotSupported

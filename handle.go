@@ -13,6 +13,10 @@ import (
 //
 // The zero Handle refers to no job: Seq returns 0, Done a closed channel,
 // Err and Wait an error saying so, and Cancel does nothing.
+//
+// The Handle of a durable job enqueued on a replica (Config.Replica) has
+// the job's ID, and learns its end from the database once it is asked
+// for it (see Replica); its Seq is 0, and Cancel does nothing.
 type Handle struct {
 	h rt.Handle // laid out as rt.Handle alone, so that a Job's After reads as the run-time layer's (jobOf)
 }

@@ -81,13 +81,17 @@ import (
 // once per attempt, and may run again after a fault: make it idempotent
 // (JobID(ctx) is the same in every attempt). The job's admission is the
 // leader's, as for a job of a caller's transaction: the calling
-// replica's Enqueue is not refused for a full queue, and its Handle has
-// the job's ID but not its end (Err is ErrElsewhere).
+// replica's Enqueue is not refused for a full queue. Its Handle learns the
+// job's end from the database, which the replica reads while a Handle is
+// asked for it (Done, Err, Wait): within a quarter of a second of the
+// end's commit, sooner for a short job. A Handle whose job has not ended
+// when its replica shuts down or closes ends with ErrKept: the job goes
+// on in the cluster.
 //
 // A durable job that dies is the cluster's too: DeadJobs on any replica
 // lists the database's dead jobs beside its own dead Submit jobs, and
 // RetryDead on any replica queues one of them again, for the leader to
-// run (its Handle, as Enqueue's on a replica, has the ID, not the end).
+// run (its Handle follows the job's end, as Enqueue's on a replica does).
 // ScheduleDurable on every replica keeps one schedule, and a durable job
 // may run after durable jobs enqueued on any replica (Job.After).
 //

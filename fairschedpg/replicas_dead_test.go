@@ -71,10 +71,9 @@ func TestReplicasDeadJobs(t *testing.T) {
 	retried, err := ss[other].RetryDead(seqs[other])
 	require.NoError(t, err)
 	assert.Equal(t, h.ID(), retried.ID(), "the same job, queued again")
-	assert.ErrorIs(t, retried.Err(), fairsched.ErrElsewhere)
 	r = <-got
 	assert.Equal(t, durableRun{replica: r.replica, n: 7, id: h.ID(), attempt: 2}, r, "its attempts go on")
-	waitState(t, pool, h.ID(), stateCompleted)
+	require.NoError(t, waitHandle(t, retried), "RetryDead's Handle has the job's end")
 	_, attempts := jobState(t, pool, h.ID())
 	assert.Equal(t, 2, attempts)
 	var resubmitted, startBy int64

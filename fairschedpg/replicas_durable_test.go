@@ -110,12 +110,13 @@ func TestReplicasRunDurableJobs(t *testing.T) {
 	b := durableReplica(t, schema, "b", capacity, slots, got, work("b"), nil)
 	c := durableReplica(t, schema, "c", capacity, slots, got, work("c"), nil)
 	var ids []int64
+	var hs []fairsched.Handle
 	for i := range jobs {
 		s := []*fairsched.Scheduler{b, c}[i%2]
 		h, err := s.Enqueue(context.Background(), fairsched.Job{Type: "mail", Key: "k"}, mail{N: i})
 		require.NoError(t, err)
 		require.Positive(t, h.ID())
-		assert.ErrorIs(t, h.Err(), fairsched.ErrElsewhere)
+		hs = append(hs, h)
 		ids = append(ids, h.ID())
 	}
 	seen := map[int]int{}
@@ -132,8 +133,10 @@ func TestReplicasRunDurableJobs(t *testing.T) {
 	for i := range jobs {
 		assert.Equal(t, 1, seen[i], "job %d ran once", i)
 	}
-	for _, id := range ids {
-		waitState(t, pool, id, stateCompleted)
+	for i, h := range hs {
+		require.NoError(t, waitHandle(t, h))
+		state, _ := jobState(t, pool, ids[i])
+		assert.Equal(t, stateCompleted, state)
 	}
 	assert.LessOrEqual(t, most.Load(), int32(slots), "the cluster's limit")
 	for name, n := range mostPer {
@@ -165,15 +168,64 @@ func TestReplicasRetryDurableJobs(t *testing.T) {
 		r := <-got
 		assert.Equal(t, durableRun{replica: r.replica, n: 1, id: retried.ID(), attempt: attempt}, r)
 	}
-	waitState(t, pool, retried.ID(), stateCompleted)
-	_, attempts := jobState(t, pool, retried.ID())
+	require.NoError(t, waitHandle(t, retried), "the Handle of Enqueue on a replica has the job's end")
+	state, attempts := jobState(t, pool, retried.ID())
+	assert.Equal(t, stateCompleted, state)
 	assert.Equal(t, 2, attempts)
 
 	dead, err := a.Enqueue(context.Background(), fairsched.Job{Type: "mail"}, mail{N: 2})
 	require.NoError(t, err)
 	r := <-got
 	assert.Equal(t, 1, r.attempt)
-	waitState(t, pool, dead.ID(), stateDead)
+	assert.ErrorContains(t, waitHandle(t, dead), "no such mailbox")
+	state, _ = jobState(t, pool, dead.ID())
+	assert.Equal(t, stateDead, state)
+}
+
+// waitHandle waits for h's job to end, and returns its error (the minute
+// is a deadlock's bound).
+func waitHandle(t *testing.T, h fairsched.Handle) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := h.Wait(ctx)
+	require.NotErrorIs(t, err, context.DeadlineExceeded, "job %d has not ended in a minute", h.ID())
+	return err
+}
+
+// The Handle of a job enqueued on a replica ends, when the replica closes
+// before the job ends, with ErrKept, as the Handle of a durable job one
+// process takes out of memory does: the job goes on in the cluster, and
+// completes. A Handle nobody waited for has no wait to end.
+func TestReplicaHandleAtClose(t *testing.T) {
+	_, schema := pgtest.PoolSchema(t)
+	got := make(chan durableRun, 2)
+	release := make(chan struct{})
+	hold := func(ctx context.Context, n int) error {
+		<-release
+		return nil
+	}
+	a := durableReplica(t, schema, "a", 1, 2, got, hold, nil)
+	b := durableReplica(t, schema, "b", 1, 2, got, hold, nil)
+	waitFor(t, "a to lead", func() bool { return a.Stats().Replica.Leader })
+	h, err := b.Enqueue(context.Background(), fairsched.Job{Type: "mail"}, mail{N: 1})
+	require.NoError(t, err)
+	require.Equal(t, "a", (<-got).replica, "packed on a")
+	done := h.Done()
+	select {
+	case <-done:
+		t.Fatal("the Handle ended before its job")
+	default:
+	}
+	assert.NoError(t, h.Err(), "not ended yet")
+	require.NoError(t, b.Close())
+	<-done
+	assert.ErrorIs(t, h.Err(), fairsched.ErrKept)
+	close(release)
+	a2, err := a.Enqueue(context.Background(), fairsched.Job{Type: "mail"}, mail{N: 2})
+	require.NoError(t, err)
+	<-got
+	require.NoError(t, waitHandle(t, a2), "the job a enqueued itself, a leader's")
 }
 
 // The leader leaves while a durable attempt runs on another replica: the

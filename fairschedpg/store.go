@@ -339,6 +339,36 @@ func (st *Store) Ended(ctx context.Context, id int64) (store.State, string, bool
 	return store.State(state), why, true, nil
 }
 
+// Ends is for the scheduler: it says how each job of ids is, as Ended
+// does, in one round trip.
+func (st *Store) Ends(ctx context.Context, ids []int64, fn func(id int64, state store.State, why string, found bool)) error {
+	seen := make(map[int64]bool, len(ids))
+	err := st.read(ctx, func(b *pgx.Batch) {
+		b.Queue(`SELECT id, state, coalesce(error, '') FROM fairsched_jobs WHERE id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id int64
+				var state int16
+				var why string
+				if err := rows.Scan(&id, &state, &why); err != nil {
+					return err
+				}
+				seen[id] = true
+				fn(id, store.State(state), why, true)
+			}
+			return rows.Err()
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("fairschedpg: %w", err)
+	}
+	for _, id := range ids {
+		if !seen[id] {
+			fn(id, 0, "", false)
+		}
+	}
+	return nil
+}
+
 // Dead is for the scheduler: it calls fn with the newest dead jobs, at
 // most limit, newest first, without their arguments.
 func (st *Store) Dead(ctx context.Context, limit int, fn func(*store.Job) error) error {
@@ -484,4 +514,7 @@ func commitUnknown(err error) error {
 	return fmt.Errorf("%w: %w", ErrCommitUnknown, err)
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store      = (*Store)(nil)
+	_ store.EndsReader = (*Store)(nil)
+)

@@ -89,8 +89,8 @@ func mergeDead(own, cluster []DeadJob, limit int) []DeadJob {
 }
 
 // reviveLocked queues the cluster's dead job listed as seq again, in the
-// database, and returns its Handle (its ID; its end is the leader's to
-// see: ErrElsewhere); ok is false if seq is not one of the cluster's dead
+// database, and returns its Handle (its ID; it follows the end in the
+// store, elsewhere.go); ok is false if seq is not one of the cluster's dead
 // jobs last listed. It lets go of the lock while it writes.
 func (s *Runtime) reviveLocked(seq uint64) (h Handle, ok bool, err error) {
 	d, ok := s.clusterDead.bySeq[seq]
@@ -116,7 +116,7 @@ func (s *Runtime) reviveLocked(seq uint64) (h Handle, ok bool, err error) {
 		delete(s.clusterDead.byID, d.id)
 		delete(s.clusterDead.bySeq, seq)
 	}
-	return Handle{elsewhere: d.id}, true, nil
+	return Handle{elsewhere: d.id, end: s.newEndWait(d.id)}, true, nil
 }
 
 // forgetRevivedLocked takes durable job id out of a keeper's dead list:

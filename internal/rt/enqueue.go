@@ -320,7 +320,7 @@ func (s *Runtime) enqueueDurableLocked(t *durableTask, job *Job, rec *store.Job,
 // of callers' transactions; so no limit of the queue refuses them here.
 // Each is stamped here, as one process stamps its own (stampLocked): its
 // aging clock runs from its Enqueue, and its type's StartTimeout too. A
-// Handle has its job's ID, not its end (ErrElsewhere).
+// Handle learns its job's end from the store (elsewhere.go).
 func (s *Runtime) enqueueOnReplica(ctx context.Context, jobs []EnqueueParams, recs []*store.Job, state *store.StateWrite) ([]Handle, error) {
 	s.mu.Lock()
 	if s.stopping {
@@ -342,7 +342,7 @@ func (s *Runtime) enqueueOnReplica(ctx context.Context, jobs []EnqueueParams, re
 	}
 	hs := make([]Handle, len(recs))
 	for i, rec := range recs {
-		hs[i] = Handle{elsewhere: rec.ID}
+		hs[i] = Handle{elsewhere: rec.ID, end: s.newEndWait(rec.ID)}
 	}
 	return hs, nil
 }

@@ -27,7 +27,6 @@ var (
 	ErrBatchTooLarge   = errors.New("fairsched: batch too large")
 	ErrSuperseded      = errors.New("fairsched: superseded by a newer submission of the same type and ID")
 	ErrUnknownType     = errors.New("fairsched: unknown job type")
-	ErrElsewhere       = errors.New("fairsched: the durable job was enqueued on a replica: the leader keeps it, and its end is not reported to this Handle")
 )
 
 // Errors makes the errors whose types the API declares, and which this

@@ -8,6 +8,9 @@ import (
 // it was cancelled or discarded before it started.
 func (h Handle) Done() <-chan struct{} {
 	if h.t == nil {
+		if h.end != nil {
+			return h.end.doneChan()
+		}
 		return closedChan
 	}
 	s := h.scheduler()
@@ -44,8 +47,8 @@ func (h Handle) Wait(ctx context.Context) error {
 // Err returns the job's error once it has ended, and nil before.
 func (h Handle) Err() error {
 	if h.t == nil {
-		if h.elsewhere != 0 {
-			return ErrElsewhere
+		if h.end != nil {
+			return h.end.result()
 		}
 		return errNoJob
 	}

@@ -39,8 +39,10 @@ type Handle struct {
 	t *task   // a Submit job's record, never reused while a Handle may hold it
 	w *joiner // for a job of a type that joins duplicates: the submission it stands for
 	// elsewhere is the ID of a durable job a replica enqueued, which the
-	// leader keeps (t is nil): the Handle has its identity, not its end.
+	// leader keeps (t is nil), and end what the replica learns of its end
+	// (elsewhere.go).
 	elsewhere int64
+	end       *endWait
 }
 
 // errNoJob is the error of the zero Handle.

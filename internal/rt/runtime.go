@@ -72,6 +72,9 @@ type Runtime struct {
 	// runs are the contexts of the durable attempts this replica runs
 	// for the leader, by job ID (runs.go). Guarded by mu.
 	runs map[int64]*jobContext
+	// follow is what the Handles of the durable jobs this replica
+	// enqueued follow of their ends (elsewhere.go).
+	follow following
 	// recorded, while Shutdown waits for the leader to have the ends of
 	// this replica's attempts (awaitRecorded), is closed once it has.
 	// Guarded by mu.

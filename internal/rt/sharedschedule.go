@@ -55,7 +55,7 @@ func (p *Periodic) occurSharedLocked(at, next time.Time) {
 				s.cfg.Logger.Error("fairsched: a durable schedule's occurrence was not enqueued", "schedule", p.durable.name, "err", err)
 			}
 		case r.enqueued != 0:
-			p.last = Handle{elsewhere: r.enqueued}
+			p.last = Handle{elsewhere: r.enqueued, end: s.newEndWait(r.enqueued)}
 		case r.skipped:
 			p.skipped++
 			s.skippedOccurrences++

@@ -48,6 +48,7 @@ func (s *Runtime) Shutdown(ctx context.Context) error {
 	if err := s.awaitRecorded(ctx); err != nil {
 		return err
 	}
+	s.stopFollowing()
 	if err := s.flushStore(ctx); err != nil {
 		return err
 	}
@@ -90,6 +91,7 @@ func (s *Runtime) Close() error {
 	s.mu.Unlock()
 	<-idle
 	s.wg.Wait()
+	s.stopFollowing()
 	err := s.flushStore(context.Background())
 	if cerr := s.leaveCluster(context.Background()); err == nil {
 		err = cerr

@@ -109,6 +109,13 @@ type Op struct {
 	Allowed   int     // OpRequeue; OpPriority: the priority
 }
 
+// EndsReader is a Store that reads how many jobs are in one call.
+type EndsReader interface {
+	// Ends calls fn with how each job of ids is, as Ended says, in any
+	// order.
+	Ends(ctx context.Context, ids []int64, fn func(id int64, state State, why string, found bool)) error
+}
+
 // Store is what a scheduler needs of a durable store. Its methods are safe
 // for concurrent use.
 type Store interface {
