@@ -51,13 +51,13 @@ func TestReplicasDurableAfter(t *testing.T) {
 	r = nextRun(t, got)
 	require.Equal(t, second, r.n)
 	assert.True(t, firstEnded.Load(), "the second job started after the first had ended")
-	waitState(t, pool, h2.ID(), stateCompleted)
+	require.NoError(t, waitHandle(t, h2))
 
 	h3, err := b.Enqueue(ctx, fairsched.Job{Type: "mail", Key: "k"}, mail{N: failing})
 	require.NoError(t, err)
 	h4, err := c.Enqueue(ctx, fairsched.Job{Type: "mail", Key: "k", After: []fairsched.Handle{h3}}, mail{N: held})
 	require.NoError(t, err)
-	waitState(t, pool, h4.ID(), stateEnded)
+	assert.ErrorContains(t, waitHandle(t, h4), "no such mailbox", "ended: a job it runs after failed")
 	r = nextRun(t, got)
 	assert.Equal(t, failing, r.n)
 	select {

@@ -37,7 +37,7 @@ func TestReplicasDeadJobs(t *testing.T) {
 	require.NoError(t, err)
 	r := <-got
 	assert.Equal(t, 1, r.attempt)
-	waitState(t, pool, h.ID(), stateDead)
+	require.Error(t, waitHandle(t, h))
 
 	seqs := map[string]uint64{}
 	for name, s := range ss {

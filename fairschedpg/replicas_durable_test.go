@@ -60,17 +60,6 @@ func jobState(t *testing.T, pool *pgxpool.Pool, id int64) (state, attempts int) 
 	return state, attempts
 }
 
-// waitState waits until job id has state in the database (the API
-// signals nowhere the end of a job enqueued on a replica: the leader
-// records it; the minute is a deadlock's bound).
-func waitState(t *testing.T, pool *pgxpool.Pool, id int64, state int) {
-	t.Helper()
-	waitFor(t, "the job's end in the database", func() bool {
-		s, _ := jobState(t, pool, id)
-		return s == state
-	})
-}
-
 // The store's states (internal/store).
 const (
 	stateCompleted = 3
@@ -265,7 +254,7 @@ func TestReplicasDurableAcrossFailover(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, (<-got).n)
 	close(release)
-	waitState(t, pool, adopted.ID(), stateCompleted)
+	require.NoError(t, waitHandle(t, adopted))
 	_, attempts := jobState(t, pool, adopted.ID())
 	assert.Equal(t, 1, attempts, "adopted, not run again")
 
@@ -410,5 +399,5 @@ func TestReplicaEnqueueStampsJobs(t *testing.T) {
 	assert.Equal(t, time.Hour.Microseconds(), startBy-submitted, "its type's StartTimeout from its Enqueue")
 	r := <-got
 	assert.Equal(t, h.ID(), r.id, "it runs")
-	waitState(t, pool, h.ID(), stateCompleted)
+	require.NoError(t, waitHandle(t, h))
 }
