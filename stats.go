@@ -193,8 +193,9 @@ type KeySummary struct {
 }
 
 // Stats returns the scheduler's statistics. It takes the lock for
-// O(t log t + k + b log b + l) time, for t types, k keys remembered, b keys
-// with work and l lanes (key and type pairs) with work.
+// O(t log t + k + b log b + r + h) time, for t types, k keys remembered, b
+// keys with work, r running jobs, and h the key and type pairs and the
+// groups of jobs that a key's limit, a conflict or a resource holds.
 func (s *Scheduler) Stats() Stats {
 	r := s.rt.Stats(MaxListedKeys)
 	st := statsOf(&r)

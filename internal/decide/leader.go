@@ -204,7 +204,7 @@ func (l *Leader) RemoveReplica(name string, now int64) {
 
 // WaitingForCapacity returns how many jobs wait only because every
 // replica that may run them runs its capacity: what another replica
-// would start. O(lanes), as engine.WaitCountsAll.
+// would start, as engine.WaitCountsAll counts them (not O(lanes)).
 func (l *Leader) WaitingForCapacity() int { return l.e.WaitCountsAll()[engine.WhyReplicasFull] }
 
 // ReplicaNames returns the replicas the leader knows besides its own, by

@@ -329,12 +329,19 @@ func (e *Engine) Verify(now int64) error {
 	if err := e.verifyElsewhere(); err != nil {
 		return err
 	}
+	counts := e.WaitCountsAll()
 	sum := 0
-	for _, n := range e.WaitCountsAll() {
+	for _, n := range counts {
 		sum += n
 	}
 	if sum != e.npending+e.naside {
 		return errorf("wait counts add up to %d, %d jobs wait", sum, e.npending+e.naside)
+	}
+	byLane := e.waitCountsByLane()
+	for why := range counts {
+		if counts[why] != byLane[why] {
+			return errorf("wait counts: %d for reason %d, lane by lane %d", counts[why], why, byLane[why])
+		}
 	}
 	c := &e.counters
 	if c.Submitted != c.Completed+c.Failed+c.Cancelled+c.Expired+c.DependencyFailed+uint64(e.nrunning+e.npending+e.naside) {
@@ -1162,4 +1169,45 @@ func (e *Engine) verifyReplicas() error {
 		}
 	}
 	return nil
+}
+
+// waitCountsByLane is what WaitCountsAll returns, counted lane by lane,
+// each with what holds all its jobs (laneWhy) and, for those waiting
+// their turn, their wait lanes by their gates: O(lanes + their wait
+// lanes), which WaitCountsAll, counting by what holds jobs, is not.
+func (e *Engine) waitCountsByLane() [NumReasons]int {
+	var n [NumReasons]int
+	n[WhyNotBefore] = e.naside - e.npaused - e.nblocked
+	n[WhyDependency] = e.nblocked
+	n[WhyPaused] = e.npaused
+	for _, k := range e.keys {
+		if k.pending == 0 {
+			continue
+		}
+		for _, l := range k.lanes {
+			if why := laneWhy(l); why != WhyTurn {
+				n[why] += l.n
+				for _, w := range l.held {
+					n[why] += w.n
+				}
+				continue
+			}
+			n[WhyTurn] += l.n
+			for _, w := range l.held {
+				switch {
+				case !w.gate.shut || w.gate == &k.cap:
+					n[WhyTurn] += w.n
+				case w.gate.rep != nil:
+					n[e.boundWhy(w.gate.rep)] += w.n
+				case w.gate == &w.typ.rgate:
+					n[e.typeReplicaWhy(w.typ)] += w.n
+				case w.gate.res != nil:
+					n[WhyResource] += w.n
+				default:
+					n[WhyConflict] += w.n
+				}
+			}
+		}
+	}
+	return n
 }

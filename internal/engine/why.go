@@ -103,49 +103,85 @@ func laneWhy(l *lane) Why {
 // conflict holder is held by that lock. A queued job whose conflict
 // holder started after it queued counts as waiting its turn until the
 // dispatcher reaches it (WhyWaiting, looking at the job, names the
-// conflict at once). O(lanes + their wait lanes). The jobs held for a
-// replica are counted in WaitCountsAll.
+// conflict at once). The jobs held for a replica are counted in
+// WaitCountsAll, which says what it costs.
 func (e *Engine) WaitCounts() [NumWhys]int {
 	all := e.WaitCountsAll()
 	return [NumWhys]int(all[:NumWhys])
 }
 
 // WaitCountsAll is WaitCounts with the reasons of replicas: a job held
-// for a replica counts by what its replicas are now (replicaWhy). O(lanes
-// + their wait lanes, times r for those held for a replica).
+// for a replica counts by what its replicas are now (replicaWhy).
+//
+// It counts by what holds jobs, not job by job nor lane by lane: a type
+// whose rate, tier cap or cap holds it holds all its pending jobs (the
+// type counts them); of the others, the shut keys hold their lanes' jobs,
+// and the shut gates their wait lanes'; every other pending job waits its
+// turn. The shut keys and gates are found as a page of the queue finds
+// them (orderWalk.findShut). O(types + r + b + R + P + the lanes of the
+// shut keys and the wait lanes of the shut gates, times r for those held
+// for a replica), for r running jobs, b empty buckets, R resources and P
+// replicas' records: not O(keys) nor O(lanes).
 func (e *Engine) WaitCountsAll() [NumReasons]int {
 	var n [NumReasons]int
 	n[WhyNotBefore] = e.naside - e.npaused - e.nblocked
 	n[WhyDependency] = e.nblocked
 	n[WhyPaused] = e.npaused
-	for _, k := range e.keys {
-		if k.pending == 0 {
-			continue
+	for _, t := range e.types {
+		n[typeWhy(t)] += t.pending
+	}
+	w := orderWalk{e: e}
+	w.findShut()
+	move := func(from, to Why, m int) {
+		n[from] -= m
+		n[to] += m
+	}
+	for _, k := range w.shutKeys {
+		why := WhyKeyCap
+		if k.bucket.empty {
+			why = WhyRate
 		}
 		for _, l := range k.lanes {
-			if why := laneWhy(l); why != WhyTurn {
-				n[why] += l.n
-				for _, w := range l.held {
-					n[why] += w.n
-				}
-				continue
+			// A key's empty bucket comes before its type's and tier's
+			// caps; its own cap after them.
+			tw := typeWhy(l.typ)
+			if tw != WhyTurn && (tw == WhyRate || why == WhyKeyCap) {
+				continue // counted with its type
 			}
-			n[WhyTurn] += l.n
-			for _, w := range l.held {
-				switch {
-				case !w.gate.shut || w.gate == &k.cap:
-					n[WhyTurn] += w.n
-				case w.gate.rep != nil:
-					n[e.boundWhy(w.gate.rep)] += w.n
-				case w.gate == &w.typ.rgate:
-					n[e.typeReplicaWhy(w.typ)] += w.n
-				case w.gate.res != nil:
-					n[WhyResource] += w.n
-				default:
-					n[WhyConflict] += w.n
-				}
+			move(tw, why, l.n)
+			for _, wl := range l.held {
+				move(tw, why, wl.n)
 			}
 		}
 	}
+	for _, wl := range w.detached {
+		if wl.key.cap.shut || typeWhy(wl.typ) != WhyTurn {
+			continue // counted with its key or its type
+		}
+		switch g := wl.gate; {
+		case g.rep != nil:
+			move(WhyTurn, e.boundWhy(g.rep), wl.n)
+		case g == &wl.typ.rgate:
+			move(WhyTurn, e.typeReplicaWhy(wl.typ), wl.n)
+		case g.res != nil:
+			move(WhyTurn, WhyResource, wl.n)
+		default:
+			move(WhyTurn, WhyConflict, wl.n)
+		}
+	}
 	return n
+}
+
+// typeWhy returns what holds every pending job of type t alike, or
+// WhyTurn if nothing does.
+func typeWhy(t *typeState) Why {
+	switch {
+	case t.bucket.empty:
+		return WhyRate
+	case t.tier.atCap():
+		return WhyTierCap
+	case t.atCap():
+		return WhyTypeCap
+	}
+	return WhyTurn
 }
