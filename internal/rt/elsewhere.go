@@ -46,7 +46,9 @@ type following struct {
 	waits   map[int64][]*endWait // by job ID: the Handles asked for its end
 	added   chan struct{}        // receives when a job is followed
 	stop    chan struct{}        // closed at Shutdown or Close
-	running bool                 // the goroutine follows
+	ctx     context.Context      // of the reads: cancelled at Shutdown or Close
+	cancel  context.CancelFunc
+	running bool // the goroutine follows
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -104,6 +106,7 @@ func (s *Runtime) followLocked(w *endWait) {
 	w.followed = true
 	if f.waits == nil {
 		f.waits, f.added, f.stop = make(map[int64][]*endWait), make(chan struct{}, 1), make(chan struct{})
+		f.ctx, f.cancel = context.WithCancel(context.Background())
 	}
 	f.waits[w.id] = append(f.waits[w.id], w)
 	select {
@@ -123,6 +126,7 @@ func (s *Runtime) followEnds() {
 	f := &s.follow
 	defer f.wg.Done()
 	pause := followAfter
+	failing := false // the last read failed: logged once, until one succeeds
 	timer := time.NewTimer(pause)
 	defer timer.Stop()
 	for {
@@ -130,8 +134,12 @@ func (s *Runtime) followEnds() {
 		case <-f.stop:
 			return
 		case <-f.added:
-			pause = followAfter
-			timer.Reset(pause)
+			// Sooner, not later: a stream of Handles asked for must not
+			// put the next read off for ever.
+			if pause > followAfter {
+				pause = followAfter
+				timer.Reset(pause)
+			}
 			continue
 		case <-timer.C:
 		}
@@ -141,11 +149,12 @@ func (s *Runtime) followEnds() {
 			ids = append(ids, id)
 		}
 		s.mu.Unlock()
-		ends, err := readEnds(s.durable.st, ids)
-		s.mu.Lock()
-		if err != nil && s.cfg.Logger != nil {
-			s.cfg.Logger.Warn("fairsched: reading the ends of durable jobs enqueued on this replica", "err", err)
+		ends, err := readEnds(f.ctx, s.durable.st, ids)
+		if err != nil && !failing && f.ctx.Err() == nil && s.cfg.Logger != nil {
+			s.cfg.Logger.Warn("fairsched: reading the ends of durable jobs enqueued on this replica (tried again until it succeeds)", "err", err)
 		}
+		failing = err != nil
+		s.mu.Lock()
 		for id, end := range ends {
 			for _, w := range f.waits[id] {
 				w.followed = false
@@ -166,8 +175,8 @@ func (s *Runtime) followEnds() {
 
 // readEnds returns the errors the jobs of ids that finished ended with, by
 // ID (nil: completed); a job the store no longer has (pruned) ended too.
-func readEnds(st store.Store, ids []int64) (map[int64]error, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func readEnds(ctx context.Context, st store.Store, ids []int64) (map[int64]error, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	ends := make(map[int64]error)
 	read := func(id int64, state store.State, why string, found bool) {
@@ -205,6 +214,7 @@ func (s *Runtime) stopFollowing() {
 		f.closed = true
 		if f.stop != nil {
 			close(f.stop)
+			f.cancel()
 		}
 		for id, ws := range f.waits {
 			for _, w := range ws {
