@@ -38,7 +38,7 @@ import (
 // lost with it, and the attempt, though it ended, would count lost. A
 // Hello lists the durable attempts the replica runs (a Runs each), the
 // Dones not yet Recorded, again, and the types it has handlers for
-// (Types). The leader takes a Hello's Dones as it takes any Done, and
+// (Types). The leader hands a Hello's Dones to its Keeper with the Runs, and
 // forgets any attempt it sent that replica that the Hello neither lists
 // nor ends (a Run crossing a Hello carries an older Sync, and is
 // dropped), as it does the attempts of a replica declared dead: each is

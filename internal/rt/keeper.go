@@ -71,8 +71,8 @@ type keeper struct {
 	again bool
 }
 
-// reportedRun is an attempt a replica's Hello listed: running, or ended
-// (its Done, in early).
+// reportedRun is an attempt a replica's Hello listed running, or whose
+// end came before Ready (early).
 type reportedRun struct {
 	replica string
 	attempt int
@@ -190,14 +190,25 @@ func (g *keeperGrantee) Done(replica string, m *decide.Msg, now int64) {
 	k := g.keeper
 	id := int64(m.Seq)
 	if !k.ready {
-		if r, ok := k.reported[id]; ok && r.replica == replica && r.attempt == m.Attempt {
-			k.early[id] = *m
-		}
+		k.heardEnd(replica, m)
 		return
 	}
 	if r := k.runs[id]; r != nil && r.replica == replica && r.attempt == m.Attempt {
 		r.end(doneError(m))
 	}
+}
+
+// heardEnd keeps, before Ready, the end of an attempt replica ran (a
+// Done, alone or in a Hello), by job ID, the latest attempt's: Ready
+// takes it if the store has that attempt running (restoreLocked), whatever
+// Hellos come meanwhile.
+func (k *keeper) heardEnd(replica string, m *decide.Msg) {
+	if had, ok := k.early[int64(m.Seq)]; ok && had.Attempt > m.Attempt {
+		return
+	}
+	d := *m
+	d.Replica = replica
+	k.early[int64(m.Seq)] = d
 }
 
 // doneError returns the error of the attempt m ended: nil if it
@@ -234,18 +245,18 @@ func (g *keeperGrantee) Runs(replica string, runs map[int64]decide.Msg, now int6
 	k := g.keeper
 	if !k.ready {
 		for id, r := range k.reported {
-			if r.replica != replica {
-				continue
+			if r.replica == replica {
+				delete(k.reported, id) // it runs no more, or its replica was removed
 			}
-			if m, ended := k.early[id]; ended && m.Attempt == r.attempt && runs != nil {
-				continue // its end came, and was Recorded: this Hello does not send it again
+		}
+		for id, m := range k.early {
+			if m.Replica == replica && runs == nil {
+				delete(k.early, id) // its replica was removed: lost (it cannot be adopted there)
 			}
-			delete(k.reported, id) // it runs no more, or its replica was removed: lost
 		}
 		for id, m := range runs {
-			if m.Kind == decide.Done { // it started by the store's record, and ended
-				k.reported[id] = reportedRun{replica: replica, attempt: m.Attempt}
-				k.early[id] = m
+			if m.Kind == decide.Done {
+				k.heardEnd(replica, &m)
 				continue
 			}
 			k.reported[id] = reportedRun{replica: replica, attempt: m.Attempt, started: now - m.Ran}
@@ -306,7 +317,7 @@ func (s *Runtime) adoptLocked(dt *durableTask, desc *Job, tm *engine.Times, r re
 	run := &remoteRun{replica: r.replica, attempt: r.attempt, adopted: true, done: make(chan error, 1)}
 	k.runs[dt.id] = run
 	s.grantedLocked(&dt.task)
-	if m, ok := k.early[dt.id]; ok {
+	if m, ok := k.early[dt.id]; ok && m.Replica == r.replica && m.Attempt == r.attempt {
 		run.end(doneError(&m))
 	}
 	return true

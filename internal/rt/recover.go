@@ -144,10 +144,13 @@ func (s *Runtime) restoreLocked(j *store.Job, now int64) {
 		}
 	}
 	if j.State == store.Running && s.keeper != nil {
-		if r, ok := s.keeper.reported[j.ID]; ok && r.attempt == j.Attempt { // it runs on that replica, or ended there
-			if r.started == 0 { // its end came again in a Hello: it started as the store has it
-				r.started = min(s.engineTimeOf(j.Started), now)
-			}
+		r, ok := s.keeper.reported[j.ID]
+		if m, ended := s.keeper.early[j.ID]; (!ok || r.attempt != j.Attempt) && ended && m.Attempt == j.Attempt {
+			// No replica runs it, and its end came: it started as the
+			// store has it, on the replica that ended it.
+			r, ok = reportedRun{replica: m.Replica, attempt: m.Attempt, started: min(s.engineTimeOf(j.Started), now)}, true
+		}
+		if ok && r.attempt == j.Attempt { // it runs on that replica, or ended there
 			if s.adoptLocked(dt, &desc, &tm, r, now) && d.byID != nil {
 				d.byID[j.ID] = dt
 			}
