@@ -1176,10 +1176,7 @@ func (e *Engine) verifyReplicas() error {
 // their turn, their wait lanes by their gates: O(lanes + their wait
 // lanes), which WaitCountsAll, counting by what holds jobs, is not.
 func (e *Engine) waitCountsByLane() [NumReasons]int {
-	var n [NumReasons]int
-	n[WhyNotBefore] = e.naside - e.npaused - e.nblocked
-	n[WhyDependency] = e.nblocked
-	n[WhyPaused] = e.npaused
+	n := e.asideCounts()
 	for _, k := range e.keys {
 		if k.pending == 0 {
 			continue
@@ -1194,17 +1191,10 @@ func (e *Engine) waitCountsByLane() [NumReasons]int {
 			}
 			n[WhyTurn] += l.n
 			for _, w := range l.held {
-				switch {
-				case !w.gate.shut || w.gate == &k.cap:
+				if !w.gate.shut || w.gate == &k.cap {
 					n[WhyTurn] += w.n
-				case w.gate.rep != nil:
-					n[e.boundWhy(w.gate.rep)] += w.n
-				case w.gate == &w.typ.rgate:
-					n[e.typeReplicaWhy(w.typ)] += w.n
-				case w.gate.res != nil:
-					n[WhyResource] += w.n
-				default:
-					n[WhyConflict] += w.n
+				} else {
+					n[e.gateWhy(w)] += w.n
 				}
 			}
 		}

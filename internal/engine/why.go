@@ -123,10 +123,7 @@ func (e *Engine) WaitCounts() [NumWhys]int {
 // for a replica), for r running jobs, b empty buckets, R resources and P
 // replicas' records: not O(keys) nor O(lanes).
 func (e *Engine) WaitCountsAll() [NumReasons]int {
-	var n [NumReasons]int
-	n[WhyNotBefore] = e.naside - e.npaused - e.nblocked
-	n[WhyDependency] = e.nblocked
-	n[WhyPaused] = e.npaused
+	n := e.asideCounts()
 	for _, t := range e.types {
 		n[typeWhy(t)] += t.pending
 	}
@@ -158,18 +155,33 @@ func (e *Engine) WaitCountsAll() [NumReasons]int {
 		if wl.key.cap.shut || typeWhy(wl.typ) != WhyTurn {
 			continue // counted with its key or its type
 		}
-		switch g := wl.gate; {
-		case g.rep != nil:
-			move(WhyTurn, e.boundWhy(g.rep), wl.n)
-		case g == &wl.typ.rgate:
-			move(WhyTurn, e.typeReplicaWhy(wl.typ), wl.n)
-		case g.res != nil:
-			move(WhyTurn, WhyResource, wl.n)
-		default:
-			move(WhyTurn, WhyConflict, wl.n)
-		}
+		move(WhyTurn, e.gateWhy(wl), wl.n)
 	}
 	return n
+}
+
+// asideCounts returns the counts of the jobs set aside, by why: the
+// start of WaitCountsAll's.
+func (e *Engine) asideCounts() [NumReasons]int {
+	var n [NumReasons]int
+	n[WhyNotBefore] = e.naside - e.npaused - e.nblocked
+	n[WhyDependency] = e.nblocked
+	n[WhyPaused] = e.npaused
+	return n
+}
+
+// gateWhy returns what holds the jobs of wait lane w, whose gate (not its
+// key's cap) is shut: a replica's, a resource's or a conflict's.
+func (e *Engine) gateWhy(w *waitLane) Why {
+	switch g := w.gate; {
+	case g.rep != nil:
+		return e.boundWhy(g.rep)
+	case g == &w.typ.rgate:
+		return e.typeReplicaWhy(w.typ)
+	case g.res != nil:
+		return WhyResource
+	}
+	return WhyConflict
 }
 
 // typeWhy returns what holds every pending job of type t alike, or
