@@ -27,8 +27,9 @@ import (
 // the first call, one per term: it reads as the Store does, and writes
 // through a writer of its own whose every transaction is fenced by the
 // term (qFence, writer.go: the lease row held FOR KEY SHARE to the commit,
-// nothing committed once the term is over), and its Watch takes, fenced
-// too, the jobs every replica's Store inserts unseen (watch.go). Its
+// nothing committed once the term is over), and its Watch takes, from
+// the snapshot of its Recover on, the jobs every replica's Store inserts
+// unseen (watch.go, take.go). Its
 // Close closes that writer and stops that watching, never the Store.
 
 var (

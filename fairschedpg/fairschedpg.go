@@ -69,7 +69,7 @@ import (
 
 // SchemaVersion is the version of the schema this version of the module
 // creates and uses.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // The schema's migrations are counted in one place.
 var _ [SchemaVersion - schema.Version]struct{}

@@ -35,7 +35,7 @@ func TestMigrateSchemaTooNew(t *testing.T) {
 	require.NoError(t, err)
 	err = fairschedpg.Migrate(ctx, pool)
 	require.ErrorIs(t, err, fairschedpg.ErrSchemaTooNew)
-	assert.EqualError(t, err, "fairschedpg: the database's schema is newer than this version of fairschedpg knows; upgrade this replica: version 2, this one knows up to 1")
+	assert.EqualError(t, err, "fairschedpg: the database's schema is newer than this version of fairschedpg knows; upgrade this replica: version 3, this one knows up to 2")
 }
 
 // A server that cannot be reached is an error, not a hang.

@@ -38,7 +38,7 @@ func (st *Store) Revive(ctx context.Context, id, submitted, startBy int64) (bool
 // qRevive queues dead job $1 again, allowed one more attempt than it
 // started.
 const qRevive = `UPDATE fairsched_jobs SET state = 1, allowed = attempt + 1, submitted = $2, start_by = $3, not_before = 0,
-	finished = 0, error = NULL, started = 0, stood = 0, unseen = true
+	finished = 0, error = NULL, started = 0, stood = 0, unseen = true, xid = pg_current_xact_id()
 WHERE id = $1 AND state = 5`
 
 var _ store.Reviver = (*Store)(nil)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fairsched/fairsched/fairschedpg/internal/cluster"
 	"github.com/fairsched/fairsched/fairschedpg/internal/schema"
 	"github.com/fairsched/fairsched/internal/store"
 	"github.com/jackc/pgx/v5"
@@ -218,7 +219,12 @@ func (st *Store) stmtCtx(ctx context.Context) (context.Context, context.CancelFu
 // the transaction: that round trip has the client's timeout only
 // (stmtCtx), which ends the connection instead of the statement.
 func (st *Store) begin(b *pgx.Batch, readOnly bool) {
-	q := "BEGIN ISOLATION LEVEL READ COMMITTED"
+	st.beginAs(b, "READ COMMITTED", readOnly)
+}
+
+// beginAs is begin at isolation level iso.
+func (st *Store) beginAs(b *pgx.Batch, iso string, readOnly bool) {
+	q := "BEGIN ISOLATION LEVEL " + iso
 	if readOnly {
 		q += " READ ONLY"
 	}
@@ -232,9 +238,21 @@ func (st *Store) read(ctx context.Context, queue func(b *pgx.Batch)) error {
 	return st.run(ctx, true, queue)
 }
 
+// readSnapshot runs the statements queue queues in one read-only
+// transaction in one snapshot (REPEATABLE READ), in one round trip, and
+// returns the first error.
+func (st *Store) readSnapshot(ctx context.Context, queue func(b *pgx.Batch)) error {
+	return st.runAs(ctx, "REPEATABLE READ", true, queue)
+}
+
 // run runs the statements queue queues in one transaction, in one round
 // trip, and returns the first error.
 func (st *Store) run(ctx context.Context, readOnly bool, queue func(b *pgx.Batch)) error {
+	return st.runAs(ctx, "READ COMMITTED", readOnly, queue)
+}
+
+// runAs is run at isolation level iso.
+func (st *Store) runAs(ctx context.Context, iso string, readOnly bool, queue func(b *pgx.Batch)) error {
 	ctx, cancel := st.stmtCtx(ctx)
 	defer cancel()
 	conn, err := st.pool.Acquire(ctx)
@@ -243,7 +261,7 @@ func (st *Store) run(ctx context.Context, readOnly bool, queue func(b *pgx.Batch
 	}
 	defer conn.Release() // a connection left in a transaction is destroyed, not reused
 	b := &pgx.Batch{}
-	st.begin(b, readOnly)
+	st.beginAs(b, iso, readOnly)
 	queue(b)
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
@@ -257,47 +275,82 @@ func (st *Store) run(ctx context.Context, readOnly bool, queue func(b *pgx.Batch
 }
 
 // Recover is for the scheduler: it calls fn with every unfinished job, in
-// ID order, without their arguments.
+// ID order, without their arguments. The jobs of other transactions
+// (InsertTx) that Watch hands on next are those Recover did not read.
 func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
-	return st.recoverJobs(ctx, st.w, fn)
+	snap, err := st.recoverJobs(ctx, nil, fn)
+	if err == nil {
+		st.watch.recovered(snap)
+	}
+	return err
 }
 
-// recoverJobs is Recover, with w writing its marks of the jobs read as
-// seen: the Store's writer, or a term's view's, fenced by its term
-// (termjobs.go).
-func (st *Store) recoverJobs(ctx context.Context, w *writer, fn func(*store.Job) error) error {
+// recoverJobs is Recover: it reads every unfinished job in one snapshot,
+// in pages, and returns that snapshot, after which the jobs of other
+// transactions are new (watch.go). A leader's (lease not nil) reads them
+// only while its term holds, and fails with ErrFenced once it is over.
+func (st *Store) recoverJobs(ctx context.Context, lease *cluster.Lease, fn func(*store.Job) error) (snapshot string, err error) {
 	const page = 10_000 // jobs per statement, each under the timeout
+	var term int64
+	if lease != nil {
+		var held bool
+		if term, held = lease.Term(); !held {
+			return "", fmt.Errorf("%w (%s holds no lease)", store.ErrFenced, lease.Holder())
+		}
+	}
+	conn, err := st.pool.Acquire(ctx)
+	if err != nil {
+		return "", fmt.Errorf("fairschedpg: reading jobs: %w", err)
+	}
+	defer conn.Release() // a connection left in a transaction is destroyed, not reused
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return "", fmt.Errorf("fairschedpg: reading jobs: %w", err)
+	}
+	defer tx.Rollback(context.Background()) // read only: nothing to commit
 	var intern store.Interner
 	last := int64(0)
 	for {
 		var jobs []*store.Job
-		var unseen []int64 // jobs of callers' transactions read here: the scheduler has them
-		err := st.read(ctx, func(b *pgx.Batch) {
-			queueScan(b, `WHERE state < 3 AND id > $1 ORDER BY id LIMIT $2`, &intern, func(j *store.Job, u bool) {
-				jobs = append(jobs, j)
-				if u {
-					unseen = append(unseen, j.ID)
+		err := st.readIn(ctx, tx, func(b *pgx.Batch) {
+			if snapshot == "" { // the transaction's snapshot, which every page reads
+				if lease != nil {
+					b.Queue(qFenceRead, term, lease.Holder())
 				}
+				b.Queue(`SELECT pg_current_snapshot()::text`).QueryRow(func(r pgx.Row) error { return r.Scan(&snapshot) })
+			}
+			queueScan(b, `WHERE state < 3 AND id > $1 ORDER BY id LIMIT $2`, &intern, func(j *store.Job) {
+				jobs = append(jobs, j)
 			}, last, page)
 		})
-		if err != nil {
-			return fmt.Errorf("fairschedpg: reading jobs: %w", err)
+		if lease != nil && isFenceError(err) {
+			lease.Lost(term)
+			return "", fmt.Errorf("%w (%s's term %d: a read of the jobs once the term is over)", store.ErrFenced, lease.Holder(), term)
 		}
-		if len(unseen) > 0 {
-			if err := w.do(&store.Request{Kind: store.Seen, IDs: unseen}); err != nil {
-				return err
-			}
+		if err != nil {
+			return "", fmt.Errorf("fairschedpg: reading jobs: %w", err)
 		}
 		for _, j := range jobs {
 			if err := fn(j); err != nil {
-				return err
+				return "", err
 			}
 			last = j.ID
 		}
 		if len(jobs) < page {
-			return nil
+			return snapshot, nil
 		}
 	}
+}
+
+// readIn runs the statements queue queues in tx, in one round trip, each
+// under the statement timeout, and returns the first error.
+func (st *Store) readIn(ctx context.Context, tx pgx.Tx, queue func(b *pgx.Batch)) error {
+	ctx, cancel := st.stmtCtx(ctx)
+	defer cancel()
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('statement_timeout', $1, true)`, fmt.Sprint(st.o.StatementTimeout.Milliseconds()))
+	queue(b)
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // HasDependencies is for the scheduler: it reports whether an unfinished
@@ -376,7 +429,7 @@ func (st *Store) Dead(ctx context.Context, limit int, fn func(*store.Job) error)
 	var intern store.Interner
 	err := st.read(ctx, func(b *pgx.Batch) {
 		queueScan(b, `WHERE state = 5 ORDER BY finished DESC, id DESC LIMIT $1`, &intern,
-			func(j *store.Job, _ bool) { jobs = append(jobs, j) }, limit)
+			func(j *store.Job) { jobs = append(jobs, j) }, limit)
 	})
 	if err != nil {
 		return fmt.Errorf("fairschedpg: reading the dead jobs: %w", err)
@@ -390,16 +443,15 @@ func (st *Store) Dead(ctx context.Context, limit int, fn func(*store.Job) error)
 }
 
 // queueScan queues the read of the jobs that where selects, each given
-// to fn with whether it is unseen (a caller's transaction inserted it and
-// no scheduler has taken it yet).
-func queueScan(b *pgx.Batch, where string, intern *store.Interner, fn func(j *store.Job, unseen bool), args ...any) {
+// to fn.
+func queueScan(b *pgx.Batch, where string, intern *store.Interner, fn func(j *store.Job), args ...any) {
 	b.Queue(`SELECT `+jobCols("")+` FROM fairsched_jobs `+where, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			j, unseen, err := scanJob(rows, intern)
+			j, err := scanJob(rows, intern)
 			if err != nil {
 				return err
 			}
-			fn(j, unseen)
+			fn(j)
 		}
 		return rows.Err()
 	})
@@ -409,7 +461,7 @@ func queueScan(b *pgx.Batch, where string, intern *store.Interner, fn func(j *st
 func jobCols(p string) string {
 	var b strings.Builder
 	for i, c := range []string{"id", "state", "type", "key", "ref", "priority", "submitted", "not_before", "start_by",
-		"attempt", "allowed", "started", "finished", "error", "attempts", "after", "needs", "stood", "unseen"} {
+		"attempt", "allowed", "started", "finished", "error", "attempts", "after", "needs", "stood"} {
 		if i > 0 {
 			b.WriteString(", ")
 		}
@@ -422,17 +474,17 @@ func jobCols(p string) string {
 	return b.String()
 }
 
-// scanJob reads one row of jobCols's columns.
-func scanJob(rows pgx.Rows, intern *store.Interner) (*store.Job, bool, error) {
+// scanJob reads one row of jobCols's columns, and then of extra's.
+func scanJob(rows pgx.Rows, intern *store.Interner, extra ...any) (*store.Job, error) {
 	j := new(store.Job)
 	var state int16
 	var typ, key, ref string
 	var attempts, needs []byte
-	var unseen bool
 	var priority, attempt, allowed int32
-	if err := rows.Scan(&j.ID, &state, &typ, &key, &ref, &priority, &j.Submitted, &j.NotBefore, &j.StartBy,
-		&attempt, &allowed, &j.Started, &j.Finished, &j.Err, &attempts, &j.After, &needs, &j.Stood, &unseen); err != nil {
-		return nil, false, err
+	dest := append([]any{&j.ID, &state, &typ, &key, &ref, &priority, &j.Submitted, &j.NotBefore, &j.StartBy,
+		&attempt, &allowed, &j.Started, &j.Finished, &j.Err, &attempts, &j.After, &needs, &j.Stood}, extra...)
+	if err := rows.Scan(dest...); err != nil {
+		return nil, err
 	}
 	j.State, j.Priority, j.Attempt, j.Allowed = store.State(state), int(priority), int(attempt), int(allowed)
 	j.Type, j.Key, j.Ref = intern.Of(typ), intern.Of(key), intern.Of(ref)
@@ -441,7 +493,7 @@ func scanJob(rows pgx.Rows, intern *store.Interner) (*store.Job, bool, error) {
 	}
 	if len(attempts) > 0 {
 		if err := json.Unmarshal(attempts, &j.Attempts); err != nil {
-			return nil, false, fmt.Errorf("job %d: its attempts: %w", j.ID, err)
+			return nil, fmt.Errorf("job %d: its attempts: %w", j.ID, err)
 		}
 	}
 	if len(j.After) == 0 {
@@ -449,13 +501,13 @@ func scanJob(rows pgx.Rows, intern *store.Interner) (*store.Job, bool, error) {
 	}
 	if needs != nil {
 		if err := json.Unmarshal(needs, &j.Needs); err != nil {
-			return nil, false, fmt.Errorf("job %d: the resources it needs: %w", j.ID, err)
+			return nil, fmt.Errorf("job %d: the resources it needs: %w", j.ID, err)
 		}
 		if j.Needs == nil {
 			j.Needs = map[string]int{} // none: not its type's
 		}
 	}
-	return j, unseen, nil
+	return j, nil
 }
 
 // schedulePrefix begins the names of the states of durable periodic

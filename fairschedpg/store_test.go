@@ -238,6 +238,19 @@ func watched(t *testing.T, st *Store) <-chan *store.Job {
 	return got
 }
 
+// handedOnce makes st's watcher look once more, as a notification or a
+// poll would, and fails t if got then holds a job: a job handed on is
+// not handed on again. The look hands on before it returns.
+func handedOnce(t *testing.T, st *Store, got <-chan *store.Job) {
+	t.Helper()
+	st.watch.look()
+	select {
+	case j := <-got:
+		t.Errorf("job %d handed on again", j.ID)
+	default:
+	}
+}
+
 // A job committed without a notification (one missed while the session
 // was down, say) arrives all the same, at the next poll.
 func TestWatchPolls(t *testing.T) {
@@ -250,7 +263,7 @@ func TestWatchPolls(t *testing.T) {
 	j := <-got
 	assert.Equal(t, id, j.ID)
 	assert.Equal(t, "mail", j.Type)
-	assert.Equal(t, []int64{0}, column(t, pool, "SELECT count(*) FROM fairsched_jobs WHERE unseen"), "taken")
+	handedOnce(t, st, got)
 }
 
 // A session whose connection the server drops is opened again, takes
@@ -347,6 +360,7 @@ func TestRecoverPages(t *testing.T) {
 		jobs[i] = &store.Job{Type: "t", Submitted: int64(i), Args: []byte(`1`)}
 	}
 	require.NoError(t, st.Insert(ctx, nil, jobs...))
+	// Three as a caller's transaction inserts them, across the pages.
 	marked := []int64{jobs[5].ID, jobs[15_000].ID, jobs[24_999].ID}
 	_, err := pool.Exec(ctx, `UPDATE fairsched_jobs SET unseen = true WHERE id = ANY($1)`, marked)
 	require.NoError(t, err)
@@ -359,7 +373,9 @@ func TestRecoverPages(t *testing.T) {
 		return nil
 	}))
 	assert.Equal(t, len(jobs), n)
-	assert.Equal(t, []int64{0}, column(t, pool, `SELECT count(*) FROM fairsched_jobs WHERE unseen`))
+	got := make(chan *store.Job, 3)
+	require.NoError(t, st.Watch(func(j *store.Job) { got <- j }))
+	handedOnce(t, st, got) // Recover read them: none is handed on
 }
 
 // Jobs committed while no one watched (Watch(nil)) stay unseen, and
@@ -380,9 +396,7 @@ func TestWatchAgain(t *testing.T) {
 	first := insert()
 	assert.Equal(t, first, (<-got).ID, "notified")
 	require.NoError(t, st.Watch(nil))
-	second := insert()
-	// The notification came to no one: the job stays unseen.
-	assert.Equal(t, []int64{second}, column(t, pool, "SELECT id FROM fairsched_jobs WHERE unseen"))
+	second := insert() // its notification comes to no one
 	again := make(chan *store.Job, 1)
 	require.NoError(t, st.Watch(func(j *store.Job) { again <- j }))
 	select {
@@ -391,4 +405,96 @@ func TestWatchAgain(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the job did not arrive")
 	}
+	handedOnce(t, st, again)
+}
+
+// Transactions commit in any order, their IDs taken before: a job whose
+// transaction commits after a later one's is handed on all the same, and
+// once, whether its transaction was open while Recover read or while a
+// look did.
+func TestWatchCommitOrder(t *testing.T) {
+	t.Parallel()
+	st, pool := openTest(t, Options{PollInterval: time.Hour})
+	ctx := context.Background()
+	begin := func() (pgx.Tx, *store.Job) {
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { tx.Rollback(ctx) }) // a test that fails leaves none open: the pool's Close would wait
+		j := &store.Job{Type: "mail", Args: []byte(`{}`)}
+		require.NoError(t, st.InsertTx(ctx, tx, j))
+		return tx, j
+	}
+	openAtRecover, early := begin()
+	got := watched(t, st)
+	openAtLook, a := begin()
+	txB, b := begin()
+	require.Less(t, a.ID, b.ID)
+	require.NoError(t, txB.Commit(ctx))
+	assert.Equal(t, b.ID, nextArrival(t, got).ID)
+	require.NoError(t, openAtLook.Commit(ctx))
+	assert.Equal(t, a.ID, nextArrival(t, got).ID, "a lower ID, committed after a higher one was handed on")
+	require.NoError(t, openAtRecover.Commit(ctx))
+	assert.Equal(t, early.ID, nextArrival(t, got).ID, "open while Recover read")
+	handedOnce(t, st, got)
+}
+
+// A look reads in pages, all in the snapshot of the round's first: the
+// jobs of a transaction open when the last round ended (in its snapshot's
+// in-progress list), then of those that began after, a page ending
+// within either; a job committed while a round is under way comes in the
+// next round; none comes twice.
+func TestTakePages(t *testing.T) {
+	t.Parallel()
+	st, pool := openTest(t)
+	ctx := context.Background()
+	jobsOf := func(n int) []*store.Job {
+		jobs := make([]*store.Job, n)
+		for i := range jobs {
+			jobs[i] = &store.Job{Type: "mail", Args: []byte(`{}`)}
+		}
+		return jobs
+	}
+	insert := func(n int) []*store.Job {
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		jobs := jobsOf(n)
+		require.NoError(t, st.InsertTx(ctx, tx, jobs...))
+		require.NoError(t, tx.Commit(ctx))
+		return jobs
+	}
+	open, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { open.Rollback(ctx) })
+	opened := jobsOf(takeBatch + 5)
+	require.NoError(t, st.InsertTx(ctx, open, opened...))
+	snap, err := st.recoverJobs(ctx, nil, func(*store.Job) error { return nil })
+	require.NoError(t, err)
+	require.NoError(t, open.Commit(ctx))
+	later := insert(takeBatch + 10)
+
+	c := takeCursor{known: snap}
+	var pages [][]*store.Job
+	var during []*store.Job
+	for len(pages) < 5 { // 3 expected: a round that does not end fails below
+		page, next, err := st.watch.take(nil, c)
+		require.NoError(t, err)
+		pages = append(pages, page)
+		c = next
+		if c.to == "" {
+			break
+		}
+		if during == nil {
+			during = insert(1)
+		}
+	}
+	require.Len(t, pages, 3)
+	assert.Equal(t, ids(opened[:takeBatch]), ids(pages[0]), "the open transaction's first, a full page")
+	assert.Equal(t, ids(append(opened[takeBatch:], later[:takeBatch-5]...)), ids(pages[1]), "the rest of it, then the later one's")
+	assert.Equal(t, ids(later[takeBatch-5:]), ids(pages[2]), "a short page ends the round: not the job committed during it")
+	next, c, err := st.watch.take(nil, c)
+	require.NoError(t, err)
+	assert.Equal(t, ids(during), ids(next), "the next round")
+	none, _, err := st.watch.take(nil, c)
+	require.NoError(t, err)
+	assert.Empty(t, none)
 }

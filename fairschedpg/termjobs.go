@@ -22,16 +22,15 @@ import (
 //     transaction unless the lease is still the term's: a successor's
 //     campaign waits for a transaction in flight, and its Recover then
 //     sees what it committed;
-//   - its watcher's take of unseen jobs is fenced the same way (qFence
-//     begins the transaction that clears the marks), so that a stale
-//     leader cannot take, and drop, a job its successor's Recover did
-//     not read;
-//   - its Recover marks the unseen jobs it read as seen through the
-//     view's writer, fenced: a leader that reads the jobs once its term
-//     is over (paused between its campaign and its Recover) fails with
-//     ErrFenced, and leaves the marks for its successor's watch.
+//   - its watcher's takes of unseen jobs write nothing (watch.go): a
+//     stale leader's take can drop no job that its successor's Recover
+//     does not read;
+//   - its Recover reads the jobs in one snapshot with the lease
+//     (qFenceRead): a leader that reads them once its term is over
+//     (paused between its campaign and its Recover) fails with
+//     ErrFenced.
 //
-// Reads need no fence. The view shares the Store's pool and watcher
+// Other reads need no fence. The view shares the Store's pool and watcher
 // session; its writer is its own, and its Close closes only that (what
 // was posted is written first, or refused, fenced), and stops its
 // watching if it is the watcher's of the moment. A fenced transaction
@@ -44,6 +43,9 @@ type termJobs struct {
 	st     *Store
 	lease  *cluster.Lease
 	w      *writer
+
+	mu        sync.Mutex
+	recovered string // guarded by mu: the snapshot of the view's Recover, for its Watch
 
 	closeOnce sync.Once
 	closeErr  error
@@ -69,9 +71,16 @@ func (l *leadership) Jobs() store.Store {
 	return l.jobs
 }
 
-// Recover is the Store's, its marks of the jobs read fenced.
+// Recover is the Store's, while the term holds; its snapshot is where
+// the view's Watch goes on from.
 func (j *termJobs) Recover(ctx context.Context, fn func(*store.Job) error) error {
-	return j.st.recoverJobs(ctx, j.w, fn)
+	snap, err := j.st.recoverJobs(ctx, j.lease, fn)
+	if err == nil {
+		j.mu.Lock()
+		j.recovered = snap
+		j.mu.Unlock()
+	}
+	return err
 }
 
 // HasDependencies, Ended and Dead are the Store's.
@@ -101,7 +110,11 @@ func (j *termJobs) Watch(arrived func(*store.Job)) error {
 		j.st.watch.telling.Unlock()
 		return nil
 	}
-	j.st.watch.set(arrived, j.lease)
+	j.mu.Lock()
+	from := j.recovered
+	j.recovered = "" // once: a Watch again goes on from where the takes reached
+	j.mu.Unlock()
+	j.st.watch.set(arrived, j.lease, from)
 	return nil
 }
 

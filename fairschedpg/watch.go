@@ -1,12 +1,10 @@
 package fairschedpg
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"sync"
 	"time"
 
@@ -21,12 +19,28 @@ import (
 // when it does. Unlike SQLite's one writer at a time, PostgreSQL's
 // transactions commit in any order, their IDs taken from a sequence
 // before: a committed job's ID may be below one still uncommitted, or one
-// rolled back, so no cursor over IDs can tell which jobs are new. The
-// rows say it instead: InsertTx inserts its jobs unseen (a column, with
-// a partial index), and the watcher takes the unseen rows it finds, in
-// one UPDATE that clears the mark and returns them, after which it hands
-// them on. Recover, which reads every unfinished job, clears the mark of
-// those it read, so none is handed on twice.
+// rolled back, so no cursor over IDs can tell which jobs are new. A
+// cursor over snapshots can: InsertTx inserts its jobs unseen (a column),
+// and each row keeps the transaction that inserted it (xid, the column's
+// default). A snapshot tells which transactions had committed when it
+// was taken: all below its xmin but those in progress, none from its xmax
+// on, and of those between, all but its in-progress list (xip). So the
+// jobs new since a snapshot known are the unseen rows whose xid is one
+// known did not show, that is at or past known's xmax or in its xip list:
+// an index on xid (partial, on the unseen unfinished rows) finds them in
+// two probes, whatever transactions stay open meanwhile (a transaction
+// open for hours delays nothing; only its own jobs are read again until
+// it ends).
+//
+// Recover reads every unfinished job in one snapshot (REPEATABLE READ)
+// and keeps it; each of the watcher's looks then reads, in a snapshot of
+// its own (to), the unseen jobs that to shows and known did not, in pages
+// by ID, and hands them on; once a page comes back short, to becomes
+// known. A job is thus handed on once whatever the order transactions
+// commit in, and a look writes nothing: where it once cleared a mark on
+// each job it took (a row write a job, on the path of every replica's
+// insert), it now only reads. The cursor is the watcher's, in memory; a
+// new term, or a new Store, begins with its own Recover.
 //
 // InsertTx also sends a notification in the caller's transaction,
 // which the server delivers only if that transaction commits: the
@@ -62,11 +76,11 @@ import (
 // own jobs seen, its scheduler having them already, and so does a term's
 // view (the leader inserting). A replica's Store does not watch for
 // itself: the leader's term's view sets this watcher (Watch on the view),
-// with its lease, and each of its takes is then fenced by the term
-// (qFence, as the view's writes are), so that a leader whose term is
-// over takes, and drops, no job that its successor's Recover did not
-// read. A view that stops watching stops only its own watching (unset),
-// not a later term's on the same Store.
+// with its lease and the snapshot of its Recover. A take needs no fence:
+// it writes nothing, so a leader whose term is over can drop no job its
+// successor's Recover would not read; it takes nothing once its Lease
+// knows the term is over. A view that stops watching stops only its own
+// watching (unset), not a later term's on the same Store.
 
 // takeBatch is the most unseen jobs one look takes.
 const takeBatch = 1000
@@ -88,9 +102,16 @@ type watcher struct {
 	mu sync.Mutex
 	// Guarded by mu.
 	arrived func(*store.Job) // nil: no one watches
-	// lease, if set, fences each take by its term: the watcher is a
-	// leader's, for its term's view of the jobs (termjobs.go).
-	lease   *cluster.Lease
+	// lease, if set, is the term whose view of the jobs watches
+	// (termjobs.go): a take once its Lease knows the term is over takes
+	// nothing.
+	lease *cluster.Lease
+	// cursor is where the takes have reached; since counts the cursors
+	// set from a Recover, so that a look that began before one does not
+	// put its own back.
+	cursor  takeCursor
+	since   uint64
+	recover string    // the snapshot of the Store's last Recover, for its next Watch
 	conn    *pgx.Conn // the session; nil while it reconnects
 	lostErr error     // the lock was taken by another Store while the session was down
 	started bool
@@ -204,20 +225,39 @@ func (w *watcher) lost() error {
 // it replaced is not called again: Watch waits for a call in progress,
 // so it must not be called from that callback.
 func (st *Store) Watch(arrived func(*store.Job)) error {
-	st.watch.set(arrived, nil)
+	st.watch.mu.Lock()
+	from := st.watch.recover
+	st.watch.recover = ""
+	st.watch.mu.Unlock()
+	st.watch.set(arrived, nil, from)
 	st.watch.telling.Lock() // a look that read the callback replaced hands on what it took first
 	st.watch.telling.Unlock()
 	return nil
 }
 
+// recovered keeps snapshot, that of the Store's Recover, for its next
+// Watch: the jobs it shows are the scheduler's.
+func (w *watcher) recovered(snapshot string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.recover = snapshot
+}
+
 // set makes the watcher hand the unseen jobs it takes to arrived (nil:
-// no one), each take fenced by lease's term if lease is not nil: the
-// two together, so that no take of one term's is handed to another's.
-func (w *watcher) set(arrived func(*store.Job), lease *cluster.Lease) {
+// no one), each take refused once lease's term is over if lease is not
+// nil: the two together, so that no take of one term's is handed to
+// another's. from, if not "", is the snapshot of the Recover before: the
+// jobs it shows are known, and the takes go on from it; "" goes on from
+// where the last took.
+func (w *watcher) set(arrived func(*store.Job), lease *cluster.Lease, from string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if arrived == nil {
 		lease = nil
+	}
+	if from != "" {
+		w.cursor = takeCursor{known: from}
+		w.since++
 	}
 	w.arrived, w.lease, w.again = arrived, lease, true
 	if !w.started {
@@ -363,76 +403,32 @@ func (w *watcher) look() {
 	}
 }
 
-// lookOnce takes one batch of unseen jobs and hands them on, if someone
+// lookOnce takes one page of unseen jobs and hands them on, if someone
 // watches, holding telling from its read of the callback to its last
 // call; it reports whether there may be more.
 func (w *watcher) lookOnce() (more bool) {
 	w.telling.Lock()
 	defer w.telling.Unlock()
 	w.mu.Lock()
-	tell, lease := w.arrived, w.lease
+	tell, lease, at, since := w.arrived, w.lease, w.cursor, w.since
 	w.again = false
 	w.mu.Unlock()
 	if tell == nil {
 		return false // the unseen jobs stay for the next start, or the next Watch
 	}
-	jobs, err := w.take(lease)
+	jobs, next, err := w.take(lease, at)
 	if err != nil {
 		return false
 	}
+	w.mu.Lock()
+	if w.since == since { // no Recover's cursor replaced it meanwhile
+		w.cursor = next
+	}
+	w.mu.Unlock()
 	for _, j := range jobs {
 		tell(j)
 	}
-	return len(jobs) == takeBatch
-}
-
-// qTake clears the mark of up to $1 unseen jobs; its caller returns
-// them.
-const qTake = `
-UPDATE fairsched_jobs j SET unseen = false
-FROM (SELECT id FROM fairsched_jobs WHERE unseen ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) u
-WHERE j.id = u.id`
-
-// take clears the mark of up to takeBatch unseen jobs and returns them,
-// in ID order, once that is committed. A leader's take (lease not nil)
-// is fenced by its term as the writer of its view is: qFence begins its
-// transaction (writer.go), which takes nothing once the term is over
-// and fails with ErrFenced.
-func (w *watcher) take(lease *cluster.Lease) ([]*store.Job, error) {
-	var jobs []*store.Job
-	var intern store.Interner
-	var term int64
-	if lease != nil {
-		var held bool
-		if term, held = lease.Term(); !held {
-			return nil, fmt.Errorf("%w (%s holds no lease)", store.ErrFenced, lease.Holder())
-		}
-	}
-	err := w.st.run(w.ctx, false, func(b *pgx.Batch) {
-		if lease != nil {
-			b.Queue(qFence, term, lease.Holder())
-		}
-		b.Queue(qTake+`
-RETURNING `+jobCols("j."), takeBatch).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				j, _, err := scanJob(rows, &intern)
-				if err != nil {
-					return err
-				}
-				jobs = append(jobs, j)
-			}
-			return rows.Err()
-		})
-	})
-	if lease != nil && isFenceError(err) {
-		lease.Lost(term)
-		return nil, fmt.Errorf("%w (%s's term %d: a take of an ended term)", store.ErrFenced, lease.Holder(), term)
-	}
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(jobs, func(a, b *store.Job) int { return cmp.Compare(a.ID, b.ID) })
-	return jobs, err
+	return next.to != ""
 }
 
 // stop ends the loop; the session stays, holding the lock, until

@@ -93,7 +93,6 @@ WHERE id = $5`
 	qRequeue   = `UPDATE fairsched_jobs SET state = 1, allowed = $1, finished = 0, error = NULL, not_before = 0 WHERE id = $2`
 	qPriority  = `UPDATE fairsched_jobs SET priority = $1 WHERE id = $2`
 	qClock     = `UPDATE fairsched_jobs SET submitted = $1, stood = $2 WHERE id = $3`
-	qSeen      = `UPDATE fairsched_jobs SET unseen = false WHERE id = ANY($1::bigint[]) AND unseen`
 	// qPrune deletes up to $3 jobs that finished before $1 (completed,
 	// ended) or died before $2 (0: none).
 	qPrune = `DELETE FROM fairsched_jobs WHERE id IN (
@@ -119,7 +118,13 @@ WHERE id = $5`
 const qFence = `SELECT 1 / (SELECT count(*)::int FROM (
 	SELECT term FROM fairsched_leader WHERE term = $1 AND holder = $2 AND expires > clock_timestamp() FOR KEY SHARE) f)`
 
-// isFenceError reports whether err is qFence's refusal.
+// qFenceRead is qFence for a read, which a successor need not wait for
+// and which locks nothing: it divides by zero unless the lease is still
+// in term $1, held by $2 and not lapsed, in the reading transaction's
+// snapshot.
+const qFenceRead = `SELECT 1 / (SELECT count(*)::int FROM fairsched_leader WHERE term = $1 AND holder = $2 AND expires > clock_timestamp())`
+
+// isFenceError reports whether err is qFence's refusal (or qFenceRead's).
 func isFenceError(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "22012" // division_by_zero: no other statement of a writer divides
@@ -378,8 +383,6 @@ func queueOne(b *pgx.Batch, r *store.Request) {
 	case store.Put:
 		table, row := stateTable(r.Name)
 		b.Queue(putState(table), row, r.Value)
-	case store.Seen:
-		b.Queue(qSeen, r.IDs)
 	case store.Prune:
 		r.Pruned = 0
 		b.Queue(qPrune, r.Op.At, r.Op.NotBefore, store.PruneBatch).Exec(func(ct pgconn.CommandTag) error {

@@ -15,7 +15,6 @@ const (
 	Apply                  // Op
 	Prune                  // one batch of old jobs (PruneFunc): Op.At, Op.NotBefore
 	Put                    // Value under Name
-	Seen                   // IDs: jobs of callers' transactions the scheduler has (a store that marks them)
 )
 
 // Request is one write, and, once applied, its result.
@@ -29,7 +28,6 @@ type Request struct {
 	Pruned int64       // Prune: the jobs deleted
 	Name   string      // Put
 	Value  []byte      // Put
-	IDs    []int64     // Seen
 }
 
 // Writes are the methods of a Store that queue its writes on a Batcher of

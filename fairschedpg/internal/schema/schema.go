@@ -27,7 +27,7 @@ import (
 )
 
 // Version is the schema version this module writes: one per migration.
-const Version = 1
+const Version = 2
 
 // migrations[v] takes the schema from version v to v+1.
 var migrations = [Version]string{
@@ -119,6 +119,30 @@ CREATE TABLE fairsched_replicas (
 	died        timestamptz                       -- when a leader declared it dead
 );
 `,
+	1: `
+-- The scheduler learns of the jobs other transactions insert (unseen:
+-- a caller's transaction's, a replica's) by the transaction that
+-- inserted them, which it reads against the snapshot of its last look:
+-- a read, where it cleared a mark on each before, one row write less a
+-- job. Rows inserted before this version have none (NULL): the next
+-- start of a scheduler reads them all, as it reads every unfinished job.
+-- The default is set apart from the column so that adding it rewrites
+-- no row.
+ALTER TABLE fairsched_jobs ADD COLUMN xid xid8;
+ALTER TABLE fairsched_jobs ALTER COLUMN xid SET DEFAULT pg_current_xact_id();
+DROP INDEX fairsched_jobs_unseen;
+CREATE INDEX fairsched_jobs_unseen ON fairsched_jobs (xid, id) WHERE unseen AND state < 3;
+
+-- No replica was ever written here: the leader keeps which replica runs
+-- an attempt.
+DROP INDEX fairsched_jobs_running;
+ALTER TABLE fairsched_jobs DROP COLUMN replica;
+
+-- Room on each page for a job's start, which changes no indexed column,
+-- to be written beside the row it replaces (a heap-only update: no index
+-- entry written).
+ALTER TABLE fairsched_jobs SET (fillfactor = 50);
+`,
 }
 
 // ErrTooNew is returned by Migrate for a database whose schema a newer
@@ -140,6 +164,11 @@ type Beginner interface {
 // the version found before. It does nothing to a schema at Version, and
 // refuses one past it with an error wrapping ErrTooNew.
 func Migrate(ctx context.Context, db Beginner) (was int, err error) {
+	return migrateTo(ctx, db, Version)
+}
+
+// migrateTo is Migrate up to version to, for the test of an upgrade.
+func migrateTo(ctx context.Context, db Beginner, to int) (was int, err error) {
 	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return 0, fmt.Errorf("fairschedpg: migrating the schema: %w", err)
@@ -161,10 +190,10 @@ CREATE TABLE IF NOT EXISTS fairsched_schema_version (
 	if was > Version {
 		return was, fmt.Errorf("%w: version %d, this one knows up to %d", ErrTooNew, was, Version)
 	}
-	if was == Version {
+	if was >= to {
 		return was, nil // the rollback ends the transaction: nothing was written
 	}
-	for v := was; v < Version; v++ {
+	for v := was; v < to; v++ {
 		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
 			return was, fmt.Errorf("fairschedpg: migrating the schema from version %d to %d: %w", v, v+1, err)
 		}

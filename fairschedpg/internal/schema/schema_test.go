@@ -34,8 +34,8 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 	assert.Equal(t, []string{"fairsched_changes", "fairsched_jobs", "fairsched_leader", "fairsched_replicas", "fairsched_schedules",
 		"fairsched_schema_version", "fairsched_state"}, tables)
 
-	// The columns of a job: what the SQLite store keeps, and the replica
-	// running it.
+	// The columns of a job: what the SQLite store keeps, and the
+	// transaction that inserted it.
 	var cols []string
 	rows, err = pool.Query(ctx, `SELECT column_name FROM information_schema.columns
 		WHERE table_schema = current_schema() AND table_name = 'fairsched_jobs' ORDER BY ordinal_position`)
@@ -47,7 +47,7 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	assert.Equal(t, []string{"id", "state", "type", "key", "ref", "priority", "submitted", "not_before", "start_by",
-		"attempt", "allowed", "started", "replica", "finished", "attempts", "error", "after", "needs", "stood", "args", "unseen"}, cols)
+		"attempt", "allowed", "started", "finished", "attempts", "error", "after", "needs", "stood", "args", "unseen", "xid"}, cols)
 
 	// The columns of a replica: its capacity, its configuration's
 	// fingerprint, its lease, its heartbeat.
@@ -103,6 +103,44 @@ func TestMigrateTwiceDoesNothing(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM fairsched_schema_version), (SELECT count(*) FROM fairsched_jobs)`).Scan(&versions, &jobs))
 	assert.Equal(t, schema.Version, versions, "one row per version applied")
 	assert.Equal(t, 1, jobs, "the job is kept")
+}
+
+// A schema of version 1 (unseen jobs marked, no inserting transaction
+// kept) is brought to 2 with its jobs as they were: an unseen job keeps
+// its mark and has no transaction (a scheduler's start reads it, as it
+// reads every unfinished job); a job inserted since has the one that
+// inserted it; a page of jobs has room for their starts.
+func TestMigrateFromVersion1(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	_, err := schema.MigrateTo(ctx, pool, 1)
+	require.NoError(t, err)
+	const insert = `INSERT INTO fairsched_jobs (state, type, key, ref, priority, submitted, args, unseen) VALUES (1, 't', $1, '', 0, 1, '{}', true) RETURNING id`
+	var old, later int64
+	require.NoError(t, pool.QueryRow(ctx, insert, "old").Scan(&old))
+
+	was, err := schema.Migrate(ctx, pool)
+	require.NoError(t, err)
+	assert.Equal(t, 1, was)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, tx.QueryRow(ctx, insert, "later").Scan(&later))
+	var xid string
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid))
+	require.NoError(t, tx.Commit(ctx))
+
+	var oldXid, laterXid *string
+	var oldUnseen bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT xid::text FROM fairsched_jobs WHERE id = $1), (SELECT unseen FROM fairsched_jobs WHERE id = $1),
+		(SELECT xid::text FROM fairsched_jobs WHERE id = $2)`, old, later).Scan(&oldXid, &oldUnseen, &laterXid))
+	assert.Nil(t, oldXid, "a job inserted before has no transaction")
+	assert.True(t, oldUnseen, "and keeps its mark")
+	require.NotNil(t, laterXid)
+	assert.Equal(t, xid, *laterXid, "a job inserted since has the transaction that inserted it")
+	var options []string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT reloptions FROM pg_class WHERE oid = 'fairsched_jobs'::regclass`).Scan(&options))
+	assert.Equal(t, []string{"fillfactor=50"}, options)
 }
 
 // Replicas starting together all migrate: one does the work, none fails.
