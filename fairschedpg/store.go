@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -393,23 +394,26 @@ func (st *Store) Ended(ctx context.Context, id int64) (store.State, string, bool
 }
 
 // Ends is for the scheduler: it says how each job of ids is, as Ended
-// does, in one round trip.
+// does, in one round trip: one statement per maxRows IDs, so that no
+// statement's array grows with the jobs asked for.
 func (st *Store) Ends(ctx context.Context, ids []int64, fn func(id int64, state store.State, why string, found bool)) error {
 	seen := make(map[int64]bool, len(ids))
 	err := st.read(ctx, func(b *pgx.Batch) {
-		b.Queue(`SELECT id, state, coalesce(error, '') FROM fairsched_jobs WHERE id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var id int64
-				var state int16
-				var why string
-				if err := rows.Scan(&id, &state, &why); err != nil {
-					return err
+		for chunk := range slices.Chunk(ids, maxRows) {
+			b.Queue(`SELECT id, state, coalesce(error, '') FROM fairsched_jobs WHERE id = ANY($1)`, chunk).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var id int64
+					var state int16
+					var why string
+					if err := rows.Scan(&id, &state, &why); err != nil {
+						return err
+					}
+					seen[id] = true
+					fn(id, store.State(state), why, true)
 				}
-				seen[id] = true
-				fn(id, store.State(state), why, true)
-			}
-			return rows.Err()
-		})
+				return rows.Err()
+			})
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("fairschedpg: %w", err)

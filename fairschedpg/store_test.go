@@ -498,3 +498,48 @@ func TestTakePages(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, none)
 }
+
+// Ends says how each job asked for is, however many are asked for at
+// once (more than one statement's worth): completed, ended with its
+// error, still queued, or not found.
+func TestEnds(t *testing.T) {
+	t.Parallel()
+	st, _ := openTest(t)
+	ctx := context.Background()
+	jobs := make([]*store.Job, 2*maxRows+10)
+	for i := range jobs {
+		jobs[i] = &store.Job{Type: "t", Args: []byte(`1`)}
+	}
+	require.NoError(t, st.Insert(ctx, nil, jobs...))
+	completed, ended := jobs[3], jobs[maxRows+5]
+	for _, j := range []*store.Job{completed, ended} {
+		_, err := st.Start(ctx, j.ID, 1)
+		require.NoError(t, err)
+	}
+	st.Post(store.Op{Kind: store.OpComplete, ID: completed.ID, At: 2})
+	st.Post(store.Op{Kind: store.OpEnd, ID: ended.ID, At: 2, Err: "boom"})
+	require.NoError(t, st.Flush(ctx))
+
+	ids := []int64{}
+	for _, j := range jobs {
+		ids = append(ids, j.ID)
+	}
+	missing := jobs[len(jobs)-1].ID + 1
+	ids = append(ids, missing)
+	type end struct {
+		state store.State
+		why   string
+		found bool
+	}
+	got := map[int64]end{}
+	require.NoError(t, st.Ends(ctx, ids, func(id int64, state store.State, why string, found bool) {
+		_, again := got[id]
+		assert.False(t, again, "job %d said twice", id)
+		got[id] = end{state, why, found}
+	}))
+	assert.Len(t, got, len(ids))
+	assert.Equal(t, end{store.Completed, "", true}, got[completed.ID])
+	assert.Equal(t, end{store.Ended, "boom", true}, got[ended.ID])
+	assert.Equal(t, end{store.Queued, "", true}, got[jobs[2*maxRows+1].ID], "in the third statement")
+	assert.Equal(t, end{0, "", false}, got[missing])
+}
