@@ -167,6 +167,12 @@ func newTestKeeper(t *testing.T) *testKeeper {
 // batch hello; before the keeper reads the store, the job inserted,
 // prepare (if not nil) is given the store and the job.
 func newKeeperWith(t *testing.T, prepare func(store.Store, *store.Job), hello ...decide.Msg) *testKeeper {
+	return newKeeperOn(t, map[string]int{"r1": 1}, prepare, hello...)
+}
+
+// newKeeperOn is newKeeperWith on the replicas given, with their
+// capacities.
+func newKeeperOn(t *testing.T, replicas map[string]int, prepare func(store.Store, *store.Job), hello ...decide.Msg) *testKeeper {
 	ctx := context.Background()
 	st, err := fairschedsqlite.Open(filepath.Join(t.TempDir(), "jobs.db"))
 	require.NoError(t, err)
@@ -186,7 +192,7 @@ func newKeeperWith(t *testing.T, prepare func(store.Store, *store.Job), hello ..
 	require.NoError(t, err)
 	t.Cleanup(tk.k.abandon) // closes st too
 	leader := tk.k.keeper.leader
-	tk.k.Deliver(func(now int64) { leader.Begin(1, map[string]int{"r1": 1}, now) })
+	tk.k.Deliver(func(now int64) { leader.Begin(1, replicas, now) })
 	tk.deliver(hello...)
 	return tk
 }
@@ -294,4 +300,38 @@ func TestKeeperTakesADoneSentAgain(t *testing.T) {
 			recorded(tk, tk.job.ID)
 		})
 	}
+}
+
+// After a failover, the ends the new leader hears before its grants
+// begin are taken only for the attempt the store has running, on the
+// replica that ran it. Here the store has the job's first attempt
+// started; r1's Hello lists it running, and r2's carries an end of the
+// same job's attempt (a stale one, from a run r2 no longer has), failed
+// for good. The attempt is adopted on r1 and goes on: r2's end does not
+// end it, nor does it count it lost; r1's end, when it comes, does. And
+// an end that came alone, before its replica's Hello (which no longer
+// lists it, the end being sent), is kept for the attempt, not dropped.
+func TestKeeperTakesEndsOfTheAttemptRunning(t *testing.T) {
+	started := func(st store.Store, job *store.Job) { // by the last term's leader
+		_, err := st.Start(context.Background(), job.ID, time.Now().UnixMicro())
+		require.NoError(t, err)
+	}
+	t.Run("another-replicas-end", func(t *testing.T) {
+		tk := newKeeperOn(t, map[string]int{"r1": 1, "r2": 1}, started,
+			decide.Msg{Kind: decide.Hello, Term: 1, Replica: "r2", Sync: 1, N: 1, Types: []string{"mail"}},
+			decide.Msg{Kind: decide.Done, Term: 1, Replica: "r2", Seq: 1, Attempt: 1, Outcome: engine.Failed, Flags: decide.DonePermanent, Err: "stale"},
+			decide.Msg{Kind: decide.Hello, Term: 1, Replica: "r1", Sync: 1, N: 1, Types: []string{"mail"}},
+			decide.Msg{Kind: decide.Runs, Term: 1, Replica: "r1", Seq: 1, Attempt: 1, Ran: 1000})
+		require.Equal(t, int64(1), tk.job.ID)
+		close(tk.st.release)
+		tk.deliver(decide.Msg{Kind: decide.Done, Term: 1, Replica: "r1", Seq: 1, Attempt: 1, Outcome: engine.Completed})
+		assert.Equal(t, store.Completed, tk.ended(), "ended by the replica that ran it")
+	})
+	t.Run("an-end-before-its-hello", func(t *testing.T) {
+		tk := newKeeperOn(t, map[string]int{"r1": 1}, started,
+			decide.Msg{Kind: decide.Done, Term: 1, Replica: "r1", Seq: 1, Attempt: 1, Outcome: engine.Completed},
+			decide.Msg{Kind: decide.Hello, Term: 1, Replica: "r1", Sync: 1, Types: []string{"mail"}})
+		close(tk.st.release)
+		assert.Equal(t, store.Completed, tk.ended(), "not lost: its end came")
+	})
 }
