@@ -263,6 +263,24 @@ type State struct {
 	OldestWait map[string]time.Duration
 	// History is the recent past, for the charts.
 	History History
+	// Scope says, on one of several replicas (Config.Replica), whose
+	// jobs the page shows: the replica's own (Stats, the queue, the dead
+	// jobs are its own, not the cluster's), and where the cluster's are.
+	// Empty for a scheduler that is not a replica.
+	Scope string
+}
+
+// scopeOf returns State.Scope for a scheduler whose Stats.Replica is r.
+func scopeOf(r *fairsched.ReplicaStats) string {
+	if r == nil {
+		return ""
+	}
+	if r.Leader {
+		return fmt.Sprintf("Replica %s, which leads the cluster (term %d): the figures and the queue below are this replica's own jobs; "+
+			"the cluster's figures are in state.json, under Stats.Cluster.", r.Name, r.Term)
+	}
+	return fmt.Sprintf("Replica %s: the figures and the queue below are this replica's own jobs, not the cluster's; "+
+		"the page of the replica that leads has the cluster's figures.", r.Name)
 }
 
 // maxDisabledListed bounds the disabled pairs a state lists.
@@ -301,6 +319,7 @@ func (a *AdminHandler) build(page int) State {
 		Time: adminNow(), Stats: a.s.Stats(),
 		TierNames: map[fairsched.Tier]string{}, History: a.history.snapshot(),
 	}
+	st.Scope = scopeOf(st.Stats.Replica)
 	st.Disabled, st.DisabledTotal = a.s.DisabledSoonest(maxDisabledListed)
 	for _, t := range st.Stats.Tiers {
 		st.TierNames[t.Tier] = t.Tier.String()

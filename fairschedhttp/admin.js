@@ -132,6 +132,9 @@ function render(st) {
     `${s.Running} running of ${s.MaxConcurrency || "unlimited"} slots, ${s.Queued} queued` +
     (s.MaxQueue ? ` of at most ${s.MaxQueue}` : "") + `, ${s.Completed} completed, ${s.Failed} failed · ` +
     new Date(st.Time).toLocaleTimeString() + (controls ? " · controls on" : " · read-only");
+  const scope = document.getElementById("scope");
+  scope.textContent = st.Scope || "";
+  scope.classList.toggle("hidden", !st.Scope);
   const h = st.History || {Times: [], Charts: []};
   document.getElementById("charts").replaceChildren(...(h.Charts || []).map(c => chart(c, h.Times || [])));
   // While an operator types a weight, the keys table is left as it is:

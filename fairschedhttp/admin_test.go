@@ -586,3 +586,32 @@ func TestLoopbackOnlyRebindingAndForwarded(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// On one of several replicas the page says whose jobs it shows: the
+// replica's own, with where the cluster's are; on a scheduler that is no
+// replica it says nothing.
+func TestAdminScope(t *testing.T) {
+	if got := scopeOf(nil); got != "" {
+		t.Errorf("no replica: %q", got)
+	}
+	for _, c := range []struct {
+		r    fairsched.ReplicaStats
+		want []string
+	}{
+		{fairsched.ReplicaStats{Name: "web-2"},
+			[]string{"Replica web-2:", "this replica's own jobs, not the cluster's", "the page of the replica that leads"}},
+		{fairsched.ReplicaStats{Name: "web-1", Leader: true, Term: 7},
+			[]string{"Replica web-1, which leads the cluster (term 7)", "this replica's own jobs", "Stats.Cluster"}},
+	} {
+		got := scopeOf(&c.r)
+		for _, want := range c.want {
+			if !strings.Contains(got, want) {
+				t.Errorf("%+v: %q lacks %q", c.r, got, want)
+			}
+		}
+	}
+	s, _ := adminHarness(t)
+	if st, _ := getState(t, newAdmin(t, s, AdminOptions{Authorize: allowAll}), "", nil); st.Scope != "" {
+		t.Errorf("a scheduler that is no replica: %q", st.Scope)
+	}
+}

@@ -2,6 +2,9 @@ package fairschedpg_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsched/fairsched"
+	"github.com/fairsched/fairsched/fairschedhttp"
 	"github.com/fairsched/fairsched/fairschedpg/internal/pgtest"
 	"github.com/fairsched/fairsched/fairschedprom"
 )
@@ -78,6 +82,25 @@ func TestReplicasClusterStats(t *testing.T) {
 		}
 	}
 	assert.Equal(t, running, ownRunning, "each attempt counted by the replica it runs on")
+
+	// Each replica's admin page says whose jobs it shows.
+	for _, s := range ss {
+		admin := fairschedhttp.Admin(s, fairschedhttp.AdminOptions{Authorize: func(*http.Request, fairschedhttp.AdminAccess) bool { return true }})
+		rec := httptest.NewRecorder()
+		admin.ServeHTTP(rec, httptest.NewRequest("GET", "/state.json", nil))
+		admin.Close()
+		require.Equal(t, http.StatusOK, rec.Code)
+		var st fairschedhttp.State
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &st))
+		name := s.Stats().Replica.Name
+		assert.Contains(t, st.Scope, "Replica "+name)
+		if s == leader {
+			assert.Contains(t, st.Scope, "which leads the cluster")
+			require.NotNil(t, st.Stats.Cluster, "the leader's state has the cluster's figures")
+		} else {
+			assert.Contains(t, st.Scope, "not the cluster's")
+		}
+	}
 
 	for _, s := range ss {
 		reg := prometheus.NewPedanticRegistry()
