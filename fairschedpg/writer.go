@@ -187,6 +187,7 @@ func (w *writer) apply(rs []*store.Request) error {
 	if w.lease != nil {
 		b.Queue(qFence, term, w.lease.Holder())
 	}
+	store.MarkOverwritten(rs)
 	var jobs []*store.Job
 	for _, r := range rs {
 		if r.Kind == store.Insert {
@@ -209,7 +210,7 @@ func (w *writer) apply(rs []*store.Request) error {
 		}
 		b = &pgx.Batch{}
 		for _, r := range rs {
-			if r.Kind == store.Insert && r.State != nil {
+			if r.Kind == store.Insert && r.State != nil && !r.Overwritten {
 				table, row := stateTable(r.State.Name)
 				b.Queue(putState(table), row, r.State.Value(r.Jobs))
 			}
@@ -381,6 +382,9 @@ func queueOne(b *pgx.Batch, r *store.Request) {
 	case store.Apply:
 		queueOp(b, &r.Op)
 	case store.Put:
+		if r.Overwritten {
+			return
+		}
 		table, row := stateTable(r.Name)
 		b.Queue(putState(table), row, r.Value)
 	case store.Prune:

@@ -157,6 +157,7 @@ func (w *writer) apply(rs []*store.Request) error {
 // other requests in the groups of store.Groups (multi.go writes a group
 // in one statement).
 func (w *writer) applyAll(ctx context.Context, rs []*store.Request) error {
+	store.MarkOverwritten(rs)
 	w.jobs = w.jobs[:0]
 	for _, r := range rs {
 		if r.Kind == store.Insert {
@@ -170,7 +171,7 @@ func (w *writer) applyAll(ctx context.Context, rs []*store.Request) error {
 			return err
 		}
 		for _, r := range rs {
-			if r.Kind == store.Insert && r.State != nil {
+			if r.Kind == store.Insert && r.State != nil && !r.Overwritten {
 				if _, err := w.stmts[qPutState].ExecContext(ctx, r.State.Name, r.State.Value(r.Jobs)); err != nil {
 					return err
 				}
@@ -190,6 +191,9 @@ func (w *writer) applyOne(ctx context.Context, r *store.Request) error {
 	case store.Apply:
 		return w.applyOp(ctx, &r.Op)
 	case store.Put:
+		if r.Overwritten {
+			return nil
+		}
 		_, err := w.stmts[qPutState].ExecContext(ctx, r.Name, r.Value)
 		return err
 	case store.Prune:

@@ -28,6 +28,50 @@ type Request struct {
 	Pruned int64       // Prune: the jobs deleted
 	Name   string      // Put
 	Value  []byte      // Put
+	// Overwritten, set by MarkOverwritten, says that a later request of
+	// the same transaction writes this one's state (a Put, or an
+	// Insert's State) again: the writer writes only the last.
+	Overwritten bool
+}
+
+// stateName returns the name of the state r writes, if it writes one.
+func (r *Request) stateName() (string, bool) {
+	switch {
+	case r.Kind == Put:
+		return r.Name, true
+	case r.Kind == Insert && r.State != nil:
+		return r.State.Name, true
+	}
+	return "", false
+}
+
+// MarkOverwritten sets Overwritten on each state write of rs, one
+// transaction's requests in the order they were made, that a later one
+// of rs writes again under the same name. A writer writes an insert's
+// state with its jobs, first, and a Put among the other requests, after:
+// without this, a Put made before an insert (a periodic schedule's next
+// time, say) would be written after the insert's state of the same name,
+// and the older value would be the one kept. Writing only the last of
+// each name keeps the newest, whatever order the writer applies them in.
+// It allocates only for a transaction with two state writes or more.
+func MarkOverwritten(rs []*Request) {
+	n := 0
+	for _, r := range rs {
+		r.Overwritten = false
+		if _, ok := r.stateName(); ok {
+			n++
+		}
+	}
+	if n < 2 {
+		return
+	}
+	later := make(map[string]bool, n)
+	for i := len(rs) - 1; i >= 0; i-- {
+		if name, ok := rs[i].stateName(); ok {
+			rs[i].Overwritten = later[name]
+			later[name] = true
+		}
+	}
 }
 
 // Writes are the methods of a Store that queue its writes on a Batcher of
