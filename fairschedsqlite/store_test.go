@@ -185,26 +185,8 @@ func TestCloseTwice(t *testing.T) {
 	require.NoError(t, again.Close())
 }
 
-// A state put before an insert that writes the same state, both in one
-// transaction, does not win over it: the writer writes an insert's state
-// with its jobs and a Put after, and writes only the last of each name
-// (a periodic schedule's next time put as an occurrence was written, then
-// the next occurrence's, would otherwise go back).
+// The state writes of one transaction (storetest.StateOrder).
 func TestStateOrderInATransaction(t *testing.T) {
 	st := openTest(t)
-	ctx := context.Background()
-	jobs := []*store.Job{{Type: "mail", Args: []byte(`{}`)}}
-	rs := []*store.Request{
-		{Kind: store.Put, Name: "schedule:digest", Value: []byte(`"older"`)},
-		{Kind: store.Insert, Jobs: jobs, State: &store.StateWrite{Name: "schedule:digest", Value: func([]*store.Job) []byte { return []byte(`"newer"`) }}},
-		{Kind: store.Insert, Jobs: []*store.Job{{Type: "mail", Args: []byte(`{}`)}}, State: &store.StateWrite{Name: "fair", Value: func([]*store.Job) []byte { return []byte(`"first"`) }}},
-		{Kind: store.Put, Name: "fair", Value: []byte(`"last"`)},
-	}
-	require.NoError(t, st.w.apply(rs))
-	for name, want := range map[string]string{"schedule:digest": `"newer"`, "fair": `"last"`} {
-		got, err := st.State(ctx, name)
-		require.NoError(t, err)
-		assert.Equal(t, want, string(got), name)
-	}
-	assert.NotZero(t, jobs[0].ID, "the jobs are inserted")
+	storetest.StateOrder(t, st, st.w.apply)
 }
