@@ -299,16 +299,22 @@ func (st *Store) recoverJobs(ctx context.Context, lease *cluster.Lease, fn func(
 			return "", fmt.Errorf("%w (%s holds no lease)", store.ErrFenced, lease.Holder())
 		}
 	}
-	conn, err := st.pool.Acquire(ctx)
+	bctx, cancel := st.stmtCtx(ctx) // the acquisition and the BEGIN: round trips too
+	defer cancel()
+	conn, err := st.pool.Acquire(bctx)
 	if err != nil {
 		return "", fmt.Errorf("fairschedpg: reading jobs: %w", err)
 	}
 	defer conn.Release() // a connection left in a transaction is destroyed, not reused
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	tx, err := conn.BeginTx(bctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return "", fmt.Errorf("fairschedpg: reading jobs: %w", err)
 	}
-	defer tx.Rollback(context.Background()) // read only: nothing to commit
+	defer func() { // read only: nothing to commit
+		ctx, cancel := st.stmtCtx(context.Background())
+		defer cancel()
+		tx.Rollback(ctx)
+	}()
 	var intern store.Interner
 	last := int64(0)
 	for {

@@ -27,16 +27,16 @@ import (
 // on, and of those between, all but its in-progress list (xip). So the
 // jobs new since a snapshot known are the unseen rows whose xid is one
 // known did not show, that is at or past known's xmax or in its xip list:
-// an index on xid (partial, on the unseen unfinished rows) finds them in
-// two probes, whatever transactions stay open meanwhile (a transaction
-// open for hours delays nothing; only its own jobs are read again until
-// it ends).
+// an index on (xid, id) (partial, on the unseen unfinished rows) finds
+// them in a few probes (take.go), whatever transactions stay open
+// meanwhile (a transaction open for hours slows no look: its own jobs are
+// read when it commits, and no other's twice).
 //
 // Recover reads every unfinished job in one snapshot (REPEATABLE READ)
 // and keeps it; each of the watcher's looks then reads, in a snapshot of
 // its own (to), the unseen jobs that to shows and known did not, in pages
-// by ID, and hands them on; once a page comes back short, to becomes
-// known. A job is thus handed on once whatever the order transactions
+// (each in ID order when handed on), and hands them on; once a page comes
+// back short, to becomes known. A job is thus handed on once whatever the order transactions
 // commit in, and a look writes nothing: where it once cleared a mark on
 // each job it took (a row write a job, on the path of every replica's
 // insert), it now only reads. The cursor is the watcher's, in memory; a
