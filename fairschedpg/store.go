@@ -279,36 +279,37 @@ func (st *Store) runAs(ctx context.Context, iso string, readOnly bool, queue fun
 // ID order, without their arguments. The jobs of other transactions
 // (InsertTx) that Watch hands on next are those Recover did not read.
 func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
-	snap, err := st.recoverJobs(ctx, nil, fn)
+	from, err := st.recoverJobs(ctx, nil, fn)
 	if err == nil {
-		st.watch.recovered(snap)
+		st.watch.recovered(from)
 	}
 	return err
 }
 
 // recoverJobs is Recover: it reads every unfinished job in one snapshot,
-// in pages, and returns that snapshot, after which the jobs of other
-// transactions are new (watch.go). A leader's (lease not nil) reads them
+// in pages, and returns where the watcher's takes go on from: that
+// snapshot, after which the jobs of other transactions are new (watch.go),
+// and the server's start time. A leader's (lease not nil) reads them
 // only while its term holds, and fails with ErrFenced once it is over.
-func (st *Store) recoverJobs(ctx context.Context, lease *cluster.Lease, fn func(*store.Job) error) (snapshot string, err error) {
+func (st *Store) recoverJobs(ctx context.Context, lease *cluster.Lease, fn func(*store.Job) error) (from takeCursor, err error) {
 	const page = 10_000 // jobs per statement, each under the timeout
 	var term int64
 	if lease != nil {
 		var held bool
 		if term, held = lease.Term(); !held {
-			return "", fmt.Errorf("%w (%s holds no lease)", store.ErrFenced, lease.Holder())
+			return takeCursor{}, fmt.Errorf("%w (%s holds no lease)", store.ErrFenced, lease.Holder())
 		}
 	}
 	bctx, cancel := st.stmtCtx(ctx) // the acquisition and the BEGIN: round trips too
 	defer cancel()
 	conn, err := st.pool.Acquire(bctx)
 	if err != nil {
-		return "", fmt.Errorf("fairschedpg: reading jobs: %w", err)
+		return takeCursor{}, fmt.Errorf("fairschedpg: reading jobs: %w", err)
 	}
 	defer conn.Release() // a connection left in a transaction is destroyed, not reused
 	tx, err := conn.BeginTx(bctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return "", fmt.Errorf("fairschedpg: reading jobs: %w", err)
+		return takeCursor{}, fmt.Errorf("fairschedpg: reading jobs: %w", err)
 	}
 	defer func() { // read only: nothing to commit
 		ctx, cancel := st.stmtCtx(context.Background())
@@ -320,11 +321,11 @@ func (st *Store) recoverJobs(ctx context.Context, lease *cluster.Lease, fn func(
 	for {
 		var jobs []*store.Job
 		err := st.readIn(ctx, tx, func(b *pgx.Batch) {
-			if snapshot == "" { // the transaction's snapshot, which every page reads
+			if from.known == "" { // the transaction's snapshot, which every page reads
 				if lease != nil {
 					b.Queue(qFenceRead, term, lease.Holder())
 				}
-				b.Queue(`SELECT pg_current_snapshot()::text`).QueryRow(func(r pgx.Row) error { return r.Scan(&snapshot) })
+				b.Queue(qSnapshot).QueryRow(func(r pgx.Row) error { return r.Scan(&from.known, &from.server) })
 			}
 			queueScan(b, `WHERE state < 3 AND id > $1 ORDER BY id LIMIT $2`, &intern, func(j *store.Job) {
 				jobs = append(jobs, j)
@@ -332,19 +333,19 @@ func (st *Store) recoverJobs(ctx context.Context, lease *cluster.Lease, fn func(
 		})
 		if lease != nil && isFenceError(err) {
 			lease.Lost(term)
-			return "", fmt.Errorf("%w (%s's term %d: a read of the jobs once the term is over)", store.ErrFenced, lease.Holder(), term)
+			return takeCursor{}, fmt.Errorf("%w (%s's term %d: a read of the jobs once the term is over)", store.ErrFenced, lease.Holder(), term)
 		}
 		if err != nil {
-			return "", fmt.Errorf("fairschedpg: reading jobs: %w", err)
+			return takeCursor{}, fmt.Errorf("fairschedpg: reading jobs: %w", err)
 		}
 		for _, j := range jobs {
 			if err := fn(j); err != nil {
-				return "", err
+				return takeCursor{}, err
 			}
 			last = j.ID
 		}
 		if len(jobs) < page {
-			return snapshot, nil
+			return from, nil
 		}
 	}
 }

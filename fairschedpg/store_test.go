@@ -467,12 +467,11 @@ func TestTakePages(t *testing.T) {
 	t.Cleanup(func() { open.Rollback(ctx) })
 	opened := jobsOf(takeBatch + 5)
 	require.NoError(t, st.InsertTx(ctx, open, opened...))
-	snap, err := st.recoverJobs(ctx, nil, func(*store.Job) error { return nil })
+	c, err := st.recoverJobs(ctx, nil, func(*store.Job) error { return nil })
 	require.NoError(t, err)
 	require.NoError(t, open.Commit(ctx))
 	later := insert(takeBatch + 10)
 
-	c := takeCursor{known: snap}
 	var pages [][]*store.Job
 	var during []*store.Job
 	for len(pages) < 5 { // 3 expected: a round that does not end fails below

@@ -2,6 +2,7 @@ package fairschedpg
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -30,8 +31,12 @@ import (
 // becomes known.
 type takeCursor struct {
 	known string // a snapshot, as text; "": none (every unseen unfinished job is new)
-	to    string // the round's snapshot; "": no round under way
-	after struct {
+	// server is the start time of the server known was taken on
+	// (pg_postmaster_start_time), "" if not known: a round on another
+	// (restarted, or a standby promoted) is told (errRestarted).
+	server string
+	to     string // the round's snapshot; "": no round under way
+	after  struct {
 		xid uint64 // 0: the round's first page
 		id  int64
 	}
@@ -67,25 +72,27 @@ func parseSnapshot(s string) (snapshot, error) {
 	return snap, nil
 }
 
-// qTake reads a page of up to $7 unseen jobs new since a snapshot known,
+// qTake reads a page of up to $8 unseen jobs new since a snapshot known,
 // in (xid, id) order after ($1, $2), that the round's snapshot $6 shows
 // (NULL: this statement's, the round's first): those of xid $1 past ID
 // $2 if $1 is in known's xip ($3 says), those of the xids $4 (known's
 // xip past $1), and those past ($5, $7): past ($1, $2) if $1 is at or
 // past known's xmax, else from xmax on, past (xmax, 0) (IDs are
-// positive).
-// Each range is one index probe; the ORDER BY of each matches the index,
+// positive), up to the round's snapshot's xmax (the transactions begun
+// after it, open or not, are the next round's).
+// Each range is an index probe; the ORDER BY of each matches the index,
+// and the round's snapshot is a value (a scalar subquery), not a join,
 // so that no plan, generic or not, reads the table in another order.
 const qTake = `WITH t AS (SELECT coalesce($6::text::pg_snapshot, pg_current_snapshot()) AS s)
 SELECT %[1]s FROM (
-	(SELECT j.* FROM fairsched_jobs j, t WHERE unseen AND state < 3 AND $3 AND xid = $1::text::xid8 AND id > $2
-		AND pg_visible_in_snapshot(xid, t.s) ORDER BY xid, id LIMIT $8)
+	(SELECT j.* FROM fairsched_jobs j WHERE unseen AND state < 3 AND $3 AND xid = $1::text::xid8 AND id > $2
+		AND pg_visible_in_snapshot(xid, (SELECT s FROM t)) ORDER BY xid, id LIMIT $8)
 	UNION ALL
-	(SELECT j.* FROM fairsched_jobs j, t WHERE unseen AND state < 3 AND xid = ANY($4::text[]::xid8[])
-		AND pg_visible_in_snapshot(xid, t.s) ORDER BY xid, id LIMIT $8)
+	(SELECT j.* FROM fairsched_jobs j WHERE unseen AND state < 3 AND xid = ANY($4::text[]::xid8[])
+		AND pg_visible_in_snapshot(xid, (SELECT s FROM t)) ORDER BY xid, id LIMIT $8)
 	UNION ALL
-	(SELECT j.* FROM fairsched_jobs j, t WHERE unseen AND state < 3 AND (xid, id) > ($5::text::xid8, $7)
-		AND pg_visible_in_snapshot(xid, t.s) ORDER BY xid, id LIMIT $8)
+	(SELECT j.* FROM fairsched_jobs j WHERE unseen AND state < 3 AND (xid, id) > ($5::text::xid8, $7) AND xid < pg_snapshot_xmax((SELECT s FROM t))
+		AND pg_visible_in_snapshot(xid, (SELECT s FROM t)) ORDER BY xid, id LIMIT $8)
 ) n ORDER BY n.xid, n.id LIMIT $8`
 
 // qTakeAll is qTake with no snapshot known (a Watch with no Recover
@@ -96,6 +103,19 @@ const qTakeAll = `SELECT %[1]s FROM fairsched_jobs
 WHERE unseen AND state < 3 AND id > $2
 	AND (xid IS NULL OR pg_visible_in_snapshot(xid, coalesce($1::text::pg_snapshot, pg_current_snapshot())))
 ORDER BY id LIMIT $3`
+
+// qSnapshot reads a transaction's snapshot and the start time of the
+// server it runs on.
+const qSnapshot = `SELECT pg_current_snapshot()::text, pg_postmaster_start_time()::text`
+
+// errRestarted says that the database server restarted, or another took
+// its place, since the snapshot a cursor knows: the transaction ids of
+// the transactions it lost (aborted, or committed without waiting for
+// the disk, their records not yet written) may be given again, to
+// transactions the snapshot would show as done. A leader's term ends
+// then, so that the next reads every job again; a Store of one process
+// goes on (the Store's doc says what it may miss).
+var errRestarted = errors.New("fairschedpg: the database server restarted since the jobs were last read")
 
 // The statements, with the columns scanJob reads and the job's xid.
 var (
@@ -140,9 +160,10 @@ func (w *watcher) take(lease *cluster.Lease, c takeCursor) ([]*store.Job, takeCu
 	next := c
 	var jobs []*store.Job
 	var intern store.Interner
+	var server string
 	err := w.st.readSnapshot(w.ctx, func(b *pgx.Batch) {
 		if c.to == "" { // a round begins: its snapshot is this transaction's
-			b.Queue(`SELECT pg_current_snapshot()::text`).QueryRow(func(r pgx.Row) error { return r.Scan(&next.to) })
+			b.Queue(qSnapshot).QueryRow(func(r pgx.Row) error { return r.Scan(&next.to, &server) })
 		}
 		b.Queue(q, args...).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -164,9 +185,19 @@ func (w *watcher) take(lease *cluster.Lease, c takeCursor) ([]*store.Job, takeCu
 	if err != nil {
 		return nil, c, err
 	}
+	if c.to == "" && server != c.server {
+		if c.server != "" && lease != nil {
+			// Its ids may have been given again (below): the term ends,
+			// and the next reads every job (Recover).
+			term, _ := lease.Term()
+			lease.Lost(term)
+			return nil, c, fmt.Errorf("%w (%s's term %d): %w", store.ErrFenced, lease.Holder(), term, errRestarted)
+		}
+		next.server = server
+	}
 	slices.SortFunc(jobs, func(a, b *store.Job) int { return cmp.Compare(a.ID, b.ID) })
 	if len(jobs) < takeBatch {
-		return jobs, takeCursor{known: next.to}, nil
+		return jobs, takeCursor{known: next.to, server: next.server}, nil
 	}
 	return jobs, next, nil
 }

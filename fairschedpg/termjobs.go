@@ -45,7 +45,7 @@ type termJobs struct {
 	w      *writer
 
 	mu        sync.Mutex
-	recovered string // guarded by mu: the snapshot of the view's Recover, for its Watch
+	recovered takeCursor // guarded by mu: where the view's Recover left the takes, for its Watch
 
 	closeOnce sync.Once
 	closeErr  error
@@ -74,10 +74,10 @@ func (l *leadership) Jobs() store.Store {
 // Recover is the Store's, while the term holds; its snapshot is where
 // the view's Watch goes on from.
 func (j *termJobs) Recover(ctx context.Context, fn func(*store.Job) error) error {
-	snap, err := j.st.recoverJobs(ctx, j.lease, fn)
+	from, err := j.st.recoverJobs(ctx, j.lease, fn)
 	if err == nil {
 		j.mu.Lock()
-		j.recovered = snap
+		j.recovered = from
 		j.mu.Unlock()
 	}
 	return err
@@ -112,7 +112,7 @@ func (j *termJobs) Watch(arrived func(*store.Job)) error {
 	}
 	j.mu.Lock()
 	from := j.recovered
-	j.recovered = "" // once: a Watch again goes on from where the takes reached
+	j.recovered = takeCursor{} // once: a Watch again goes on from where the takes reached
 	j.mu.Unlock()
 	j.st.watch.set(arrived, j.lease, from)
 	return nil

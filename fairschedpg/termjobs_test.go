@@ -459,3 +459,44 @@ func TestTermJobsClose(t *testing.T) {
 	}))
 	assert.Equal(t, []int64{first.ID, second.ID, mine.ID, third.ID}, recovered)
 }
+
+// A take that finds the database server started since its cursor's
+// snapshot (restarted, or a standby promoted in its place) hands on
+// nothing from it: the transaction ids the server lost with a crash may
+// have been given again, to transactions the snapshot would show as
+// done. A leader's term ends, so that the next term reads every job
+// (Recover); a Store of one process goes on from the new server.
+func TestTakeAfterRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := clusterSchema(t)
+	a := replicaStore(t, schema, Options{PollInterval: time.Hour})
+	c := replicaStore(t, schema)
+	view := termView(t, lead(t, a, "a"))
+	require.NoError(t, view.Recover(ctx, func(*store.Job) error { return nil }))
+	job := &store.Job{Type: "mail", Key: "after"}
+	require.NoError(t, c.Insert(ctx, nil, job))
+
+	from := view.recovered
+	require.NotEmpty(t, from.server)
+	jobs, _, err := a.watch.take(view.lease, from)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{job.ID}, ids(jobs), "the same server")
+
+	from.server = "2001-01-01 00:00:00+00" // another start
+	jobs, _, err = a.watch.take(view.lease, from)
+	require.ErrorIs(t, err, store.ErrFenced)
+	require.ErrorIs(t, err, errRestarted)
+	assert.Empty(t, jobs)
+	_, held := view.lease.Term()
+	assert.False(t, held, "the term is over")
+
+	alone, _ := openTest(t)
+	from, err = alone.recoverJobs(ctx, nil, func(*store.Job) error { return nil })
+	require.NoError(t, err)
+	server := from.server
+	from.server = "2001-01-01 00:00:00+00"
+	_, next, err := alone.watch.take(nil, from)
+	require.NoError(t, err, "a Store of one process goes on")
+	assert.Equal(t, server, next.server)
+}

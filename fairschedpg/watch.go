@@ -111,9 +111,9 @@ type watcher struct {
 	// put its own back.
 	cursor  takeCursor
 	since   uint64
-	recover string    // the snapshot of the Store's last Recover, for its next Watch
-	conn    *pgx.Conn // the session; nil while it reconnects
-	lostErr error     // the lock was taken by another Store while the session was down
+	recover takeCursor // where the Store's last Recover left the takes, for its next Watch
+	conn    *pgx.Conn  // the session; nil while it reconnects
+	lostErr error      // the lock was taken by another Store while the session was down
 	started bool
 	again   bool               // look again before the next wait: Watch was called
 	nudge   context.CancelFunc // ends the session's wait, for a look at once
@@ -227,7 +227,7 @@ func (w *watcher) lost() error {
 func (st *Store) Watch(arrived func(*store.Job)) error {
 	st.watch.mu.Lock()
 	from := st.watch.recover
-	st.watch.recover = ""
+	st.watch.recover = takeCursor{}
 	st.watch.mu.Unlock()
 	st.watch.set(arrived, nil, from)
 	st.watch.telling.Lock() // a look that read the callback replaced hands on what it took first
@@ -235,28 +235,28 @@ func (st *Store) Watch(arrived func(*store.Job)) error {
 	return nil
 }
 
-// recovered keeps snapshot, that of the Store's Recover, for its next
-// Watch: the jobs it shows are the scheduler's.
-func (w *watcher) recovered(snapshot string) {
+// recovered keeps from, where the Store's Recover left the takes, for
+// its next Watch: the jobs its snapshot shows are the scheduler's.
+func (w *watcher) recovered(from takeCursor) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.recover = snapshot
+	w.recover = from
 }
 
 // set makes the watcher hand the unseen jobs it takes to arrived (nil:
 // no one), each take refused once lease's term is over if lease is not
 // nil: the two together, so that no take of one term's is handed to
-// another's. from, if not "", is the snapshot of the Recover before: the
-// jobs it shows are known, and the takes go on from it; "" goes on from
-// where the last took.
-func (w *watcher) set(arrived func(*store.Job), lease *cluster.Lease, from string) {
+// another's. from, if it knows a snapshot, is where the Recover before
+// left the takes: the jobs its snapshot shows are known, and the takes
+// go on from it; else they go on from where the last took.
+func (w *watcher) set(arrived func(*store.Job), lease *cluster.Lease, from takeCursor) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if arrived == nil {
 		lease = nil
 	}
-	if from != "" {
-		w.cursor = takeCursor{known: from}
+	if from.known != "" {
+		w.cursor = from
 		w.since++
 	}
 	w.arrived, w.lease, w.again = arrived, lease, true

@@ -175,7 +175,9 @@ type TxInserter[Tx any] interface {
 type Watcher interface {
 	// Watch makes the store call arrived, from a goroutine of its own,
 	// with each job that InsertTx inserted, once its transaction has
-	// committed, in ID order; without its arguments; until Watch is
+	// committed, each job after the jobs committed before its own
+	// transaction began (so after any it runs after), and those of one
+	// look in ID order; without its arguments; until Watch is
 	// called again (nil: no one). Once Watch returns, the callback it
 	// replaced is not called again (Watch waits for a call in progress:
 	// it must not be called from the callback). Called after Recover: the
