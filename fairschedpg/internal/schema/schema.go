@@ -140,7 +140,8 @@ ALTER TABLE fairsched_jobs DROP COLUMN replica;
 
 -- Room on each page for a job's start, which changes no indexed column,
 -- to be written beside the row it replaces (a heap-only update: no index
--- entry written).
+-- entry written). Pages filled from now on keep it; those filled before
+-- stay as they are.
 ALTER TABLE fairsched_jobs SET (fillfactor = 50);
 `,
 }
