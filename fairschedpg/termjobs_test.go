@@ -33,6 +33,19 @@ func termView(t *testing.T, l store.Leadership) *termJobs {
 	return view.(*termJobs)
 }
 
+// leading returns replica a's Store (polling hourly: it looks when told),
+// leading, with its term's view recovered, and replica c's Store on the
+// same schema.
+func leading(t *testing.T) (a, c *Store, view *termJobs) {
+	t.Helper()
+	schema := clusterSchema(t)
+	a = replicaStore(t, schema, Options{PollInterval: time.Hour})
+	c = replicaStore(t, schema)
+	view = termView(t, lead(t, a, "a"))
+	require.NoError(t, view.Recover(context.Background(), func(*store.Job) error { return nil }))
+	return a, c, view
+}
+
 // lapseLease makes the lease lapse now, as if its holder had not renewed
 // it in time.
 func lapseLease(t *testing.T, pool *pgxpool.Pool) {
@@ -354,11 +367,7 @@ func TestTermJobsTakeoverWaits(t *testing.T) {
 func TestTermJobsReplicaInserts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	schema := clusterSchema(t)
-	a := replicaStore(t, schema, Options{PollInterval: time.Hour})
-	c := replicaStore(t, schema)
-	view := termView(t, lead(t, a, "a"))
-	require.NoError(t, view.Recover(ctx, func(*store.Job) error { return nil }))
+	a, c, view := leading(t)
 
 	before := &store.Job{Type: "mail", Key: "before"}
 	require.NoError(t, c.Insert(ctx, nil, before))
@@ -469,11 +478,7 @@ func TestTermJobsClose(t *testing.T) {
 func TestTakeAfterRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	schema := clusterSchema(t)
-	a := replicaStore(t, schema, Options{PollInterval: time.Hour})
-	c := replicaStore(t, schema)
-	view := termView(t, lead(t, a, "a"))
-	require.NoError(t, view.Recover(ctx, func(*store.Job) error { return nil }))
+	a, c, view := leading(t)
 	job := &store.Job{Type: "mail", Key: "after"}
 	require.NoError(t, c.Insert(ctx, nil, job))
 
