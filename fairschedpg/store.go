@@ -230,6 +230,12 @@ func (st *Store) beginAs(b *pgx.Batch, iso string, readOnly bool) {
 		q += " READ ONLY"
 	}
 	b.Queue(q)
+	st.queueTimeout(b)
+}
+
+// queueTimeout queues the setting of the statement timeout for the rest
+// of the transaction b runs in.
+func (st *Store) queueTimeout(b *pgx.Batch) {
 	b.Queue(`SELECT set_config('statement_timeout', $1, true)`, fmt.Sprint(st.o.StatementTimeout.Milliseconds()))
 }
 
@@ -356,7 +362,7 @@ func (st *Store) readIn(ctx context.Context, tx pgx.Tx, queue func(b *pgx.Batch)
 	ctx, cancel := st.stmtCtx(ctx)
 	defer cancel()
 	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('statement_timeout', $1, true)`, fmt.Sprint(st.o.StatementTimeout.Milliseconds()))
+	st.queueTimeout(b)
 	queue(b)
 	return tx.SendBatch(ctx, b).Close()
 }
