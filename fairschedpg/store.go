@@ -350,6 +350,7 @@ func (st *Store) recoverJobs(ctx context.Context, lease *cluster.Lease, fn func(
 			}
 			last = j.ID
 		}
+		from.maxID = max(from.maxID, last)
 		if len(jobs) < page {
 			return from, nil
 		}

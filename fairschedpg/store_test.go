@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -496,6 +498,105 @@ func TestTakePages(t *testing.T) {
 	none, _, err := st.watch.take(nil, c)
 	require.NoError(t, err)
 	assert.Empty(t, none)
+}
+
+// After the server restarts (a crash), a Store of one process reads
+// again every unseen job it has not handed on, and those with an ID past
+// the largest it handed on: a new transaction may have the id of one the
+// crash lost, which the cursor's snapshot shows as done. The restart is
+// shown to the take by the start time its cursor knows, and the reuse of
+// ids by a snapshot that shows every id yet to come as done.
+func TestTakeAgainAfterRestart(t *testing.T) {
+	t.Parallel()
+	st, pool := openTest(t)
+	ctx := context.Background()
+	insert := func(tx pgx.Tx) *store.Job {
+		j := &store.Job{Type: "mail", Args: []byte(`{}`)}
+		require.NoError(t, st.InsertTx(ctx, tx, j))
+		return j
+	}
+	committed := func() *store.Job {
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		j := insert(tx)
+		require.NoError(t, tx.Commit(ctx))
+		return j
+	}
+	open, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { open.Rollback(ctx) }) // a test that fails leaves none open: the pool's Close would wait
+	early := insert(open)                    // open across Recover and the next look
+	first := committed()
+	c, err := st.recoverJobs(ctx, nil, func(*store.Job) error { return nil })
+	require.NoError(t, err)
+	assert.Equal(t, first.ID, c.maxID)
+	mid := committed()
+	jobs, c, err := st.watch.take(nil, c)
+	require.NoError(t, err)
+	require.Equal(t, []int64{mid.ID}, ids(jobs))
+	require.Equal(t, mid.ID, c.maxID)
+	require.NoError(t, open.Commit(ctx))
+	var earlyXid string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT xid::text FROM fairsched_jobs WHERE id = $1`, early.ID).Scan(&earlyXid))
+
+	// allDone returns snapshot s showing every id from its xmin on as
+	// done, but those of xip: ids given again after a crash.
+	allDone := func(s string, xip string) string {
+		snap, err := parseSnapshot(s)
+		require.NoError(t, err)
+		xmin, _, _ := strings.Cut(s, ":")
+		return fmt.Sprintf("%s:%d:%s", xmin, snap.xmax+1_000_000, xip)
+	}
+	known, err := parseSnapshot(c.known)
+	require.NoError(t, err)
+	require.Contains(t, known.xip, mustUint(t, earlyXid), "early's transaction was open at the look")
+	server := c.server
+	crashed := c
+	crashed.known = allDone(c.known, earlyXid)
+	crashed.server = "2001-01-01 00:00:00+00"
+	late := committed()
+
+	jobs, _, err = st.watch.take(nil, crashed)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{early.ID, late.ID}, ids(jobs),
+		"early: committed since the snapshot, below the largest ID; late: an id the snapshot shows as done, a new ID")
+
+	crashedInRound := crashed
+	crashedInRound.to = allDone(c.known, "")
+	crashedInRound.after.xid, crashedInRound.after.id = mustUint(t, earlyXid), early.ID
+	jobs, next, err := st.watch.take(nil, crashedInRound)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{late.ID}, ids(jobs), "early was handed on by the round under way")
+	assert.Equal(t, server, next.server)
+	assert.Nil(t, next.again, "the round read again has ended")
+	assert.Equal(t, late.ID, next.maxID)
+	none, next, err := st.watch.take(nil, next)
+	require.NoError(t, err)
+	assert.Empty(t, none, "the next round goes on from the one read again")
+	after := committed()
+	jobs, _, err = st.watch.take(nil, next)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{after.ID}, ids(jobs))
+
+	noRecover := crashed
+	noRecover.known, noRecover.to, noRecover.after.id = "", allDone(c.known, ""), early.ID
+	jobs, _, err = st.watch.take(nil, noRecover)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{first.ID, mid.ID, late.ID, after.ID}, ids(jobs),
+		"with no Recover before, a round in ID order had handed on up to early")
+
+	again := crashed.restarted("2002-01-01 00:00:00+00") // the server restarts again while the round reads again
+	again.handed = map[int64]bool{early.ID: true}
+	jobs, _, err = st.watch.take(nil, again)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{late.ID, after.ID}, ids(jobs), "a job the round had handed on before is not again")
+}
+
+func mustUint(t *testing.T, s string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(s, 10, 64)
+	require.NoError(t, err)
+	return v
 }
 
 // Ends says how each job asked for is, however many are asked for at

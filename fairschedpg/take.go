@@ -32,7 +32,7 @@ import (
 type takeCursor struct {
 	known string // a snapshot, as text; "": none (every unseen unfinished job is new)
 	// server is the start time of the server known was taken on
-	// (pg_postmaster_start_time), "" if not known: a round on another
+	// (pg_postmaster_start_time), "" if not known: a page read on another
 	// (restarted, or a standby promoted) is told (errRestarted).
 	server string
 	to     string // the round's snapshot; "": no round under way
@@ -40,6 +40,17 @@ type takeCursor struct {
 		xid uint64 // 0: the round's first page
 		id  int64
 	}
+	// maxID is the largest ID of a job handed on from this cursor's
+	// reads, Recover's included: a job committed, so one whose ID the
+	// server never gives again, whatever it loses in a crash.
+	maxID int64
+	// again, after the server restarted, is the cursor as it was then:
+	// the round under way reads again every unseen job but those it
+	// had handed on (qTakeAgain), in ID order, and handed holds the IDs
+	// this round has handed on, in case the server restarts again
+	// before it ends. nil: no such round.
+	again  *takeCursor
+	handed map[int64]bool
 }
 
 // snapshot is a pg_snapshot's parts: the transactions it shows are those
@@ -104,9 +115,29 @@ WHERE unseen AND state < 3 AND id > $2
 	AND (xid IS NULL OR pg_visible_in_snapshot(xid, coalesce($1::text::pg_snapshot, pg_current_snapshot())))
 ORDER BY id LIMIT $3`
 
+// qTakeAgain reads a page of up to $8 unseen unfinished jobs that the
+// round's snapshot $2 shows (NULL: this statement's), with IDs past $1,
+// in ID order, that a cursor as it was when the server restarted had not
+// handed on, or with IDs past its maxID, $3 (restart.go derives it). $4
+// is that cursor's known, $5 its round's snapshot, ($6, $7) where that
+// round had reached; each NULL if it had none. It reads every unseen
+// unfinished job, in a page's time: it runs only after a restart.
+const qTakeAgain = `SELECT %[1]s FROM fairsched_jobs
+WHERE unseen AND state < 3 AND id > $1
+	AND (xid IS NULL OR pg_visible_in_snapshot(xid, coalesce($2::text::pg_snapshot, pg_current_snapshot())))
+	AND (id > $3 OR xid IS NOT NULL AND NOT coalesce(CASE WHEN $4::text IS NULL
+		THEN pg_visible_in_snapshot(xid, $5::text::pg_snapshot) AND id <= $7
+		ELSE pg_visible_in_snapshot(xid, $4::text::pg_snapshot)
+			OR pg_visible_in_snapshot(xid, $5::text::pg_snapshot) AND (xid, id) <= ($6::text::xid8, $7)
+		END, false))
+ORDER BY id LIMIT $8`
+
 // qSnapshot reads a transaction's snapshot and the start time of the
-// server it runs on.
-const qSnapshot = `SELECT pg_current_snapshot()::text, pg_postmaster_start_time()::text`
+// server it runs on; qServer the start time alone.
+const (
+	qSnapshot = `SELECT pg_current_snapshot()::text, pg_postmaster_start_time()::text`
+	qServer   = `SELECT pg_postmaster_start_time()::text`
+)
 
 // errRestarted says that the database server restarted, or another took
 // its place, since the snapshot a cursor knows: the transaction ids of
@@ -114,56 +145,40 @@ const qSnapshot = `SELECT pg_current_snapshot()::text, pg_postmaster_start_time(
 // the disk, their records not yet written) may be given again, to
 // transactions the snapshot would show as done. A leader's term ends
 // then, so that the next reads every job again; a Store of one process
-// goes on (the Store's doc says what it may miss).
+// reads again the jobs it has not handed on (restart.go).
 var errRestarted = errors.New("fairschedpg: the database server restarted since the jobs were last read")
 
 // The statements, with the columns scanJob reads and the job's xid.
 var (
-	qTakeCols    = fmt.Sprintf(qTake, jobCols("n.")+", n.xid::text")
-	qTakeAllCols = fmt.Sprintf(qTakeAll, jobCols("")+", coalesce(xid::text, '0')")
+	qTakeCols      = fmt.Sprintf(qTake, jobCols("n.")+", n.xid::text")
+	qTakeAllCols   = fmt.Sprintf(qTakeAll, jobCols("")+", coalesce(xid::text, '0')")
+	qTakeAgainCols = fmt.Sprintf(qTakeAgain, jobCols("")+", coalesce(xid::text, '0')")
 )
 
 // take reads the next page of jobs new since cursor c, in one snapshot,
 // and returns them in ID order, with the cursor past them. A leader's
 // take (lease not nil) takes nothing once its Lease knows its term is
-// over.
+// over, nor once it finds the server restarted.
 func (w *watcher) take(lease *cluster.Lease, c takeCursor) ([]*store.Job, takeCursor, error) {
 	if lease != nil {
 		if _, held := lease.Term(); !held {
 			return nil, c, fmt.Errorf("%w (%s holds no lease)", store.ErrFenced, lease.Holder())
 		}
 	}
-	var to any // NULL: the round begins, in this snapshot
-	if c.to != "" {
-		to = c.to
-	}
-	q, args := qTakeAllCols, []any{to, c.after.id, takeBatch}
-	if c.known != "" {
-		known, err := parseSnapshot(c.known)
-		if err != nil {
-			return nil, c, err
-		}
-		inXip := slices.Contains(known.xip, c.after.xid)
-		var later []string // known's xip past the last xid read
-		for _, x := range known.xip {
-			if x > c.after.xid {
-				later = append(later, strconv.FormatUint(x, 10))
-			}
-		}
-		fromXid, fromID := known.xmax, int64(0)
-		if c.after.xid >= known.xmax {
-			fromXid, fromID = c.after.xid, c.after.id
-		}
-		q, args = qTakeCols, []any{strconv.FormatUint(c.after.xid, 10), c.after.id, inXip, later,
-			strconv.FormatUint(fromXid, 10), to, fromID, takeBatch}
+	q, args, err := c.page()
+	if err != nil {
+		return nil, c, err
 	}
 	next := c
 	var jobs []*store.Job
 	var intern store.Interner
 	var server string
-	err := w.st.readSnapshot(w.ctx, func(b *pgx.Batch) {
+	var n int // rows read
+	err = w.st.readSnapshot(w.ctx, func(b *pgx.Batch) {
 		if c.to == "" { // a round begins: its snapshot is this transaction's
 			b.Queue(qSnapshot).QueryRow(func(r pgx.Row) error { return r.Scan(&next.to, &server) })
+		} else {
+			b.Queue(qServer).QueryRow(func(r pgx.Row) error { return r.Scan(&server) })
 		}
 		b.Queue(q, args...).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -178,6 +193,7 @@ func (w *watcher) take(lease *cluster.Lease, c takeCursor) ([]*store.Job, takeCu
 				}
 				jobs = append(jobs, j)
 				next.after.xid, next.after.id = xid, j.ID
+				n++
 			}
 			return rows.Err()
 		})
@@ -185,19 +201,74 @@ func (w *watcher) take(lease *cluster.Lease, c takeCursor) ([]*store.Job, takeCu
 	if err != nil {
 		return nil, c, err
 	}
-	if c.to == "" && server != c.server {
-		if c.server != "" && lease != nil {
-			// Its ids may have been given again (below): the term ends,
-			// and the next reads every job (Recover).
-			term, _ := lease.Term()
-			lease.Lost(term)
-			return nil, c, fmt.Errorf("%w (%s's term %d): %w", store.ErrFenced, lease.Holder(), term, errRestarted)
+	if server != c.server {
+		if c.server != "" {
+			// Its ids may have been given again (restart.go): what this
+			// page read is dropped.
+			if lease != nil { // the term ends, and the next reads every job (Recover)
+				term, _ := lease.Term()
+				lease.Lost(term)
+				return nil, c, fmt.Errorf("%w (%s's term %d): %w", store.ErrFenced, lease.Holder(), term, errRestarted)
+			}
+			return w.take(nil, c.restarted(server))
 		}
 		next.server = server
 	}
+	if next.again != nil { // jobs handed on already in a round read again
+		if next.handed == nil {
+			next.handed = make(map[int64]bool)
+		}
+		jobs = slices.DeleteFunc(jobs, func(j *store.Job) bool { return next.handed[j.ID] })
+		for _, j := range jobs {
+			next.handed[j.ID] = true
+		}
+	}
+	for _, j := range jobs {
+		next.maxID = max(next.maxID, j.ID)
+	}
 	slices.SortFunc(jobs, func(a, b *store.Job) int { return cmp.Compare(a.ID, b.ID) })
-	if len(jobs) < takeBatch {
-		return jobs, takeCursor{known: next.to, server: next.server}, nil
+	if n < takeBatch {
+		return jobs, takeCursor{known: next.to, server: next.server, maxID: next.maxID}, nil
 	}
 	return jobs, next, nil
+}
+
+// page returns the statement that reads c's next page, and its
+// arguments.
+func (c takeCursor) page() (string, []any, error) {
+	var to any // NULL: the round begins, in this snapshot
+	if c.to != "" {
+		to = c.to
+	}
+	if a := c.again; a != nil {
+		var known, aTo any
+		if a.known != "" {
+			known = a.known
+		}
+		if a.to != "" {
+			aTo = a.to
+		}
+		return qTakeAgainCols, []any{c.after.id, to, a.maxID, known, aTo,
+			strconv.FormatUint(a.after.xid, 10), a.after.id, takeBatch}, nil
+	}
+	if c.known == "" {
+		return qTakeAllCols, []any{to, c.after.id, takeBatch}, nil
+	}
+	known, err := parseSnapshot(c.known)
+	if err != nil {
+		return "", nil, err
+	}
+	inXip := slices.Contains(known.xip, c.after.xid)
+	var later []string // known's xip past the last xid read
+	for _, x := range known.xip {
+		if x > c.after.xid {
+			later = append(later, strconv.FormatUint(x, 10))
+		}
+	}
+	fromXid, fromID := known.xmax, int64(0)
+	if c.after.xid >= known.xmax {
+		fromXid, fromID = c.after.xid, c.after.id
+	}
+	return qTakeCols, []any{strconv.FormatUint(c.after.xid, 10), c.after.id, inXip, later,
+		strconv.FormatUint(fromXid, 10), to, fromID, takeBatch}, nil
 }

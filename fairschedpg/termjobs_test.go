@@ -495,13 +495,4 @@ func TestTakeAfterRestart(t *testing.T) {
 	assert.Empty(t, jobs)
 	_, held := view.lease.Term()
 	assert.False(t, held, "the term is over")
-
-	alone, _ := openTest(t)
-	from, err = alone.recoverJobs(ctx, nil, func(*store.Job) error { return nil })
-	require.NoError(t, err)
-	server := from.server
-	from.server = "2001-01-01 00:00:00+00"
-	_, next, err := alone.watch.take(nil, from)
-	require.NoError(t, err, "a Store of one process goes on")
-	assert.Equal(t, server, next.server)
 }

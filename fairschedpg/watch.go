@@ -40,7 +40,9 @@ import (
 // commit in, and a look writes nothing: where it once cleared a mark on
 // each job it took (a row write a job, on the path of every replica's
 // insert), it now only reads. The cursor is the watcher's, in memory; a
-// new term, or a new Store, begins with its own Recover.
+// new term, or a new Store, begins with its own Recover. After the
+// server restarts, a Store of one process reads again the jobs its
+// cursor had not handed on (restart.go).
 //
 // InsertTx also sends a notification in the caller's transaction,
 // which the server delivers only if that transaction commits: the
