@@ -55,7 +55,11 @@ type Job struct {
 	// as it ended. A job can only run after jobs submitted before it, so
 	// no cycle can form. On a replica (Config.Replica), a durable job may
 	// run after durable jobs enqueued on any replica of the cluster, by
-	// their Handles; a Submit or RunSync job may not run after others.
+	// their Handles; a Submit or RunSync job may run after that replica's
+	// own Submit jobs. It waits in its replica until they end, and only
+	// then counts in the cluster's queue and figures: the leader takes it
+	// as admitted at its submission, so its aging clock runs from then
+	// and no queue limit refuses it.
 	After []Handle
 	// Needs are the units of named resources (Config.Resources) the job
 	// needs while it runs, in place of its type's TypeConfig.Needs; nil:

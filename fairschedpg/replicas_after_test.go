@@ -17,7 +17,8 @@ import (
 // A durable job enqueued on one replica runs after durable jobs enqueued
 // on another (Job.After, with their Handles): the leader holds it until
 // they complete, and ends it without running it if one fails. A Submit
-// job on a replica still cannot run after others.
+// or RunSync job runs after its own replica's Submit jobs, on every
+// replica, the leader or not; not after a durable job.
 func TestReplicasDurableAfter(t *testing.T) {
 	pool, schema := pgtest.PoolSchema(t)
 	ctx := context.Background()
@@ -69,12 +70,43 @@ func TestReplicasDurableAfter(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT error FROM fairsched_jobs WHERE id = $1`, h4.ID()).Scan(&why))
 	assert.Contains(t, why, "did not complete")
 
-	closure, err := c.Submit(ctx, fairsched.Job{Key: "k"}, func(context.Context) error { return nil })
-	require.NoError(t, err)
-	_, err = b.Submit(ctx, fairsched.Job{Key: "k", After: []fairsched.Handle{h1}}, func(context.Context) error { return nil })
-	assert.ErrorContains(t, err, "durable jobs can", "a Submit job on a replica")
-	_, err = c.Enqueue(ctx, fairsched.Job{Type: "mail", Key: "k", After: []fairsched.Handle{closure}}, mail{N: 5})
-	assert.ErrorContains(t, err, "not durable", "a durable job after a Submit job")
+	for _, s := range []*fairsched.Scheduler{b, c} { // one of them leads
+		gate := make(chan struct{})
+		var ended atomic.Bool
+		before, err := s.Submit(ctx, fairsched.Job{Key: "k"}, func(context.Context) error { <-gate; ended.Store(true); return nil })
+		require.NoError(t, err)
+		var afterRan atomic.Bool
+		after, err := s.Submit(ctx, fairsched.Job{Key: "k", After: []fairsched.Handle{before}}, func(context.Context) error {
+			afterRan.Store(ended.Load())
+			return nil
+		})
+		require.NoError(t, err)
+		broken, err := s.Submit(ctx, fairsched.Job{Key: "k"}, func(context.Context) error { <-gate; return errors.New("broken pipe") })
+		require.NoError(t, err)
+		never, err := s.Submit(ctx, fairsched.Job{Key: "k", After: []fairsched.Handle{before, broken}}, func(context.Context) error {
+			t.Error("a job ran after one that failed")
+			return nil
+		})
+		require.NoError(t, err)
+		close(gate)
+		require.NoError(t, s.RunSync(ctx, fairsched.Job{Key: "k", After: []fairsched.Handle{after}}, func(context.Context) error { return nil }))
+		assert.True(t, afterRan.Load(), "it ran once the job before it had ended")
+		err = never.Wait(ctx)
+		assert.ErrorIs(t, err, fairsched.ErrDependency)
+		assert.ErrorContains(t, err, "broken pipe")
+
+		_, err = s.Enqueue(ctx, fairsched.Job{Type: "mail", Key: "k", After: []fairsched.Handle{before}}, mail{N: 5})
+		assert.ErrorContains(t, err, "not durable", "a durable job after a Submit job")
+	}
+	// A Submit job after a durable job, even one its own replica enqueued:
+	// refused, on the leader too.
+	for _, sh := range []struct {
+		s *fairsched.Scheduler
+		h fairsched.Handle
+	}{{b, h1}, {c, h2}} {
+		_, err := sh.s.Submit(ctx, fairsched.Job{Key: "k", After: []fairsched.Handle{sh.h}}, func(context.Context) error { return nil })
+		assert.ErrorContains(t, err, "run after its Submit jobs only")
+	}
 }
 
 // nextRun returns the next run got tells of (the minute is a deadlock's

@@ -552,3 +552,77 @@ func TestClusterJobsBeforeTheTerm(t *testing.T) {
 	}
 	assert.True(t, a.p.has(&alone), "the job alone is admitted, and starts")
 }
+
+// A replica's job held there until the jobs it runs after complete
+// (Park) is not asked for, in no Hello; released, it is asked for as
+// admitted then: the leader keeps its submission time, and a full queue
+// does not refuse it. Given up, expired or unrun while held, the leader
+// never hears of it.
+func TestClusterParked(t *testing.T) {
+	cfg := testEngineConfig(1)
+	cfg.MaxQueue = 1
+	c := newTestCluster(t, cfg, 1, "a")
+	c.leader.Begin(1, map[string]int{"a": 1}, c.tick())
+	c.flush()
+	a := c.nodes["a"]
+	var running, held, queued engine.Job
+	c.submit("a", &running, "k")
+	c.flush()
+	require.True(t, a.p.has(&running))
+
+	asked := c.sent[Ask]
+	a.r.Park()
+	c.submit("a", &held, "k")
+	assert.True(t, a.r.Parked(&held))
+	assert.True(t, <-a.r.Admission(&held), "admitted here")
+	assert.Equal(t, 1, a.r.Figures(0, nil).Waiting[engine.WhyDependency], "it waits for the jobs it runs after")
+	c.flush()
+	assert.Equal(t, asked, c.sent[Ask], "not asked for")
+	c.submit("a", &queued, "k")
+	c.flush()
+	assert.Equal(t, 1, c.le.Summary().Pending, "the queue of one is full")
+	a.r.Lost(c.tick())
+	c.flush()
+	assert.Equal(t, 1, c.le.Summary().Pending, "not in the Hello")
+
+	a.r.Release(&held, c.tick())
+	assert.False(t, a.r.Parked(&held))
+	c.flush()
+	assert.Empty(t, a.p.ended, "admitted when it was enqueued: not refused for the full queue")
+	assert.Equal(t, 2, c.le.Summary().Pending)
+	s := c.leader.stand[standKey{"a", held.Seq()}]
+	require.NotNil(t, s)
+	assert.Equal(t, held.Submitted(), s.j.Submitted(), "its submission time, kept")
+
+	var cancelled, expires, unrun engine.Job
+	cancels, asked := c.sent[Cancel], c.sent[Ask]
+	a.r.Park()
+	c.submit("a", &cancelled, "k")
+	a.r.Cancel(&cancelled, c.tick())
+	c.flush()
+	assert.Equal(t, cancels, c.sent[Cancel], "the leader never heard of it")
+	assert.Equal(t, engine.StateDone, cancelled.State())
+
+	a.r.Park()
+	deadline := c.now + 5000
+	_, r := a.r.Enqueue(&expires, engine.Desc{Key: "k"}, &engine.Times{StartBy: deadline}, c.tick())
+	require.Nil(t, r)
+	a.r.Park()
+	c.submit("a", &unrun, "k")
+	at, ok := a.r.NextDue()
+	require.True(t, ok)
+	assert.Equal(t, deadline, at, "its start deadline")
+	assert.Empty(t, a.r.Due(at-1))
+	assert.Equal(t, []*engine.Job{&expires}, a.r.Due(at))
+	assert.Equal(t, engine.Expired, expires.Outcome())
+	a.r.Unrun(&unrun, c.tick())
+	assert.Equal(t, engine.DependencyFailed, unrun.Outcome())
+	_, ok = a.r.NextDue()
+	assert.False(t, ok, "nothing held")
+	f := a.r.Figures(0, nil)
+	counts := f.Summary.Counters
+	assert.Equal(t, uint64(1), counts.Expired)
+	assert.Equal(t, uint64(1), counts.DependencyFailed)
+	c.flush()
+	assert.Equal(t, asked, c.sent[Ask], "none of them was asked for")
+}

@@ -352,7 +352,7 @@ func (l *Leader) take(m *Msg, k standKey, restored bool, runs *hellos, now int64
 		if l.awaiting[m.Replica] || l.stand[k] != nil {
 			return // its Hello will ask again; or asked twice
 		}
-		l.admit(k, m, restored, now)
+		l.admit(k, m, restored || m.Flags&AskAdmitted != 0, now)
 	case Running:
 		if l.stand[k] == nil {
 			l.adopt(k, m, now)
@@ -405,8 +405,9 @@ func (l *Leader) Lost(now int64) {
 }
 
 // admit admits another replica's job k, asked by m at now. A job asked
-// for again (restored: in a Hello) keeps its submission time, and no
-// admission limit refuses it: it was admitted once.
+// for again (restored: in a Hello), or admitted by its replica already
+// (AskAdmitted), keeps its submission time, and no admission limit
+// refuses it: it was admitted once.
 func (l *Leader) admit(k standKey, m *Msg, restored bool, now int64) {
 	atOnce := m.Flags&AskAtOnce != 0
 	wouldWait := func() {

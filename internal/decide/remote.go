@@ -56,6 +56,8 @@ type Remote struct {
 	pairs  Pairs
 	fenced bool // grants are dropped (Fence)
 	atOnce bool // the next Enqueue asks to start at once or not at all (AskNow)
+	park   bool // the next Enqueue holds its job until Release (Park)
+	parked int  // jobs held until Release
 	// batch, while batching, are the jobs enqueued since BeginBatch, to
 	// be asked for at EndBatch.
 	batch    []*remoteJob
@@ -84,6 +86,7 @@ type remoteJob struct {
 	granted   bool
 	atOnce    bool // asked to start at once or not at all (AskNow)
 	inBatch   bool // enqueued in a batch not yet asked for (BeginBatch)
+	parked    bool // held here until Release: never asked for yet (Park)
 	// fresh: never asked of a leader (enqueued before one was known), so
 	// never admitted; the Hello that first tells of it asks for it after
 	// its list (hello), with the jobs of its batch (batch, 0: none).
@@ -222,11 +225,12 @@ func (r *Remote) ran(delta int, now int64) {
 
 // Enqueue asks the leader for j; it is never granted in the call. The
 // leader's refusal, if any, comes later (Grantee.Ended). Dependencies
-// between jobs (tm.After) are not carried to a leader yet: the run-time
-// layer refuses such a job before it asks, and tm.After is ignored here.
+// between jobs (tm.After) are not carried to a leader: the run-time layer
+// holds a job that waits for others here (Park) until they complete, and
+// tm.After is ignored.
 func (r *Remote) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int64) (bool, *engine.Refusal) {
-	atOnce := r.atOnce
-	r.atOnce = false
+	atOnce, park := r.atOnce, r.park
+	r.atOnce, r.park = false, false
 	if ref := r.e.Hold(j, &d, now); ref != nil {
 		return false, ref
 	}
@@ -237,6 +241,9 @@ func (r *Remote) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int
 	r.jobs[j.Seq()] = rj
 	r.counts.Submitted++
 	switch {
+	case park:
+		rj.parked, rj.fresh = true, false
+		r.parked++
 	case r.batching:
 		rj.inBatch = true
 		r.batch = append(r.batch, rj)
@@ -278,6 +285,38 @@ func (r *Remote) EndBatch(now int64) {
 	}
 	clear(r.batch)
 	r.batch = r.batch[:0]
+}
+
+// Park makes the next Enqueue, called before the caller lets go of what
+// guards the Remote, hold its job here, admitted, without asking the
+// leader for it: the run-time layer's job that runs after others, until
+// they complete (Release) or one does not (Cancel, or its start deadline
+// passes: Due). A held job is in no Hello and no batch; its Admission is
+// answered at once.
+func (r *Remote) Park() { r.park = true }
+
+// Release asks the leader, at now, for j, held since it was enqueued
+// (Park), as admitted then: the leader keeps its submission time and
+// refuses it for no admission limit (AskAdmitted). Without a leader yet,
+// the first one's Hello asks for it so.
+func (r *Remote) Release(j *engine.Job, now int64) {
+	rj := r.jobs[j.Seq()]
+	if rj == nil || !rj.parked {
+		return
+	}
+	rj.parked = false
+	r.parked--
+	if r.term != 0 {
+		m := r.ask(Ask, rj, now)
+		m.Flags |= AskAdmitted
+		r.out.Put(m)
+	}
+}
+
+// Parked reports whether j is held here, not asked for yet (Park).
+func (r *Remote) Parked(j *engine.Job) bool {
+	rj := r.jobs[j.Seq()]
+	return rj != nil && rj.parked
 }
 
 // AskNow makes the next Enqueue, called before the caller lets go of
@@ -412,6 +451,7 @@ func (r *Remote) hello(now int64) {
 	for _, seq := range seqs {
 		rj := r.jobs[seq]
 		switch {
+		case rj.parked: // not asked for until Release
 		case rj.granted:
 			msgs = append(msgs, r.ask(Running, rj, now))
 		case rj.fresh:
@@ -500,16 +540,22 @@ func (r *Remote) Retry(j *engine.Job, notBefore, now int64) {
 // Cancel gives j up, granted by the leader or not: a grant that comes
 // after is dropped, and the leader frees what it held.
 func (r *Remote) Cancel(j *engine.Job, now int64) bool {
+	parked := false
 	if rj := r.jobs[j.Seq()]; rj != nil {
 		if rj.granted {
 			r.ran(-1, now)
 		}
 		rj.answer(true) // not refused: the caller who waits has the job's end
+		parked = rj.parked
 	}
 	delete(r.jobs, j.Seq())
 	r.counts.Cancelled++
 	r.e.EndHeld(j, engine.NotRun, now)
-	r.send(Cancel, j, Msg{})
+	if parked {
+		r.parked-- // the leader never heard of it
+	} else {
+		r.send(Cancel, j, Msg{})
+	}
 	return false
 }
 
@@ -517,17 +563,58 @@ func (r *Remote) Cancel(j *engine.Job, now int64) bool {
 func (r *Remote) Raise(j *engine.Job, p int, now int64) {
 	if rj := r.jobs[j.Seq()]; rj != nil && p > rj.d.Priority {
 		rj.d.Priority = p
-		if !rj.inBatch { // else its Ask, to come, carries it
+		if !rj.inBatch && !rj.parked { // else its Ask, to come, carries it
 			r.send(Raise, j, Msg{Priority: p})
 		}
 	}
 }
 
-// NextDue reports nothing: the leader keeps the jobs' times.
-func (r *Remote) NextDue() (int64, bool) { return 0, false }
+// NextDue reports the earliest start deadline of the jobs held here
+// (Park): the leader keeps the others' times. O(jobs) while any is held.
+func (r *Remote) NextDue() (int64, bool) {
+	due, ok := int64(0), false
+	if r.parked > 0 {
+		for _, rj := range r.jobs {
+			if rj.parked && rj.startBy > 0 && (!ok || rj.startBy < due) {
+				due, ok = rj.startBy, true
+			}
+		}
+	}
+	return due, ok
+}
 
-// Due has nothing to apply.
-func (r *Remote) Due(int64) []*engine.Job { return nil }
+// Unrun ends j, held here since it was enqueued (Park), at now: a job it
+// runs after did not complete, and it never runs.
+func (r *Remote) Unrun(j *engine.Job, now int64) {
+	if rj := r.jobs[j.Seq()]; rj != nil && rj.parked {
+		delete(r.jobs, j.Seq())
+		r.parked--
+		r.counts.DependencyFailed++
+		r.e.EndHeld(j, engine.DependencyFailed, now)
+	}
+}
+
+// Due ends the jobs held here (Park) whose start deadline is not after
+// now, expired, and returns them, in order of their numbers.
+func (r *Remote) Due(now int64) []*engine.Job {
+	if r.parked == 0 {
+		return nil
+	}
+	var due []*engine.Job
+	for _, rj := range r.jobs {
+		if rj.parked && rj.startBy > 0 && rj.startBy <= now {
+			due = append(due, rj.j)
+		}
+	}
+	slices.SortFunc(due, func(a, b *engine.Job) int { return cmp.Compare(a.Seq(), b.Seq()) })
+	for _, j := range due {
+		delete(r.jobs, j.Seq())
+		r.parked--
+		r.counts.Expired++
+		r.e.EndHeld(j, engine.Expired, now)
+	}
+	return due
+}
 
 // Failed counts a failure of k on this replica.
 func (r *Remote) Failed(k Pair, rule DisableRule, now int64) (Span, bool) {
@@ -632,9 +719,9 @@ func (r *Remote) FindRunning(match func(*engine.Job) bool) (*engine.Job, int) {
 // on it without the lock.
 func (r *Remote) Admission(j *engine.Job) <-chan bool {
 	rj := r.jobs[j.Seq()]
-	if rj == nil {
+	if rj == nil || rj.parked {
 		ch := make(chan bool, 1)
-		ch <- true // ended already, and not by a refusal: that would have answered
+		ch <- true // ended already, and not by a refusal (that would have answered); or admitted here
 		return ch
 	}
 	if rj.admission == nil {
@@ -676,7 +763,8 @@ func (r *Remote) Figures(maxKeys int, pausedOf []string) Figures {
 	f.Summary.Counters = r.counts
 	f.Summary.RejectedUnknownType = unknown
 	f.Summary.Running, f.Summary.Pending = r.running, len(r.jobs)-(r.running-len(r.runs)) // running: its granted jobs and durable attempts
-	f.Waiting[engine.WhyTurn] += f.Summary.Pending
+	f.Waiting[engine.WhyTurn] += f.Summary.Pending - r.parked
+	f.Waiting[engine.WhyDependency] += r.parked // held here until the jobs they run after end (Park)
 	return f
 }
 

@@ -131,6 +131,11 @@ const (
 	// queue's limits have no room for all of them, each is ended with the
 	// refusal.
 	AskAll
+	// AskAdmitted, of an Ask: the replica admitted the job when it was
+	// enqueued, and held it until the jobs it runs after completed
+	// (Remote.Park): the leader takes it as one of a Hello's, keeping its
+	// submission time, and no admission limit refuses it.
+	AskAdmitted
 )
 
 // Msg is one message. Which fields mean something depends on Kind.

@@ -12,6 +12,8 @@ func (s *Runtime) afterOf(job *Job) ([]*engine.Job, error) {
 	after := make([]*engine.Job, len(job.After))
 	for i, h := range job.After {
 		switch {
+		case h.t == nil && h.end != nil:
+			return nil, fmt.Errorf("fairsched: Job.After[%d] is durable job %d, enqueued on a replica: a replica's Submit and RunSync jobs run after its Submit jobs only (durable jobs run after durable jobs)", i, h.elsewhere)
 		case h.t == nil:
 			return nil, fmt.Errorf("fairsched: Job.After[%d] is the zero Handle, which refers to no job", i)
 		case h.t.rec.Engine() != s.eng:

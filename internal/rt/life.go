@@ -41,7 +41,8 @@ func (s *Runtime) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 	if s.dec != nil || s.eng.MayBeDue() {
 		s.catchUpLocked(now) // the clock timer may be late: what fell due comes first
 	}
-	var tm *engine.Times // nil: none, the common case
+	var tm *engine.Times  // nil: none, the common case
+	var deps *replicaDeps // a replica's job's, to wait for here
 	if !desc.NotBefore.IsZero() || !desc.StartBy.IsZero() || desc.After != nil || desc.Needs != nil || sub != 0 {
 		times := s.timesOf(desc)
 		tm = &times
@@ -55,14 +56,15 @@ func (s *Runtime) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 			tm.Needs = ownNeeds(desc.Needs)
 		}
 		if desc.After != nil {
-			if s.remote != nil {
-				return errAfterOnReplica
-			}
 			after, err := s.afterOf(desc)
 			if err != nil {
 				return err
 			}
-			tm.After = after
+			if s.remote != nil {
+				deps = replicaDepsOf(after) // waited for here (replicaafter.go)
+			} else {
+				tm.After = after
+			}
 		}
 	}
 	var r *engine.Refusal
@@ -71,9 +73,15 @@ func (s *Runtime) enqueueAtLocked(t *task, desc *Job, sub, now int64) error {
 			t.rec.Tag = tagGranted // started by launchLocked, or by its RunSync caller
 		}
 	} else {
+		if deps != nil {
+			s.remote.Park()
+		}
 		r = s.enqueueElsewhereLocked(t, desc, tm, now)
 	}
 	if r == nil {
+		if deps != nil {
+			s.parkedLocked(t, deps, now)
+		}
 		if t.rec.Timed() || s.eng.Rated() {
 			s.armLocked(now)
 		}
@@ -428,6 +436,9 @@ func (s *Runtime) wakeEndedLocked(t *task) {
 	if t.wake != nil {
 		close(t.wake)
 	}
+	if s.afters.on != nil {
+		s.afterEndedLocked(t)
+	}
 	s.wakeIdleLocked()
 }
 
@@ -437,7 +448,7 @@ func (s *Runtime) wakeIdleLocked() {
 	if s.idle != nil && s.decider().Idle() {
 		close(s.idle)
 		s.idle = nil
-		s.watchEnds = s.dups.policy != nil
+		s.watchEnds = s.dups.policy != nil || len(s.afters.waits) > 0
 	}
 }
 

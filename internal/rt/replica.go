@@ -2,7 +2,6 @@ package rt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/fairsched/fairsched/internal/engine"
@@ -17,10 +16,6 @@ import (
 // handler sees context.Canceled, and the attempt fails with ErrLost, to
 // be retried by its type's policy.
 var errLostRun = fmt.Errorf("%w (%w: its replica could not renew its registration)", context.Canceled, ErrLost)
-
-// errAfterOnReplica refuses a replica's closure that runs after others:
-// the leader carries the dependencies of durable jobs only.
-var errAfterOnReplica = errors.New("fairsched: a replica's Submit or RunSync job cannot run after others yet (Job.After): durable jobs can")
 
 // Lose cancels the run of every job granted to this replica: each
 // attempt fails with ErrLost (internal/cluster, Host).

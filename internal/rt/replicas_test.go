@@ -282,15 +282,106 @@ func holdASlot(r *Runtime) (hold func(), first <-chan error) {
 	return func() { close(release) }, result
 }
 
-// A replica's job that would run after others is refused with an error
-// that says why: the leader does not carry dependencies yet.
-func TestReplicasRefuseDependencies(t *testing.T) {
-	rs := newTestReplicas(t, decide.NewHub(), replicaEngineConfig(2), 1, "a")
-	h, err := rs[1].rt.Submit(context.Background(), &Job{Key: "k"}, func(context.Context) error { return nil })
+// A replica's job that runs after others waits in its replica until
+// they end: it runs once they all completed, and ends without running,
+// with an error that names the one that did not, once one did not, down
+// the chain. A dependency that had ended already is resolved at once; a
+// job that waits may be cancelled, and misses its start deadline there.
+func TestReplicasDependencies(t *testing.T) {
+	rs := newTestReplicas(t, decide.NewHub(), replicaEngineConfig(2), 2, "a")
+	a := rs[1].rt
+	ctx := context.Background()
+	var order []string
+	var mu sync.Mutex
+	note := func(what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, what)
+	}
+	release := make(chan struct{})
+	first, err := a.Submit(ctx, &Job{Key: "k"}, func(context.Context) error { <-release; note("first"); return nil })
 	require.NoError(t, err)
-	err = rs[1].rt.RunSync(context.Background(), &Job{Key: "k", After: []Handle{h}}, func(context.Context) error { return nil })
-	assert.ErrorIs(t, err, errAfterOnReplica)
-	require.NoError(t, h.Wait(context.Background()))
+	boom := errors.New("boom")
+	failing, err := a.Submit(ctx, &Job{Key: "k"}, func(context.Context) error { <-release; return boom })
+	require.NoError(t, err)
+
+	second, err := a.Submit(ctx, &Job{Key: "k", After: []Handle{first}}, func(context.Context) error { note("second"); return nil })
+	require.NoError(t, err)
+	ranSync := make(chan error, 1)
+	go func() {
+		ranSync <- a.RunSync(ctx, &Job{Key: "k", After: []Handle{first, second}}, func(context.Context) error { note("sync"); return nil })
+	}()
+	var unrun atomic.Bool
+	never, err := a.Submit(ctx, &Job{Key: "k", After: []Handle{first, failing}}, func(context.Context) error { unrun.Store(true); return nil })
+	require.NoError(t, err)
+	chained, err := a.Submit(ctx, &Job{Key: "k", After: []Handle{never}}, func(context.Context) error { unrun.Store(true); return nil })
+	require.NoError(t, err)
+	cancelled, err := a.Submit(ctx, &Job{Key: "k", After: []Handle{first}}, func(context.Context) error { unrun.Store(true); return nil })
+	require.NoError(t, err)
+	expires, err := a.Submit(ctx, &Job{Key: "k", After: []Handle{first}, StartBy: time.Now().Add(20 * time.Millisecond)},
+		func(context.Context) error { unrun.Store(true); return nil })
+	require.NoError(t, err)
+
+	cancelled.Cancel()
+	assert.ErrorIs(t, cancelled.Wait(ctx), context.Canceled)
+	assert.ErrorIs(t, expires.Wait(ctx), ErrStartDeadline, "its deadline passed while it waited here")
+	select {
+	case <-second.Done():
+		t.Fatal("second ended before the job it runs after")
+	default:
+	}
+	close(release)
+	require.NoError(t, second.Wait(ctx))
+	require.NoError(t, <-ranSync)
+	assert.Equal(t, []string{"first", "second", "sync"}, order)
+
+	err = never.Wait(ctx)
+	assert.EqualError(t, err, fmt.Sprintf("job %d after %d: boom", never.Seq(), failing.Seq()), "it names the job that failed, and wraps its error")
+	assert.ErrorIs(t, err, boom)
+	err = chained.Wait(ctx)
+	assert.EqualError(t, err, fmt.Sprintf("job %d after %d: job %d after %d: boom", chained.Seq(), never.Seq(), never.Seq(), failing.Seq()), "down the chain")
+
+	// Ended already: completed runs, failed ends at once.
+	require.NoError(t, a.RunSync(ctx, &Job{Key: "k", After: []Handle{first, second}}, func(context.Context) error { return nil }))
+	late, err := a.Submit(ctx, &Job{Key: "k", After: []Handle{failing}}, func(context.Context) error { unrun.Store(true); return nil })
+	require.NoError(t, err)
+	assert.EqualError(t, late.Wait(ctx), fmt.Sprintf("job %d after %d: boom", late.Seq(), failing.Seq()))
+	assert.False(t, unrun.Load(), "a job whose dependency did not complete ran")
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	assert.Nil(t, a.afters.on, "nothing waits, nor is waited for")
+}
+
+// A replica's batch that the leader refuses as a whole ends its jobs
+// that wait in the replica for others too: all or none.
+func TestReplicasBatchRefusedWithAJobThatWaits(t *testing.T) {
+	cfg := replicaEngineConfig(1)
+	cfg.MaxQueue = 2
+	rs := newTestReplicas(t, decide.NewHub(), cfg, 1, "a")
+	a := rs[1].rt
+	ctx := context.Background()
+	hold, first := holdASlot(rs[0].rt)
+	var ran atomic.Int32
+	fn := func(context.Context) error { ran.Add(1); return nil }
+	dep, err := a.Submit(ctx, &Job{Key: "k"}, fn)
+	require.NoError(t, err, "queued on the leader")
+	filler, err := rs[0].rt.Submit(ctx, &Job{Key: "k"}, fn)
+	require.NoError(t, err, "the leader's queue of two is full")
+	_, err = a.SubmitMany(ctx, []SubmitParams{
+		{Job: Job{Key: "k", After: []Handle{dep}}, Fn: fn},
+		{Job: Job{Key: "k"}, Fn: fn},
+	})
+	assert.ErrorContains(t, err, "queue full", "no room for the one the leader is asked for")
+	a.mu.Lock()
+	waiting := len(a.afters.waits)
+	a.mu.Unlock()
+	assert.Zero(t, waiting, "the job that waited for dep was refused with its batch")
+	hold()
+	require.NoError(t, <-first)
+	require.NoError(t, dep.Wait(ctx))
+	require.NoError(t, filler.Wait(ctx))
+	require.NoError(t, a.WaitIdle(ctx))
+	assert.Equal(t, int32(2), ran.Load(), "dep and filler alone ran")
 }
 
 // fakeLapse is a replica's registration whose lapse the test sets: once

@@ -75,6 +75,9 @@ type Runtime struct {
 	// follow is what the Handles of the durable jobs this replica
 	// enqueued follow of their ends (elsewhere.go).
 	follow following
+	// afters are this replica's jobs that wait for others to end before
+	// the leader is asked for them (replicaafter.go). Guarded by mu.
+	afters replicaAfter
 	// recorded, while Shutdown waits for the leader to have the ends of
 	// this replica's attempts (awaitRecorded), is closed once it has.
 	// Guarded by mu.
