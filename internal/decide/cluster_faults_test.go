@@ -83,12 +83,7 @@ func TestClusterGrantCrossesHello(t *testing.T) {
 // So is a refusal that crosses a Hello: the job, asked for again, is
 // the leader's to decide, and it never holds a slot for no one.
 func TestClusterEndedCrossesHello(t *testing.T) {
-	cfg := testEngineConfig(1)
-	cfg.MaxQueue = 1
-	c := newTestCluster(t, cfg, 0, "a")
-	c.leader.Begin(1, map[string]int{"a": 1}, c.tick())
-	c.flush()
-	a := c.nodes["a"]
+	c, a := queueOfOne(t, 0)
 	var x [3]engine.Job
 	for i := range x {
 		c.submit("a", &x[i], "k")

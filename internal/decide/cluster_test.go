@@ -56,6 +56,18 @@ type testCluster struct {
 	sent map[MsgKind]int
 }
 
+// queueOfOne returns a cluster in its first term, every engine of one
+// slot and a queue of one, whose leader has capacity leaderCap, and its
+// replica "a", of capacity 1.
+func queueOfOne(t *testing.T, leaderCap int) (*testCluster, *replicaNode) {
+	cfg := testEngineConfig(1)
+	cfg.MaxQueue = 1
+	c := newTestCluster(t, cfg, leaderCap, "a")
+	c.leader.Begin(1, map[string]int{"a": 1}, c.tick())
+	c.flush()
+	return c, c.nodes["a"]
+}
+
 func testEngineConfig(slots int) engine.Config {
 	return engine.Config{MaxConcurrency: slots, CostAlpha: 0.3, DefaultCost: 1, IdleTTL: 600e6}
 }
@@ -286,17 +298,12 @@ func TestClusterRemovedReplica(t *testing.T) {
 // The leader's admission limits and start deadlines hold for a replica's
 // jobs: a refusal and an expiry come back as ends, with their reasons.
 func TestClusterRefusedAndExpired(t *testing.T) {
-	cfg := testEngineConfig(1)
-	cfg.MaxQueue = 1
-	c := newTestCluster(t, cfg, 1, "a")
-	c.leader.Begin(1, map[string]int{"a": 1}, c.tick())
-	c.flush()
+	c, n := queueOfOne(t, 1)
 	var aj [3]engine.Job
 	for i := range aj {
 		c.submit("a", &aj[i], "k")
 	}
 	c.flush()
-	n := c.nodes["a"]
 	require.True(t, n.p.has(&aj[0]))
 	require.Len(t, n.p.ended, 1)
 	assert.Equal(t, &aj[2], n.p.ended[0].j)
@@ -397,12 +404,7 @@ func TestClusterReplicaUsage(t *testing.T) {
 // A replica's caller can wait for the leader's answer to its job: true
 // once it is granted or admitted to wait, false once it is refused.
 func TestClusterAdmission(t *testing.T) {
-	cfg := testEngineConfig(1)
-	cfg.MaxQueue = 1
-	c := newTestCluster(t, cfg, 1, "a")
-	c.leader.Begin(1, map[string]int{"a": 1}, c.tick())
-	c.flush()
-	n := c.nodes["a"]
+	c, n := queueOfOne(t, 1)
 	var x [3]engine.Job
 	var answers [3]<-chan bool
 	for i := range x {
@@ -559,12 +561,7 @@ func TestClusterJobsBeforeTheTerm(t *testing.T) {
 // does not refuse it. Given up, expired or unrun while held, the leader
 // never hears of it.
 func TestClusterParked(t *testing.T) {
-	cfg := testEngineConfig(1)
-	cfg.MaxQueue = 1
-	c := newTestCluster(t, cfg, 1, "a")
-	c.leader.Begin(1, map[string]int{"a": 1}, c.tick())
-	c.flush()
-	a := c.nodes["a"]
+	c, a := queueOfOne(t, 1)
 	var running, held, queued engine.Job
 	c.submit("a", &running, "k")
 	c.flush()
