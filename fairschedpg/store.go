@@ -295,7 +295,7 @@ func (st *Store) Recover(ctx context.Context, fn func(*store.Job) error) error {
 // recoverJobs is Recover: it reads every unfinished job in one snapshot,
 // in pages, and returns where the watcher's takes go on from: that
 // snapshot, after which the jobs of other transactions are new (watch.go),
-// and the server's start time. A leader's (lease not nil) reads them
+// and the server it read them on (qServerID). A leader's (lease not nil) reads them
 // only while its term holds, and fails with ErrFenced once it is over.
 func (st *Store) recoverJobs(ctx context.Context, lease *cluster.Lease, fn func(*store.Job) error) (from takeCursor, err error) {
 	const page = 10_000 // jobs per statement, each under the timeout

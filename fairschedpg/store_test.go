@@ -590,6 +590,21 @@ func TestTakeAgainAfterRestart(t *testing.T) {
 	jobs, _, err = st.watch.take(nil, again)
 	require.NoError(t, err)
 	assert.Equal(t, []int64{late.ID, after.ID}, ids(jobs), "a job the round had handed on before is not again")
+
+	// A round read again covers the IDs a window at a time, a page each.
+	_, err = pool.Exec(ctx, `ALTER TABLE fairsched_jobs ALTER COLUMN id RESTART WITH 300005`)
+	require.NoError(t, err)
+	far := committed()
+	var pages [][]int64
+	for c := crashed; len(pages) < 10; {
+		jobs, c, err = st.watch.take(nil, c)
+		require.NoError(t, err)
+		pages = append(pages, ids(jobs))
+		if c.to == "" {
+			break
+		}
+	}
+	assert.Equal(t, [][]int64{{early.ID, late.ID, after.ID}, {}, {}, {far.ID}}, pages)
 }
 
 func mustUint(t *testing.T, s string) uint64 {

@@ -31,9 +31,9 @@ import (
 // becomes known.
 type takeCursor struct {
 	known string // a snapshot, as text; "": none (every unseen unfinished job is new)
-	// server is the start time of the server known was taken on
-	// (pg_postmaster_start_time), "" if not known: a page read on another
-	// (restarted, or a standby promoted) is told (errRestarted).
+	// server tells the server known was taken on, as it was then
+	// (qServerID), "" if not known: a page read on another (restarted
+	// after a crash, or a standby promoted) is told (errRestarted).
 	server string
 	to     string // the round's snapshot; "": no round under way
 	after  struct {
@@ -51,6 +51,7 @@ type takeCursor struct {
 	// before it ends. nil: no such round.
 	again  *takeCursor
 	handed map[int64]bool
+	upto   int64 // the largest ID the round's snapshot shows, in such a round
 }
 
 // snapshot is a pg_snapshot's parts: the transactions it shows are those
@@ -116,14 +117,16 @@ WHERE unseen AND state < 3 AND id > $2
 ORDER BY id LIMIT $3`
 
 // qTakeAgain reads a page of up to $8 unseen unfinished jobs that the
-// round's snapshot $2 shows (NULL: this statement's), with IDs past $1,
-// in ID order, that a cursor as it was when the server restarted had not
-// handed on, or with IDs past its maxID, $3 (restart.go derives it). $4
-// is that cursor's known, $5 its round's snapshot, ($6, $7) where that
-// round had reached; each NULL if it had none. It reads every unseen
-// unfinished job, in a page's time: it runs only after a restart.
+// round's snapshot $2 shows (NULL: this statement's), with IDs past $1
+// and up to $9, in ID order, that a cursor as it was when the server
+// restarted had not handed on, or with IDs past its maxID, $3 (restart.go
+// derives it). $4 is that cursor's known, $5 its round's snapshot, ($6,
+// $7) where that round had reached; each NULL if it had none. A page
+// reads at most againWindow IDs' unfinished jobs, whatever it finds
+// among them: one that filtered a large backlog all at once could outlast
+// the statement timeout, page after page.
 const qTakeAgain = `SELECT %[1]s FROM fairsched_jobs
-WHERE unseen AND state < 3 AND id > $1
+WHERE state < 3 AND id > $1 AND id <= $9 AND unseen
 	AND (xid IS NULL OR pg_visible_in_snapshot(xid, coalesce($2::text::pg_snapshot, pg_current_snapshot())))
 	AND (id > $3 OR xid IS NOT NULL AND NOT coalesce(CASE WHEN $4::text IS NULL
 		THEN pg_visible_in_snapshot(xid, $5::text::pg_snapshot) AND id <= $7
@@ -132,15 +135,33 @@ WHERE unseen AND state < 3 AND id > $1
 		END, false))
 ORDER BY id LIMIT $8`
 
-// qSnapshot reads a transaction's snapshot and the start time of the
-// server it runs on; qServer the start time alone.
+// againWindow is the most IDs one page of a round read again covers;
+// qMaxID is where such a round ends: the largest ID its snapshot shows.
 const (
-	qSnapshot = `SELECT pg_current_snapshot()::text, pg_postmaster_start_time()::text`
-	qServer   = `SELECT pg_postmaster_start_time()::text`
+	againWindow = 100_000
+	qMaxID      = `SELECT coalesce(max(id), 0) FROM fairsched_jobs`
 )
 
-// errRestarted says that the database server restarted, or another took
-// its place, since the snapshot a cursor knows: the transaction ids of
+// qServerID tells a server as it runs, one crash from the next: its
+// start time, which a restart changes, and when its shared statistics
+// were last reset, which the recovery from every crash does, a
+// backend's too, after which the server goes on under the same start
+// time (restart_after_crash) and may give the lost transactions' ids
+// again. A clean shutdown loses no transaction id, and keeps both. (A
+// reset of the statistics by hand reads as a restart, which only costs a
+// round that reads every unseen job again.)
+const qServerID = `pg_postmaster_start_time()::text || ' ' || coalesce((SELECT stats_reset FROM pg_stat_bgwriter)::text, '')`
+
+// qSnapshot reads a transaction's snapshot and the server it runs on;
+// qServer the server alone.
+const (
+	qSnapshot = `SELECT pg_current_snapshot()::text, ` + qServerID
+	qServer   = `SELECT ` + qServerID
+)
+
+// errRestarted says that the database server restarted, or recovered
+// from a crash, or another took its place, since the snapshot a cursor
+// knows: the transaction ids of
 // the transactions it lost (aborted, or committed without waiting for
 // the disk, their records not yet written) may be given again, to
 // transactions the snapshot would show as done. A leader's term ends
@@ -177,6 +198,9 @@ func (w *watcher) take(lease *cluster.Lease, c takeCursor) ([]*store.Job, takeCu
 	err = w.st.readSnapshot(w.ctx, func(b *pgx.Batch) {
 		if c.to == "" { // a round begins: its snapshot is this transaction's
 			b.Queue(qSnapshot).QueryRow(func(r pgx.Row) error { return r.Scan(&next.to, &server) })
+			if c.again != nil {
+				b.Queue(qMaxID).QueryRow(func(r pgx.Row) error { return r.Scan(&next.upto) })
+			}
 		} else {
 			b.Queue(qServer).QueryRow(func(r pgx.Row) error { return r.Scan(&server) })
 		}
@@ -227,7 +251,12 @@ func (w *watcher) take(lease *cluster.Lease, c takeCursor) ([]*store.Job, takeCu
 		next.maxID = max(next.maxID, j.ID)
 	}
 	slices.SortFunc(jobs, func(a, b *store.Job) int { return cmp.Compare(a.ID, b.ID) })
-	if n < takeBatch {
+	ends := n < takeBatch          // a short page ends a round
+	if next.again != nil && ends { // but one read again reads its next window, if IDs are left
+		next.after.id = c.after.id + againWindow
+		ends = next.after.id >= next.upto
+	}
+	if ends {
 		return jobs, takeCursor{known: next.to, server: next.server, maxID: next.maxID}, nil
 	}
 	return jobs, next, nil
@@ -249,7 +278,7 @@ func (c takeCursor) page() (string, []any, error) {
 			aTo = a.to
 		}
 		return qTakeAgainCols, []any{c.after.id, to, a.maxID, known, aTo,
-			strconv.FormatUint(a.after.xid, 10), a.after.id, takeBatch}, nil
+			strconv.FormatUint(a.after.xid, 10), a.after.id, takeBatch, c.after.id + againWindow}, nil
 	}
 	if c.known == "" {
 		return qTakeAllCols, []any{to, c.after.id, takeBatch}, nil
