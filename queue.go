@@ -56,10 +56,8 @@ type Job struct {
 	// no cycle can form. On a replica (Config.Replica), a durable job may
 	// run after durable jobs enqueued on any replica of the cluster, by
 	// their Handles; a Submit or RunSync job may run after that replica's
-	// own Submit jobs. It waits in its replica until they end, and only
-	// then counts in the cluster's queue and figures: the leader takes it
-	// as admitted at its submission, so its aging clock runs from then
-	// and no queue limit refuses it.
+	// own Submit jobs. It waits in its replica, counted against the
+	// cluster's queue limits, until they end.
 	After []Handle
 	// Needs are the units of named resources (Config.Resources) the job
 	// needs while it runs, in place of its type's TypeConfig.Needs; nil:

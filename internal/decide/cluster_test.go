@@ -555,11 +555,12 @@ func TestClusterJobsBeforeTheTerm(t *testing.T) {
 	assert.True(t, a.p.has(&alone), "the job alone is admitted, and starts")
 }
 
-// A replica's job held there until the jobs it runs after complete
-// (Park) is not asked for, in no Hello; released, it is asked for as
-// admitted then: the leader keeps its submission time, and a full queue
-// does not refuse it. Given up, expired or unrun while held, the leader
-// never hears of it.
+// A replica's job that waits there for the jobs it runs after (Park) is
+// admitted by the leader within the queue's limits and counted against
+// them, in a Hello too, but not queued; released, it is queued as
+// admitted then, keeping its submission time. Refused with its batch,
+// given up, expired or unrun, it counts no more, and a release the leader
+// does not hold is dropped.
 func TestClusterParked(t *testing.T) {
 	c, a := queueOfOne(t, 1)
 	var running, held, queued engine.Job
@@ -567,59 +568,89 @@ func TestClusterParked(t *testing.T) {
 	c.flush()
 	require.True(t, a.p.has(&running))
 
-	asked := c.sent[Ask]
 	a.r.Park()
 	c.submit("a", &held, "k")
 	assert.True(t, a.r.Parked(&held))
-	assert.True(t, <-a.r.Admission(&held), "admitted here")
-	assert.Equal(t, 1, a.r.Figures(0, nil).Waiting[engine.WhyDependency], "it waits for the jobs it runs after")
+	admitted := a.r.Admission(&held)
 	c.flush()
-	assert.Equal(t, asked, c.sent[Ask], "not asked for")
+	assert.True(t, <-admitted, "admitted by the leader")
+	assert.Equal(t, 1, a.r.Figures(0, nil).Waiting[engine.WhyDependency], "it waits for the jobs it runs after")
+	assert.Equal(t, 0, c.le.Summary().Pending, "not queued")
 	c.submit("a", &queued, "k")
 	c.flush()
-	assert.Equal(t, 1, c.le.Summary().Pending, "the queue of one is full")
+	require.Len(t, a.p.ended, 1)
+	assert.Equal(t, ended{&queued, engine.NotRun, &engine.Refusal{Reason: engine.RefusedFull, Limit: 1, Size: 1}}, a.p.ended[0],
+		"the queue of one holds the job that waits")
 	a.r.Lost(c.tick())
 	c.flush()
-	assert.Equal(t, 1, c.le.Summary().Pending, "not in the Hello")
+	assert.Len(t, c.leader.held, 1, "counted again from the Hello")
 
 	a.r.Release(&held, c.tick())
 	assert.False(t, a.r.Parked(&held))
 	c.flush()
-	assert.Empty(t, a.p.ended, "admitted when it was enqueued: not refused for the full queue")
-	assert.Equal(t, 2, c.le.Summary().Pending)
+	assert.Len(t, a.p.ended, 1, "not refused")
+	assert.Empty(t, c.leader.held)
+	assert.Equal(t, 1, c.le.Summary().Pending, "queued")
 	s := c.leader.stand[standKey{"a", held.Seq()}]
 	require.NotNil(t, s)
 	assert.Equal(t, held.Submitted(), s.j.Submitted(), "its submission time, kept")
 
-	var cancelled, expires, unrun engine.Job
-	cancels, asked := c.sent[Cancel], c.sent[Ask]
+	var batched, other engine.Job
+	a.r.BeginBatch()
 	a.r.Park()
-	c.submit("a", &cancelled, "k")
-	a.r.Cancel(&cancelled, c.tick())
+	c.submit("a", &batched, "k")
+	c.submit("a", &other, "k")
+	a.r.EndBatch(c.now)
 	c.flush()
-	assert.Equal(t, cancels, c.sent[Cancel], "the leader never heard of it")
-	assert.Equal(t, engine.StateDone, cancelled.State())
+	require.Len(t, a.p.ended, 3, "the batch had no room: refused whole")
+	assert.Equal(t, &batched, a.p.ended[1].j)
+	assert.Zero(t, a.r.parked)
+	m := Msg{Kind: Ask, Term: 1, Replica: "a", Seq: batched.Seq(), Desc: engine.Desc{Key: "k"}, Flags: AskAdmitted}
+	c.leader.Receive([]Msg{m}, c.tick())
+	assert.Nil(t, c.leader.stand[standKey{"a", batched.Seq()}], "a release the leader does not hold is dropped")
+
+	a.r.Finish(&running, engine.Completed, c.tick()) // the queued one runs: the queue is empty
+	c.flush()
+	var cancelled, expires, unrun engine.Job
+	for _, j := range []*engine.Job{&cancelled, &unrun} {
+		a.r.Park()
+		c.submit("a", j, "k")
+		c.flush()
+		require.Len(t, c.leader.held, 1)
+		if j == &cancelled {
+			a.r.Cancel(j, c.tick())
+		} else {
+			a.r.Unrun(j, c.tick())
+		}
+		c.flush()
+		assert.Empty(t, c.leader.held, "given up: it counts no more")
+	}
+	assert.Equal(t, engine.DependencyFailed, unrun.Outcome())
 
 	a.r.Park()
 	deadline := c.now + 5000
 	_, r := a.r.Enqueue(&expires, engine.Desc{Key: "k"}, &engine.Times{StartBy: deadline}, c.tick())
 	require.Nil(t, r)
-	a.r.Park()
-	c.submit("a", &unrun, "k")
+	c.flush()
 	at, ok := a.r.NextDue()
 	require.True(t, ok)
 	assert.Equal(t, deadline, at, "its start deadline")
 	assert.Empty(t, a.r.Due(at-1))
 	assert.Equal(t, []*engine.Job{&expires}, a.r.Due(at))
 	assert.Equal(t, engine.Expired, expires.Outcome())
-	a.r.Unrun(&unrun, c.tick())
-	assert.Equal(t, engine.DependencyFailed, unrun.Outcome())
+	c.flush()
+	assert.Empty(t, c.leader.held)
 	_, ok = a.r.NextDue()
-	assert.False(t, ok, "nothing held")
-	f := a.r.Figures(0, nil)
-	counts := f.Summary.Counters
+	assert.False(t, ok, "nothing waits")
+	counts := a.r.Figures(0, nil).Summary.Counters
 	assert.Equal(t, uint64(1), counts.Expired)
 	assert.Equal(t, uint64(1), counts.DependencyFailed)
+
+	var orphan engine.Job
+	a.r.Park()
+	c.submit("a", &orphan, "k")
 	c.flush()
-	assert.Equal(t, asked, c.sent[Ask], "none of them was asked for")
+	require.Len(t, c.leader.held, 1)
+	c.leader.RemoveReplica("a", c.tick())
+	assert.Empty(t, c.leader.held, "a replica removed: its jobs count no more")
 }

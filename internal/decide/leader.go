@@ -58,6 +58,10 @@ type Leader struct {
 	reading map[string]bool
 	stand   map[standKey]*standIn
 	byJob   map[*engine.Job]*standIn
+	// held are the replicas' jobs that wait there for others (AskHeld),
+	// by their keys: each counted against the queue's limits
+	// (engine.Reserve) until released, given up, or forgotten.
+	held map[standKey]string
 	// valid, if set, reports whether the term may still decide: past
 	// it, Receive takes nothing and Grant grants nothing (SetGuard).
 	valid func() bool
@@ -92,7 +96,7 @@ func NewLeader(name string, capacity int, e *engine.Engine, g Grantee, out *Outb
 	l := &Leader{e: e, g: g, out: out, name: name, capacity: capacity,
 		replicas: make(map[string]int), awaiting: make(map[string]bool), asked: make(map[string]int64),
 		incarnation: make(map[string]int64), sync: make(map[string]uint64), types: make(map[string][]string), reading: make(map[string]bool),
-		stand: make(map[standKey]*standIn), byJob: make(map[*engine.Job]*standIn)}
+		stand: make(map[standKey]*standIn), byJob: make(map[*engine.Job]*standIn), held: make(map[standKey]string)}
 	l.keeper, _ = g.(Keeper)
 	l.local = NewLocal(e, l)
 	if l.keeper == nil {
@@ -249,6 +253,11 @@ func (l *Leader) forget(name string, now int64) {
 	for _, s := range ss {
 		l.drop(s, now)
 	}
+	for k, key := range l.held {
+		if k.replica == name {
+			l.unhold(k, key)
+		}
+	}
 }
 
 // drop ends stand-in s at now, lost if it ran, and forgets it.
@@ -352,7 +361,23 @@ func (l *Leader) take(m *Msg, k standKey, restored bool, runs *hellos, now int64
 		if l.awaiting[m.Replica] || l.stand[k] != nil {
 			return // its Hello will ask again; or asked twice
 		}
-		l.admit(k, m, restored || m.Flags&AskAdmitted != 0, now)
+		if key, ok := l.held[k]; ok {
+			if m.Flags&AskHeld == 0 { // released: admitted when it was held
+				l.unhold(k, key)
+				l.admit(k, m, true, now)
+			}
+			return
+		}
+		switch {
+		case m.Flags&AskAdmitted != 0 && !restored:
+			// A release of a job not held: refused, or given up, and its
+			// end on its way; or its replica forgotten, whose Hello asks
+			// for it again.
+		case m.Flags&AskHeld != 0:
+			l.hold(k, m, restored)
+		default:
+			l.admit(k, m, restored, now)
+		}
 	case Running:
 		if l.stand[k] == nil {
 			l.adopt(k, m, now)
@@ -369,6 +394,9 @@ func (l *Leader) take(m *Msg, k standKey, restored bool, runs *hellos, now int64
 	case Cancel:
 		if s := l.stand[k]; s != nil {
 			l.drop(s, now)
+		}
+		if key, ok := l.held[k]; ok {
+			l.unhold(k, key)
 		}
 	case Raise:
 		if s := l.stand[k]; s != nil && s.j.Waiting() {
@@ -404,10 +432,32 @@ func (l *Leader) Lost(now int64) {
 	}
 }
 
+// hold admits another replica's job k, asked by m, which waits there for
+// the jobs it runs after (AskHeld): it counts against the queue's limits
+// until released (an Ask without AskHeld), given up or forgotten. A job
+// asked for again (restored: in a Hello) is not refused: it was admitted
+// once.
+func (l *Leader) hold(k standKey, m *Msg, restored bool) {
+	perKey := map[string]int{m.Desc.Key: 1}
+	if r := l.e.Room(1, perKey); r != nil && !restored {
+		l.out.Put(refusedMsg(l.term, k.replica, k.seq, r, l.sync[k.replica]))
+		return
+	}
+	l.e.Reserve(1, perKey)
+	l.held[k] = m.Desc.Key
+	l.out.Put(Msg{Kind: Admitted, Term: l.term, Replica: k.replica, Seq: k.seq, Sync: l.sync[k.replica]})
+}
+
+// unhold gives back what the held job k, of key, counted.
+func (l *Leader) unhold(k standKey, key string) {
+	l.e.Unreserve(1, map[string]int{key: 1})
+	delete(l.held, k)
+}
+
 // admit admits another replica's job k, asked by m at now. A job asked
-// for again (restored: in a Hello), or admitted by its replica already
-// (AskAdmitted), keeps its submission time, and no admission limit
-// refuses it: it was admitted once.
+// for again (restored: in a Hello), or held until now (AskHeld), keeps
+// its submission time, and no admission limit refuses it: it was admitted
+// once.
 func (l *Leader) admit(k standKey, m *Msg, restored bool, now int64) {
 	atOnce := m.Flags&AskAtOnce != 0
 	wouldWait := func() {

@@ -84,9 +84,10 @@ type remoteJob struct {
 	notBefore int64 // absolute, the replica's time; 0: none
 	startBy   int64
 	granted   bool
-	atOnce    bool // asked to start at once or not at all (AskNow)
-	inBatch   bool // enqueued in a batch not yet asked for (BeginBatch)
-	parked    bool // held here until Release: never asked for yet (Park)
+	atOnce    bool  // asked to start at once or not at all (AskNow)
+	inBatch   bool  // enqueued in a batch not yet asked for (BeginBatch)
+	parked    bool  // waits here for the jobs it runs after, until Release (Park)
+	deadline  int64 // a parked job's start deadline, its type's StartTimeout's or its own; 0: none
 	// fresh: never asked of a leader (enqueued before one was known), so
 	// never admitted; the Hello that first tells of it asks for it after
 	// its list (hello), with the jobs of its batch (batch, 0: none).
@@ -240,10 +241,12 @@ func (r *Remote) Enqueue(j *engine.Job, d engine.Desc, tm *engine.Times, now int
 	}
 	r.jobs[j.Seq()] = rj
 	r.counts.Submitted++
-	switch {
-	case park:
-		rj.parked, rj.fresh = true, false
+	if park {
+		rj.parked = true
+		rj.deadline = r.e.DeadlineOf(d.Type, rj.startBy, j.Submitted())
 		r.parked++
+	}
+	switch {
 	case r.batching:
 		rj.inBatch = true
 		r.batch = append(r.batch, rj)
@@ -288,17 +291,18 @@ func (r *Remote) EndBatch(now int64) {
 }
 
 // Park makes the next Enqueue, called before the caller lets go of what
-// guards the Remote, hold its job here, admitted, without asking the
-// leader for it: the run-time layer's job that runs after others, until
-// they complete (Release) or one does not (Cancel, or its start deadline
-// passes: Due). A held job is in no Hello and no batch; its Admission is
-// answered at once.
+// guards the Remote, a job that waits here for the jobs it runs after,
+// until they complete (Release) or one does not (Unrun): the leader is
+// asked to admit it and count it against the queue's limits, and to hold
+// nothing else for it (AskHeld). Its start deadline is this replica's to
+// apply meanwhile (Due).
 func (r *Remote) Park() { r.park = true }
 
-// Release asks the leader, at now, for j, held since it was enqueued
-// (Park), as admitted then: the leader keeps its submission time and
-// refuses it for no admission limit (AskAdmitted). Without a leader yet,
-// the first one's Hello asks for it so.
+// Release tells the leader, at now, that j, enqueued after Park, may run:
+// the jobs it runs after completed. The leader takes it as admitted when
+// it was held, keeping its submission time (AskAdmitted). Never asked for
+// yet (no leader known), it is asked for as any other by the first
+// Hello.
 func (r *Remote) Release(j *engine.Job, now int64) {
 	rj := r.jobs[j.Seq()]
 	if rj == nil || !rj.parked {
@@ -306,7 +310,7 @@ func (r *Remote) Release(j *engine.Job, now int64) {
 	}
 	rj.parked = false
 	r.parked--
-	if r.term != 0 {
+	if r.term != 0 && !rj.fresh {
 		m := r.ask(Ask, rj, now)
 		m.Flags |= AskAdmitted
 		r.out.Put(m)
@@ -343,6 +347,9 @@ func (r *Remote) ask(kind MsgKind, rj *remoteJob, now int64) Msg {
 	}
 	if kind == Ask && rj.atOnce {
 		m.Flags = AskAtOnce
+	}
+	if kind == Ask && rj.parked {
+		m.Flags |= AskHeld
 	}
 	return m
 }
@@ -387,6 +394,9 @@ func (r *Remote) Receive(msgs []Msg, now int64) {
 				continue
 			}
 			delete(r.jobs, m.Seq)
+			if rj.parked {
+				r.parked--
+			}
 			var ref *engine.Refusal
 			if m.Refusal != engine.Accepted {
 				ref = &engine.Refusal{Reason: m.Refusal, Limit: m.N, Size: m.Priority, Key: m.Desc.Key}
@@ -451,7 +461,6 @@ func (r *Remote) hello(now int64) {
 	for _, seq := range seqs {
 		rj := r.jobs[seq]
 		switch {
-		case rj.parked: // not asked for until Release
 		case rj.granted:
 			msgs = append(msgs, r.ask(Running, rj, now))
 		case rj.fresh:
@@ -540,22 +549,8 @@ func (r *Remote) Retry(j *engine.Job, notBefore, now int64) {
 // Cancel gives j up, granted by the leader or not: a grant that comes
 // after is dropped, and the leader frees what it held.
 func (r *Remote) Cancel(j *engine.Job, now int64) bool {
-	parked := false
-	if rj := r.jobs[j.Seq()]; rj != nil {
-		if rj.granted {
-			r.ran(-1, now)
-		}
-		rj.answer(true) // not refused: the caller who waits has the job's end
-		parked = rj.parked
-	}
-	delete(r.jobs, j.Seq())
 	r.counts.Cancelled++
-	r.e.EndHeld(j, engine.NotRun, now)
-	if parked {
-		r.parked-- // the leader never heard of it
-	} else {
-		r.send(Cancel, j, Msg{})
-	}
+	r.end(j, engine.NotRun, now)
 	return false
 }
 
@@ -563,55 +558,69 @@ func (r *Remote) Cancel(j *engine.Job, now int64) bool {
 func (r *Remote) Raise(j *engine.Job, p int, now int64) {
 	if rj := r.jobs[j.Seq()]; rj != nil && p > rj.d.Priority {
 		rj.d.Priority = p
-		if !rj.inBatch && !rj.parked { // else its Ask, to come, carries it
+		if !rj.inBatch { // else its Ask, to come, carries it
 			r.send(Raise, j, Msg{Priority: p})
 		}
 	}
 }
 
-// NextDue reports the earliest start deadline of the jobs held here
-// (Park): the leader keeps the others' times. O(jobs) while any is held.
+// NextDue reports the earliest start deadline of the jobs that wait here
+// for others (Park): the leader keeps the others' times. O(jobs) while
+// any waits.
 func (r *Remote) NextDue() (int64, bool) {
 	due, ok := int64(0), false
 	if r.parked > 0 {
 		for _, rj := range r.jobs {
-			if rj.parked && rj.startBy > 0 && (!ok || rj.startBy < due) {
-				due, ok = rj.startBy, true
+			if rj.parked && rj.deadline > 0 && (!ok || rj.deadline < due) {
+				due, ok = rj.deadline, true
 			}
 		}
 	}
 	return due, ok
 }
 
-// Unrun ends j, held here since it was enqueued (Park), at now: a job it
+// Unrun ends j, enqueued after Park and not released, at now: a job it
 // runs after did not complete, and it never runs.
 func (r *Remote) Unrun(j *engine.Job, now int64) {
-	if rj := r.jobs[j.Seq()]; rj != nil && rj.parked {
-		delete(r.jobs, j.Seq())
-		r.parked--
-		r.counts.DependencyFailed++
-		r.e.EndHeld(j, engine.DependencyFailed, now)
-	}
+	r.counts.DependencyFailed++
+	r.end(j, engine.DependencyFailed, now)
 }
 
-// Due ends the jobs held here (Park) whose start deadline is not after
-// now, expired, and returns them, in order of their numbers.
+// end ends j, not granted or granted, with outcome o at now, given up
+// here: a grant that comes after is dropped, and the leader frees what
+// it held or counted.
+func (r *Remote) end(j *engine.Job, o engine.Outcome, now int64) {
+	if rj := r.jobs[j.Seq()]; rj != nil {
+		if rj.granted {
+			r.ran(-1, now)
+		}
+		if rj.parked {
+			r.parked--
+		}
+		rj.answer(true) // not refused: the caller who waits has the job's end
+	}
+	delete(r.jobs, j.Seq())
+	r.e.EndHeld(j, o, now)
+	r.send(Cancel, j, Msg{})
+}
+
+// Due ends the jobs that wait here for others (Park) whose start
+// deadline is not after now, expired, and returns them, in order of their
+// numbers.
 func (r *Remote) Due(now int64) []*engine.Job {
 	if r.parked == 0 {
 		return nil
 	}
 	var due []*engine.Job
 	for _, rj := range r.jobs {
-		if rj.parked && rj.startBy > 0 && rj.startBy <= now {
+		if rj.parked && rj.deadline > 0 && rj.deadline <= now {
 			due = append(due, rj.j)
 		}
 	}
 	slices.SortFunc(due, func(a, b *engine.Job) int { return cmp.Compare(a.Seq(), b.Seq()) })
 	for _, j := range due {
-		delete(r.jobs, j.Seq())
-		r.parked--
 		r.counts.Expired++
-		r.e.EndHeld(j, engine.Expired, now)
+		r.end(j, engine.Expired, now)
 	}
 	return due
 }
@@ -719,9 +728,9 @@ func (r *Remote) FindRunning(match func(*engine.Job) bool) (*engine.Job, int) {
 // on it without the lock.
 func (r *Remote) Admission(j *engine.Job) <-chan bool {
 	rj := r.jobs[j.Seq()]
-	if rj == nil || rj.parked {
+	if rj == nil {
 		ch := make(chan bool, 1)
-		ch <- true // ended already, and not by a refusal (that would have answered); or admitted here
+		ch <- true // ended already, and not by a refusal: that would have answered
 		return ch
 	}
 	if rj.admission == nil {

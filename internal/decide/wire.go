@@ -131,10 +131,16 @@ const (
 	// queue's limits have no room for all of them, each is ended with the
 	// refusal.
 	AskAll
-	// AskAdmitted, of an Ask: the replica admitted the job when it was
-	// enqueued, and held it until the jobs it runs after completed
-	// (Remote.Park): the leader takes it as one of a Hello's, keeping its
-	// submission time, and no admission limit refuses it.
+	// AskHeld, of an Ask: the job waits in its replica for the jobs it
+	// runs after (Remote.Park). The leader admits it within the queue's
+	// limits and counts it against them (engine.Reserve), and holds
+	// nothing else for it until its release.
+	AskHeld
+	// AskAdmitted, of an Ask: the release of a job asked for with
+	// AskHeld, whose jobs it runs after completed. The leader takes it as
+	// one of a Hello's, keeping its submission time, in place of what it
+	// counted; one it does not hold (refused, given up, or its replica's
+	// Hello not read yet) it drops.
 	AskAdmitted
 )
 

@@ -6,22 +6,24 @@ import (
 
 // A replica's Submit or RunSync job that runs after others (Job.After)
 // waits in its replica until they have ended: the jobs it may name are
-// the replica's own Submit jobs, whose ends this process knows, and the
-// leader is not asked for it until then (decide.Remote.Park), so a
-// failover has nothing of it to carry. Once every one completed, it is
-// asked for as admitted at its submission (Remote.Release): its aging
-// clock runs from then, as in one process, and no admission limit
-// refuses it. Once one did not, it ends without running with the error
-// unrunLocked gives in one process, and so do the jobs that wait for it.
-// Its start deadline, if it has one, is applied here while it waits
-// (Remote.Due, through the clock timer).
+// the replica's own Submit jobs, whose ends this process knows. The
+// leader admits it when it is submitted, within the queue's limits, and
+// counts it against them while it waits, holding nothing else for it
+// (decide.Remote.Park): a failover carries it in the replica's Hello.
+// Once every job it runs after completed, it is released
+// (Remote.Release): the leader takes it as admitted at its submission,
+// so its aging clock runs from then. Once one did not, it ends without
+// running with the error unrunLocked gives in one process, and so do the
+// jobs that wait for it. Its start deadline, its own or its type's, is
+// applied here while it waits (Remote.Due, through the clock timer).
 //
 // What waits is kept by the job waited for: afterEndedLocked, called
 // from endedLocked (watchEnds is set while anything waits), settles the
 // waits of a job that ended. A waiting job that ends otherwise
-// (cancelled, expired, closed) leaves its entries in the lists of the
-// jobs it waited for, stale: each is matched against waits, by pointer,
-// before it is settled, which also tells a RunSync record reused since.
+// (cancelled, expired, refused, closed) leaves its entries in the lists
+// of the jobs it waited for, stale: each is matched against waits, by
+// pointer, before it is settled, which also tells a RunSync record
+// reused since.
 
 // afterWait is a replica's job waiting here for the jobs it runs after.
 type afterWait struct {

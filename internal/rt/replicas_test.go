@@ -352,6 +352,44 @@ func TestReplicasDependencies(t *testing.T) {
 	assert.Nil(t, a.afters.on, "nothing waits, nor is waited for")
 }
 
+// A replica's job that waits there for others counts against the
+// cluster's queue limits while it waits, as in one process, and gives its
+// room back when its caller gives up; its type's start timeout ends it
+// there.
+func TestReplicasDependenciesCount(t *testing.T) {
+	cfg := replicaEngineConfig(1)
+	cfg.MaxQueue = 3
+	rs := newTestReplicas(t, decide.NewHub(), cfg, 1, "a")
+	a := rs[1].rt
+	for _, r := range rs {
+		require.NoError(t, r.rt.RegisterType("slow", TypeConfig{Engine: engine.Type{StartTimeout: int64(20 * time.Millisecond / time.Microsecond)}}))
+	}
+	ctx := context.Background()
+	hold, first := holdASlot(rs[0].rt)
+	var ran atomic.Int32
+	fn := func(context.Context) error { ran.Add(1); return nil }
+	dep, err := a.Submit(ctx, &Job{Key: "k"}, fn)
+	require.NoError(t, err, "queued: one")
+	rctx, giveUp := context.WithCancel(ctx)
+	synced := make(chan error, 1)
+	go func() { synced <- a.RunSync(rctx, &Job{Key: "k", After: []Handle{dep}}, fn) }()
+	<-a.cfg.Signals.Accepted // dep's
+	<-a.cfg.Signals.Accepted // the RunSync's, asked for before what follows
+	waits, err := a.Submit(ctx, &Job{Key: "k", After: []Handle{dep}}, fn)
+	require.NoError(t, err, "three: the queue is full")
+	_, err = a.Submit(ctx, &Job{Key: "k", After: []Handle{dep}}, fn)
+	assert.ErrorContains(t, err, "queue full", "a job that waits counts")
+	giveUp()
+	assert.ErrorIs(t, <-synced, context.Canceled)
+	expires, err := a.Submit(ctx, &Job{Type: "slow", Key: "k", After: []Handle{dep}}, fn)
+	require.NoError(t, err, "the RunSync gave its room back")
+	assert.ErrorIs(t, expires.Wait(ctx), ErrStartDeadline, "its type's start timeout passed while it waited")
+	hold()
+	require.NoError(t, <-first)
+	require.NoError(t, waits.Wait(ctx))
+	assert.Equal(t, int32(2), ran.Load(), "dep, and the job after it")
+}
+
 // A replica's batch that the leader refuses as a whole ends its jobs
 // that wait in the replica for others too: all or none.
 func TestReplicasBatchRefusedWithAJobThatWaits(t *testing.T) {

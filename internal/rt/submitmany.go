@@ -88,21 +88,15 @@ func (s *Runtime) submitMany(ctx context.Context, jobs []SubmitParams) ([]Handle
 func (s *Runtime) awaitBatchLocked(tasks []task, hs []Handle) ([]Handle, error) {
 	for i := range tasks {
 		t := &tasks[i]
-		if !t.waiting() || s.remote.Parked(&t.rec) {
-			continue // joined another job, or granted, or waiting here for others: not asked for
+		if !t.waiting() {
+			continue // joined another job, or granted: not asked for
 		}
 		answer := s.remote.Admission(&t.rec)
 		s.mu.Unlock()
 		admitted := <-answer
 		s.mu.Lock()
 		if !admitted {
-			err := resultOf(t)
-			for i := range tasks { // the batch's jobs that wait here for others are refused with it
-				if t := &tasks[i]; t.waiting() && s.remote.Parked(&t.rec) {
-					s.endQueuedLocked(t, err, s.nowLocked())
-				}
-			}
-			return nil, err
+			return nil, resultOf(t)
 		}
 		break
 	}
