@@ -646,6 +646,20 @@ func TestClusterParked(t *testing.T) {
 	assert.Equal(t, uint64(1), counts.Expired)
 	assert.Equal(t, uint64(1), counts.DependencyFailed)
 
+	var waits engine.Job // a batch whose first job waits, with room
+	a.r.Finish(&held, engine.Completed, c.tick())
+	c.flush()
+	a.r.BeginBatch()
+	a.r.Park()
+	c.submit("a", &waits, "k")
+	a.r.EndBatch(c.now)
+	c.flush()
+	assert.Len(t, c.leader.held, 1, "held, not queued")
+	assert.False(t, waits.Running())
+	a.r.Cancel(&waits, c.tick())
+	c.flush()
+	assert.Empty(t, c.leader.held)
+
 	var orphan engine.Job
 	a.r.Park()
 	c.submit("a", &orphan, "k")

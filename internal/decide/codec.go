@@ -35,8 +35,9 @@ import (
 // codecVersion is the encoding's version: a payload's first byte. 2: the
 // durable jobs' messages (Run, Done, Runs) and fields. 3: an Ask's
 // flags (AskAtOnce, AskAll), and a refusal's figures in its Ended. 4:
-// Recorded, and the Dones a Hello carries again.
-const codecVersion = 4
+// Recorded, and the Dones a Hello carries again. 5: AskHeld and
+// AskAdmitted, a job that waits in its replica for others.
+const codecVersion = 5
 
 // The fields of a message, as bits of its mask, in the order encoded.
 const (

@@ -271,13 +271,19 @@ func (r *Remote) BeginBatch() { r.batching = true }
 func (r *Remote) EndBatch(now int64) {
 	r.batching = false
 	if r.term != 0 && len(r.batch) > 0 {
-		msgs := make([]Msg, len(r.batch))
-		for i, rj := range r.batch {
-			msgs[i] = r.ask(Ask, rj, now)
+		msgs := make([]Msg, 0, len(r.batch))
+		for _, rj := range r.batch {
+			if r.jobs[rj.j.Seq()] != rj {
+				continue // ended already (a job it runs after had failed): never asked for
+			}
+			msgs = append(msgs, r.ask(Ask, rj, now))
 			rj.fresh = false
 		}
-		msgs[0].Flags, msgs[0].N = AskAll, len(msgs)
-		r.out.PutAll(msgs...)
+		if len(msgs) > 0 {
+			msgs[0].Flags |= AskAll
+			msgs[0].N = len(msgs)
+			r.out.PutAll(msgs...)
+		}
 	}
 	r.batches++
 	for _, rj := range r.batch {

@@ -1,6 +1,8 @@
 package rt
 
 import (
+	"errors"
+
 	"github.com/fairsched/fairsched/internal/engine"
 )
 
@@ -24,6 +26,12 @@ import (
 // of the jobs it waited for, stale: each is matched against waits, by
 // pointer, before it is settled, which also tells a RunSync record
 // reused since.
+
+// errBatchWaitsOnReplica refuses a replica's batch (SubmitMany) with a
+// job that would wait for others: the leader admits a batch all or none,
+// and a job that waits could end here, its dependency failed, between
+// the batch's asking and the leader's answer.
+var errBatchWaitsOnReplica = errors.New("fairsched: on a replica, a job of a SubmitMany batch cannot wait for others (its Job.After names a job that has not ended): submit it alone")
 
 // afterWait is a replica's job waiting here for the jobs it runs after.
 type afterWait struct {

@@ -390,9 +390,11 @@ func TestReplicasDependenciesCount(t *testing.T) {
 	assert.Equal(t, int32(2), ran.Load(), "dep, and the job after it")
 }
 
-// A replica's batch that the leader refuses as a whole ends its jobs
-// that wait in the replica for others too: all or none.
-func TestReplicasBatchRefusedWithAJobThatWaits(t *testing.T) {
+// A replica's batch may not hold a job that would wait for others (the
+// leader admits a batch all or none, and such a job could end before its
+// answer); one whose dependency failed already ends at once, and the
+// rest of its batch runs, with nothing counted for it.
+func TestReplicasBatchAfter(t *testing.T) {
 	cfg := replicaEngineConfig(1)
 	cfg.MaxQueue = 2
 	rs := newTestReplicas(t, decide.NewHub(), cfg, 1, "a")
@@ -402,24 +404,28 @@ func TestReplicasBatchRefusedWithAJobThatWaits(t *testing.T) {
 	var ran atomic.Int32
 	fn := func(context.Context) error { ran.Add(1); return nil }
 	dep, err := a.Submit(ctx, &Job{Key: "k"}, fn)
-	require.NoError(t, err, "queued on the leader")
-	filler, err := rs[0].rt.Submit(ctx, &Job{Key: "k"}, fn)
-	require.NoError(t, err, "the leader's queue of two is full")
-	_, err = a.SubmitMany(ctx, []SubmitParams{
-		{Job: Job{Key: "k", After: []Handle{dep}}, Fn: fn},
-		{Job: Job{Key: "k"}, Fn: fn},
-	})
-	assert.ErrorContains(t, err, "queue full", "no room for the one the leader is asked for")
-	a.mu.Lock()
-	waiting := len(a.afters.waits)
-	a.mu.Unlock()
-	assert.Zero(t, waiting, "the job that waited for dep was refused with its batch")
+	require.NoError(t, err)
+	_, err = a.SubmitMany(ctx, []SubmitParams{{Job: Job{Key: "k"}, Fn: fn}, {Job: Job{Key: "k", After: []Handle{dep}}, Fn: fn}})
+	assert.ErrorIs(t, err, errBatchWaitsOnReplica)
+	assert.ErrorContains(t, err, "job 1 of the batch")
+
+	failed, err := a.Submit(ctx, &Job{Key: "k"}, func(context.Context) error { return errors.New("boom") })
+	require.NoError(t, err)
 	hold()
 	require.NoError(t, <-first)
 	require.NoError(t, dep.Wait(ctx))
-	require.NoError(t, filler.Wait(ctx))
-	require.NoError(t, a.WaitIdle(ctx))
-	assert.Equal(t, int32(2), ran.Load(), "dep and filler alone ran")
+	require.Error(t, failed.Wait(ctx))
+	hold, first = holdASlot(rs[0].rt)
+	hs, err := a.SubmitMany(ctx, []SubmitParams{{Job: Job{Key: "k", After: []Handle{failed}}, Fn: fn}, {Job: Job{Key: "k"}, Fn: fn}})
+	require.NoError(t, err)
+	assert.ErrorContains(t, hs[0].Wait(ctx), "boom", "ended at once: it runs after a job that failed")
+	second, err := a.Submit(ctx, &Job{Key: "k"}, fn)
+	require.NoError(t, err, "the queue of two holds the batch's other job and this one: nothing counted for the job that ended")
+	hold()
+	require.NoError(t, <-first)
+	require.NoError(t, hs[1].Wait(ctx))
+	require.NoError(t, second.Wait(ctx))
+	assert.Equal(t, int32(3), ran.Load(), "dep, the batch's other job, second")
 }
 
 // fakeLapse is a replica's registration whose lapse the test sets: once

@@ -269,6 +269,9 @@ func (s *Runtime) refusedAloneLocked(job *Job, types *typeRun, now int64) error 
 		if _, err := s.afterOf(job); err != nil {
 			return err
 		}
+		if s.remote != nil && s.waitsForAnyLocked(job.After) {
+			return errBatchWaitsOnReplica
+		}
 	}
 	// Without StartBy or NotBefore, a type's StartTimeout, counted from
 	// now, ends after now.
