@@ -57,7 +57,8 @@ type Job struct {
 	// run after durable jobs enqueued on any replica of the cluster, by
 	// their Handles; a Submit or RunSync job may run after that replica's
 	// own Submit jobs. It waits in its replica, counted against the
-	// cluster's queue limits, until they end.
+	// cluster's queue limits, until they end; such a job must be
+	// submitted alone, not in a SubmitMany batch.
 	After []Handle
 	// Needs are the units of named resources (Config.Resources) the job
 	// needs while it runs, in place of its type's TypeConfig.Needs; nil:
