@@ -56,8 +56,8 @@ type Remote struct {
 	pairs  Pairs
 	fenced bool // grants are dropped (Fence)
 	atOnce bool // the next Enqueue asks to start at once or not at all (AskNow)
-	park   bool // the next Enqueue holds its job until Release (Park)
-	parked int  // jobs held until Release
+	park   bool // the next Enqueue's job waits here for others (Park)
+	parked int  // jobs that wait here for others, not released
 	// batch, while batching, are the jobs enqueued since BeginBatch, to
 	// be asked for at EndBatch.
 	batch    []*remoteJob
@@ -323,7 +323,8 @@ func (r *Remote) Release(j *engine.Job, now int64) {
 	}
 }
 
-// Parked reports whether j is held here, not asked for yet (Park).
+// Parked reports whether j waits here for the jobs it runs after (Park),
+// not released yet.
 func (r *Remote) Parked(j *engine.Job) bool {
 	rj := r.jobs[j.Seq()]
 	return rj != nil && rj.parked
