@@ -390,6 +390,31 @@ func TestReplicasDependenciesCount(t *testing.T) {
 	assert.Equal(t, int32(2), ran.Load(), "dep, and the job after it")
 }
 
+// A replica's job that waits there for others is not started at once by
+// TryRunSync, and ends with its scheduler when it closes.
+func TestReplicasDependenciesAtClose(t *testing.T) {
+	rs := newTestReplicas(t, decide.NewHub(), replicaEngineConfig(1), 1, "a")
+	a := rs[1].rt
+	ctx := context.Background()
+	gate := make(chan struct{})
+	dep, err := a.Submit(ctx, &Job{Key: "k"}, func(context.Context) error { <-gate; return nil })
+	require.NoError(t, err)
+	var ran atomic.Bool
+	fn := func(context.Context) error { ran.Store(true); return nil }
+	assert.ErrorIs(t, a.TryRunSync(ctx, &Job{Key: "k", After: []Handle{dep}}, fn), ErrWouldWait)
+	waits, err := a.Submit(ctx, &Job{Key: "k", After: []Handle{dep}}, fn)
+	require.NoError(t, err)
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close() }()
+	assert.ErrorIs(t, waits.Wait(ctx), ErrClosed, "ended with its scheduler")
+	close(gate)
+	require.NoError(t, <-closed)
+	assert.False(t, ran.Load())
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	assert.Nil(t, a.afters.on, "nothing waits")
+}
+
 // A replica's batch may not hold a job that would wait for others (the
 // leader admits a batch all or none, and such a job could end before its
 // answer); one whose dependency failed already ends at once, and the
