@@ -305,8 +305,8 @@ func TestRegisterLapsed(t *testing.T) {
 // either the heartbeat came first, renewed, and the Register refuses, or
 // the Register let the other configuration in and the heartbeat finds
 // the registration lapsed. Never both a renewal and the other
-// configuration. Round after round, the registration lapsing as both
-// run.
+// configuration within one lease. Round after round, the registration
+// lapsing as both run.
 func TestRegisterLapsedHeartbeatCrosses(t *testing.T) {
 	t.Parallel()
 	pool := migrated(t, 4)
@@ -333,7 +333,15 @@ func TestRegisterLapsedHeartbeatCrosses(t *testing.T) {
 		if reg != nil {
 			require.ErrorIs(t, reg, ErrConfigMismatch, "round %d", round)
 		}
-		require.False(t, hb == nil && reg == nil, "round %d: a renewed while b's configuration was let in", round)
+		if hb == nil && reg == nil {
+			// Both may succeed only one after the other, a's renewal
+			// lapsed again by the time b was let in (a machine slow
+			// enough to put a lease between them).
+			var gap time.Duration
+			require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT registered FROM fairsched_replicas WHERE id = 'b') -
+				(SELECT heartbeat FROM fairsched_replicas WHERE id = 'a')`).Scan(&gap))
+			require.GreaterOrEqual(t, gap, lease, "round %d: a renewed while b's configuration was let in", round)
+		}
 		outcomes[fmt.Sprintf("heartbeat %v, register %v", hb == nil, reg == nil)]++
 	}
 	t.Logf("outcomes of %d rounds: %v", 40, outcomes)
