@@ -474,7 +474,8 @@ func TestTermJobsClose(t *testing.T) {
 // nothing from it: the transaction ids the server lost with a crash may
 // have been given again, to transactions the snapshot would show as
 // done. A leader's term ends, so that the next term reads every job
-// (Recover); a Store of one process goes on from the new server.
+// (Recover); a Store of one process reads again what it has not handed
+// on (TestTakeAgainAfterRestart).
 func TestTakeAfterRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

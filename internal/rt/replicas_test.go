@@ -347,9 +347,16 @@ func TestReplicasDependencies(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualError(t, late.Wait(ctx), fmt.Sprintf("job %d after %d: boom", late.Seq(), failing.Seq()))
 	assert.False(t, unrun.Load(), "a job whose dependency did not complete ran")
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	assert.Nil(t, a.afters.on, "nothing waits, nor is waited for")
+	nothingWaits(t, a)
+}
+
+// nothingWaits fails t if a replica's job of r waits for others, or is
+// waited for.
+func nothingWaits(t *testing.T, r *Runtime) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	assert.Nil(t, r.afters.on, "nothing waits, nor is waited for")
 }
 
 // A replica's job that waits there for others counts against the
@@ -410,9 +417,7 @@ func TestReplicasDependenciesAtClose(t *testing.T) {
 	close(gate)
 	require.NoError(t, <-closed)
 	assert.False(t, ran.Load())
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	assert.Nil(t, a.afters.on, "nothing waits")
+	nothingWaits(t, a)
 }
 
 // A replica's batch may not hold a job that would wait for others (the
