@@ -429,8 +429,7 @@ func BenchmarkConflictDrain(b *testing.B) {
 			d.dispatch()
 			op := func() {
 				d.clk.Advance(time.Millisecond)
-				d.finishOldest(0)
-				if started := d.dispatch(); started != 1 {
+				if started := d.finishThenDispatch(0); started != 1 {
 					b.Fatalf("started %d jobs, want the next waiter", started)
 				}
 				d.submit(clone)
@@ -571,8 +570,7 @@ func BenchmarkAllocationEvents(b *testing.B) {
 				d.clk.Advance(time.Millisecond)
 				d.submit(Job{Key: names[next%len(names)]})
 				next++
-				d.finishOldest(1)
-				d.dispatch()
+				d.finishThenDispatch(1)
 			}
 			for i := 0; i < 2*n; i++ { // until every key has had work once
 				op()
@@ -647,8 +645,7 @@ func benchSteadyState(b *testing.B, cfg Config, n, keys int, types []string, wai
 	op := func() {
 		advance()
 		d.submit(gen())
-		d.finishOldest(1)
-		d.dispatch()
+		d.finishThenDispatch(1)
 	}
 	for i := 0; i < n; i++ {
 		op()
@@ -729,7 +726,12 @@ func (d *benchDriver) dispatch() int {
 	r := d.s.rt
 	r.Lock()
 	defer r.Unlock()
-	e, now := r.EngineLocked(), r.NowLocked()
+	return d.dispatchLocked(r.NowLocked())
+}
+
+func (d *benchDriver) dispatchLocked(now int64) int {
+	r := d.s.rt
+	e := r.EngineLocked()
 	if len(e.Due(now)) > 0 {
 		panic("benchDriver: a job expired")
 	}
@@ -752,11 +754,28 @@ func (d *benchDriver) finishOldest(skip int) {
 	r := d.s.rt
 	r.Lock()
 	defer r.Unlock()
+	d.finishOldestLocked(skip, r.NowLocked())
+}
+
+// finishThenDispatch ends the longest-running job but the first skip, then
+// starts every admissible job and returns how many it started, under one
+// hold of the lock at one instant: as a worker that ends its job takes
+// its next one.
+func (d *benchDriver) finishThenDispatch(skip int) int {
+	r := d.s.rt
+	r.Lock()
+	defer r.Unlock()
+	now := r.NowLocked()
+	d.finishOldestLocked(skip, now)
+	return d.dispatchLocked(now)
+}
+
+func (d *benchDriver) finishOldestLocked(skip int, now int64) {
 	for len(d.started) > skip {
 		t := d.started[skip]
 		d.started = append(d.started[:skip], d.started[skip+1:]...)
 		if t.Rec().Running() {
-			r.FinishLocked(t, nil, r.NowLocked())
+			d.s.rt.FinishLocked(t, nil, now)
 			return
 		}
 	}
