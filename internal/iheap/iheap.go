@@ -56,16 +56,18 @@ func IntOf(w uint64) int64 { return int64(w ^ 1<<63) }
 //
 // The zero value is not usable: make one with NewKeyed.
 type Keyed[T any] struct {
+	// top is a copy of items[0], so that looking at the top, which the
+	// scheduler does far more often than changing it, reads the heap's
+	// header and not its (possibly cold) array. Zero when empty. It and
+	// the length of items, which a look at the top reads too, come first,
+	// in one cache line.
+	top   keyed[T]
 	items []keyed[T]
 	// pos maps a handle in use to its item's position. A free handle's
 	// entry holds the next free handle, encoded by freeLink (-1 ends the
 	// list); free is the first free handle plus one, 0 when there is none.
-	pos  []int32
-	free int32
-	// top is a copy of items[0], so that looking at the top, which the
-	// scheduler does far more often than changing it, reads the heap's
-	// header and not its (possibly cold) array. Zero when empty.
-	top       keyed[T]
+	pos       []int32
+	free      int32
 	setHandle func(x T, h int)
 }
 
