@@ -60,10 +60,10 @@ type timebase struct {
 	clock     Clock
 	realClock bool      // clock is the system clock: read it with time.Since
 	epoch     time.Time // New's instant, taken down to a whole µs
-	// wallOnly: the epoch has no monotonic clock reading (the clock is
-	// not the system clock, a fake one in tests), so that every span
-	// from it is one of wall clock readings; epochSec and epochNsec are
-	// its Unix seconds and nanoseconds.
+	// wallOnly: the epoch carries no monotonic clock reading (a fake
+	// clock's times carry none), so that every span from it is one of
+	// wall clock readings; epochSec and epochNsec are its Unix seconds
+	// and nanoseconds.
 	wallOnly  bool
 	epochSec  int64
 	epochNsec int64
