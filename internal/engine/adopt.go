@@ -86,7 +86,7 @@ func (e *Engine) Adopt(j *Job, d *Desc, tm *Times, started, now int64) *Refusal 
 	k := e.keyOrNew(d.Key)
 	e.unmarkIdle(k)
 	e.name(j, d, t, sub)
-	j.lane = e.laneOf(t, k, now)
+	j.lane, j.key = e.laneOf(t, k, now), k
 	if tm.Replica != "" {
 		e.bind(j, tm.Replica)
 	}

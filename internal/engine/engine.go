@@ -334,7 +334,7 @@ func (e *Engine) Enqueue(j *Job, d *Desc, tm *Times, now int64) *Refusal {
 	}
 	e.seq++
 	j.seq, j.sub, j.uidx = e.seq, sub, -1
-	j.lane = e.laneOf(t, k, now)
+	j.lane, j.key = e.laneOf(t, k, now), k
 	if tm.Replica != "" {
 		e.bind(j, tm.Replica)
 	}
@@ -680,10 +680,14 @@ func (e *Engine) Idle() bool {
 	return e.npending == 0 && e.naside == 0 && e.nrunning == 0 && len(e.elsewhere) == 0
 }
 
-// runningJob is a running job and the conflict lock it holds, if any.
+// runningJob is a running job, the conflict lock it holds, if any, and
+// its key's weight when it started, at which its charge is corrected when
+// it stops: kept here rather than in every job's record, where the 8
+// bytes went to the job's key (Job.key).
 type runningJob struct {
-	j    *Job
-	lock *conflictLock
+	j      *Job
+	lock   *conflictLock
+	weight float64
 }
 
 // RunningJobs returns the running jobs, in no order the caller may rely on

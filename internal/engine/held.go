@@ -48,7 +48,7 @@ func (e *Engine) Hold(j *Job, d *Desc, now int64) *Refusal {
 	e.forget(now) // first: a key past its TTL comes back brand-new
 	k := e.keyOrNew(d.Key)
 	e.name(j, d, t, now)
-	j.lane = e.laneOf(t, k, now)
+	j.lane, j.key = e.laneOf(t, k, now), k
 	if k.pending == 0 && k.running == 0 && k.aside == 0 {
 		e.markIdle(k, now) // a record made here goes on the idle list; one idle stays as it was
 	}

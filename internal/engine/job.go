@@ -53,8 +53,10 @@ const (
 // zero Job is ready to enqueue), may embed it in a record of its own, and
 // may reuse it once it is done.
 type Job struct {
-	// Fixed at Enqueue. Its type and key are its lane's.
+	// Fixed at Enqueue. Its type and key are its lane's; key is kept
+	// too, so that a record names its key whatever becomes of its lane.
 	lane *lane
+	key  *keyState
 	id   string
 	seq  uint64 // submission order, unique in the engine, the final tie-break
 	sub  int64  // submission time, µs
@@ -81,7 +83,6 @@ type Job struct {
 	at       int64
 	estimate float64   // cost estimate at start, seconds
 	est      *estimate // the learnt estimate it came from; nil: a guess, the type's default cost
-	weight   float64   // key weight at start
 }
 
 // Seq returns the job's sequence number: its submission order, unique in
@@ -97,7 +98,7 @@ func (j *Job) Kind() Kind { return j.kind }
 // Type, ID and Key return the job's description as enqueued.
 func (j *Job) Type() string { return j.lane.typ.name }
 func (j *Job) ID() string   { return j.id }
-func (j *Job) Key() string  { return j.lane.key.name }
+func (j *Job) Key() string  { return j.key.name }
 
 // Tier returns the tier of the job's type.
 func (j *Job) Tier() int { return j.lane.typ.cfg.Tier }

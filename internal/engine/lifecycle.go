@@ -102,7 +102,7 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 		k.pausedRunning++
 	}
 	j.idx = int32(len(e.running))
-	e.running = append(e.running, runningJob{j, e.acquire(j)})
+	e.running = append(e.running, runningJob{j, e.acquire(j), k.cfg.Weight})
 	if e.rated {
 		e.takeTokens(j, now)
 	}
@@ -125,8 +125,7 @@ func (e *Engine) start(j *Job, how Kind, now int64) {
 		if j.est != nil {
 			j.estimate = j.est.seconds
 		}
-		j.weight = k.cfg.Weight
-		e.charge(f, j.estimate, j.guessOf(), j.weight)
+		e.charge(f, j.estimate, j.guessOf(), k.cfg.Weight)
 	}
 	e.recordStart(j, now)
 }
@@ -145,7 +144,7 @@ func (e *Engine) finish(j *Job, o Outcome, now int64) {
 func (e *Engine) stop(j *Job, o Outcome, now int64) {
 	l := j.lane
 	k, f, t := l.key, l.flow, l.typ
-	lk := e.running[j.idx].lock
+	lk, weight := e.running[j.idx].lock, e.running[j.idx].weight
 	last := len(e.running) - 1
 	e.running[j.idx] = e.running[last]
 	e.running[j.idx].j.idx = j.idx
@@ -177,7 +176,7 @@ func (e *Engine) stop(j *Job, o Outcome, now int64) {
 		k.reserved--
 	} else {
 		// Correct the charge from the estimate to the slot time used.
-		e.charge(f, dur-j.estimate, -j.guessOf(), j.weight)
+		e.charge(f, dur-j.estimate, -j.guessOf(), weight)
 	}
 	if o != NotRun {
 		e.costs.observe(t, j.id, j.est, dur, now)
