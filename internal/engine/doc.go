@@ -65,7 +65,11 @@
 // at max(its own V, the floor): it cannot bank credit while idle, nor
 // escape the cost of its recent use. Keys idle for IdleTTL are forgotten
 // (unless configured), as are cost estimates unused for as long, each
-// from a list kept in the order they went idle: amortised O(1).
+// from a list kept in the order they went idle: amortised O(1). An idle
+// key keeps its lanes but offers them to other keys, which take the last
+// offered (spare.go): with many keys and few of them busy at once, the
+// lanes in use are about as many as the busy keys, and the records a
+// dispatch reads stay in the cache.
 //
 // # Aging without a pass over the queue
 //
@@ -318,8 +322,9 @@
 // held records (Engine.elsewhere), so that Idle waits for them and
 // Verify checks them; each call is O(1). The engine never reaches a lane
 // through a held record but for its accessors, so a key with nothing
-// else is idle and forgotten as any is, and a record keeping its
-// forgotten lane reads its names from it and changes nothing.
+// else is idle and forgotten as any is, and a record keeping its lane
+// reads its type from it, its key from its own field (Job.key: the lane
+// may serve another key by then, spare.go), and changes nothing.
 //
 // The other way round, a new leader learns from the replicas the jobs
 // the leader before it granted that still run, and a leader rebuilding

@@ -57,6 +57,15 @@ type keyState struct {
 	// What only the gates that need them read.
 	bucket     bucket // its rate limit (ratelimit.go)
 	pausedJobs []*Job // the jobs its pause set aside, Job.idx their positions
+
+	// The key's first flow and the one-element arrays behind its lists,
+	// in its record: most keys use one tier, and a key that comes back
+	// after it was forgotten makes them again.
+	firstFlow      flow
+	firstFlows     [1]*flow
+	firstLanes     [1]*lane
+	firstTypes     [1]*typeState
+	firstFlowLanes [1]*lane
 }
 
 // belowReservation reports whether the key runs fewer jobs under its
@@ -159,6 +168,7 @@ func (e *Engine) keyOrNew(name string) *keyState {
 	}
 	k := &keyState{name: name, cfg: e.defaultOf(name), busyIdx: -1, paused: e.keyPaused(name)}
 	k.bucket = bucket{idx: -1, key: k}
+	k.flows, k.lanes, k.laneTypes = k.firstFlows[:0], k.firstLanes[:0], k.firstTypes[:0]
 	if k.cfg.Rate.Period > 0 {
 		e.setRate(&k.bucket, k.cfg.Rate, 0) // full: nothing taken yet
 	}
@@ -166,58 +176,58 @@ func (e *Engine) keyOrNew(name string) *keyState {
 	return k
 }
 
-// laneOf returns the lane of (t, k), creating it and its flow at now.
+// laneOf returns the lane of (t, k), creating it and its flow at now:
+// from a spare lane of t's if there is one (spare.go), else new.
 func (e *Engine) laneOf(t *typeState, k *keyState, now int64) *lane {
-	for i, lt := range k.laneTypes {
-		if lt == t {
-			return k.lanes[i]
+	if l := k.laneOf(t); l != nil {
+		if l.spareIdx >= 0 {
+			t.unspare(l) // its key has work again
 		}
+		return l
 	}
-	var f *flow
-	for _, g := range k.flows {
-		if g.tier == t.tier {
-			f = g
-			break
-		}
-	}
-	var l *lane
-	if len(k.lanes) == 0 && len(k.flows) == 0 {
-		// A key's first lane: it and its flow come in one record with the
-		// lists that hold them, since keys come and go (IdleTTL) and most
-		// have one.
-		b := new(firstLane)
-		f, l = &b.flow, &b.lane
-		k.flows, k.lanes, k.laneTypes, f.lanes = b.flows[:0], b.lanes[:0], b.types[:0], b.flowLanes[:0]
-	}
-	if f == nil {
-		f = new(flow)
-	}
-	if f.key == nil {
-		*f = flow{key: k, tier: t.tier, actIdx: -1, v: t.tier.floor, lanes: f.lanes}
-		k.flows = append(k.flows, f)
-	}
+	f := k.flowOf(t.tier)
+	l := e.takeSpare(t)
 	if l == nil {
 		l = new(lane)
+		l.allIdx = len(t.all)
+		t.all = append(t.all, l)
 	}
 	l.init(e, t, k, f, now)
 	e.restoreStood(l, now)
-	l.allIdx = len(t.all)
-	t.all = append(t.all, l)
 	k.lanes = append(k.lanes, l)
 	k.laneTypes = append(k.laneTypes, t)
 	f.lanes = append(f.lanes, l)
 	return l
 }
 
-// firstLane is a key's first lane and flow, and the one-element lists
-// of the key and the flow that hold them, allocated as one.
-type firstLane struct {
-	lane      lane
-	flow      flow
-	lanes     [1]*lane
-	types     [1]*typeState
-	flows     [1]*flow
-	flowLanes [1]*lane
+// laneOf returns the key's lane of type t, or nil. O(types the key
+// uses): it reads the small array of their types, not the lanes.
+func (k *keyState) laneOf(t *typeState) *lane {
+	for i, lt := range k.laneTypes {
+		if lt == t {
+			return k.lanes[i]
+		}
+	}
+	return nil
+}
+
+// flowOf returns the key's flow in tier t, making it at t's floor if the
+// key has none there yet. O(tiers the key uses).
+func (k *keyState) flowOf(t *tierState) *flow {
+	for _, f := range k.flows {
+		if f.tier == t {
+			return f
+		}
+	}
+	var f *flow
+	if len(k.flows) == 0 {
+		f = &k.firstFlow
+		*f = flow{key: k, tier: t, actIdx: -1, v: t.floor, lanes: k.firstFlowLanes[:0]}
+	} else {
+		f = &flow{key: k, tier: t, actIdx: -1, v: t.floor}
+	}
+	k.flows = append(k.flows, f)
+	return f
 }
 
 // activate brings an idle flow into its tier: it starts at the
@@ -536,10 +546,15 @@ func (e *Engine) rebusy(k *keyState, reason AllocationReason, now int64) {
 	}
 }
 
-// markIdle puts a key with nothing queued or running on the idle list,
-// to be forgotten after IdleTTL unless it is configured.
+// markIdle puts a key with nothing queued, running or set aside on the
+// idle list, to be forgotten after IdleTTL unless it is configured, and
+// offers its lanes, empty now, to other keys (spare.go).
 func (e *Engine) markIdle(k *keyState, now int64) {
-	if k.configured || k.pinned || k.idle {
+	if k.configured || k.pinned {
+		return
+	}
+	e.spareLanes(k) // an idle key's too: Hold made one
+	if k.idle {
 		return
 	}
 	k.idle, k.idleSince = true, now
@@ -577,8 +592,11 @@ func (e *Engine) forgetIdle(now int64) {
 	}
 }
 
-// forgetKey drops an idle key's record.
+// forgetKey drops an idle key's record, and its lanes.
 func (e *Engine) forgetKey(k *keyState) {
+	for len(k.lanes) > 0 {
+		e.releaseLane(k.lanes[len(k.lanes)-1])
+	}
 	e.unmarkIdle(k)
 	delete(e.keys, k.name)
 	if k.cap.shut { // by its empty bucket
@@ -586,10 +604,6 @@ func (e *Engine) forgetKey(k *keyState) {
 	}
 	if k.bucket.idx >= 0 {
 		e.rateline.Remove(int(k.bucket.idx))
-	}
-	for _, l := range k.lanes {
-		l.typ.all = swapRemove(l.typ.all, l.allIdx, func(x *lane, i int) { x.allIdx = i })
-		e.dropStood(l)
 	}
 	e.keysForgotten++
 }

@@ -75,17 +75,7 @@ func (e *Engine) RestoreFair(s FairState, now int64) {
 	}
 	for _, fv := range s.Flows {
 		k := e.keyOrNew(fv.Key)
-		t := e.tierOf(fv.Tier)
-		var f *flow
-		for _, g := range k.flows {
-			if g.tier == t {
-				f = g
-			}
-		}
-		if f == nil {
-			f = &flow{key: k, tier: t, actIdx: -1}
-			k.flows = append(k.flows, f)
-		}
+		f := k.flowOf(e.tierOf(fv.Tier))
 		f.v, f.stamp, f.restored = fv.V, fv.Stamp, fv.Active
 		if !k.busy() {
 			e.markIdle(k, now)

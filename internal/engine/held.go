@@ -21,10 +21,12 @@ package engine
 //
 // Its lane gives it its type and key, and nothing else: the engine never
 // reaches a lane from a held record but for the accessors. So a key that
-// has nothing but held records is idle, and forgotten after IdleTTL as
-// any idle key is (a key made for a held record goes on the idle list at
-// once); a record keeping a pointer to a forgotten lane still reads its
-// type and key names from it, and nothing else reads it.
+// has nothing but held records is idle, offers its lanes to other keys
+// (spare.go) and is forgotten after IdleTTL as any idle key is (a key
+// made for a held record goes on the idle list at once); a record keeping
+// a pointer to a lane that went to another key, or was let go, still
+// reads its type from it (a lane serves one type), its key from Job.key,
+// and nothing else reads it.
 //
 // A held record must not be given to Enqueue's life methods: Finish,
 // Retry, Cancel or Raise (Next never returns one, as it is in no order),

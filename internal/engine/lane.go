@@ -37,6 +37,9 @@ func (j *Job) agedKey() int64 { return j.lane.e.aging.agedKey(int(j.base), j.sub
 // -> capped as time passes, each move O(log n), each at most once. Fixed
 // jobs that arrive in order, the usual case, skip the heap: they queue in
 // run, in O(1).
+//
+// An idle key offers its lanes to other keys of their types (spare.go).
+// init sets every field: a field added here is set there too.
 type lane struct {
 	e       *Engine
 	typ     *typeState
@@ -72,6 +75,8 @@ type lane struct {
 	// differences of it mean anything.
 	stood, stoodFrom int64
 	stoodIdx         int // position in Engine.stoodLanes, -1: not there
+
+	spareIdx int // position in typ.spare, -1: not there (spare.go)
 }
 
 // paused reports whether the lane's key or type is paused.
@@ -139,14 +144,38 @@ func newLane(e *Engine, t *typeState, k *keyState, f *flow, now int64) *lane {
 	return l
 }
 
-// init makes l an empty lane of t for k in f.
+// init makes l, new or a spare lane taken from another key (spare.go),
+// an empty lane of t for k in f, setting every field but allIdx. A spare lane is of
+// t already, and its e and typ are not written again: a Handle reads them
+// through its job's record without the lock (Job.Engine), also after the
+// job ended and its lane went to another key. Its run, heaps and lists
+// are empty, and keep their arrays when they are small: the heaps' are
+// (they shrink as they empty), the others' are let go past 64 entries.
 func (l *lane) init(e *Engine, t *typeState, k *keyState, f *flow, now int64) {
-	*l = lane{
-		e: e, typ: t, key: k, flow: f, tyIdx: -1, stood: now, stoodFrom: now, stoodIdx: -1,
-		fixed:  iheap.NewKeyed(jobSetIdx),
-		rising: iheap.NewKeyed(jobSetIdx),
-		capped: iheap.NewKeyed(jobSetIdx),
+	if l.e == nil {
+		l.e, l.typ = e, t
+		l.fixed, l.rising, l.capped = iheap.NewKeyed(jobSetIdx), iheap.NewKeyed(jobSetIdx), iheap.NewKeyed(jobSetIdx)
+	} else {
+		l.fixed.Reset()
+		l.rising.Reset()
+		l.capped.Reset()
 	}
+	l.key, l.flow = k, f
+	l.run = sortedRun{buf: emptied(l.run.buf)}
+	l.n, l.running, l.tyIdx = 0, 0, -1 // allIdx is laneOf's: a spare lane keeps its place in typ.all
+	l.attached, l.nwaiting, l.held = emptied(l.attached), 0, emptied(l.held)
+	l.stood, l.stoodFrom, l.stoodIdx = now, now, -1
+	l.spareIdx = -1
+}
+
+// emptied returns s, an empty list of a spare lane, for reuse, or nil
+// past 64 entries' capacity. What leaves a lane's lists is zeroed as it
+// leaves (sortedRun.remove, swapRemove), so the array holds nothing.
+func emptied[T any](s []T) []T {
+	if cap(s) > 64 {
+		return nil
+	}
+	return s[:0]
 }
 
 // insert places a queued job in the heap its phase at now calls for.

@@ -13,9 +13,10 @@ package engine
 //
 // A lane's paused time counts from the time it was made (newLane), not
 // from 0: it is never more than the time then, so a value kept of a lane
-// since forgotten (its key idle) is never more than any value of the
-// lane made again for the same key and type, and the difference the
-// shell takes, floored at 0, moves no job on for it.
+// since forgotten, taken by another key or let go (its key idle,
+// spare.go) is never more than any value of the lane made again for the
+// same key and type, and the difference the shell takes, floored at 0,
+// moves no job on for it.
 
 // LaneStood is a lane's paused time: the µs that key Key or type Type was
 // paused, counted from an origin of the lane's, up to the start of a

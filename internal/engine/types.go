@@ -53,6 +53,10 @@ type typeState struct {
 	// What only a pause reads.
 	pausedJobs []*Job  // the jobs its pause set aside, Job.idx their positions
 	all        []*lane // every lane of the type, lane.allIdx their positions
+
+	// spare are the lanes of the type that idle keys offer to other keys,
+	// the last offered last (spare.go), lane.spareIdx their positions.
+	spare []*lane
 }
 
 func (t *typeState) atCap() bool {

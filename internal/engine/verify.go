@@ -188,6 +188,12 @@ func (e *Engine) Verify(now int64) error {
 		if len(k.laneTypes) != len(k.lanes) {
 			return errorf("key %q: %d lane types for %d lanes", k.name, len(k.laneTypes), len(k.lanes))
 		}
+		for _, l := range k.lanes {
+			if (l.spareIdx >= 0) != (l.spareIdx >= 0 && l.spareIdx < len(l.typ.spare) && l.typ.spare[l.spareIdx] == l) ||
+				k.idle && l.spareIdx < 0 {
+				return errorf("key %q, idle %v: lane of type %q spare at %d, not listed there or not spare", k.name, k.idle, l.typ.name, l.spareIdx)
+			}
+		}
 		for i, l := range k.lanes {
 			if k.laneTypes[i] != l.typ {
 				return errorf("key %q: lane %d of type %q listed as %q", k.name, i, l.typ.name, k.laneTypes[i].name)
@@ -443,12 +449,44 @@ func (e *Engine) verifyAside(asideKey map[*keyState]int, asideType map[*typeStat
 		}
 		total += k.aside
 	}
+	nlanes := 0
+	for _, k := range e.keys {
+		nlanes += len(k.lanes)
+		for _, f := range k.flows {
+			for _, l := range f.lanes {
+				if l.flow != f || l.key != k || l.typ.tier != f.tier {
+					return errorf("key %q tier %d: flow lists lane (%q, %q) of another flow", k.name, f.tier.level, l.typ.name, l.key.name)
+				}
+			}
+			nlanes -= len(f.lanes)
+		}
+	}
+	if nlanes != 0 {
+		return errorf("the keys' lanes and their flows' lists differ by %d", nlanes)
+	}
 	for _, t := range e.types {
 		for i, l := range t.all {
-			if l.typ != t || l.allIdx != i || e.keys[l.key.name] != l.key {
+			if l.typ != t || l.allIdx != i || e.keys[l.key.name] != l.key || l.key.laneOf(t) != l {
 				return errorf("type %q: lane %d of type %q, key %q, listed at %d", t.name, l.allIdx, l.typ.name, l.key.name, i)
 			}
 		}
+		nlanes += len(t.all)
+		for i, l := range t.spare {
+			if l.typ != t || l.spareIdx != i || l.key.laneOf(t) != l || l.tyIdx != -1 ||
+				l.n != 0 || l.running != 0 || l.nwaiting != 0 || len(l.attached) != 0 || len(l.held) != 0 ||
+				l.run.len() != 0 || l.fixed.Len() != 0 || l.rising.Len() != 0 || l.capped.Len() != 0 {
+				return errorf("type %q: spare lane %d (key %q, at %d) is not an empty lane of its key: ready %v, %d queued, %d running",
+					t.name, i, l.key.name, l.spareIdx, l.tyIdx >= 0, l.n, l.running)
+			}
+		}
+	}
+	for _, k := range e.keys {
+		nlanes -= len(k.lanes)
+	}
+	if nlanes != 0 {
+		return errorf("the types list %d lanes more than the keys", nlanes)
+	}
+	for _, t := range e.types {
 		for _, j := range t.pausedJobs {
 			if j.lane.typ != t {
 				return errorf("type %q lists job %d of type %q", t.name, j.seq, j.lane.typ.name)

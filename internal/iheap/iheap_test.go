@@ -160,6 +160,42 @@ func TestShrinkRenumbers(t *testing.T) {
 	}
 }
 
+// TestResetReuses checks that a reset heap, emptied by removals or
+// holding items, is empty, holds no pointer to its old items, and works
+// as a new one with the arrays it kept.
+func TestResetReuses(t *testing.T) {
+	h := NewKeyed(func(x *item, i int) { x.idx = i })
+	index := func(x *item) int { return x.idx }
+	for _, keep := range []int{0, 3} {
+		for i := 0; i < 6; i++ {
+			h.Push(keyOf(10-i), &item{key: 10 - i})
+		}
+		for h.Len() > keep {
+			h.Pop()
+		}
+		h.Reset()
+		if h.Len() != 0 || h.free != 0 || len(h.pos) != 0 || h.top != (keyed[*item]{}) {
+			t.Fatalf("reset with %d items: %d items, free %d, %d handles, top %+v", keep, h.Len(), h.free, len(h.pos), h.top)
+		}
+		for _, e := range h.items[:cap(h.items)] {
+			if e.x != nil {
+				t.Fatalf("reset with %d items: its array still holds item %d", keep, e.x.key)
+			}
+		}
+		if _, ok := h.Top(); ok {
+			t.Fatalf("reset with %d items: Top reports an item", keep)
+		}
+		items := []*item{{key: 5}, {key: 2}, {key: 7}}
+		for _, x := range items {
+			h.Push(keyOf(x.key), x)
+		}
+		if !h.Verify(index) || items[1].idx < 0 || h.Pop() != items[1] || h.Pop() != items[0] {
+			t.Fatalf("reset with %d items: the heap does not work again", keep)
+		}
+		h.Pop()
+	}
+}
+
 func TestTopOfEmpty(t *testing.T) {
 	h := NewKeyed(func(*item, int) {})
 	if _, ok := h.Top(); ok {
