@@ -39,8 +39,8 @@ func (e *Engine) Verify(now int64) error {
 	keyReserved := map[*keyState]int{}
 	for i, r := range e.running {
 		j := r.j
-		if int(j.idx) != i || j.state != StateRunning {
-			return errorf("running[%d] has idx %d state %d", i, j.idx, j.state)
+		if int(j.idx) != i || j.state != StateRunning || j.key != j.lane.key {
+			return errorf("running[%d] has idx %d state %d, its own key %v", i, j.idx, j.state, j.key == j.lane.key)
 		}
 		tierRun[j.lane.typ.tier]++
 		typeRun[j.lane.typ]++
@@ -887,8 +887,8 @@ func (e *Engine) verifyLaneHeaps(l *lane, state State, now int64) (int, error) {
 	}
 	p := &e.aging
 	for _, j := range jobs {
-		if j.state != state || j.lane.typ != l.typ || j.lane.key != l.key || j.is(flagAdopted) {
-			return 0, errorf("job %d in a lane heap has state %d, adopted %v", j.seq, j.state, j.is(flagAdopted))
+		if j.state != state || j.lane.typ != l.typ || j.lane.key != l.key || j.key != l.key || j.is(flagAdopted) {
+			return 0, errorf("job %d in a lane heap has state %d, adopted %v, its own key %v", j.seq, j.state, j.is(flagAdopted), j.key == l.key)
 		}
 		// Each job's place is its phase's: fixed (its run or heap) in its
 		// grace period, and for ever when it is based at or above the
