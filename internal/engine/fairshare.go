@@ -553,7 +553,7 @@ func (e *Engine) markIdle(k *keyState, now int64) {
 	if k.configured || k.pinned {
 		return
 	}
-	e.spareLanes(k) // an idle key's too: Hold made one
+	e.offerLanes(k) // an idle key's too: Hold made one
 	if k.idle {
 		return
 	}

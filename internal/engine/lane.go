@@ -145,12 +145,13 @@ func newLane(e *Engine, t *typeState, k *keyState, f *flow, now int64) *lane {
 }
 
 // init makes l, new or a spare lane taken from another key (spare.go),
-// an empty lane of t for k in f, setting every field but allIdx. A spare lane is of
-// t already, and its e and typ are not written again: a Handle reads them
-// through its job's record without the lock (Job.Engine), also after the
-// job ended and its lane went to another key. Its run, heaps and lists
-// are empty, and keep their arrays when they are small: the heaps' are
-// (they shrink as they empty), the others' are let go past 64 entries.
+// an empty lane of t for k in f, setting every field but allIdx, which
+// is laneOf's. A spare lane is of t already, and its e and typ are not
+// written again: a Handle reads them through its job's record without
+// the lock (Job.Engine), also after the job ended and its lane went to
+// another key. Its run, heaps and lists are empty, and keep their arrays
+// when they are small: the heaps' are (they shrink as they empty), the
+// others' are let go past 64 entries.
 func (l *lane) init(e *Engine, t *typeState, k *keyState, f *flow, now int64) {
 	if l.e == nil {
 		l.e, l.typ = e, t
@@ -162,7 +163,7 @@ func (l *lane) init(e *Engine, t *typeState, k *keyState, f *flow, now int64) {
 	}
 	l.key, l.flow = k, f
 	l.run = sortedRun{buf: emptied(l.run.buf)}
-	l.n, l.running, l.tyIdx = 0, 0, -1 // allIdx is laneOf's: a spare lane keeps its place in typ.all
+	l.n, l.running, l.tyIdx = 0, 0, -1 // a spare lane keeps its place in typ.all
 	l.attached, l.nwaiting, l.held = emptied(l.attached), 0, emptied(l.held)
 	l.stood, l.stoodFrom, l.stoodIdx = now, now, -1
 	l.spareIdx = -1

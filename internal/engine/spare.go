@@ -4,8 +4,9 @@ package engine
 // work again, as a key serving one request at a time does at every
 // request, its lane is there. But it offers them to other keys: each
 // lane goes on its type's spare list (markIdle), and a key that needs a
-// lane of that type takes the last one offered (laneOf), from the key
-// that went idle last, whose records are the likeliest in the cache.
+// lane of that type takes the one at the end of the list (laneOf),
+// usually offered by the key that went idle last, whose records are the
+// likeliest in the cache.
 //
 // With many keys and few busy at once (10,000 keys, 1,000 jobs queued),
 // a key's lane, its first flow and the lists holding them took about a
@@ -15,8 +16,8 @@ package engine
 // use about as many as the keys with work, and making one allocates
 // nothing.
 //
-// A type offers no more spare lanes than it has lanes of keys with work,
-// plus spareLanes: a lane offered past that is let go (releaseLane), so
+// A type offers no more spare lanes than it has lanes in use, plus
+// spareLanes: a lane offered past that is let go (releaseLane), so
 // that a burst of keys that drained does not keep a lane for each. An
 // idle key's lanes are therefore all spare, or gone; a lane taken or let
 // go leaves its key with its flows and their virtual times, and a lane
@@ -27,14 +28,14 @@ package engine
 // lane after it went to another key: it reads its type and engine from
 // it, which a lane keeps, and its key from Job.key.
 
-// spareLanes is how many spare lanes a type offers beyond its lanes of
-// keys with work.
+// spareLanes is how many spare lanes a type offers beyond its lanes in
+// use.
 const spareLanes = 64
 
-// spareLanes offers the lanes of k, which has gone idle, to other keys:
+// offerLanes offers the lanes of k, which has gone idle, to other keys:
 // each goes on its type's spare list, or is let go if the list is full.
 // O(lanes of k).
-func (e *Engine) spareLanes(k *keyState) {
+func (e *Engine) offerLanes(k *keyState) {
 	for i := len(k.lanes) - 1; i >= 0; i-- { // releaseLane takes k.lanes[i] out
 		if l := k.lanes[i]; l.spareIdx < 0 && !l.typ.offer(l) {
 			e.releaseLane(l)
@@ -66,8 +67,8 @@ func (t *typeState) unspare(l *lane) {
 	l.spareIdx = -1
 }
 
-// takeSpare takes the last spare lane offered of t from its key, for
-// another key, or returns nil if there is none. The lane keeps its place
+// takeSpare takes the spare lane at the end of t's list from its key,
+// for another key, or returns nil if there is none. The lane keeps its place
 // in t.all; laneOf makes it the new key's. O(lanes and tiers of the key
 // it came from).
 func (e *Engine) takeSpare(t *typeState) *lane {
