@@ -179,7 +179,7 @@ func (e *Engine) keyOrNew(name string) *keyState {
 // laneOf returns the lane of (t, k), creating it and its flow at now:
 // from a spare lane of t's if there is one (spare.go), else new.
 func (e *Engine) laneOf(t *typeState, k *keyState, now int64) *lane {
-	if l := k.laneOf(t); l != nil {
+	if l := k.lane(t); l != nil {
 		if l.spareIdx >= 0 {
 			t.unspare(l) // its key has work again
 		}
@@ -200,9 +200,10 @@ func (e *Engine) laneOf(t *typeState, k *keyState, now int64) *lane {
 	return l
 }
 
-// laneOf returns the key's lane of type t, or nil. O(types the key
-// uses): it reads the small array of their types, not the lanes.
-func (k *keyState) laneOf(t *typeState) *lane {
+// lane returns the key's lane of type t, or nil (laneOf makes one).
+// O(types the key uses): it reads the small array of their types, not
+// the lanes.
+func (k *keyState) lane(t *typeState) *lane {
 	for i, lt := range k.laneTypes {
 		if lt == t {
 			return k.lanes[i]

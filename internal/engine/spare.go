@@ -1,5 +1,7 @@
 package engine
 
+import "slices"
+
 // Spare lanes. A key that goes idle keeps its lanes, so that when it gets
 // work again, as a key serving one request at a time does at every
 // request, its lane is there. But it offers them to other keys: each
@@ -97,23 +99,12 @@ func (e *Engine) releaseLane(l *lane) {
 // the lanes whose paused time is kept.
 func (e *Engine) detachLane(l *lane) {
 	k, f := l.key, l.flow
-	i := indexOf(k.lanes, l)
-	last := len(k.lanes) - 1
+	i, last := slices.Index(k.lanes, l), len(k.lanes)-1
 	k.lanes[i], k.laneTypes[i] = k.lanes[last], k.laneTypes[last]
 	k.lanes[last], k.laneTypes[last] = nil, nil
 	k.lanes, k.laneTypes = k.lanes[:last], k.laneTypes[:last]
-	i, last = indexOf(f.lanes, l), len(f.lanes)-1
+	i, last = slices.Index(f.lanes, l), len(f.lanes)-1
 	f.lanes[i], f.lanes[last] = f.lanes[last], nil
 	f.lanes = f.lanes[:last]
 	e.dropStood(l)
-}
-
-// indexOf returns the position of l in lanes, which holds it.
-func indexOf(lanes []*lane, l *lane) int {
-	for i, x := range lanes {
-		if x == l {
-			return i
-		}
-	}
-	panic("engine: a lane missing from its key's lists")
 }

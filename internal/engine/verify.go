@@ -466,13 +466,13 @@ func (e *Engine) verifyAside(asideKey map[*keyState]int, asideType map[*typeStat
 	}
 	for _, t := range e.types {
 		for i, l := range t.all {
-			if l.typ != t || l.allIdx != i || e.keys[l.key.name] != l.key || l.key.laneOf(t) != l {
+			if l.typ != t || l.allIdx != i || e.keys[l.key.name] != l.key || l.key.lane(t) != l {
 				return errorf("type %q: lane %d of type %q, key %q, listed at %d", t.name, l.allIdx, l.typ.name, l.key.name, i)
 			}
 		}
 		nlanes += len(t.all)
 		for i, l := range t.spare {
-			if l.typ != t || l.spareIdx != i || l.key.laneOf(t) != l || l.tyIdx != -1 ||
+			if l.typ != t || l.spareIdx != i || l.key.lane(t) != l || l.tyIdx != -1 ||
 				l.n != 0 || l.running != 0 || l.nwaiting != 0 || len(l.attached) != 0 || len(l.held) != 0 ||
 				l.run.len() != 0 || l.fixed.Len() != 0 || l.rising.Len() != 0 || l.capped.Len() != 0 {
 				return errorf("type %q: spare lane %d (key %q, at %d) is not an empty lane of its key: ready %v, %d queued, %d running",
