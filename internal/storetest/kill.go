@@ -77,9 +77,10 @@ func (k Kill) Run(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "runs.log")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	kills, selfKills, start := 0, 0, time.Now()
+	seen := make(map[int64]bool) // jobs whose "enq" line a child printed before it ended
 	for round := 0; kills < rounds; round++ {
 		killAfter := 5 + rng.IntN(2*jobsPerRound) // log lines: within what a round logs
-		switch k.runChild(t, target, logPath, round, killAfter) {
+		switch k.runChild(t, target, logPath, round, killAfter, seen) {
 		case killed:
 			kills++
 		case died:
@@ -87,11 +88,22 @@ func (k Kill) Run(t *testing.T) {
 		}
 		require.Less(t, round, 3*rounds, "the child finishes before it can be killed")
 	}
-	require.Equal(t, finished, k.runChild(t, target, logPath, -1, 0), "the last child runs to the end")
+	require.Equal(t, finished, k.runChild(t, target, logPath, -1, 0, seen), "the last child runs to the end")
 
 	runs := readRunLog(t, logPath)
 	notCompleted, poisonState, poisonAttempts, lost := k.Counts(t, target)
-	require.Greater(t, len(runs.enqueued), rounds*jobsPerRound/4, "Enqueues that returned")
+	// A child prints a line only once it is in the log, so every Enqueue
+	// the parent saw return is there; and the kills must have come while
+	// jobs were being enqueued, one for each kill at least, or the test
+	// proved little.
+	require.GreaterOrEqual(t, len(seen), rounds, "Enqueues seen to return before the kills")
+	var notLogged []int64
+	for id := range seen {
+		if !runs.enqueued[id] {
+			notLogged = append(notLogged, id)
+		}
+	}
+	require.Empty(t, notLogged, "Enqueues seen to return and missing from the log")
 	var neverCompleted []int64
 	for id := range runs.enqueued {
 		if runs.completed[id] == 0 {
@@ -107,8 +119,8 @@ func (k Kill) Run(t *testing.T) {
 	for _, n := range runs.completed {
 		repeated += n - 1
 	}
-	t.Logf("jobs %d, kills %d (and %d by the poison job), lost attempts recovered %d, runs repeated after a kill %d, overlapping runs %d, in %v",
-		len(runs.enqueued), kills, selfKills, lost, repeated, runs.overlaps, time.Since(start).Round(time.Millisecond))
+	t.Logf("jobs %d (%d seen to return before a kill or the end), kills %d (and %d by the poison job), lost attempts recovered %d, runs repeated after a kill %d, overlapping runs %d, in %v",
+		len(runs.enqueued), len(seen), kills, selfKills, lost, repeated, runs.overlaps, time.Since(start).Round(time.Millisecond))
 }
 
 // childEnd is how a child ended.
@@ -122,8 +134,9 @@ const (
 
 // runChild runs one child, round (-1: the last, which enqueues nothing
 // and runs until all is done), and kills it after killAfter lines of its
-// log, unless it ends first.
-func (k Kill) runChild(t *testing.T, target, logPath string, round, killAfter int) childEnd {
+// log, unless it ends first. It adds to seen the jobs whose Enqueue the
+// child printed.
+func (k Kill) runChild(t *testing.T, target, logPath string, round, killAfter int, seen map[int64]bool) childEnd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+k.ChildTest+"$", "-test.v")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%d", childEnv, target, logPath, round))
@@ -138,6 +151,10 @@ func (k Kill) runChild(t *testing.T, target, logPath string, round, killAfter in
 		n++
 		tail = append(tail[max(0, len(tail)-20):], lines.Text())
 		poisoned = poisoned || strings.HasPrefix(lines.Text(), "poison ")
+		var pid, id int64
+		if _, err := fmt.Sscanf(lines.Text(), "enq %d %d", &pid, &id); err == nil {
+			seen[id] = true
+		}
 		if round >= 0 && n == killAfter {
 			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 			end = killed
