@@ -66,7 +66,7 @@ func (e *Engine) acquire(j *Job) *conflictLock {
 	k := conflictKey{g, j.id}
 	lk := e.conflicts[k]
 	if lk == nil {
-		lk = &conflictLock{key: k}
+		lk = e.newLock(k)
 		e.conflicts[k] = lk
 	}
 	if lk.holder != nil { // only Adopt starts a job whose lock is held
@@ -92,15 +92,34 @@ func (e *Engine) release(lk *conflictLock, j *Job) {
 	lk.holder = nil
 	if len(lk.waits) == 0 {
 		delete(e.conflicts, lk.key)
+		e.spareLock = lk
 		return
 	}
 	e.open(&lk.gate)
+}
+
+// newLock returns a lock of k: the last lock let go (release,
+// dropLockIfUnused) if none was made since, else a new one. With a
+// conflict group most starts make a lock and most ends let one go: made
+// new each time, the locks would be an allocation a job, which the
+// collector pays for by going through the whole queue more often. A lock
+// let go holds no job, waiting or running (stop drops the running entry
+// before it releases), so nothing refers to it any more.
+func (e *Engine) newLock(k conflictKey) *conflictLock {
+	lk := e.spareLock
+	if lk == nil {
+		return &conflictLock{key: k}
+	}
+	e.spareLock = nil
+	*lk = conflictLock{gate: gate{waits: lk.waits}, key: k, more: lk.more[:0]}
+	return lk
 }
 
 // dropLockIfUnused forgets j's lock once nothing holds or waits on it.
 func (e *Engine) dropLockIfUnused(j *Job) {
 	if lk := e.lockOf(j); lk != nil && lk.holder == nil && len(lk.waits) == 0 {
 		delete(e.conflicts, lk.key)
+		e.spareLock = lk
 	}
 }
 

@@ -57,3 +57,64 @@ func TestConflictLockOfTwoHolders(t *testing.T) {
 		}
 	}
 }
+
+// TestConflictLockReused: the lock an end lets go serves the next lock
+// made, of another ID, as a lock of its own: shut by its holder, holding
+// its waiter, and let go again at its end. A lock with waiters is not let
+// go.
+func TestConflictLockReused(t *testing.T) {
+	e := newTestEngine(t, Config{})
+	if err := e.RegisterType("c", Type{ConflictGroup: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	var now int64
+	check := func(what string) {
+		t.Helper()
+		if err := e.Verify(now); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	run := func(id string) *Job {
+		t.Helper()
+		j := new(Job)
+		if r := e.Enqueue(j, &Desc{Type: "c", ID: id}, nil, now); r != nil {
+			t.Fatalf("job of %s refused: %v", id, r.Reason)
+		}
+		if !j.Running() && e.Next(now) != j { // Enqueue starts a job that can start at once
+			t.Fatalf("job of %s did not start", id)
+		}
+		return j
+	}
+	x := run("x")
+	lx := e.conflicts[conflictKey{"g", "x"}]
+	e.Finish(x, Completed, now)
+	if e.spareLock != lx || len(e.conflicts) != 0 {
+		t.Fatalf("the lock let go is not kept apart: spare %p, want %p; %d locks", e.spareLock, lx, len(e.conflicts))
+	}
+	check("x ended")
+
+	y := run("y")
+	if ly := e.conflicts[conflictKey{"g", "y"}]; ly != lx || e.spareLock != nil || !ly.shut || ly.holder != y || ly.key.id != "y" {
+		t.Fatalf("y's lock: %p (x's was %p), spare %p, shut %v, holder %v, key %v", ly, lx, e.spareLock, ly.shut, ly.holder == y, ly.key)
+	}
+	waiter := new(Job)
+	e.Enqueue(waiter, &Desc{Type: "c", ID: "y"}, nil, now)
+	if e.Next(now) != nil || e.WhyWaiting(waiter).Why != WhyConflict {
+		t.Fatal("the waiter started past y's lock")
+	}
+	check("a waiter on y")
+	now++
+	e.Finish(y, Completed, now)
+	if e.spareLock != nil {
+		t.Fatal("a lock with a waiter was let go")
+	}
+	if e.Next(now) != waiter {
+		t.Fatal("the waiter did not start once y ended")
+	}
+	check("the waiter runs")
+	e.Finish(waiter, Completed, now)
+	check("all ended")
+	if e.spareLock != lx || len(e.conflicts) != 0 {
+		t.Fatalf("spare %p, want %p; %d locks kept", e.spareLock, lx, len(e.conflicts))
+	}
+}

@@ -133,6 +133,7 @@ type Engine struct {
 
 	// What waits and what runs.
 	conflicts map[conflictKey]*conflictLock
+	spareLock *conflictLock // the last lock let go, for the next (newLock)
 	grace     graceQueue
 	timeline  timeline             // what falls due at a time
 	rateline  iheap.Keyed[*bucket] // empty token buckets by their next token (ratelimit.go)

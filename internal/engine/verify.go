@@ -223,6 +223,9 @@ func (e *Engine) Verify(now int64) error {
 			}
 		}
 	}
+	if lk := e.spareLock; lk != nil && (e.conflicts[lk.key] == lk || lk.holder != nil || len(lk.more) > 0 || len(lk.waits) > 0) {
+		return errorf("the spare conflict lock %v is in use", lk.key)
+	}
 	for ck, lk := range e.conflicts {
 		if lk.key != ck {
 			return errorf("conflict lock %v filed under %v", lk.key, ck)
