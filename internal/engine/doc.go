@@ -90,11 +90,33 @@
 // ceiling by A; and jobs aged to the ceiling, which tie, by submission.
 // Fixed jobs mostly arrive already in their order (the same or a lower
 // priority than the last, later): those queue in a sorted run beside the
-// fixed heap (sortedrun.go), in O(1), and only the others pay the heap.
-// Jobs move between them when they cross the grace period, noticed through
-// one queue of submissions in time order (grace.go), or the ceiling,
-// noticed at the top of the rising heap: each move O(log n), at most twice
-// per job.
+// heaps (sortedrun.go), in O(1), and only the others pay the heap. Jobs
+// in the heaps move between them when they cross the grace period,
+// noticed through one queue of submissions in time order (grace.go), or
+// the ceiling, noticed at the top of the rising heap: each move O(log n),
+// at most twice per job.
+//
+// # The sorted run
+//
+// A job in the run never moves. Take a before b in it: base_a ≥ base_b,
+// seq_a < seq_b and sub_a ≤ sub_b, which the run checks as a job joins
+// its end. Then at every t:
+//   - a's grace ends no later than b's (sub_a + G ≤ sub_b + G);
+//   - both in their grace period: base_a ≥ base_b, ties to a by seq;
+//   - a aged, b not: I·score_a ≥ base_a·I ≥ base_b·I, ties to a by seq;
+//   - both aged below the ceiling: A_a = base_a·I − Step·sub_a ≥ A_b;
+//   - b at the ceiling: A_a ≥ A_b, so a is there too, and capped jobs
+//     tie and go by seq;
+//   - a based at or above the ceiling: its score, its base, is at least
+//     the ceiling, which bounds b's, ties to a by seq.
+//
+// So the run is in the lane's order in every phase mix, its front is its
+// first job, and the front's rank is computed from its entry (base, seq,
+// sub) at the instant of asking (runRank): the grace end and the ceiling
+// cost a job of the run nothing, where a job of the heaps is moved twice.
+// A job that comes back (retried, delayed, resumed) keeps its seq, and
+// its sub moves on by its lane's paused time, so it joins the run only
+// when both still come after the last job's.
 //
 // The urgent order is highest score first, then oldest, and a job is
 // urgent when its uncapped score reaches the threshold, or from its

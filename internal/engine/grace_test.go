@@ -99,20 +99,25 @@ func TestGraceQueueModel(t *testing.T) {
 // TestVerifyChecksPhase: a queued job's place in its lane is its phase's.
 // Past its grace period, until its grace end is applied, it may still be
 // in the fixed order; once it is applied, it must be in rising, and
-// Verify reports one put back in the fixed order.
+// Verify reports one put back in the fixed order. A job in the sorted run
+// stays there.
 func TestVerifyChecksPhase(t *testing.T) {
 	const s = int64(1e6)
 	e := newTestEngine(t, Config{MaxConcurrency: 1, Aging: Aging{GracePeriod: 10 * s, Interval: s, Step: 1, MaxEffective: 90}})
 	var now int64
-	enqueue := func() *Job {
+	enqueue := func(priority int) *Job {
 		j := new(Job)
-		if r := e.Enqueue(j, &Desc{Type: "t", Priority: 50}, nil, now); r != nil {
+		if r := e.Enqueue(j, &Desc{Type: "t", Priority: priority}, nil, now); r != nil {
 			t.Fatalf("refused: %+v", r)
 		}
 		return j
 	}
-	enqueue() // runs, so that the next one waits
-	j := enqueue()
+	enqueue(50) // runs, so that the next ones wait
+	inRunJob := enqueue(10)
+	j := enqueue(50) // above the run's last: in the fixed heap
+	if inRunJob.heap != inRun || j.heap != inFixed {
+		t.Fatalf("queued in heaps %d and %d, want the run and the fixed heap", inRunJob.heap, j.heap)
+	}
 	now = 20 * s
 	if err := e.Verify(now); err != nil {
 		t.Fatalf("before its grace end is applied: %v", err)
@@ -121,8 +126,8 @@ func TestVerifyChecksPhase(t *testing.T) {
 	if err := e.Verify(now); err != nil {
 		t.Fatalf("after its grace end: %v", err)
 	}
-	if j.heap != inRising {
-		t.Fatalf("after its grace end the job is in heap %d, not rising", j.heap)
+	if j.heap != inRising || inRunJob.heap != inRun {
+		t.Fatalf("after their grace end the jobs are in heaps %d and %d, not rising and the run", j.heap, inRunJob.heap)
 	}
 	l := j.lane
 	l.remove(j)

@@ -43,7 +43,7 @@ const (
 // holds a pending job.
 const (
 	inFixed  uint8 = iota // effective priority == base (in grace, or base >= ceiling)
-	inRun                 // as inFixed, in the lane's sorted run (sortedrun.go)
+	inRun                 // in the lane's sorted run, in any phase (sortedrun.go)
 	inRising              // aged, below the ceiling: ordered by the aged key A
 	inCapped              // aged to the ceiling: FIFO among equals
 )

@@ -35,8 +35,9 @@ func (j *Job) agedKey() int64 { return j.lane.e.aging.agedKey(int(j.base), j.sub
 // order is by A and never changes: they are in rising. Jobs aged to the
 // ceiling tie and go in submission order: capped. Jobs move fixed -> rising
 // -> capped as time passes, each move O(log n), each at most once. Fixed
-// jobs that arrive in order, the usual case, skip the heap: they queue in
-// run, in O(1).
+// jobs that arrive in order, the usual case, skip the heaps: they queue in
+// run, in O(1), and stay there in every phase, ranked by their phase at
+// the moment of asking (sortedrun.go).
 //
 // An idle key offers its lanes to other keys of their types (spare.go).
 // init sets every field: a field added here is set there too.
@@ -45,7 +46,7 @@ type lane struct {
 	typ     *typeState
 	key     *keyState
 	flow    *flow
-	run     sortedRun         // fixed jobs that arrived in order
+	run     sortedRun         // jobs that arrived in order, in any phase
 	fixed   iheap.Keyed[*Job] // the other fixed jobs, by fixedOrder
 	rising  iheap.Keyed[*Job] // by agedOrder
 	capped  iheap.Keyed[*Job] // by seq
@@ -184,7 +185,7 @@ func emptied[T any](s []T) []T {
 func (l *lane) insert(p *agingParams, j *Job, now int64) {
 	switch {
 	case !p.pastGrace(j.sub, now) || int64(j.base) >= p.maxEff:
-		if key := j.fixedOrder(); l.run.accepts(key) {
+		if key := j.fixedOrder(); l.run.accepts(key, j.sub) {
 			l.run.push(key, j)
 		} else {
 			j.heap = inFixed
@@ -231,8 +232,12 @@ func (l *lane) head(p *agingParams, now int64) (*Job, rank) {
 			best, br = j, r
 		}
 	}
-	if j, key, ok := l.run.front(); ok {
-		consider(j, p.fixedRank(key))
+	if j, e, ok := l.run.front(); ok {
+		r := p.fixedRank(e.key) // runRank's, inlined for the front in its grace period
+		if p.pastGrace(e.sub, now) {
+			r = p.runRank(e.key, e.sub, now)
+		}
+		consider(j, r)
 	}
 	if j, key, ok := l.fixed.TopKey(); ok {
 		consider(j, p.fixedRank(key.Hi))
@@ -273,6 +278,22 @@ type rank struct {
 }
 
 func (a rank) before(b rank) bool { return a.eff > b.eff || (a.eff == b.eff && a.seq < b.seq) }
+
+// runRank returns the rank at now of a job of a sorted run, from its
+// fixedOrder and its sub, in the phase it is in then: its base in its
+// grace period, or for ever when it is based at or above the ceiling; its
+// aged score after, up to the ceiling, where it ranks as the capped do.
+func (p *agingParams) runRank(key uint64, sub, now int64) rank {
+	r := p.fixedRank(key)
+	if !p.pastGrace(sub, now) || r.eff >= p.maxEff*p.interval {
+		return r
+	}
+	a := p.agedKey(int(100-key>>fixedSeqBits), sub)
+	if p.reached(a, now, p.maxEff) {
+		return rank{p.maxEff * p.interval, r.seq}
+	}
+	return rank{p.agedScore(a, now), r.seq}
+}
 
 // fixedRank returns the rank of a fixed-phase job from its fixedOrder.
 func (p *agingParams) fixedRank(key uint64) rank {

@@ -27,12 +27,15 @@ func (e *Engine) endGraceOf(j *Job, now int64) {
 // refile moves a queued job whose grace period ended within its lane and
 // its type's urgent order, to where its phase at now puts it. The lane
 // keeps its jobs, so it stays where it is among its type's ready lanes and
-// the queue's counts stand: of hide and show, only the moves are made.
-// O(log n).
+// the queue's counts stand: of hide and show, only the moves are made. A
+// job in its lane's sorted run stays there: the run's order holds in every
+// phase (sortedrun.go). O(log n).
 func (e *Engine) refile(j *Job, now int64) {
 	l := j.lane
-	l.remove(j)
-	l.insert(&e.aging, j, now)
+	if j.heap != inRun {
+		l.remove(j)
+		l.insert(&e.aging, j, now)
+	}
 	if j.uidx != -1 {
 		l.typ.urgent.unfile(j)
 	}

@@ -550,7 +550,7 @@ func (w *orderWalk) pushRun(u int32, i int) {
 		w.touched++ // a hole
 	}
 	if i < len(r.buf) {
-		rk := w.e.aging.fixedRank(r.buf[i].key)
+		rk := w.e.aging.runRank(r.buf[i].key, r.buf[i].sub, w.now)
 		w.push(walkEntry{key: walkKey{w.units[u].major, -rk.eff, rk.seq}, kind: entryRun, unit: u, pos: int32(i)})
 	}
 }

@@ -13,15 +13,19 @@ func TestSortedRun(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	var r sortedRun
 	var model []*Job // in key order
-	key := uint64(0)
+	key, sub := uint64(0), int64(0)
 	for step := 0; step < 50000; step++ {
 		switch op := rng.IntN(10); {
 		case op < 5 || len(model) == 0:
 			key += 1 + uint64(rng.IntN(3))
-			if !r.accepts(key) {
+			sub += int64(rng.IntN(2)) // submitted at the same time, or later
+			if len(model) > 0 && r.accepts(key, r.buf[len(r.buf)-1].sub-1) {
+				t.Fatalf("step %d: run accepts a job submitted before its last", step)
+			}
+			if !r.accepts(key, sub) {
 				t.Fatalf("step %d: run refused key %d above its last", step, key)
 			}
-			j := &Job{seq: key}
+			j := &Job{seq: key, sub: sub}
 			r.push(key, j)
 			model = append(model, j)
 		case op < 7:
@@ -36,12 +40,12 @@ func TestSortedRun(t *testing.T) {
 			r.remove(model[i])
 			model = slices.Delete(model, i, i+1)
 		}
-		if n := len(model); n > 0 && r.accepts(model[n-1].seq) {
+		if n := len(model); n > 0 && r.accepts(model[n-1].seq, sub) {
 			t.Fatalf("step %d: run accepts key %d, not above its last job's", step, model[n-1].seq)
 		}
 		var got []*Job
-		r.each(func(j *Job, k uint64) {
-			if k != j.seq || r.buf[j.idx].j != j || j.heap != inRun {
+		r.each(func(j *Job, key uint64) {
+			if key != j.seq || r.buf[j.idx].j != j || r.buf[j.idx].sub != j.sub || j.heap != inRun {
 				t.Fatalf("step %d: job %d misfiled", step, j.seq)
 			}
 			got = append(got, j)
@@ -49,7 +53,7 @@ func TestSortedRun(t *testing.T) {
 		if !slices.Equal(got, model) || r.len() != len(model) {
 			t.Fatalf("step %d: run holds %d jobs (len %d), want %d", step, len(got), r.len(), len(model))
 		}
-		if f, key, ok := r.front(); ok != (len(model) > 0) || ok && (f != model[0] || key != f.seq) {
+		if f, e, ok := r.front(); ok != (len(model) > 0) || ok && (f != model[0] || e.key != f.seq || e.sub != f.sub) {
 			t.Fatalf("step %d: wrong front", step)
 		}
 		if len(model) == 0 && r.first != (runEntry{}) {

@@ -832,15 +832,15 @@ func (e *Engine) verifyLaneHeaps(l *lane, state State, now int64) (int, error) {
 	byIdx := func(j *Job) int { return int(j.idx) }
 	var jobs []*Job
 	var runErr error
-	last, first := uint64(0), true
+	var last *Job
 	l.run.each(func(j *Job, key uint64) {
-		switch {
-		case j.heap != inRun || key != j.fixedOrder() || l.run.buf[j.idx].j != j:
+		switch e := l.run.buf[j.idx]; {
+		case j.heap != inRun || e.j != j || key != j.fixedOrder() || e.sub != j.sub:
 			runErr = errorf("job %d misfiled in a sorted run", j.seq)
-		case !first && key <= last:
+		case last != nil && (key <= last.fixedOrder() || j.seq <= last.seq || j.sub < last.sub):
 			runErr = errorf("job %d out of order in a sorted run", j.seq)
 		}
-		last, first = key, false
+		last = j
 		jobs = append(jobs, j)
 	})
 	if runErr != nil {
@@ -893,12 +893,16 @@ func (e *Engine) verifyLaneHeaps(l *lane, state State, now int64) (int, error) {
 		if j.state != state || j.lane.typ != l.typ || j.lane.key != l.key || j.key != l.key || j.is(flagAdopted) {
 			return 0, errorf("job %d in a lane heap has state %d, adopted %v, its own key %v", j.seq, j.state, j.is(flagAdopted), j.key == l.key)
 		}
-		// Each job's place is its phase's: fixed (its run or heap) in its
-		// grace period, and for ever when it is based at or above the
-		// ceiling; rising or capped after, once its grace end is applied.
-		// Until then, a job past its grace period may be in either: where
-		// its grace period put it, or where a gate that let it go filed it.
-		fixed := j.heap == inRun || j.heap == inFixed
+		// Each job's place is its phase's: fixed (its heap) in its grace
+		// period, and for ever when it is based at or above the ceiling;
+		// rising or capped after, once its grace end is applied. Until
+		// then, a job past its grace period may be in either: where its
+		// grace period put it, or where a gate that let it go filed it. A
+		// job in the sorted run may be in any phase (sortedrun.go).
+		if j.heap == inRun {
+			continue
+		}
+		fixed := j.heap == inFixed
 		graceDue := j.inGrace || j.is(flagTimed) && e.timed[j].grace.idx >= 0
 		aged := p.pastGrace(j.sub, now) && int64(j.base) < p.maxEff
 		if fixed == aged && !(fixed && graceDue) {
