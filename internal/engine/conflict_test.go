@@ -2,22 +2,37 @@ package engine
 
 import "testing"
 
+// newConflictEngine returns a test engine with a type "c" of conflict
+// group "g".
+func newConflictEngine(t *testing.T) *Engine {
+	t.Helper()
+	e := newTestEngine(t, Config{})
+	if err := e.RegisterType("c", Type{ConflictGroup: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// mustVerify fails t, saying what was done, if e's invariants do not hold
+// at now.
+func mustVerify(t *testing.T, e *Engine, now int64, what string) {
+	t.Helper()
+	if err := e.Verify(now); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
 // TestConflictLockOfTwoHolders: a lock that two running jobs hold (one
 // adopted running while the other held it, as only Adopt does) stays
 // shut until the last of them ends, whichever ends first, and then its
 // waiter starts; the lock is then forgotten as usual.
 func TestConflictLockOfTwoHolders(t *testing.T) {
 	for _, firstEnds := range []string{"holder", "adopted"} {
-		e := newTestEngine(t, Config{})
-		if err := e.RegisterType("c", Type{ConflictGroup: "g"}); err != nil {
-			t.Fatal(err)
-		}
+		e := newConflictEngine(t)
 		var now int64
 		check := func(what string) {
 			t.Helper()
-			if err := e.Verify(now); err != nil {
-				t.Fatalf("%s, %s: %v", firstEnds, what, err)
-			}
+			mustVerify(t, e, now, firstEnds+", "+what)
 		}
 		holder, adopted, waiter := new(Job), new(Job), new(Job)
 		e.Enqueue(holder, &Desc{Type: "c", ID: "x"}, nil, now)
@@ -63,16 +78,11 @@ func TestConflictLockOfTwoHolders(t *testing.T) {
 // its waiter, and let go again at its end. A lock with waiters is not let
 // go.
 func TestConflictLockReused(t *testing.T) {
-	e := newTestEngine(t, Config{})
-	if err := e.RegisterType("c", Type{ConflictGroup: "g"}); err != nil {
-		t.Fatal(err)
-	}
+	e := newConflictEngine(t)
 	var now int64
 	check := func(what string) {
 		t.Helper()
-		if err := e.Verify(now); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+		mustVerify(t, e, now, what)
 	}
 	run := func(id string) *Job {
 		t.Helper()

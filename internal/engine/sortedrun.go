@@ -10,13 +10,12 @@ package engine
 //
 // The run stays sorted as its jobs age: of two jobs in it, the earlier
 // has the higher or equal base priority, the lower submission number,
-// and was submitted no later, so
-// its grace period ends first, its aged score is the higher from then on,
-// it reaches the ceiling first, and ties go to it by its submission
-// number, in every phase either is in (doc.go, "The sorted run"). So a
-// job stays in the run when its grace period ends, and its rank is its
-// phase's at the moment of asking (runRank), computed from its entry
-// without touching its record.
+// and was submitted no later, so its grace period ends first, its aged
+// score is the higher from then on, it reaches the ceiling first, and
+// ties go to it by its submission number, in every phase either is in
+// (doc.go, "The sorted run"). So a job stays in the run when its grace
+// period ends, and its rank is its phase's at the moment of asking
+// (runRank), computed from its entry without touching its record.
 //
 // A job leaving from the middle (cancelled, or moved to a wait lane)
 // leaves a hole, skipped when the front reaches it. Holes and the

@@ -834,8 +834,9 @@ func (e *Engine) verifyLaneHeaps(l *lane, state State, now int64) (int, error) {
 	var runErr error
 	var last *Job
 	l.run.each(func(j *Job, key uint64) {
-		switch e := l.run.buf[j.idx]; {
-		case j.heap != inRun || e.j != j || key != j.fixedOrder() || e.sub != j.sub:
+		switch {
+		case j.heap != inRun || j.idx < 0 || int(j.idx) >= len(l.run.buf) ||
+			l.run.buf[j.idx] != (runEntry{key, j.sub, j}) || key != j.fixedOrder():
 			runErr = errorf("job %d misfiled in a sorted run", j.seq)
 		case last != nil && (key <= last.fixedOrder() || j.seq <= last.seq || j.sub < last.sub):
 			runErr = errorf("job %d out of order in a sorted run", j.seq)
