@@ -42,24 +42,26 @@ func (j *Job) agedKey() int64 { return j.lane.e.aging.agedKey(int(j.base), j.sub
 // An idle key offers its lanes to other keys of their types (spare.go).
 // init sets every field: a field added here is set there too.
 type lane struct {
-	e       *Engine
-	typ     *typeState
-	key     *keyState
-	flow    *flow
-	run     sortedRun         // jobs that arrived in order, in any phase
-	fixed   iheap.Keyed[*Job] // the other fixed jobs, by fixedOrder
-	rising  iheap.Keyed[*Job] // by agedOrder
-	capped  iheap.Keyed[*Job] // by seq
-	n       int               // queued jobs in the run and the three heaps
-	running int               // running jobs
-	tyIdx   int               // handle in typ.lanes, -1 when not ready
-	allIdx  int               // position in typ.all
-
+	// What a dispatch reads, together: the lane's flow and counts, the
+	// length of attached, then the run's front and the heaps' tops.
+	typ      *typeState
+	key      *keyState
+	flow     *flow
+	n        int // queued jobs in the run and the three heaps
+	nwaiting int // jobs of the attached wait lanes
+	tyIdx    int // handle in typ.lanes, -1 when not ready
+	running  int // running jobs
+	e        *Engine
 	// attached are the wait lanes of free conflict locks whose waiters
-	// come from this lane (conflict.go), nwaiting their jobs: they
-	// compete as if they were in the lane.
+	// come from this lane (conflict.go): they compete as if they were in
+	// the lane.
 	attached []*waitLane
-	nwaiting int
+	run      sortedRun         // jobs that arrived in order, in any phase
+	fixed    iheap.Keyed[*Job] // the other fixed jobs, by fixedOrder
+	rising   iheap.Keyed[*Job] // by agedOrder
+	capped   iheap.Keyed[*Job] // by seq
+
+	allIdx int // position in typ.all
 	// held are all the wait lanes, attached or not, that hold jobs of
 	// this lane (waitLane.heldIdx their positions): a pause finds the
 	// jobs held by gates through them.
