@@ -112,6 +112,32 @@ func (h *Keyed[T]) TopKey() (x T, k Key, ok bool) {
 	return h.top.x, h.top.key, true
 }
 
+// TopAt returns the item with the smallest key, in a heap whose owner
+// files items at or below their own keys (own returns an item's own key),
+// never above them, and refiles only an item whose key falls. It refiles
+// the top at its own key until the top is filed at it: then every other
+// item's own key is at or above its filed key, at or above the top's, so
+// the top is the least. An item alone is the least as it is filed. O(1)
+// and a call of own, and O(log n) for each item refiled, each refiling
+// standing for every raise of its key since it was last filed; ok is
+// false if the heap is empty.
+func (h *Keyed[T]) TopAt(own func(T) Key) (x T, ok bool) {
+	if len(h.items) > 1 && own(h.top.x) != h.top.key {
+		h.refileTop(own)
+	}
+	if len(h.items) == 0 {
+		return x, false
+	}
+	return h.top.x, true
+}
+
+// refileTop refiles the top at its own key until it is filed at it.
+func (h *Keyed[T]) refileTop(own func(T) Key) {
+	for k := own(h.top.x); k != h.top.key; k = own(h.top.x) {
+		h.Fix(int(h.top.h), k)
+	}
+}
+
 // At returns the item and key at position i, in no particular order.
 func (h *Keyed[T]) At(i int) (T, Key) { return h.items[i].x, h.items[i].key }
 

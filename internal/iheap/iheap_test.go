@@ -246,3 +246,64 @@ func BenchmarkRandomRemove(b *testing.B) {
 		h.Push(keyOf(x.key), x)
 	}
 }
+
+// TestTopAtRefilesRaisedKeys: items whose keys rise are left where they
+// are filed, and those whose keys fall are refiled at once, as an owner
+// of a heap read with TopAt does; TopAt then gives an item of the least
+// own key, refiled at it, after every step.
+func TestTopAtRefilesRaisedKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	h := NewKeyed(func(x *item, i int) { x.idx = i })
+	own := func(x *item) Key { return keyOf(x.key) }
+	var live []*item
+	below := 0
+	for step := 0; step < 20000; step++ {
+		switch op := rng.IntN(10); {
+		case op < 3 || len(live) == 0:
+			x := &item{key: rng.IntN(1000)}
+			h.Push(own(x), x)
+			live = append(live, x)
+		case op < 4:
+			x := live[rng.IntN(len(live))]
+			h.Remove(x.idx)
+			live = slices.DeleteFunc(live, func(y *item) bool { return y == x })
+		case op < 8: // raised: left where it is filed
+			live[rng.IntN(len(live))].key += 1 + rng.IntN(100)
+		default: // lowered: refiled at once
+			x := live[rng.IntN(len(live))]
+			x.key = max(0, x.key-1-rng.IntN(100))
+			h.Fix(x.idx, own(x))
+		}
+		before := h.Len()
+		x, ok := h.TopAt(own)
+		if !ok {
+			t.Fatalf("step %d: TopAt found nothing in %d items", step, before)
+		}
+		for _, y := range live {
+			if y.key < x.key {
+				t.Fatalf("step %d: TopAt gave key %d while %d is in the heap", step, x.key, y.key)
+			}
+		}
+		if _, k, _ := h.TopKey(); k != own(x) && h.Len() > 1 {
+			t.Fatalf("step %d: the top is filed at %v, not at its own key %v", step, k, own(x))
+		}
+		for i := 0; i < h.Len(); i++ {
+			if y, k := h.At(i); own(y).Less(k) {
+				t.Fatalf("step %d: key %d filed above it, at %v", step, y.key, k)
+			}
+			if y, k := h.At(i); k != own(y) {
+				below++ // one still to be refiled
+			}
+		}
+		if !h.Verify(func(x *item) int { return x.idx }) || h.Len() != len(live) {
+			t.Fatalf("step %d: invariant broken", step)
+		}
+	}
+	if below == 0 {
+		t.Fatal("no item was ever left below its key: the test raised none")
+	}
+	var empty Keyed[*item]
+	if _, ok := empty.TopAt(own); ok {
+		t.Fatal("TopAt found an item in an empty heap")
+	}
+}
