@@ -50,6 +50,26 @@
 // applies to charges from then on; V is not rescaled. Ties in V go to the
 // flow whose V was set first (its stamp), which serves equals round-robin.
 //
+// The heaps that order flows by V, a tier's active flows by settled V and
+// each type's ready lanes by their flow's (V, stamp), are read at their
+// tops, and by the merge that lists the queue. Each item is filed at or
+// below its own key, never above: a charge that moves a flow on leaves it
+// where it is, one that moves it back refiles it at once. The top is
+// refiled at its own key until it is filed there (iheap.Keyed.TopAt);
+// then for every other item x,
+//
+//	own(x) >= filed(x) >= filed(top) = own(top),
+//
+// so the top is the least (and an item alone is, however it is filed).
+// A start charges the flow on top, which the next look refiles: one sift,
+// as before. What is saved is every other sift: the flow's other lanes,
+// the tier's heap (read only as a flow enters or leaves the tier) and the
+// corrections up at each end are refiled once, when the item comes to
+// the top, for all the charges since. The listing's merge (queueorder.go) takes a lane at its filed
+// key and lists its jobs at its flow's own, at or after it, and a heap's
+// children at their filed keys, at or after their parent's: nothing is
+// pushed below what was taken, so what it lists stays in order.
+//
 // Reservations: up to MinSlots of a key's jobs start ahead of fair share
 // and are not charged, so a reservation adds to the key's weighted share
 // of the rest. A job started under the reservation holds it until it ends,

@@ -107,6 +107,9 @@ func flowBefore(a, b *flow) bool { return a.order().Less(b.order()) }
 // the type heaps so that sifting never dereferences a lane or a flow.
 func (f *flow) order() iheap.Key { return iheap.Key{Hi: iheap.Float(f.v), Lo: f.stamp} }
 
+// laneOrder is a lane's place in its type's heap: its flow's.
+func laneOrder(l *lane) iheap.Key { return l.flow.order() }
+
 // settledKey is the flow's place in its tier's active heap.
 func (f *flow) settledKey() iheap.Key { return iheap.Key{Hi: iheap.Float(f.settled())} }
 
@@ -128,7 +131,7 @@ type tierState struct {
 	// likely to be far off: a newcomer placed on an incumbent's guesses
 	// would fall behind it once they are refunded (two clients' bursts, one after the other),
 	// while one placed below an incumbent's learned estimates would burst
-	// past its share.
+	// past its share. Each is filed at or below its settled V (charge).
 	active iheap.Keyed[*flow]
 	// activeWeight is the sum of the weights of the active flows.
 	activeWeight float64
@@ -140,7 +143,7 @@ type tierState struct {
 func (t *tierState) atCap() bool { return t.limit > 0 && t.running >= t.limit }
 
 func (t *tierState) raiseFloor() {
-	if f, ok := t.active.Top(); ok && f.settled() > t.floor {
+	if f, ok := t.active.TopAt((*flow).settledKey); ok && f.settled() > t.floor {
 		t.floor = f.settled()
 	}
 }
@@ -267,21 +270,30 @@ func (e *Engine) restamp(f *flow) {
 
 // charge adds d slot-seconds at weight w to a flow's virtual time,
 // of which guess are default-cost guesses for running jobs (negative to
-// settle them), and re-sorts the flow wherever it is ordered by V.
-// O(lanes of the flow * log k).
+// settle them).
+//
+// The heaps that order flows by V (the tier's active flows, the types'
+// lanes) file a flow at or below its place (iheap.Keyed.TopAt), so a
+// charge that moves it on leaves it where it is: it is refiled when it
+// comes to the top, once for all the charges since. A charge that moves it
+// back, an estimate corrected down at a job's end, refiles it at once.
+// O(1), or O(lanes of the flow * log k) when it moves back.
 func (e *Engine) charge(f *flow, d, guess, w float64) {
+	v, settled := f.v, f.settled()
 	f.v += d / w
 	f.guessed += guess / w
 	if f.running == 0 {
 		f.guessed = 0 // no rounding drift
 	}
 	e.restamp(f)
-	if f.actIdx >= 0 {
+	if f.actIdx >= 0 && f.settled() < settled {
 		f.tier.active.Fix(f.actIdx, f.settledKey())
 	}
-	for _, l := range f.lanes {
-		if l.tyIdx >= 0 {
-			l.typ.lanes.Fix(l.tyIdx, f.order())
+	if f.v < v {
+		for _, l := range f.lanes {
+			if l.tyIdx >= 0 {
+				l.typ.lanes.Fix(l.tyIdx, f.order())
+			}
 		}
 	}
 }

@@ -219,7 +219,7 @@ func (e *Engine) firstFair(now int64) *Job {
 			if ty.closed() {
 				continue
 			}
-			l, ok := ty.lanes.Top()
+			l, ok := ty.lanes.TopAt(laneOrder)
 			if !ok {
 				continue
 			}

@@ -31,7 +31,8 @@ type typeState struct {
 	pausedAt  int64 // when its pause began, while it is paused
 
 	// lanes holds the ready lanes of this type (queued jobs, key below its
-	// cap) in fair order: by their flow's virtual time.
+	// cap) in fair order: by their flow's virtual time, each filed at or
+	// below its flow's place (charge), the first read with TopAt.
 	lanes iheap.Keyed[*lane]
 	// urgent holds this type's queued jobs that are or may become urgent,
 	// in urgent order (urgent.go); kept only when jobs can become urgent.

@@ -89,8 +89,8 @@ func (e *Engine) Verify(now int64) error {
 		}
 		for i := 0; i < t.active.Len(); i++ {
 			f, key := t.active.At(i)
-			if key != f.settledKey() {
-				return errorf("tier %d: flow of %q filed at settled V %v, has %v", t.level, f.key.name, key, f.settledKey())
+			if f.settledKey().Less(key) {
+				return errorf("tier %d: flow of %q filed at settled V %v, above its %v", t.level, f.key.name, key, f.settledKey())
 			}
 			if f.pending+f.running == 0 {
 				return errorf("tier %d: idle flow of key %q is active", t.level, f.key.name)
@@ -110,8 +110,8 @@ func (e *Engine) Verify(now int64) error {
 		}
 		for i := 0; i < t.lanes.Len(); i++ {
 			l, key := t.lanes.At(i)
-			if key != l.flow.order() {
-				return errorf("type %q: lane of %q filed at %v, flow is at %v", t.name, l.key.name, key, l.flow.order())
+			if l.flow.order().Less(key) {
+				return errorf("type %q: lane of %q filed at %v, above its flow's %v", t.name, l.key.name, key, l.flow.order())
 			}
 			if l.n+l.nwaiting == 0 || l.key.cap.shut || l.typ != t {
 				return errorf("type %q: lane of %q ready with n=%d capped=%v", t.name, l.key.name, l.n, l.key.cap.shut)
