@@ -65,10 +65,11 @@
 // as before. What is saved is every other sift: the flow's other lanes,
 // the tier's heap (read only as a flow enters or leaves the tier) and the
 // corrections up at each end are refiled once, when the item comes to
-// the top, for all the charges since. The listing's merge (queueorder.go) takes a lane at its filed
-// key and lists its jobs at its flow's own, at or after it, and a heap's
-// children at their filed keys, at or after their parent's: nothing is
-// pushed below what was taken, so what it lists stays in order.
+// the top, for all the charges since. The listing's merge (queueorder.go)
+// takes a lane at its filed key and lists its jobs at its flow's own, at
+// or after it, and a heap's children at their filed keys, at or after
+// their parent's: nothing is pushed below what was taken, so what it
+// lists stays in order.
 //
 // Reservations: up to MinSlots of a key's jobs start ahead of fair share
 // and are not charged, so a reservation adds to the key's weighted share

@@ -288,10 +288,11 @@ func TestTopAtRefilesRaisedKeys(t *testing.T) {
 			t.Fatalf("step %d: the top is filed at %v, not at its own key %v", step, k, own(x))
 		}
 		for i := 0; i < h.Len(); i++ {
-			if y, k := h.At(i); own(y).Less(k) {
+			y, k := h.At(i)
+			if own(y).Less(k) {
 				t.Fatalf("step %d: key %d filed above it, at %v", step, y.key, k)
 			}
-			if y, k := h.At(i); k != own(y) {
+			if k != own(y) {
 				below++ // one still to be refiled
 			}
 		}
