@@ -116,11 +116,16 @@ func openSharedLog(path, name string) (*sharedLog, error) {
 	return &sharedLog{f: f, name: name}, nil
 }
 
-// line appends "kind name time rest..." (time: µs of the wall clock),
-// and returns it.
+// line appends "kind name time rest..." (time: µs of the wall clock,
+// now), and returns it.
 func (l *sharedLog) line(kind string, rest ...any) string {
+	return l.lineAt(time.Now(), kind, rest...)
+}
+
+// lineAt appends "kind name time rest..." with the time at.
+func (l *sharedLog) lineAt(at time.Time, kind string, rest ...any) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s %d", kind, l.name, time.Now().UnixMicro())
+	fmt.Fprintf(&b, "%s %s %d", kind, l.name, at.UnixMicro())
 	for _, r := range rest {
 		fmt.Fprintf(&b, " %v", r)
 	}
@@ -182,34 +187,40 @@ func TestReplicaChild(t *testing.T) {
 	st, err := openPool(ctx, pool, options(nil), true)
 	require.NoError(t, err)
 	defer st.Close()
-	// run is one closure: it logs its start and end, and honours its
-	// context.
-	run := func(id, key, cid string) func(context.Context) error {
-		return func(ctx context.Context) error {
-			lg.line("start", id, key, cid)
-			select {
-			case <-time.After(time.Duration(1000+rand.IntN(9000)) * time.Microsecond): // the work
-				lg.line("end", id, key, cid, "ok")
-				return nil
-			case <-ctx.Done():
-				how := "cancel"
-				if errors.Is(context.Cause(ctx), rt.ErrLost) {
-					how = "lost"
-				}
-				lg.line("end", id, key, cid, how)
-				return ctx.Err()
+	// runFrom is one run, begun at begun: it logs its start and end, and
+	// honours its context. begun is read first thing when the run's
+	// function is called, before a durable attempt decodes its arguments:
+	// a process stopped while it decodes them had begun the run before the
+	// stop, and the start line it writes once woken says so.
+	runFrom := func(ctx context.Context, begun time.Time, id, key, cid string) error {
+		lg.lineAt(begun, "start", id, key, cid)
+		select {
+		case <-time.After(time.Duration(1000+rand.IntN(9000)) * time.Microsecond): // the work
+			lg.line("end", id, key, cid, "ok")
+			return nil
+		case <-ctx.Done():
+			how := "cancel"
+			if errors.Is(context.Cause(ctx), rt.ErrLost) {
+				how = "lost"
 			}
+			lg.line("end", id, key, cid, how)
+			return ctx.Err()
 		}
+	}
+	// run is a closure's run.
+	run := func(id, key, cid string) func(context.Context) error {
+		return func(ctx context.Context) error { return runFrom(ctx, time.Now(), id, key, cid) }
 	}
 	// A durable job's attempt is a run as a closure's is, named by the
 	// job's ID and the attempt's number ("d7.2"): its arguments are its
 	// key and conflicting ID.
 	handler := &rt.Handler{Name: "d", ArgType: reflect.TypeFor[durableArgs](), Run: func(ctx context.Context, b []byte) error {
+		begun := time.Now()
 		var a durableArgs
 		if err := json.Unmarshal(b, &a); err != nil {
 			return err
 		}
-		return run(fmt.Sprintf("d%d.%d", rt.JobID(ctx), rt.Attempt(ctx)), a.Key, a.Cid)(ctx)
+		return runFrom(ctx, begun, fmt.Sprintf("d%d.%d", rt.JobID(ctx), rt.Attempt(ctx)), a.Key, a.Cid)
 	}}
 	r, err := rt.New(rt.Config{
 		Engine: procEngineConfig(),

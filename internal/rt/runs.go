@@ -82,21 +82,22 @@ func (s *Runtime) runDurable(id int64, attempt int, h *Handler, ctx *jobContext,
 		err = Permanent(fmt.Errorf("fairsched: durable job %d: this replica has no handler of its type", id))
 		return
 	}
+	hctx := context.WithValue(ctx, jobIDKey{}, id) // first: the handler is called right after the check
 	if s.lapsedBeforeBegin() {
 		err = errLostRun // sent before a pause past the replica's lapse: it must not begin
 		return
 	}
-	err = s.callHandler(h, ctx, id, args)
+	err = s.callHandler(h, hctx, args)
 }
 
 // callHandler runs h, turning a panic into a *PanicError.
-func (s *Runtime) callHandler(h *Handler, ctx context.Context, id int64, args []byte) (err error) {
+func (s *Runtime) callHandler(h *Handler, ctx context.Context, args []byte) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = s.cfg.Errors.Panic(0, v, debug.Stack())
 		}
 	}()
-	return h.Run(context.WithValue(ctx, jobIDKey{}, id), args)
+	return h.Run(ctx, args)
 }
 
 // durableRunEnded reports to the leader that the attempt of durable job

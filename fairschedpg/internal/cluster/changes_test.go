@@ -79,6 +79,16 @@ func TestChangesCommitInOrder(t *testing.T) {
 	recs, err := Changes(ctx, pool, "f", 0)
 	require.NoError(t, err)
 	assert.Empty(t, recs, "nothing committed")
+	// The append gave up, but its statement may still wait on the
+	// server: the request that cancels it travels apart from it, and, on
+	// a busy machine, came after the lock was let go, so that the append
+	// committed after all. End it, waiting until it has ended, before the
+	// lock is let go.
+	var waiting, ended int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE pg_terminate_backend(pid, 10000))
+		FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+		AND classid = $1 AND objid = hashtext(current_schema())::oid AND objsubid = 2`, changesLockKey).Scan(&waiting, &ended))
+	require.Equal(t, waiting, ended, "the append given up ended on the server")
 
 	require.NoError(t, tx.Commit(ctx))
 	second, err := AppendChange(ctx, pool, "f", []byte("second"))
