@@ -496,6 +496,33 @@ func BenchmarkScaleKeys(b *testing.B) {
 	}
 }
 
+// BenchmarkScaleRules is Scale/queued-1M with rules of the order taken
+// away: urgency-off has no urgent threshold (jobs age, none becomes
+// urgent), aging-off no aging at all, one-type a single type of no tier
+// limit, cap or conflict group, one-type-aging-off both. The queue, its
+// keys and priorities are the same; the difference from Scale/queued-1M is
+// what those rules cost with a million jobs queued, which
+// Floor/fair-queue-1M does not do.
+func BenchmarkScaleRules(b *testing.B) {
+	types := []string{"fg", "bg", "repack"}
+	for _, v := range []struct {
+		name   string
+		change func(*Config)
+		types  []string
+	}{
+		{"urgency-off", func(c *Config) { c.Aging.UrgentThreshold = 0 }, types},
+		{"aging-off", func(c *Config) { c.Aging = AgingConfig{} }, types},
+		{"one-type", func(c *Config) { c.Types, c.TierLimits = nil, nil }, []string{""}},
+		{"one-type-aging-off", func(c *Config) { c.Types, c.TierLimits, c.Aging = nil, nil, AgingConfig{} }, []string{""}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			cfg := scaleConfig()
+			v.change(&cfg)
+			benchSteadyState(b, cfg, 1000000, 10000, v.types, scaleWait, false)
+		})
+	}
+}
+
 // scaleWait is how long a job waits in the Scale benchmarks: three grace
 // periods of scaleConfig. A job aged that long has gained 20 points: the
 // top 20 priorities reach the ceiling, and the top 10 the urgent threshold.
