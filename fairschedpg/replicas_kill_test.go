@@ -629,16 +629,15 @@ func (c *procCluster) check() verdict {
 }
 
 // awaitFull waits for a line from from on at which the cluster's slots
-// were all held, and returns its index: every scenario waits for one
-// after its fault, so that its load is a test of the cluster's limit
-// (how long it takes depends on the machine: a fixed load may not fill
-// them in a busy one's time).
-func (c *procCluster) awaitFull(what string, from int) int {
+// were all held: every scenario waits for one after its fault, so that
+// its load is a test of the cluster's limit (how long it takes depends
+// on the machine: a fixed load may not fill them in a busy one's time).
+func (c *procCluster) awaitFull(what string, from int) {
 	tl := c.newTally()
 	for _, ln := range c.log.lines[:from] {
 		tl.add(ln)
 	}
-	return c.log.await(c.t, what, from, 30*time.Second, func(ln logLine) bool {
+	c.log.await(c.t, what, from, 30*time.Second, func(ln logLine) bool {
 		tl.add(ln)
 		return len(tl.open) == procSlots
 	})
